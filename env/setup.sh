@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Creates or refreshes the course environment in $VENV from env/requirements.lock.
+# Usage: env/setup.sh [lab|test]   (test also needs the headless browser)
+# Re-running is cheap: the install is skipped while the lock's hash matches the stamp.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+purpose=${1:-lab}
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+LOCK=env/requirements.lock
+STAMP=$VENV/.lock-sha256
+KERNEL_NAME=fx-course
+KERNEL_DISPLAY="Python 3 (fx-course)"
+
+say() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
+
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+apt_updated=
+apt_install() {
+    [ -n "$apt_updated" ] || { apt-get update -qq >/dev/null; apt_updated=1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_system_tool() {  # ensure_system_tool BINARY DEBIAN_PACKAGE REQUIRED HINT
+    local binary=$1 package=$2 required=$3 hint=$4
+    command -v "$binary" >/dev/null && return 0
+    if can_apt; then
+        say "installing $package (for $binary) with apt-get"
+        apt_install "$package" && command -v "$binary" >/dev/null && return 0
+    fi
+    if [ "$required" = yes ]; then
+        die "'$binary' is missing. $hint"
+    fi
+    say "WARNING: '$binary' is missing. $hint"
+}
+
+check_python() {
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' 2>/dev/null ||
+        die "$PYTHON must be Python 3.11 or newer (set PYTHON=/path/to/python3.11)."
+}
+
+install_packages() {
+    say "installing the locked packages into $VENV (first time: several GB, a few minutes)"
+    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    local uv_pin
+    uv_pin=$(grep -E '^uv==' "$LOCK")
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$uv_pin"
+    "$VENV/bin/uv" pip sync -q --python "$VENV/bin/python" "$LOCK"
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps -e .
+    "$VENV/bin/python" -m ipykernel install --sys-prefix \
+        --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >/dev/null
+    "$VENV/bin/jupyter" server extension enable --sys-prefix nbgrader >/dev/null 2>&1
+    "$VENV/bin/jupyter" labextension enable nbgrader >/dev/null 2>&1 || true
+    sha256sum "$LOCK" | cut -d' ' -f1 >"$STAMP"
+}
+
+check_python
+graphviz_hint="Install Graphviz: 'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install -c conda-forge graphviz'. Without it graph pictures fall back to text."
+if [ "$purpose" = test ]; then
+    ensure_system_tool dot graphviz yes "$graphviz_hint"
+    ensure_system_tool chromium chromium yes \
+        "The browser tests need Debian's 'chromium' package: 'sudo apt-get install chromium'."
+else
+    ensure_system_tool dot graphviz no "$graphviz_hint"
+fi
+
+want=$(sha256sum "$LOCK" | cut -d' ' -f1)
+have=$(cat "$STAMP" 2>/dev/null || true)
+if [ "$want" != "$have" ] || [ ! -x "$VENV/bin/jupyter" ]; then
+    install_packages
+else
+    say "environment up to date ($VENV matches $LOCK)"
+fi

@@ -1,0 +1,31 @@
+"""Shared pytest set-up: paths, and a printed summary of each notebook's wall time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_notebook_times: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def pytest_runtest_logreport(report):
+    # user_properties travel from xdist workers to the controller, unlike module globals.
+    for key, value in report.user_properties:
+        if key == "notebook_seconds":
+            _notebook_times[report.nodeid] = value
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _notebook_times:
+        return
+    terminalreporter.section("notebook wall times")
+    for nodeid, seconds in sorted(_notebook_times.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid.split('[', 1)[-1].rstrip(']')}")
+    terminalreporter.write_line(f"{sum(_notebook_times.values()):7.1f} s  total")

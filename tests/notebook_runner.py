@@ -1,0 +1,45 @@
+"""Execute a notebook headlessly in the course's Jupyter kernel and collect its error outputs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbclient
+import nbformat
+
+KERNEL_NAME = "fx-course"
+CELL_TIMEOUT_S = 300
+
+
+def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    """One line per error output (a traceback shown to the learner) or stderr traceback."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                found.append(f"cell {index}: {output.ename}: {output.evalue}")
+            elif output.get("name") == "stderr" and "Traceback" in output.get("text", ""):
+                found.append(f"cell {index}: traceback on stderr")
+    return found
+
+
+def execute(path: Path) -> tuple[nbformat.NotebookNode, float]:
+    """Run every cell in a fresh kernel started in the notebook's folder; returns (nb, seconds)."""
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        nb,
+        kernel_name=KERNEL_NAME,
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    start = time.perf_counter()
+    client.execute()
+    return nb, time.perf_counter() - start
+
+
+def is_graded_student_version(path: Path, nb: nbformat.NotebookNode, root: Path) -> bool:
+    """A learner's copy of an nbgrader exercise: its solution cells are still unanswered."""
+    in_chapters = path.resolve().is_relative_to(root / "chapters")
+    has_solution_cells = any(c.metadata.get("nbgrader", {}).get("solution") for c in nb.cells)
+    return in_chapters and has_solution_cells
