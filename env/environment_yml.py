@@ -1,6 +1,6 @@
 """Derive environment.yml (conda) from env/requirements.lock, so the two can never drift.
 
-    python env/environment_yml.py > environment.yml
+python env/environment_yml.py > environment.yml
 """
 
 from __future__ import annotations
