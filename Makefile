@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 NOTEBOOKS = $(shell git ls-files '*.ipynb' 2>/dev/null || find chapters solutions -name '*.ipynb')
 LAB_ARGS ?=
+# Jupyter refuses to start as root unless told to (containers, CI machines).
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
 .PHONY: help lab test env env-test lock strip check-clean lint format
@@ -15,7 +17,7 @@ help:  ## list the targets
 	@grep -E '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
 lab: env  ## open the course in JupyterLab
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(LAB_ARGS) chapters/01_symbolic_tracing.ipynb
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) chapters/01_symbolic_tracing.ipynb
 
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
 	$(BIN)/pytest $(PYTEST_ARGS)
