@@ -1,6 +1,7 @@
 """Time Conv+BN folding on torchvision's ResNet-18; shared by chapter 4 and `make bench-fusion`.
 
-    python -m fxcourse.bench_fusion [--batch 8] [--size 224] [--min-run-time 2] [--device auto]
+    python -m fxcourse.bench_fusion [--batch 8] [--size 224] [--min-run-time 2] [--threads N]
+                                    [--device auto|cpu|cuda] [--plot FILE]
 
 Four versions of the same network (random weights, eval mode) run as FX GraphModules:
   unfused        the traced network as it is
@@ -14,17 +15,41 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
+import logging
 from dataclasses import dataclass, field
 
 import torch
 import torch.fx as fx
 from torch import nn
 from torch.fx.experimental.optimization import fuse
-from torch.utils import benchmark
 
 from fxcourse.fusion import fuse_conv_bn
 
 BASELINE = "unfused"
+
+
+def _import_benchmark_without_cuda_home_warning():
+    """torch.utils.benchmark, imported without one irrelevant log line.
+
+    Importing it imports torch.utils.cpp_extension, which logs "No CUDA runtime is found, using
+    CUDA_HOME=..." when a CUDA toolkit is installed but no GPU is usable. That concerns compiling
+    C++ extensions, never timing; only that one message of that one logger is dropped, during
+    this import only.
+    """
+    cpp_extension_logger = logging.getLogger("torch.utils.cpp_extension")
+
+    def drop_no_cuda_runtime(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No CUDA runtime is found")
+
+    cpp_extension_logger.addFilter(drop_no_cuda_runtime)
+    try:
+        return importlib.import_module("torch.utils.benchmark")
+    finally:
+        cpp_extension_logger.removeFilter(drop_no_cuda_runtime)
+
+
+benchmark = _import_benchmark_without_cuda_home_warning()
 
 
 @dataclass
@@ -97,9 +122,13 @@ def _infer(model: nn.Module, example: torch.Tensor) -> torch.Tensor:
 
 
 def time_variants(
-    variants: dict[str, nn.Module], example: torch.Tensor, min_run_time: float, rounds: int = 3
+    variants: dict[str, nn.Module],
+    example: torch.Tensor,
+    min_run_time: float,
+    num_threads: int,
+    rounds: int = 3,
 ) -> dict[str, benchmark.Measurement]:
-    """One merged blocked_autorange measurement per variant, with torch's current thread count.
+    """One merged blocked_autorange measurement per variant, timed with `num_threads` threads.
 
     The variants take turns for `rounds` rounds, so a burst of load from other processes hurts
     them all alike rather than whichever ran at the time. Timer runs with one thread unless told
@@ -111,7 +140,7 @@ def time_variants(
         timers[name] = benchmark.Timer(
             stmt="infer(model, example)",
             globals={"infer": _infer, "model": model, "example": example},
-            num_threads=torch.get_num_threads(),
+            num_threads=num_threads,
             label="ResNet-18 forward",
             sub_label=f"{example.device.type}, input {tuple(example.shape)}",
             description=name,
@@ -124,17 +153,25 @@ def time_variants(
 
 
 def run_fusion_benchmark(
-    batch: int = 1, size: int = 64, min_run_time: float = 0.5, device: str = "cpu"
+    batch: int = 1,
+    size: int = 64,
+    min_run_time: float = 0.5,
+    device: str = "cpu",
+    num_threads: int | None = None,
 ) -> BenchResult:
-    """Build the four ResNet-18 variants on `device`, check them, time them, return the medians."""
+    """Build the four ResNet-18 variants on `device`, check them, time them, return the medians.
+
+    Timing uses `num_threads` threads, by default torch.get_num_threads().
+    """
+    num_threads = num_threads or torch.get_num_threads()
     torch.manual_seed(0)
     variants = build_variants(resnet18_eval())
     # Checked on the CPU in float32: GPU convolutions may use TF32, which rounds more coarsely.
     check_outputs_match(variants, torch.randn(1, 3, 64, 64))
     variants = {name: gm.to(device) for name, gm in variants.items()}
     example = torch.randn(batch, 3, size, size, device=device)
-    measurements = time_variants(variants, example, min_run_time)
-    result = BenchResult(device, batch, size, torch.get_num_threads())
+    measurements = time_variants(variants, example, min_run_time, num_threads)
+    result = BenchResult(device, batch, size, num_threads)
     result.medians = {name: m.median for name, m in measurements.items()}
     return result
 
@@ -143,7 +180,7 @@ def format_result(result: BenchResult) -> str:
     """A small table: median time per forward pass, time ratio and speed-up against unfused."""
     lines = [
         f"ResNet-18, input {result.batch}x3x{result.size}x{result.size}, device {result.device}, "
-        f"torch.get_num_threads() = {result.num_threads}, medians over all timed blocks",
+        f"num_threads={result.num_threads}, medians over all timed blocks",
         f"{'variant':<16}{'median ms':>11}{'ratio':>9}{'speed-up':>10}",
     ]
     for name, ratio in result.ratios().items():
@@ -168,7 +205,7 @@ def plot_result(result: BenchResult, ax=None):
     ax.set_ylabel("median ms per forward")
     ax.set_title(
         f"ResNet-18 {result.batch}x3x{result.size}x{result.size}, {result.device}, "
-        f"{result.num_threads} threads (labels: ratio to unfused)",
+        f"num_threads={result.num_threads} (labels: ratio to unfused)",
         fontsize=9,
     )
     return ax
@@ -195,17 +232,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="auto",
         help="auto: CPU, and CUDA too when it is available",
     )
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads before timing")
+    parser.add_argument(
+        "--threads", type=int, help="threads to time with (default: torch.get_num_threads())"
+    )
     parser.add_argument("--plot", help="also save a bar chart to this file (one per device)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     for device in devices_for(args.device):
-        result = run_fusion_benchmark(args.batch, args.size, args.min_run_time, device)
+        result = run_fusion_benchmark(
+            args.batch, args.size, args.min_run_time, device, args.threads
+        )
         print(format_result(result), end="\n\n")
         if args.plot:
             _save_plot(result, args.plot)

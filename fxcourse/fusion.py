@@ -59,10 +59,16 @@ def bn_scale_and_shift(bn: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tenso
 def folded_weight_and_bias(
     weight: torch.Tensor, bias: torch.Tensor | None, scale: torch.Tensor, shift: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """W' = scale * W (per output channel, dimension 0) and b' = scale * b + shift."""
+    """W' = scale * W (per output channel, dimension 0) and b' = scale * b + shift.
+
+    With shift = beta - scale * mean, b' is scale * (b - mean) + beta, as derived in chapter 4.
+    """
     per_out_channel = (-1,) + (1,) * (weight.dim() - 1)
-    new_weight = weight.to(scale.dtype) * scale.reshape(per_out_channel)
-    old_bias = bias.to(scale.dtype) if bias is not None else torch.zeros_like(shift)
+    # Work in the wider dtype of conv and BN, so that a float64 conv keeps float64 accuracy.
+    dtype = torch.promote_types(weight.dtype, scale.dtype)
+    scale, shift = scale.to(dtype), shift.to(dtype)
+    new_weight = weight.to(dtype) * scale.reshape(per_out_channel)
+    old_bias = bias.to(dtype) if bias is not None else torch.zeros_like(shift)
     new_bias = scale * old_bias + shift
     # Results keep the conv's own dtype (a conv without bias takes its weight's dtype).
     return new_weight.to(weight.dtype), new_bias.to(weight.dtype)

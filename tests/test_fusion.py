@@ -124,6 +124,19 @@ def test_half_precision_conv_keeps_its_dtype():
     torch.testing.assert_close(fused.weight, reference.weight.half())
 
 
+def test_float64_conv_with_float32_bn_keeps_float64_accuracy():
+    conv = nn.Conv2d(3, 4, 3, dtype=torch.float64).eval()
+    bn = nn.BatchNorm2d(4, eps=0.0).eval()  # float32; scale 2 and shift 0.5 are exact
+    with torch.no_grad():
+        bn.weight.fill_(2.0)
+        bn.bias.fill_(0.5)
+        conv.weight.fill_(1 + 1e-12)  # not representable in float32
+    fused = fold_conv_bn(conv, bn)
+    assert fused.weight.dtype == torch.float64
+    assert torch.equal(fused.weight, 2 * conv.weight)
+    assert torch.equal(fused.bias, 2 * conv.bias + 0.5)
+
+
 def test_conv1d_and_conv3d():
     torch.manual_seed(2)
     model = nn.Sequential(nn.Conv1d(2, 3, 3), nn.BatchNorm1d(3))
@@ -305,10 +318,11 @@ def test_inplace_changes_the_given_graph_module_only_when_asked():
 
 def test_bench_cli_prints_medians_and_ratios():
     command = [sys.executable, "-m", "fxcourse.bench_fusion", "--batch", "1", "--size", "32"]
-    command += ["--min-run-time", "0.01", "--device", "cpu"]
+    command += ["--min-run-time", "0.01", "--device", "cpu", "--threads", "1"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "torch.get_num_threads() = " in result.stdout
+    assert "device cpu, num_threads=1, medians" in result.stdout
+    assert "CUDA_HOME" not in result.stderr
     for variant in ("unfused", "chapter fuser", "torch fuse", "BN -> Identity"):
         row = re.search(
             rf"^{re.escape(variant)}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$",
