@@ -61,6 +61,8 @@ if [ "$purpose" = test ]; then
     ensure_system_tool dot graphviz yes "$graphviz_hint"
     ensure_system_tool chromium chromium yes \
         "The browser tests need Debian's 'chromium' package: 'sudo apt-get install chromium'."
+    ensure_system_tool bwrap bubblewrap yes \
+        "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
 else
     ensure_system_tool dot graphviz no "$graphviz_hint"
 fi
