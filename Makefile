@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 .PHONY: help lab test env env-test lock strip check-clean lint format
 
 help:  ## list the targets
-	@grep -E '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
 lab: env  ## open the course in JupyterLab
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) chapters/01_symbolic_tracing.ipynb

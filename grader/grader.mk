@@ -1,0 +1,25 @@
+# Instructor targets for the three graded exercises (nbgrader), included by the main Makefile.
+# Working folders (grader/release, submitted, autograded, feedback, exports, gradebook.db) are
+# git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
+
+GRADER := $(PY) grader/course_grader.py
+AUTOGRADE ?= $(GRADER) autograde
+SUBMISSIONS ?=
+
+.PHONY: release gradebook autograde feedback export
+
+release: env  ## instructor: student versions into chapters/exercises + gradebook entries
+	$(GRADER) release
+
+gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapters untouched)
+	$(GRADER) release --no-publish
+
+autograde: gradebook  ## instructor: grade SUBMISSIONS=dir (<student>/<assignment>/<assignment>.ipynb)
+	$(if $(SUBMISSIONS),$(GRADER) collect "$(SUBMISSIONS)")
+	$(AUTOGRADE)
+
+feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
+	$(GRADER) feedback
+
+export: env  ## instructor: grades to grader/exports/grades.csv, one column per exercise
+	$(GRADER) export

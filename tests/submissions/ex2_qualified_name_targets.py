@@ -1,0 +1,29 @@
+"""Names function targets with torch.fx.node._get_qualified_name: "_operator.add", "getattr".
+
+assignment: ex2_node_dump
+expected: 8
+why: the targets cell (2) fails; format_nodes lays out whatever dump_nodes returns, so it passes.
+"""
+
+# %% cell: dump_nodes
+import torch
+from torch.fx.node import _get_qualified_name
+
+
+def text_of(target) -> str:
+    return target if isinstance(target, str) else _get_qualified_name(target)
+
+
+def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
+    order = list(gm.graph.nodes)
+    return [
+        {
+            "name": node.name,
+            "op": node.op,
+            "target": text_of(node.target),
+            "args": torch.fx.node.map_arg(node.args, lambda n: n.name),
+            "kwargs": torch.fx.node.map_arg(node.kwargs, lambda n: n.name),
+            "users": [user.name for user in sorted(node.users, key=order.index)],
+        }
+        for node in gm.graph.nodes
+    ]
