@@ -65,6 +65,8 @@ if [ "$purpose" = test ]; then
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
 else
     ensure_system_tool dot graphviz no "$graphviz_hint"
+    ensure_system_tool bwrap bubblewrap no \
+        "Only instructors need it: 'make autograde' runs submissions inside bubblewrap ('sudo apt-get install bubblewrap')."
 fi
 
 want=$(sha256sum "$LOCK" | cut -d' ' -f1)

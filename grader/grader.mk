@@ -3,10 +3,11 @@
 # git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
 
 GRADER := $(PY) grader/course_grader.py
-AUTOGRADE ?= $(GRADER) autograde
+# The sandboxed, parallel grader (grader/safegrade/README.md); plain nbgrader: AUTOGRADE="$(GRADER) autograde".
+AUTOGRADE ?= $(PY) -m grader.safegrade autograde "*"
 SUBMISSIONS ?=
 
-.PHONY: release gradebook autograde feedback export
+.PHONY: release gradebook autograde feedback export bench-grading
 
 release: env  ## instructor: student versions into chapters/exercises + gradebook entries
 	$(GRADER) release
@@ -23,3 +24,6 @@ feedback: env  ## instructor: HTML feedback for every graded submission, in grad
 
 export: env  ## instructor: grades to grader/exports/grades.csv, one column per exercise
 	$(GRADER) export
+
+bench-grading: env  ## instructor: plain nbgrader autograde vs the sandboxed grader on N submissions
+	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)
