@@ -271,8 +271,14 @@ class SandboxConfig:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         args += ["--perms", "0644", "--ro-bind-data", str(passwd_fd), "/etc/passwd"]
         args += ["--perms", "0644", "--ro-bind-data", str(group_fd), "/etc/group"]
+        # The writable tmpfs mounts come before the read-only binds, so that a checkout (and its
+        # venv) that lives under /tmp is mounted on top of the fresh /tmp instead of hidden by it.
+        args += ["--dev", "/dev"]
+        lim = self.limits
+        args += ["--perms", "1777", "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--size", str(lim.shm_mb << 20), "--tmpfs", "/dev/shm"]
         package_dest = f"{SANDBOX_PACKAGE_ROOT}/grader/safegrade"
-        made: set[str] = set()
+        made: set[str] = {"/tmp", "/dev", "/dev/shm"}
         for dest in [*self.readable, package_dest]:
             for parent in reversed(Path(dest).parents):  # bwrap would create them as 0700
                 if str(parent) != "/" and str(parent) not in made:
@@ -281,10 +287,6 @@ class SandboxConfig:
         for path in self.readable:
             args += ["--ro-bind", path, path]
         args += ["--ro-bind", str(PACKAGE_DIR), package_dest]
-        args += ["--dev", "/dev"]
-        lim = self.limits
-        args += ["--perms", "1777", "--size", str(lim.tmp_mb << 20), "--tmpfs", "/tmp"]
-        args += ["--perms", "1777", "--size", str(lim.shm_mb << 20), "--tmpfs", "/dev/shm"]
         args += ["--remount-ro", "/", "--chdir", "/tmp"]
         bootstrap = (
             f"import sys; sys.path.insert(0, {SANDBOX_PACKAGE_ROOT!r}); "
