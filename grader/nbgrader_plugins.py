@@ -5,7 +5,7 @@ fails the cell it died in and every code cell after it instead of failing the wh
 nbgrader then grades the notebook like any other (cells that passed before the crash keep their
 points). Endless loops are already handled by nbgrader: the cell times out and is interrupted.
 
-HideHiddenTests: for feedback, removes the hidden tests from the graded cells' source and cuts
+HideHiddenTests: for feedback, removes the hidden tests from the instructor's cells and cuts
 their tracebacks down to the error's last line, so learners read the failure message but not the
 hidden test code.
 """
@@ -56,7 +56,10 @@ class HideHiddenTests(ClearHiddenTests):
     display_data_priority.tag(config=True)
 
     def preprocess_cell(self, cell, resources, cell_index):
-        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        # Only instructor cells hold hidden tests. A learner's answer may quote the markers, and
+        # nbgrader's ClearHiddenTests would then fail the whole feedback run on it.
+        if not utils.is_solution(cell):
+            cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if utils.is_grade(cell) and cell.cell_type == "code":
             for output in cell.outputs:
                 if output.output_type == "error":

@@ -145,6 +145,15 @@ def test_feedback_shows_messages_but_not_hidden_tests(graded: dict[str, Path]):
     assert not any(marker in text for marker in MARKERS)
 
 
+def test_feedback_keeps_a_learners_quoted_marker(graded: dict[str, Path]):
+    student, assignment = "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
+    course = graded[assignment]
+    assert course_grader.feedback(course, [student]) == 0
+    page = course / course_grader.FEEDBACK / student / assignment / f"{assignment}.html"
+    text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    assert "the grader keeps a" in text, "the learner's own comment should be shown as written"
+
+
 def test_student_versions_are_current(released: Path):
     """chapters/exercises holds what `make release` generates now from solutions/."""
     for assignment in ASSIGNMENTS:
