@@ -168,12 +168,7 @@ class Instrumenter(ast.NodeTransformer):
     def _with_scope(self, kind: str, local: set[str], node: ast.AST, fields: list[str]) -> ast.AST:
         self.scopes.append((kind, local))
         try:
-            for name in fields:
-                value = getattr(node, name)
-                if isinstance(value, list):
-                    setattr(node, name, self._visit_list(value))
-                elif value is not None:
-                    setattr(node, name, self.visit(value))
+            self._visit_fields(node, fields)
         finally:
             self.scopes.pop()
         return node
@@ -187,7 +182,8 @@ class Instrumenter(ast.NodeTransformer):
             out.extend(new if isinstance(new, list) else [new])
         return out
 
-    def _visit_outside(self, node, fields):
+    def _visit_fields(self, node, fields):
+        """Visit the named fields of `node` in the current scope, replacing them in place."""
         for name in fields:
             value = getattr(node, name)
             if isinstance(value, list):
@@ -196,7 +192,7 @@ class Instrumenter(ast.NodeTransformer):
                 setattr(node, name, self.visit(value))
 
     def visit_FunctionDef(self, node):
-        self._visit_outside(node, ["decorator_list", "returns"])
+        self._visit_fields(node, ["decorator_list", "returns"])
         node.args.defaults = self._visit_list(node.args.defaults)
         node.args.kw_defaults = [self.visit(d) if d else d for d in node.args.kw_defaults]
         bound, _ = scope_bindings(node.body)
@@ -210,7 +206,7 @@ class Instrumenter(ast.NodeTransformer):
         return self._with_scope("function", _params(node.args), node, ["body"])
 
     def visit_ClassDef(self, node):
-        self._visit_outside(node, ["decorator_list", "bases", "keywords"])
+        self._visit_fields(node, ["decorator_list", "bases", "keywords"])
         return self._with_scope("class", set(), node, ["body"])
 
     def _visit_comp(self, node, fields):
