@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -40,8 +41,6 @@ def test_notebook_runs(path: Path, record_property):
 
 def _check_student_version_fails(path: Path) -> float:
     """The unanswered starter must fail its visible tests (nbgrader validate --invert)."""
-    import time
-
     start = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "nbgrader", "validate", "--invert", path.name],

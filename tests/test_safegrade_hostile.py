@@ -251,17 +251,24 @@ def test_feedback_names_failures_but_never_shows_hidden_tests(hostile):
     assert "test_basic" in page and "should be 3" in page
 
 
-def test_gradebook_gets_the_scores_once_and_idempotently(hostile):
-    course = hostile["course"]
-    assert sync_gradebook(course, "tiny") == len(hostile["cases"])
-    first = gradebook_dump(course / "gradebook.db")
-    with sqlite3.connect(course / "gradebook.db") as db:
-        rows = db.execute(
+def grades_per_student(gradebook: Path) -> list[tuple[str, float, int, int]]:
+    """(student, total auto score, grade rows, rows needing manual grading) from nbgrader's db."""
+    with sqlite3.connect(gradebook) as db:
+        return db.execute(
             "select s.student_id, sum(g.auto_score), count(*), sum(g.needs_manual_grade) "
             "from grade g join submitted_notebook n on g.notebook_id = n.id "
             "join submitted_assignment s on n.assignment_id = s.id group by s.student_id"
         ).fetchall()
-    scores = {student: (total, count, manual) for student, total, count, manual in rows}
+
+
+def test_gradebook_gets_the_scores_once_and_idempotently(hostile):
+    course = hostile["course"]
+    assert sync_gradebook(course, "tiny") == len(hostile["cases"])
+    first = gradebook_dump(course / "gradebook.db")
+    scores = {
+        student: (total, count, manual)
+        for student, total, count, manual in grades_per_student(course / "gradebook.db")
+    }
     assert set(scores) == {case.name for case in hostile["cases"]}
     for case in hostile["cases"]:
         assert scores[case.name] == (case.score, 3, 0), case.name
@@ -372,10 +379,8 @@ def test_interrupted_batch_resumes_without_losing_or_duplicating(tmp_path, how):
         assert path.read_bytes() == data, "a finished grade was redone"
     for student in STUDENTS:
         assert result(course, student)["score"] == 10
-    with sqlite3.connect(course / "gradebook.db") as db:
-        per_student = db.execute(
-            "select s.student_id, count(*), sum(g.auto_score) from grade g "
-            "join submitted_notebook n on g.notebook_id = n.id "
-            "join submitted_assignment s on n.assignment_id = s.id group by s.student_id"
-        ).fetchall()
+    per_student = [
+        (student, count, total)
+        for student, total, count, _ in grades_per_student(course / "gradebook.db")
+    ]
     assert sorted(per_student) == [(s, 3, 10.0) for s in STUDENTS]
