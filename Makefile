@@ -11,7 +11,7 @@ LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: help lab test env env-test lock strip check-clean lint format
+.PHONY: help lab test env env-test lock strip check-clean lint format chapters
 
 help:  ## list the targets
 	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -34,6 +34,9 @@ lock: env  ## re-resolve env/requirements.in into the lock, then derive environm
 
 environment.yml: env/requirements.lock env/environment_yml.py  ## derive the conda file from the lock
 	python3 env/environment_yml.py > $@
+
+chapters: env  ## regenerate the learner chapters and answers.json from solutions/chapters/
+	$(PY) -m fxcourse.authoring build
 
 strip: env  ## remove outputs and execution counts from every notebook (nbgrader metadata kept)
 	$(PY) -m fxcourse.notebooks strip $(NOTEBOOKS)

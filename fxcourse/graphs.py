@@ -1,15 +1,36 @@
-"""Show a torch.fx GraphModule as an inline SVG picture, or as text when Graphviz is missing."""
+"""Draw a torch.fx graph as a picture (Graphviz), or show its text when Graphviz is missing.
+
+    show_graph(gm)                    every node: name, what it runs, shape when known
+    show_graph(gm, collapse=1)        an overview: the nodes of each top-level submodule as one box
+    show_graph(gm, within="layer1.0") a zoom: only the nodes inside that submodule
+
+One box per FX node (parameters are not drawn: they are read by their call_module or get_attr
+node), coloured by opcode; each arrow goes from a node to a node that uses its value. Pictures
+are SVG and scale down to the width of a notebook's output area.
+"""
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
+from collections.abc import Iterable
 
+import torch
 import torch.fx
 
 MISSING_DOT_HINT = (
     "Graph picture unavailable: Graphviz's `dot` binary is not on PATH "
     "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz). Showing text instead."
 )
+OP_COLOURS = {
+    "placeholder": "#dbeafe",
+    "get_attr": "#fef3c7",
+    "call_function": "#dcfce7",
+    "call_method": "#ede9fe",
+    "call_module": "#fee2e2",
+    "output": "#e5e7eb",
+}
 
 
 class GraphText:
@@ -23,22 +44,166 @@ class GraphText:
         return f"{self.hint}\n{self.text}"
 
 
-def graph_svg(gm: torch.fx.GraphModule, name: str = "graph") -> str:
-    """Render `gm` with torch's FxGraphDrawer and Graphviz; returns the SVG document as text."""
-    from torch.fx.passes.graph_drawer import FxGraphDrawer
+class GraphPicture:
+    """An SVG picture that Jupyter shows at most as wide as the output area."""
 
-    drawer = FxGraphDrawer(gm, name)
-    return drawer.get_dot_graph().create_svg().decode("utf-8")
+    def __init__(self, svg: str):
+        self.svg = svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+
+def module_path(node: torch.fx.Node) -> str:
+    """The qualified name of the submodule a node belongs to ("" for the root module)."""
+    stack = node.meta.get("nn_module_stack")
+    if stack:
+        return str(list(stack.values())[-1][0])
+    if node.op == "call_module":
+        return str(node.target)
+    if node.op == "get_attr":
+        return str(node.target).rpartition(".")[0]
+    return ""
+
+
+def _inside(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".")
+
+
+def _target_text(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    if node.op == "call_module":
+        return f"{node.target}: {type(gm.get_submodule(node.target)).__name__}"
+    if node.op == "call_method":
+        return f".{node.target}()"
+    if node.op == "call_function":
+        module = getattr(node.target, "__module__", None) or ""
+        name = getattr(node.target, "__name__", str(node.target))
+        short = {"_operator": "operator", "torch._C._nn": "F", "torch.nn.functional": "F"}
+        prefix = short.get(module, module.split(".")[0])
+        return f"{prefix}.{name}" if prefix else name
+    if node.op == "get_attr":
+        return str(node.target)
+    return node.op
+
+
+def _shape_text(node: torch.fx.Node) -> str:
+    value = node.meta.get("val", node.meta.get("tensor_meta"))
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return ""
+    return f"{str(dtype).removeprefix('torch.')}[{', '.join(str(s) for s in shape)}]"
+
+
+def node_label(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
+    """Graphviz HTML label: the node's name in bold, then its opcode and target, then its shape
+    when a pass (ShapeProp, export) recorded one."""
+    lines = [f"<b>{html.escape(node.name)}</b>"]
+    if node.op not in ("placeholder", "output"):
+        lines.append(html.escape(f"{node.op} {_target_text(gm, node)}"))
+    else:
+        lines.append(node.op)
+    if shape := _shape_text(node):
+        lines.append(f'<font point-size="9">{html.escape(shape)}</font>')
+    return "<" + "<br/>".join(lines) + ">"
+
+
+def _groups(gm: torch.fx.GraphModule, collapse: int | None) -> dict[torch.fx.Node, str]:
+    """Node -> the box it is drawn in: its own name, or a submodule path cut to `collapse` parts."""
+    boxes = {}
+    for node in gm.graph.nodes:
+        path = module_path(node)
+        if collapse and path:
+            boxes[node] = "/" + ".".join(path.split(".")[:collapse])
+        else:
+            boxes[node] = node.name
+    return boxes
+
+
+def to_dot(
+    gm: torch.fx.GraphModule,
+    name: str = "graph",
+    collapse: int | None = None,
+    within: str | None = None,
+    rankdir: str = "TB",
+):
+    """The graph as a graphviz.Digraph (see the module docstring for collapse and within)."""
+    import graphviz
+
+    dot = graphviz.Digraph(name, graph_attr={"rankdir": rankdir, "fontname": "Helvetica"})
+    dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11")
+    dot.attr("edge", color="#6b7280", arrowsize="0.7")
+    nodes = [n for n in gm.graph.nodes if within is None or _inside(module_path(n), within)]
+    boxes = _groups(gm, collapse)
+    members: dict[str, list[torch.fx.Node]] = {}
+    for node in nodes:
+        members.setdefault(boxes[node], []).append(node)
+    for box, inside in members.items():
+        if len(inside) == 1 and not box.startswith("/"):
+            node = inside[0]
+            dot.node(box, node_label(gm, node), fillcolor=OP_COLOURS[node.op])
+        else:
+            owner = box.lstrip("/")
+            kind = _module_class_name(inside, owner)
+            label = f"<<b>{html.escape(owner)}</b><br/>{kind} · {len(inside)} nodes>"
+            dot.node(box, label, fillcolor="#f3f4f6", style="filled,bold", shape="box3d")
+    _add_edges(dot, nodes, boxes)
+    return dot
+
+
+def _module_class_name(nodes: list[torch.fx.Node], path: str) -> str:
+    """The class of the submodule at `path`, as the tracer recorded it (a GraphModule keeps only
+    plain containers for the submodules it traced through)."""
+    for node in nodes:
+        for entry_path, kind in (node.meta.get("nn_module_stack") or {}).values():
+            if entry_path == path:
+                return getattr(kind, "__name__", str(kind).rpartition(".")[2])
+    return "module"
+
+
+def _add_edges(dot, nodes: Iterable[torch.fx.Node], boxes: dict[torch.fx.Node, str]) -> None:
+    drawn = set(boxes[n] for n in nodes)
+    seen = set()
+    for node in nodes:
+        for source in node.all_input_nodes:
+            edge = (boxes[source], boxes[node])
+            if edge[0] == edge[1] or edge in seen:
+                continue
+            seen.add(edge)
+            if edge[0] not in drawn:  # an input from outside a zoomed-in part
+                dot.node(edge[0], f"from {source.name}", shape="plaintext", fontcolor="#6b7280")
+                drawn.add(edge[0])
+            dot.edge(*edge)
+
+
+def graph_svg(gm: torch.fx.GraphModule, name: str = "graph", **options) -> str:
+    """Render `gm` with Graphviz's dot; returns an SVG document that scales to its container."""
+    svg = to_dot(gm, name, **options).pipe(format="svg").decode("utf-8")
+    return _scalable(svg)
+
+
+def _scalable(svg: str) -> str:
+    """Let the picture shrink to fit: keep its natural size as a maximum, not a fixed size."""
+    match = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    if not match:
+        return svg
+    width, height = (float(v) * 4 / 3 for v in match.groups())  # pt -> CSS px
+    sized = (
+        f'<svg width="100%" style="max-width:{width:.0f}px;height:auto" '
+        f'data-natural-width="{width:.0f}" data-natural-height="{height:.0f}"'
+    )
+    return svg.replace(match.group(0), sized, 1)
 
 
 def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def show_graph(gm: torch.fx.GraphModule, name: str = "graph"):
-    """Return something Jupyter displays: an SVG picture of `gm`, or its text graph plus a hint."""
+def show_graph(gm: torch.fx.GraphModule, name: str = "graph", **options):
+    """Something Jupyter displays: an SVG picture of `gm`, or its text graph plus a hint.
+
+    Options: collapse=N draws each submodule N levels deep as one box; within="path" draws only
+    the nodes inside that submodule; rankdir="LR" lays the graph out left to right.
+    """
     if not dot_available():
         return GraphText(str(gm.graph), MISSING_DOT_HINT)
-    from IPython.display import SVG
-
-    return SVG(graph_svg(gm, name))
+    return GraphPicture(graph_svg(gm, name, **options))

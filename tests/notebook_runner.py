@@ -24,14 +24,15 @@ def error_outputs(nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
-def execute(path: Path) -> tuple[nbformat.NotebookNode, float]:
-    """Run every cell in a fresh kernel started in the notebook's folder; returns (nb, seconds)."""
+def execute(path: Path, cwd: Path | None = None) -> tuple[nbformat.NotebookNode, float]:
+    """Run every cell in a fresh kernel started in `cwd` (default: the notebook's folder);
+    returns (the executed notebook, seconds)."""
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb,
         kernel_name=KERNEL_NAME,
         timeout=CELL_TIMEOUT_S,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(cwd or path.parent)}},
     )
     start = time.perf_counter()
     client.execute()

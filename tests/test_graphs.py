@@ -2,37 +2,69 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 import torch
 import torch.fx
-from IPython.display import SVG
+from torch.fx.passes.shape_prop import ShapeProp
 
 from fxcourse import graphs
 
 
-class TwoLayer(torch.nn.Module):
+class Block(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.linear = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.LayerNorm(4)
 
     def forward(self, x):
-        return torch.relu(self.linear(x)) + 1
+        return self.norm(torch.relu(self.linear(x)) + x)
+
+
+class TwoBlocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = Block(), Block()
+
+    def forward(self, x):
+        return self.second(self.first(x)).sum(dim=-1)
 
 
 @pytest.fixture
 def traced() -> torch.fx.GraphModule:
-    return torch.fx.symbolic_trace(TwoLayer())
+    return torch.fx.symbolic_trace(TwoBlocks())
 
 
-def test_picture_is_an_svg_naming_the_nodes(traced):
+def _texts(svg: str) -> list[str]:
+    return [re.sub(r"&#45;", "-", t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def test_picture_is_a_scalable_svg_with_one_box_per_node(traced):
     assert shutil.which("dot"), "Graphviz `dot` is required by the test suite (env/setup.sh test)"
-    picture = graphs.show_graph(traced, "two_layer")
-    assert isinstance(picture, SVG)
-    assert "<svg" in picture.data
+    svg = graphs.show_graph(traced, "two_blocks")._repr_svg_()
+    assert '<svg width="100%"' in svg and "max-width:" in svg
+    texts = _texts(svg)
     for node in traced.graph.nodes:
-        assert node.name in picture.data
+        assert node.name in texts
+    assert "call_module first.linear: Linear" in texts
+    assert "call_method .sum()" in texts and "call_function operator.add" in texts
+    assert svg.count('class="node"') == len(traced.graph.nodes)
+
+
+def test_shapes_appear_once_a_pass_recorded_them(traced):
+    ShapeProp(traced).propagate(torch.randn(2, 4))
+    assert "float32[2, 4]" in _texts(graphs.graph_svg(traced))
+
+
+def test_collapse_draws_a_submodule_as_one_box_and_within_zooms_in(traced):
+    overview = _texts(graphs.graph_svg(traced, collapse=1))
+    assert "first" in overview and "Block · 4 nodes" in overview
+    assert "first_linear" not in overview
+    zoom = graphs.graph_svg(traced, within="second")
+    assert "second_linear" in _texts(zoom) and "first_linear" not in _texts(zoom)
+    assert "from first_norm" in _texts(zoom)  # the zoomed part's input, from outside
 
 
 def test_without_dot_shows_text_and_one_line_hint(traced, monkeypatch):

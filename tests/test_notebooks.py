@@ -1,6 +1,7 @@
-"""Every notebook under chapters/ and solutions/ runs headless, top to bottom, without errors.
+"""Every exercise notebook (source and student version) runs headless, top to bottom.
 
 Student versions of graded exercises are expected to fail their tests, and are checked that way.
+The chapters are run by test_tryits.py (learner chapter and source, with their checkpoints).
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from notebook_runner import error_outputs, execute, is_graded_student_version
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
     p
-    for folder in ("chapters", "solutions")
-    for p in (ROOT / folder).rglob("*.ipynb")
+    for folder in ("chapters/exercises", "solutions")
+    for p in (ROOT / folder).rglob("ex*.ipynb")
     if ".ipynb_checkpoints" not in p.parts
 )
 
 
-def test_there_are_notebooks():
-    assert any(p.is_relative_to(ROOT / "chapters") for p in NOTEBOOKS)
+def test_there_are_exercise_notebooks():
+    assert len(NOTEBOOKS) == 6
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,0 +1,147 @@
+"""Learner chapters and reference answers, derived from the instructor's chapter sources.
+
+    python -m fxcourse.authoring build    write chapters/*.ipynb and fxcourse/answers.json
+    python -m fxcourse.authoring check    exit 1 when they are stale (what `make test` checks)
+
+The instructor edits only solutions/chapters/NN_*.ipynb. Each "Try it" there is a run of cells
+whose metadata carries {"tryit": {"id": "1.1", "role": ROLE}}, in this order:
+
+    scaffold   what the learner starts from (names, signature, `...`); must run without error
+    mistake    one or more plausible wrong answers or shortcuts, each opening with a comment that
+               says what is wrong; the checkpoint must reject every one of them
+    answer     the reference answer
+    check      the checkpoint cell (fxcourse.tryit.checkpoint)
+
+The learner chapter keeps the scaffold and the check and drops the mistakes and the answer; the
+answers go to answers.json, which `show_answer` and the "Not yet" box read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import nbformat
+
+from fxcourse.notebooks import clean
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ROOT / "solutions" / "chapters"
+CHAPTERS = ROOT / "chapters"
+ANSWERS = Path(__file__).with_name("answers.json")
+ROLES = ("scaffold", "mistake", "answer", "check")
+LEARNER_ROLES = {"scaffold", "check"}
+
+
+def tryit_of(cell: nbformat.NotebookNode) -> tuple[str, str] | None:
+    """(id, role) of a try-it cell, or None for an ordinary cell."""
+    marker = cell.metadata.get("tryit")
+    return (marker["id"], marker["role"]) if marker else None
+
+
+def tryits(nb: nbformat.NotebookNode) -> dict[str, dict[str, list[int]]]:
+    """id -> role -> the indices of its cells, in notebook order."""
+    found: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for index, cell in enumerate(nb.cells):
+        if marker := tryit_of(cell):
+            found[marker[0]][marker[1]].append(index)
+    return found
+
+
+def problems(nb: nbformat.NotebookNode, chapter: str) -> list[str]:
+    """What is wrong with a source chapter's try-its: roles missing, repeated or out of order."""
+    found = []
+    prefix = f"{int(chapter[:2])}."
+    for tryit_id, roles in tryits(nb).items():
+        where = f"{chapter}, try it {tryit_id}"
+        if not tryit_id.startswith(prefix):
+            found.append(f"{where}: ids in this chapter start with {prefix!r}")
+        if unknown := set(roles) - set(ROLES):
+            found.append(f"{where}: unknown role(s) {sorted(unknown)}")
+        counts = {role: len(roles.get(role, [])) for role in ROLES}
+        if counts["mistake"] < 1 or any(counts[r] != 1 for r in ("scaffold", "answer", "check")):
+            found.append(f"{where}: want 1 scaffold, 1+ mistake, 1 answer, 1 check; got {counts}")
+            continue
+        order = [i for role in ROLES for i in roles[role]]
+        if order != sorted(order) or order != list(range(order[0], order[0] + len(order))):
+            found.append(f"{where}: cells must be adjacent, in the order {', '.join(ROLES)}")
+        for index in roles["mistake"]:
+            if not nb.cells[index].source.lstrip().startswith("#"):
+                found.append(f"{where}: a mistake cell must open with a comment on what is wrong")
+    return found
+
+
+def learner_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The chapter as learners get it: no answers, no mistakes, no outputs."""
+    learner = nbformat.reads(nbformat.writes(nb), as_version=4)
+    learner.cells = [
+        cell
+        for cell in learner.cells
+        if (marker := tryit_of(cell)) is None or marker[1] in LEARNER_ROLES
+    ]
+    return clean(learner)
+
+
+def answers_of(nb: nbformat.NotebookNode, chapter: str) -> dict[str, dict[str, str]]:
+    return {
+        marker[0]: {"chapter": chapter, "code": cell.source.strip()}
+        for cell in nb.cells
+        if (marker := tryit_of(cell)) and marker[1] == "answer"
+    }
+
+
+def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
+    """Every derived file (path -> text): the learner chapters and answers.json."""
+    derived: dict[Path, str] = {}
+    answers: dict[str, dict[str, str]] = {}
+    errors = []
+    for source in sorted(sources.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(source, as_version=4)
+        errors += problems(nb, source.stem)
+        derived[CHAPTERS / source.name] = nbformat.writes(learner_version(nb)) + "\n"
+        answers.update(answers_of(nb, source.stem))
+    if errors:
+        raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
+    derived[ANSWERS] = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
+    return derived
+
+
+def stale_files() -> list[Path]:
+    """Derived files missing or different from what the sources give, plus learner chapters
+    that no source produces any more."""
+    derived = derived_files()
+    stale = [p for p, text in derived.items() if not p.exists() or p.read_text() != text]
+    orphans = [p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb") if p not in derived]
+    return stale + orphans
+
+
+def build() -> None:
+    derived = derived_files()
+    for orphan in set(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) - set(derived):
+        orphan.unlink()
+        print(f"removed {orphan.relative_to(ROOT)} (no source)")
+    for path, text in derived.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["build"]:
+        build()
+        return 0
+    if argv == ["check"]:
+        if stale := stale_files():
+            names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+            print(f"stale: {names}; run `make chapters`")
+            return 1
+        print("learner chapters and answers are up to date")
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

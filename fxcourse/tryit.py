@@ -1,0 +1,171 @@
+"""Checkpoints for the chapters' "Try it" prompts, and the reference answers behind them.
+
+A try-it is a scaffold cell the learner fills in, followed by a checkpoint cell:
+
+    with checkpoint("1.1", "trace soft_clip into traced_soft_clip (section 1.3)") as check:
+        check(isinstance(traced_soft_clip, fx.GraphModule), "trace it with fx.symbolic_trace")
+        check(torch.allclose(traced_soft_clip(x), 3 * torch.tanh(x / 3)), "3 * tanh(x / 3)")
+
+The block stops at the first failed `check(...)` and shows a friendly "Not yet" message with the
+goal; an error raised by the learner's unfinished code (a name not defined yet, a `...` where a
+value belongs) becomes such a message too, so "Run All" always reaches the end of a chapter. When
+every check holds, it says the checkpoint passed.
+
+Reference answers come from answers.json, generated from the instructor's chapters (absent from a
+student edition built without answers). A "Not yet" box holds the answer collapsed: it shows only
+when the learner clicks "Stuck? Show a reference answer". `show_answer("1.1")` shows it as text
+(for a console, or to look before trying). The learner's own cells are never touched.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+ANSWERS_FILE = Path(__file__).with_name("answers.json")
+NO_ANSWERS = (
+    "This edition of the course ships without reference answers: ask your instructor, or reread "
+    "the section the goal names."
+)
+
+
+class NotYet(Exception):
+    """Raised by `check(...)` when a condition does not hold; ends the checkpoint block."""
+
+
+@dataclass
+class CheckpointResult:
+    """What a checkpoint block found, shown as a coloured box (HTML) or one line of text."""
+
+    tryit_id: str
+    goal: str
+    problem: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None
+
+    def __repr__(self) -> str:
+        if self.passed:
+            return f"Checkpoint {self.tryit_id} passed."
+        return (
+            f"Not yet (try it {self.tryit_id}): {self.problem}\n"
+            f"  Goal: {self.goal}\n"
+            "  Stuck? To see a reference answer, run in a new cell:\n"
+            f'  from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
+        )
+
+    def _repr_html_(self) -> str:
+        if self.passed:
+            return _box("#e8f5e9", "#2e7d32", f"&#10004; Checkpoint {self.tryit_id} passed.")
+        body = (
+            f"<b>Not yet</b> (try it {self.tryit_id}): {html.escape(self.problem or '')}<br>"
+            f"<b>Goal:</b> {html.escape(self.goal)}"
+        )
+        return _box("#fff8e1", "#f9a825", body + show_answer(self.tryit_id).as_details())
+
+
+def _box(background: str, border: str, body: str) -> str:
+    style = (
+        f"background:{background};border-left:4px solid {border};padding:6px 10px;"
+        "margin:2px 0;font-family:var(--jp-ui-font-family, sans-serif);color:#212121"
+    )
+    return f'<div class="fxcourse-checkpoint" style="{style}">{body}</div>'
+
+
+class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as check:`)
+    """Context manager for one try-it's checkpoint; see the module docstring."""
+
+    def __init__(self, tryit_id: str, goal: str):
+        self.result = CheckpointResult(tryit_id, goal)
+
+    def __enter__(self):
+        return self.check
+
+    @staticmethod
+    def check(condition: object, hint: str) -> None:
+        """Stop the checkpoint with `hint` unless `condition` is true."""
+        if not condition:
+            raise NotYet(hint)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None and not issubclass(exc_type, Exception):
+            return False  # KeyboardInterrupt and friends stop the cell as usual
+        if exc is not None:
+            self.result.problem = _describe(exc, tb)
+        _display(self.result)
+        return True
+
+
+def _describe(exc: BaseException, tb) -> str:
+    if isinstance(exc, NotYet):
+        return str(exc)
+    if isinstance(exc, NameError):
+        return f"{exc}: fill in the try-it cell above and run it first."
+    where = traceback.extract_tb(tb)[-1]
+    return f"running your code raised {type(exc).__name__}: {exc} (line {where.lineno})"
+
+
+def _display(result: CheckpointResult) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # plain Python
+        print(repr(result))
+    else:
+        display(result)
+
+
+def load_answers(path: Path = ANSWERS_FILE) -> dict[str, dict]:
+    """Try-it id -> {"chapter", "code"}; empty when this edition ships without answers."""
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass
+class Answer:
+    """A reference answer, shown as highlighted code (Markdown) or plain text."""
+
+    tryit_id: str
+    code: str | None
+
+    def __repr__(self) -> str:
+        if self.code is None:
+            return NO_ANSWERS
+        return f"# A reference answer for try it {self.tryit_id}\n{self.code}"
+
+    def as_details(self) -> str:
+        """A collapsed HTML block: the answer shows only when the learner clicks its summary."""
+        if self.code is None:
+            return f"<br><small>{html.escape(NO_ANSWERS)}</small>"
+        return (
+            '<details class="fxcourse-answer"><summary>Stuck? Show a reference answer</summary>'
+            "<small>One way to do it (yours may differ and still pass):</small>"
+            f"<pre>{html.escape(self.code)}</pre></details>"
+        )
+
+    def _repr_markdown_(self) -> str:
+        if self.code is None:
+            return NO_ANSWERS
+        return (
+            f"A reference answer for try it {self.tryit_id} (yours may differ and still pass):"
+            f"\n\n```python\n{self.code}\n```"
+        )
+
+
+def show_answer(tryit_id: str) -> Answer:
+    """The reference answer of one try-it, to read; nothing is run and no cell is changed."""
+    answers = load_answers()
+    if not answers:
+        return Answer(tryit_id, None)
+    if tryit_id not in answers:
+        known = ", ".join(sorted(answers, key=_natural))
+        raise KeyError(f"no try-it {tryit_id!r}; the try-its are {known}")
+    return Answer(tryit_id, answers[tryit_id]["code"])
+
+
+def _natural(tryit_id: str) -> list[int]:
+    return [int(part) if part.isdigit() else 0 for part in tryit_id.split(".")]

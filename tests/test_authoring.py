@@ -1,0 +1,66 @@
+"""Learner chapters and answers.json are derived from solutions/chapters/ and carry no answers."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from fxcourse import authoring
+
+SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_learner_chapters_and_answers_are_up_to_date():
+    stale = authoring.stale_files()
+    assert not stale, f"run `make chapters`: stale {[str(p) for p in stale]}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_no_answer_or_mistake_reaches_the_learner_chapter(source):
+    nb = nbformat.read(source, as_version=4)
+    assert not authoring.problems(nb, source.stem)
+    learner_text = (authoring.CHAPTERS / source.name).read_text()
+    learner_sources = [c.source for c in nbformat.reads(learner_text, as_version=4).cells]
+    for cell in nb.cells:
+        marker = authoring.tryit_of(cell)
+        if marker and marker[1] in ("answer", "mistake"):
+            body = cell.source.strip()
+            assert body not in learner_text and body not in learner_sources, (
+                f"the {marker[1]} of try it {marker[0]} is in chapters/{source.name}"
+            )
+
+
+def test_every_answer_is_in_answers_json_and_nothing_else_is():
+    answers = json.loads(authoring.ANSWERS.read_text())
+    expected = {}
+    for source in SOURCES:
+        expected.update(authoring.answers_of(nbformat.read(source, as_version=4), source.stem))
+    assert answers == expected
+
+
+def _tryit(tid, role, source="x = 1"):
+    return new_code_cell(source, metadata={"tryit": {"id": tid, "role": role}})
+
+
+def test_problems_names_missing_roles_wrong_order_and_silent_mistakes():
+    good = [_tryit("1.1", "scaffold"), _tryit("1.1", "mistake", "# wrong\nx = 2")]
+    good += [_tryit("1.1", "answer"), _tryit("1.1", "check")]
+    assert authoring.problems(new_notebook(cells=good), "01_x") == []
+    no_mistake = new_notebook(cells=[good[0], good[2], good[3]])
+    assert "want 1 scaffold, 1+ mistake" in authoring.problems(no_mistake, "01_x")[0]
+    swapped = new_notebook(cells=[good[0], good[1], good[3], good[2]])
+    assert "in the order" in authoring.problems(swapped, "01_x")[0]
+    silent = new_notebook(cells=[good[0], _tryit("1.1", "mistake"), good[2], good[3]])
+    assert "open with a comment" in authoring.problems(silent, "01_x")[0]
+    assert "start with '2.'" in authoring.problems(new_notebook(cells=good), "02_x")[0]
+
+
+def test_learner_version_keeps_scaffold_and_check_only():
+    cells = [new_code_cell("import torch"), _tryit("1.1", "scaffold", "x = ...")]
+    cells += [_tryit("1.1", "mistake", "# no\nx = 2"), _tryit("1.1", "answer", "x = 3")]
+    cells += [_tryit("1.1", "check", "check(x)")]
+    learner = authoring.learner_version(new_notebook(cells=cells))
+    assert [c.source for c in learner.cells] == ["import torch", "x = ...", "check(x)"]
