@@ -23,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -39,6 +40,7 @@ MAX_FILE_BYTES = 32 << 20
 def autograde(argv: list[str], workers: int, force: bool) -> int:
     from nbgrader.apps.autogradeapp import AutogradeApp
 
+    warnings.filterwarnings("ignore", module="nbgrader|nbformat|sqlalchemy")  # their own noise
     app = AutogradeApp()
     app.initialize(
         argv
@@ -68,7 +70,7 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
         Batch.pool = pool
         try:
-            failures = run(app, todo, size, key, Path(staging))
+            run(app, todo, size, key, Path(staging))
         except KeyboardInterrupt:
             print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
             return 130
@@ -76,13 +78,13 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
             pool.close()
             Batch.pool = None
     summary(course, tasks)
-    return 1 if failures else 0
+    return 0
 
 
-def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) -> int:
-    """Grade todo on `size` threads with a progress line; returns how many the grader failed."""
+def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) -> None:
+    """Grade todo on `size` threads, printing a progress line that names the running ones."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    started, done, failures = {}, 0, 0
+    started, done = {}, 0
     executor = ThreadPoolExecutor(size, thread_name_prefix="safegrade")
     try:
         futures = {
@@ -94,7 +96,6 @@ def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) ->
             for future in finished:
                 done += 1
                 result = future.result()
-                failures += result["status"] != "graded"
                 line = f"{result['assignment']}/{result['student']}: {result['reason']}"
                 print(progress(done, len(todo), started, futures, pending, line), flush=True)
             if not finished:
@@ -106,7 +107,6 @@ def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) ->
     finally:
         signal.signal(signal.SIGTERM, previous)
         executor.shutdown(wait=True)
-    return failures
 
 
 def _interrupt(_signum, _frame):
@@ -222,8 +222,8 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
             notes.append(f"{rel} was left out (too large, or linked)")
             continue
         if rel.endswith(".ipynb") and len(data) > STRIP_OVER_BYTES:
-            data = without_outputs(data)
             notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
+            data = without_outputs(data)
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -313,7 +313,8 @@ def is_current(course, student: str, assignment: str, key: str) -> bool:
     except (OSError, ValueError):
         return False
     autograded = Path(course.format_path(course.autograded_directory, student, assignment))
-    return result.get("key") == key and any(autograded.glob("*.ipynb"))
+    done = result.get("status") == "error" or any(autograded.glob("*.ipynb"))
+    return result.get("key") == key and done
 
 
 def write_json(path: Path, data: dict) -> None:

@@ -21,6 +21,7 @@ import fnmatch
 import json
 import os
 import stat
+import sys
 import threading
 from pathlib import Path
 
@@ -28,7 +29,13 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import ClearHiddenTests, Execute, GetGrades
+from nbgrader.preprocessors import (
+    ClearHiddenTests,
+    DeduplicateIds,
+    Execute,
+    GetGrades,
+    NbGraderPreprocessor,
+)
 from traitlets import Bool, Float, Integer, List
 
 from . import probing
@@ -42,6 +49,41 @@ UNSANDBOXED = (
     "read the hidden tests, the gradebook and your files, and forge its own score. Use it only "
     "for code you trust (--SandboxExecute.unsandboxed=True was given)."
 )
+
+
+def configure(c, root: Path, source: Path) -> None:
+    """The grading settings of a course's nbgrader configuration (grader/nbgrader_config.py):
+    Autograde's Execute step replaced by SandboxExecute, deleted test cells put back, probes and
+    checks never released, feedback without hidden tests, the two variables the hidden part of
+    each test cell reads (kernel.py), and this interpreter's folder on PATH (for nbgrader's
+    `alembic`). Limits: Execute.timeout (per cell) and the traits of
+    SandboxExecute, set after this call."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.converters import Autograde
+
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [SandboxExecute if s is Execute else s for s in steps]
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    at = steps.index(DeduplicateIds) + 1
+    c.Autograde.sanitize_preprocessors = [*steps[:at], ForgetDuplicates, *steps[at:]]
+    c.OverwriteCells.add_missing_cells = True
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+    c.CourseDirectory.ignore += ["probes.py", "checks.py"]
+    c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+    os.environ["SAFEGRADE_COURSE"] = str(root)
+    os.environ["SAFEGRADE_SOURCE"] = str(source)
+    # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+
+
+class ForgetDuplicates(NbGraderPreprocessor):
+    """After DeduplicateIds: a duplicated cell's emptied nbgrader metadata removed, so that it is
+    a plain cell (OverwriteCells' add_missing_cells fails on the empty dict otherwise)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
 
 
 class Batch:
@@ -278,7 +320,7 @@ def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list
     found = []
     for name in ("stdout",) if is_test(cell) else ("stdout", "stderr"):
         if isinstance(record.get(name), str) and record[name]:
-            found.append(new_output("stream", name=name, text=clean_text(record[name], 20_000)))
+            found.append(new_output("stream", name=name, text=clean_text(record[name], 25_000)))
     error = record.get("error")
     if isinstance(error, dict):
         lines = error.get("traceback") if isinstance(error.get("traceback"), list) else []

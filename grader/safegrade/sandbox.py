@@ -163,6 +163,7 @@ class Sandbox:
         self.uid = 2_000_000 + secrets.randbelow(1 << 24) if os.geteuid() == 0 else None
         self.proc: subprocess.Popen | None = None
         self.jobs = 0
+        self.cancelled = False
 
     def start(self) -> None:
         fds, extra = [], []
@@ -181,6 +182,8 @@ class Sandbox:
         )  # fmt: skip
         for fd in fds:
             os.close(fd)
+        if self.cancelled:
+            self.cancel()
         self.lines: queue.Queue = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=10)
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
@@ -233,7 +236,15 @@ class Sandbox:
         reply = self._receive(budget + 60)  # the worker itself stops the job at `budget`
         if reply.get("job") != self.jobs:
             raise SandboxError("the sandbox answered another job")
+        if reply.get("clean") is not True:  # its /tmp is not empty: a fresh one for the next job
+            self.stop()
         return reply
+
+    def cancel(self) -> None:
+        """Kill the sandbox from another thread: the job it runs fails at once."""
+        self.cancelled = True
+        if self.proc is not None:
+            self.proc.kill()
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -275,16 +286,15 @@ class Pool:
             self.busy.discard(box)
             self.idle.put(box)
 
-    def recycle(self, box: Sandbox) -> None:
-        """Replace a sandbox whose /tmp could not be emptied (at its next use)."""
-        box.stop()
-
     def close(self) -> None:
+        """Stop every sandbox; the jobs running fail at once, later ones are refused."""
         self.closed = True
         for box in list(self.busy):
-            if box.proc is not None:
-                box.proc.kill()
+            box.cancel()
+        idle = []
         while not self.idle.empty():
-            box = self.idle.get()
+            idle.append(self.idle.get())
+        for box in idle:
             if box is not None:
                 box.stop()
+            self.idle.put(None)  # a thread waiting for a sandbox wakes up and is refused

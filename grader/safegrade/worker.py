@@ -33,6 +33,7 @@ from .probing import call_probe
 RECORDS_CAP = 16 << 20  # bytes of records one submission may send
 OUTPUT_CAP = 20_000  # characters of output kept per cell (and for the process's own fds)
 WORK = "/tmp/work"
+RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
 
 
 class CellTimeout(BaseException):
@@ -133,7 +134,7 @@ def serve(job: dict, shell) -> dict:
             os.closerange(4, 1 << 16)
             run_submission(job, shell, limits)
         finally:
-            os._exit(70)
+            os._exit(RUNNER_FAILED)
     os.close(records_w)
     os.close(output_w)
     status, timed_out, streams = supervise(pid, [records_r, output_r], limits["budget"])
@@ -205,6 +206,8 @@ def describe_status(status: int) -> str:
             signal.SIGABRT: " (aborted; out of memory?)",
         }.get(number, "")
         return f"killed by {signal.Signals(number).name}{hint}"
+    if os.WEXITSTATUS(status) == RUNNER_FAILED:
+        return "broke the grader's own code in the sandbox (were Python's built-ins replaced?)"
     return f"exited with status {os.WEXITSTATUS(status)}"
 
 
