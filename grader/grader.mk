@@ -3,8 +3,11 @@
 # git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
 
 GRADER := $(PY) grader/course_grader.py
-# The sandboxed, parallel grader (grader/safegrade/README.md); plain nbgrader: AUTOGRADE="$(GRADER) autograde".
-AUTOGRADE ?= $(PY) -m grader.safegrade autograde "*"
+# Grading runs learners' code only in a sandbox, whichever way it is started (grader/safegrade/
+# README.md): this parallel batch, `nbgrader autograde`, or the formgrader's Autograde button.
+# Limits: grader/nbgrader_config.py. Unsandboxed, at your own risk:
+#   nbgrader autograde "*" --SandboxExecute.unsandboxed=True
+AUTOGRADE ?= $(PY) -m grader.safegrade autograde
 SUBMISSIONS ?=
 
 .PHONY: release gradebook autograde feedback export bench-grading
@@ -15,7 +18,7 @@ release: env  ## instructor: student versions into chapters/exercises + gradeboo
 gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapters untouched)
 	$(GRADER) release --no-publish
 
-autograde: gradebook  ## instructor: grade SUBMISSIONS=dir (<student>/<assignment>/<assignment>.ipynb)
+autograde: gradebook  ## instructor: grade SUBMISSIONS=dir (<student>/<assignment>/<assignment>.ipynb), sandboxed
 	$(if $(SUBMISSIONS),$(GRADER) collect "$(SUBMISSIONS)")
 	$(AUTOGRADE)
 
@@ -25,5 +28,5 @@ feedback: env  ## instructor: HTML feedback for every graded submission, in grad
 export: env  ## instructor: grades to grader/exports/grades.csv, one column per exercise
 	$(GRADER) export
 
-bench-grading: env  ## instructor: plain nbgrader autograde vs the sandboxed grader on N submissions
+bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
 	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)

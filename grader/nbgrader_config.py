@@ -33,8 +33,10 @@ c.CourseDirectory.feedback_directory = str(layout.FEEDBACK)
 c.CourseDirectory.db_url = os.environ.get(
     "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
 )
-# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local.
+# nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
+# not in /srv; nbgrader expects the folder to exist.
 c.Exchange.root = str(GRADER / "exchange")
+os.makedirs(c.Exchange.root, exist_ok=True)
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
