@@ -157,12 +157,11 @@ def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
 
 
 def test_attacks_never_see_the_hidden_checks(graded):
-    course = graded["sandboxed"]
-    notebook = (
-        course / "grader" / "autograded" / "ex1_reads_the_hidden_checks" / "ex1_sigmoid_to_tanh"
-    )
-    text = (notebook / "ex1_sigmoid_to_tanh.ipynb").read_text()
-    assert "FOUND" not in text and "TANH_MODELS" not in text
+    course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
+    folder = course / "grader" / "autograded" / student / "ex1_sigmoid_to_tanh"
+    nb = nbformat.read(folder / "ex1_sigmoid_to_tanh.ipynb", as_version=4)
+    printed = " ".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
+    assert "FOUND" not in printed, printed[:2000]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -190,17 +189,17 @@ def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
     assert "x.sigmoid(): the rewritten graph still computes a sigmoid" in text
     assert "torch.special.expit: the rewritten graph still computes a sigmoid" in text
     for assignment in ASSIGNMENTS:
-        secret = {
-            line.strip()
-            for line in (course / "solutions" / assignment / "checks.py").read_text().split("\n")
-        }
-        secret = {line for line in secret if len(line) > 30 and not line.startswith("#")}
+        visible = "\n".join(cell.source for cell in source_notebook(course, assignment).cells)
+        checks = (course / "solutions" / assignment / "checks.py").read_text().split("\n")
+        secret = {line.strip() for line in checks if len(line.strip()) > 30}
+        secret = {line for line in secret if line not in visible and not line.startswith("#")}
         for student in ("reference", "untouched"):
             shown = {
                 line.strip() for line in feedback_text(course, student, assignment).split("\n")
             }
-            assert not secret & shown and "run_check" not in shown, (student, assignment)
-            assert not any(marker in " ".join(shown) for marker in MARKERS)
+            page = " ".join(shown)
+            assert not secret & shown and "run_check" not in page, (student, assignment)
+            assert not any(marker in page for marker in MARKERS)
 
 
 def test_feedback_keeps_a_learners_quoted_marker(graded):
@@ -276,8 +275,10 @@ def test_no_solution_hidden_test_or_check_in_the_chapters():
     for assignment in ASSIGNMENTS:
         source = source_notebook(ROOT, assignment)
         checks = (ROOT / "solutions" / assignment / "checks.py").read_text()
-        secret = [block for block in solution_blocks(source) if len(block) > 40]
-        secret += [line.strip() for line in checks.split("\n") if len(line.strip()) > 40]
+        visible = "\n".join(cell.source for cell in source.cells)  # checks repeat its asserts
+        lines = [line.strip() for line in checks.split("\n") if len(line.strip()) > 40]
+        secret = [line for line in lines if line not in visible]
+        secret += [block for block in solution_blocks(source) if len(block) > 40]
         assert len(secret) > 10, "too little to compare"
         for path, text in texts.items():
             assert not any(block in text for block in secret), f"{path} shows a solution or check"

@@ -212,7 +212,7 @@ def test_preimports_come_from_the_sources(tmp_path):
     )
     (tmp_path / "hw.ipynb").write_text(nbformat.writes(nb))
     (tmp_path / "probes.py").write_text("import csv\n")
-    assert preprocessors.preimports([tmp_path]) == ["json", "math", "csv"]
+    assert sorted(preprocessors.preimports([tmp_path])) == ["csv", "json", "math"]
 
 
 # ----------------------------------------------------------------------------- the sandbox

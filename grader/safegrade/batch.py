@@ -27,7 +27,7 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import VERSION
+from . import VERSION, probing
 from .data import clean_text
 from .preprocessors import Batch, SandboxExecute, forbidden_paths, preimports, read_regular, walk
 from .sandbox import Pool
@@ -42,43 +42,45 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
 
     warnings.filterwarnings("ignore", module="nbgrader|nbformat|sqlalchemy")  # their own noise
     app = AutogradeApp()
-    app.initialize(
-        argv
-    )  # nbgrader_config.py and --Class.trait=value options, as nbgrader reads them
+    app.initialize(argv)  # nbgrader_config.py and --Class.trait=value, as nbgrader reads them
     course, options = app.coursedir, SandboxExecute(config=app.config)
     if options.unsandboxed:
-        print(
-            "safegrade: refusing --SandboxExecute.unsandboxed: use `nbgrader autograde`",
-            file=sys.stderr,
-        )
+        print("safegrade: for unsandboxed grading use `nbgrader autograde`", file=sys.stderr)
         return 2
     tasks = find_submissions(course)
-    if not tasks:
-        print("safegrade: nothing to grade")
-        return 0
-    assignments = sorted({assignment for _, assignment in tasks})
-    folders = [Path(course.format_path(course.source_directory, ".", a)) for a in assignments]
+    folders = sorted({source_folder(course, assignment) for _, assignment in tasks})
     key = batch_key(folders, options.limits())
-    todo = [
-        t for t in tasks if force or not is_current(course, *t, submission_key(course, *t, key))
-    ]
+    todo = [task for task in tasks if force or not is_current(course, *task, key)]
     print(f"safegrade: {len(tasks)} submissions, {len(tasks) - len(todo)} unchanged (kept)")
     size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
-    pool = Pool(
-        size, options.preimport or preimports(folders), forbidden_paths(course), options.tmp_mb
-    )
-    with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
-        Batch.pool = pool
-        try:
-            run(app, todo, size, key, Path(staging))
-        except KeyboardInterrupt:
-            print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
-            return 130
-        finally:
-            pool.close()
-            Batch.pool = None
+    imports = options.preimport or preimports(folders)
+    Batch.pool = Pool(size, imports, forbidden_paths(course), options.tmp_mb)
+    try:
+        if todo:
+            Batch.pool.warm()  # the sandboxes import torch while this process loads the checks
+            for folder in folders:
+                load_checks(folder)
+            with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
+                run(app, todo, size, key, Path(staging))
+    except KeyboardInterrupt:
+        print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
+        return 130
+    finally:
+        Batch.pool.close()
+        Batch.pool = None
     summary(course, tasks)
     return 0
+
+
+def source_folder(course, assignment: str) -> Path:
+    return Path(course.format_path(course.source_directory, ".", assignment))
+
+
+def load_checks(folder: Path) -> None:
+    try:
+        probing.sibling(folder / "probes.py", "checks")
+    except Exception as exc:  # noqa: BLE001 - each submission of it will report it
+        print(f"safegrade: the checks of {folder.name} do not load: {exc}", file=sys.stderr)
 
 
 def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) -> None:
@@ -87,9 +89,7 @@ def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) ->
     started, done = {}, 0
     executor = ThreadPoolExecutor(size, thread_name_prefix="safegrade")
     try:
-        futures = {
-            executor.submit(grade_one, app, *task, key, staging, started): task for task in todo
-        }
+        futures = {executor.submit(grade_one, app, *t, key, staging, started): t for t in todo}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=10, return_when=FIRST_COMPLETED)
@@ -130,11 +130,8 @@ def grade_one(app, student: str, assignment: str, key: str, staging: Path, start
 
     started[(student, assignment)] = time.monotonic()
     course = app.coursedir
-    folder = Path(course.format_path(course.source_directory, ".", assignment))
-    staged = staging / student / assignment
-    notes = stage(
-        Path(course.format_path(course.submitted_directory, student, assignment)), staged, folder
-    )
+    submitted = Path(course.format_path(course.submitted_directory, student, assignment))
+    notes = stage(submitted, staging / student / assignment, source_folder(course, assignment))
     config = copy.deepcopy(app.config)
     config.CourseDirectory.submitted_directory = str(staging)
     log, errors = capturing_logger(student, assignment)
@@ -152,7 +149,10 @@ def grade_one(app, student: str, assignment: str, key: str, staging: Path, start
         raise KeyboardInterrupt
     result = read_result(course, student, assignment, [e for e in errors if e], notes)
     result["key"] = submission_key(course, student, assignment, key)
-    write_json(result_path(course, student, assignment), result)
+    path = result_path(course, student, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(result, indent=1))
+    os.replace(path.with_suffix(".tmp"), path)  # atomic: never half a result
     return result
 
 
@@ -174,32 +174,34 @@ def read_result(course, student: str, assignment: str, errors: list[str], notes:
     from nbgrader import utils
 
     folder = Path(course.format_path(course.autograded_directory, student, assignment))
-    score = maximum = 0.0
-    failed, count = [], 0
-    for path in sorted(folder.glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            if utils.is_grade(cell) and cell.cell_type == "code":
-                got, most = utils.determine_grade(cell)
-                score, maximum, count = score + (got or 0), maximum + most, count + 1
-                message = next(
-                    (f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"), ""
-                )
-                if got != most:
-                    failed.append(f"{cell.metadata.nbgrader['grade_id']}: {message}".strip(": "))
-    status = "graded" if count and not errors else "error"
-    if status == "error":
+    cells = [
+        cell for path in sorted(folder.glob("*.ipynb")) for cell in nbformat.read(path, 4).cells
+    ]
+    tests = [cell for cell in cells if utils.is_grade(cell) and cell.cell_type == "code"]
+    grades = [utils.determine_grade(cell) for cell in tests]
+    score, most = sum(got or 0 for got, _ in grades), sum(top for _, top in grades)
+    failed = [
+        f"{cell.metadata.nbgrader['grade_id']}: {first_error(cell)}"
+        for cell, (got, top) in zip(tests, grades, strict=True)
+        if got != top
+    ]
+    if errors or not tests:
         problem = last_line(errors) if errors else "no graded cell in the autograded notebook"
         reason = f"0: the grader could not grade this submission: {problem}"
     elif failed:
-        reason = f"{score:g}/{maximum:g}: {len(failed)} of {count} tests failed: " + "; ".join(
-            failed
+        reason = (
+            f"{score:g}/{most:g}: {len(failed)} of {len(tests)} tests failed: {'; '.join(failed)}"
         )
     else:
-        reason = f"{score:g}/{maximum:g}: all {count} tests passed"
-    reason = " ".join((reason + "".join(f" (note: {n})" for n in notes)).split())
-    result = {"student": student, "assignment": assignment, "status": status, "score": score}
-    result |= {"max_score": maximum, "reason": clean_text(reason, 600), "notes": notes}
-    return result | {"log": [clean_text(error, 3000) for error in errors[-3:]]}
+        reason = f"{score:g}/{most:g}: all {len(tests)} tests passed"
+    reason = " ".join((reason + "".join(f" (note: {note})" for note in notes)).split())
+    status = "error" if errors or not tests else "graded"
+    found = {"student": student, "assignment": assignment, "status": status, "score": score}
+    return found | {"max_score": most, "reason": clean_text(reason, 600), "notes": notes}
+
+
+def first_error(cell) -> str:
+    return next((f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"), "")
 
 
 def last_line(errors: list[str]) -> str:
@@ -308,21 +310,14 @@ def result_path(course, student: str, assignment: str) -> Path:
 
 
 def is_current(course, student: str, assignment: str, key: str) -> bool:
+    """Graded before, with the same sources, upload and limits."""
     try:
         result = json.loads(result_path(course, student, assignment).read_text())
     except (OSError, ValueError):
         return False
     autograded = Path(course.format_path(course.autograded_directory, student, assignment))
     done = result.get("status") == "error" or any(autograded.glob("*.ipynb"))
-    return result.get("key") == key and done
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Write atomically: a reader (or an interrupted batch) never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1))
-    os.replace(temporary, path)
+    return done and result.get("key") == submission_key(course, student, assignment, key)
 
 
 def summary(course, tasks: list[tuple[str, str]]) -> None:

@@ -56,7 +56,9 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
     for i in range(count):
         nb = nbformat.from_dict(starter)
         for cell in nb.cells if i % 2 == 0 else []:
-            cell.source = answers.get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
+            cell.source = answers.get(
+                cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source
+            )
         folder = course / "grader" / "submitted" / f"student{i:03d}" / assignment
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / name)

@@ -58,8 +58,7 @@ class TypedStr(str):
 
 
 def type_name(value: object) -> str:
-    kind = type(value)
-    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 def safe_repr(value: object) -> str:
@@ -105,20 +104,17 @@ def _encode(value, depth: int, budget: list[int]):
     scalar = _encode_number(value)
     if scalar is not None:
         return scalar
-    for tag, kinds in (("tuple", tuple), ("list", list)):
-        if isinstance(value, kinds):
-            return {tag: [_encode(item, depth + 1, budget) for item in value]}
     if isinstance(value, dict):
-        items = [
-            [_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in value.items()
-        ]
-        return {"dict": items}
-    if isinstance(value, slice):
+        pairs = value.items()
         return {
-            "slice": [
-                _encode(part, depth + 1, budget) for part in (value.start, value.stop, value.step)
+            "dict": [
+                [_encode(k, depth + 1, budget), _encode(v, depth + 1, budget)] for k, v in pairs
             ]
         }
+    for tag, kind in (("tuple", tuple), ("list", list), ("slice", slice)):
+        if isinstance(value, kind):
+            items = (value.start, value.stop, value.step) if kind is slice else value
+            return {tag: [_encode(item, depth + 1, budget) for item in items]}
     return {"other": {"type": type_name(value), "repr": safe_repr(value)}}
 
 
@@ -127,8 +123,6 @@ def _encode_number(value):
     import numbers
 
     name = type_name(value)
-    if isinstance(value, bool):
-        return {"other": {"type": name, "repr": safe_repr(value)}}
     if isinstance(value, str):
         return {"str": str.__str__(value), "type": name}
     if isinstance(value, numbers.Integral):
@@ -148,13 +142,8 @@ def _encode_tensor(tensor, torch) -> dict:
     if size > MAX_TENSOR_BYTES:
         raise DataError(f"a tensor of {size} bytes is over the {MAX_TENSOR_BYTES} byte limit")
     flat = plain.cpu().resolve_conj().resolve_neg().contiguous().reshape(-1)
-    raw = flat.view(torch.uint8).numpy().tobytes()
-    return {
-        "dtype": dtype,
-        "shape": list(plain.shape),
-        "data": base64.b64encode(raw).decode("ascii"),
-        "type": type_name(tensor),
-    }
+    raw = base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode("ascii")
+    return {"dtype": dtype, "shape": list(plain.shape), "data": raw, "type": type_name(tensor)}
 
 
 # ----------------------------------------------------------------------------- decoding

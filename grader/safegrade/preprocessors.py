@@ -264,20 +264,18 @@ def read_regular(path: str, cap: int) -> bytes | None:
 
 def preimports(folders: list[Path]) -> list[str]:
     """Modules imported by the source notebooks' code cells and the probes of these exercises."""
-    sources = []
-    for folder in folders:
-        for path in sorted(folder.glob("*.ipynb")):
-            cells = json.loads(path.read_text()).get("cells", [])
-            sources += ["".join(c["source"]) for c in cells if c.get("cell_type") == "code"]
-        sources.append((folder / "probes.py").read_text())
+    sources = [(folder / "probes.py").read_text() for folder in folders]
+    for path in (path for folder in folders for path in sorted(folder.glob("*.ipynb"))):
+        cells = json.loads(path.read_text())["cells"]
+        sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     names = []
     for source in sources:
         lines = [line for line in source.split("\n") if not line.lstrip().startswith(("%", "!"))]
         try:
-            tree = ast.parse("\n".join(lines))
+            nodes = ast.walk(ast.parse("\n".join(lines)))
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 names += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

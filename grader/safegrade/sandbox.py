@@ -30,19 +30,9 @@ PACKAGE_IN_SANDBOX = "/opt/safegrade/grader/safegrade"
 READY_TIMEOUT = 300  # seconds to import torch in a fresh sandbox on a very busy machine
 REPLY_CAP = 64 << 20
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts")
-ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "HOME": "/tmp/home",
-    "TMPDIR": "/tmp",
-    "USER": "sandbox",
-    "LANG": "C.UTF-8",
-    "PYTHONHASHSEED": "0",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "MPLBACKEND": "Agg",
-    "MPLCONFIGDIR": "/tmp/home/.mpl",
-}
+ENV = dict(PATH="/usr/local/bin:/usr/bin:/bin", HOME="/tmp/home", TMPDIR="/tmp", USER="sandbox")
+ENV |= dict(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
+ENV |= dict(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLCONFIGDIR="/tmp/home/.mpl")
 
 
 class SandboxError(RuntimeError):
@@ -164,6 +154,7 @@ class Sandbox:
         self.proc: subprocess.Popen | None = None
         self.jobs = 0
         self.cancelled = False
+        self.starting: threading.Thread | None = None
 
     def start(self) -> None:
         fds, extra = [], []
@@ -227,8 +218,21 @@ class Sandbox:
     def log(self) -> str:
         return " | ".join(self.stderr) or "it wrote nothing to stderr"
 
+    def start_in_background(self) -> None:
+        def start():
+            try:
+                self.start()
+            except (SandboxError, OSError):
+                self.stop()  # run() starts it again, and reports what goes wrong
+
+        self.starting = threading.Thread(target=start, daemon=True)
+        self.starting.start()
+
     def run(self, job: dict, budget: float) -> dict:
         """Send one submission's job; its reply (records as text) or SandboxError."""
+        if self.starting is not None:
+            self.starting.join()
+            self.starting = None
         if self.proc is None:
             self.start()
         self.jobs += 1
@@ -267,6 +271,13 @@ class Pool:
         self.options = (preimport, forbidden, tmp_mb)
         self.busy: set[Sandbox] = set()
         self.closed = False
+
+    def warm(self) -> None:
+        """Start every sandbox now, side by side, rather than when each is first needed."""
+        for _ in range(self.idle.qsize()):
+            box = self.idle.get() or Sandbox(*self.options)
+            box.start_in_background()
+            self.idle.put(box)
 
     @contextmanager
     def sandbox(self):

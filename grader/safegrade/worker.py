@@ -16,6 +16,7 @@ import base64
 import ctypes
 import gc
 import importlib
+import io
 import json
 import os
 import resource
@@ -137,18 +138,11 @@ def serve(job: dict, shell) -> dict:
             os._exit(RUNNER_FAILED)
     os.close(records_w)
     os.close(output_w)
-    status, timed_out, streams = supervise(pid, [records_r, output_r], limits["budget"])
-    kill_everything()
-    clean = empty_tmp()
-    return {
-        "job": job["job"],
-        "records": streams[0].decode("utf-8", "replace"),
-        "output": clean_text(streams[1].decode("utf-8", "replace"), OUTPUT_CAP),
-        "status": describe_status(status) if not timed_out else "",
-        "timed_out": timed_out,
-        "seconds": round(time.monotonic() - started, 3),
-        "clean": clean,
-    }
+    status, timed_out, (records, output) = supervise(pid, [records_r, output_r], limits["budget"])
+    reply = {"job": job["job"], "records": records.decode("utf-8", "replace"), "clean": empty_tmp()}
+    reply["output"] = clean_text(output.decode("utf-8", "replace"), OUTPUT_CAP)
+    reply["status"] = "" if timed_out else describe_status(status)
+    return reply | {"timed_out": timed_out, "seconds": round(time.monotonic() - started, 3)}
 
 
 def write_files(files: dict) -> None:
@@ -197,15 +191,10 @@ def supervise(pid: int, fds: list[int], budget: float) -> tuple[int, bool, list[
 
 def describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        hint = {
-            signal.SIGSEGV: " (a segmentation fault)",
-            signal.SIGKILL: " (out of memory?)",
-            signal.SIGXCPU: " (CPU time limit)",
-            signal.SIGXFSZ: " (file size limit)",
-            signal.SIGABRT: " (aborted; out of memory?)",
-        }.get(number, "")
-        return f"killed by {signal.Signals(number).name}{hint}"
+        name = signal.Signals(os.WTERMSIG(status)).name
+        hints = {"SIGSEGV": "a segmentation fault", "SIGKILL": "out of memory?"}
+        hints |= {"SIGXCPU": "CPU time limit", "SIGXFSZ": "file size limit", "SIGABRT": "aborted"}
+        return f"killed by {name}" + (f" ({hints[name]})" if name in hints else "")
     if os.WEXITSTATUS(status) == RUNNER_FAILED:
         return "broke the grader's own code in the sandbox (were Python's built-ins replaced?)"
     return f"exited with status {os.WEXITSTATUS(status)}"
@@ -332,28 +321,18 @@ def error_record(exc: BaseException, traceback: list) -> dict:
     }
 
 
-class Capture:
+class Capture(io.StringIO):
     """A text stream that keeps the first OUTPUT_CAP characters written to it."""
 
-    def __init__(self):
-        self.parts: list[str] = []
-        self.size = self.dropped = 0
+    dropped = 0
 
     def write(self, text) -> int:
         text = text if isinstance(text, str) else str(text)
-        room = OUTPUT_CAP - self.size
-        if room > 0:
-            self.parts.append(text[:room])
-        self.size += min(len(text), max(room, 0))
-        self.dropped += max(0, len(text) - max(room, 0))
+        room = max(0, OUTPUT_CAP - self.tell())
+        self.dropped += max(0, len(text) - room)
+        super().write(text[:room])
         return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return False
 
     def text(self) -> str:
         tail = f"\n[output truncated: {self.dropped} more characters]" if self.dropped else ""
-        return clean_text("".join(self.parts) + tail, OUTPUT_CAP + 100)
+        return clean_text(self.getvalue() + tail, OUTPUT_CAP + 100)

@@ -237,9 +237,9 @@ def isolation_case(course: Path, port: int) -> Case:
 
 
 def runaway_cases() -> list[Case]:
-    deep = (
+    deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
         "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
-        "os.chdir('/tmp/work')\n" + CORRECT
+        "os.chdir('/tmp/work')\n"
     )
     return [
         Case(

@@ -104,9 +104,10 @@ def submission(student: nbformat.NotebookNode, answers: dict[str, str], snippet:
 
 def write_submission(folder: Path, student: str, assignment: str, nb) -> Path:
     """Write nb as <folder>/<student>/<assignment>/<assignment>.ipynb (nbgrader's layout), with
-    the submission_secret.txt that `nbgrader submit` leaves beside it."""
+    the timestamp.txt and submission_secret.txt that `nbgrader submit` leaves beside it."""
     path = folder / student / assignment / f"{assignment}.ipynb"
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
+    (path.parent / "timestamp.txt").write_text("2025-01-06 09:00:00.000000 UTC")
     (path.parent / "submission_secret.txt").write_text(f"secret of {student}")
     return path
