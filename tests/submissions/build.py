@@ -87,8 +87,9 @@ def fill(student, answers: dict[str, str], added=()) -> nbformat.NotebookNode:
         raise KeyError(f"no solution cells named {sorted(missing)}")
     for kind, grade_id, source in added:
         at = next(i for i, c in enumerate(filled.cells) if grade_id_of(c) == grade_id)
-        new = copy.deepcopy(filled.cells[at]) if kind == "draft" else nbformat.v4.new_code_cell()
-        new.source = source
+        new = nbformat.v4.new_code_cell(source)
+        if kind == "draft":  # the answer cell again, nbgrader metadata and all
+            new.metadata = copy.deepcopy(filled.cells[at].metadata)
         filled.cells.insert(at, new)
     return filled
 
