@@ -179,7 +179,8 @@ class Sandbox:
         self.stderr: deque[str] = deque(maxlen=10)
         threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
         threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
-        self._send({"uid": self.uid, "preimport": self.preimport})
+        keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
+        self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
         reply = self._receive(READY_TIMEOUT)
         if not reply.get("ready"):
             raise SandboxError(f"the sandbox did not start: {reply.get('error')}")

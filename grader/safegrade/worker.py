@@ -35,6 +35,7 @@ RECORDS_CAP = 16 << 20  # bytes of records one submission may send
 OUTPUT_CAP = 20_000  # characters of output kept per cell (and for the process's own fds)
 WORK = "/tmp/work"
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
+KEEP: set[str] = set()  # folders bound under /tmp (the Python installation of a checkout there)
 
 
 class CellTimeout(BaseException):
@@ -51,6 +52,7 @@ def main() -> None:
         send({"ready": False, "error": "the worker is not PID 1 of its own PID namespace"})
         return
     drop_privileges(init.get("uid"))
+    KEEP.update(init.get("keep", []))
     os.umask(0o077)
     started = time.monotonic()
     os.makedirs("/tmp/home", exist_ok=True)
@@ -139,7 +141,11 @@ def serve(job: dict, shell) -> dict:
     os.close(records_w)
     os.close(output_w)
     status, timed_out, (records, output) = supervise(pid, [records_r, output_r], limits["budget"])
-    reply = {"job": job["job"], "records": records.decode("utf-8", "replace"), "clean": empty_tmp()}
+    reply = {
+        "job": job["job"],
+        "records": records.decode("utf-8", "replace"),
+        "clean": empty("/tmp") & empty("/dev/shm"),
+    }
     reply["output"] = clean_text(output.decode("utf-8", "replace"), OUTPUT_CAP)
     reply["status"] = "" if timed_out else describe_status(status)
     return reply | {"timed_out": timed_out, "seconds": round(time.monotonic() - started, 3)}
@@ -215,20 +221,23 @@ def kill_everything() -> None:
             continue
 
 
-def empty_tmp() -> bool:
-    """Remove what the submission left in /tmp and /dev/shm; False when something is left (a
-    tree too deep to remove, say): the grader then replaces this worker with a fresh one."""
-    for area in ("/tmp", "/dev/shm"):
-        for name in os.listdir(area):
-            path = os.path.join(area, name)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path)
-                else:
-                    os.unlink(path)
-            except (OSError, RecursionError):
-                pass
-    return not os.listdir("/tmp") and not os.listdir("/dev/shm")
+def empty(folder: str) -> bool:
+    """Remove what the submission left in folder (but the bound folders of a checkout in /tmp,
+    and their parents); False when something is left, a tree too deep to remove, say: the grader
+    then replaces this worker with a fresh one."""
+    clean = True
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if any(kept == path or kept.startswith(path + "/") for kept in KEEP):
+            clean &= path in KEEP or empty(path)
+            continue
+        try:
+            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(
+                path
+            )
+        except (OSError, RecursionError):
+            clean = False
+    return clean
 
 
 # ----------------------------------------------------------------------------- the forked process
