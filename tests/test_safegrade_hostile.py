@@ -32,6 +32,8 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
 MEASURED = (
@@ -227,6 +229,23 @@ def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile):
     )
     assert done.stdout.strip().endswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
     assert scores(course / "gradebook.db")["wrong"] == 0
+
+
+def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
+    """A sandbox is stopped and started again after a submission it cannot clean up after."""
+    from grader.safegrade.sandbox import Sandbox
+
+    box = Sandbox([], [str(tmp_path)])
+    limits = {"budget": 20, "cell_timeout": 10, "memory_mb": 1024, "nproc": 64, "file_mb": 8}
+    job = {"cells": [{"code": "x = 41"}, {"probe": "t"}], "files": {}, "limits": limits}
+    job["probes"] = "def t(namespace):\n    return namespace['x'] + 1\n"
+    try:
+        for _ in range(4):
+            reply = box.run(job, 20)
+            assert '"value": 42' in reply["records"], reply
+            box.stop()
+    finally:
+        box.stop()
 
 
 # ----------------------------------------------------------------------------- interruptions

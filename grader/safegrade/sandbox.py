@@ -139,6 +139,17 @@ def _pipe_holding(data: bytes) -> int:
     return read_end
 
 
+def _read(stream, lines: queue.Queue) -> None:
+    while line := stream.readline(REPLY_CAP):
+        lines.put(line)
+    lines.put(None)
+
+
+def _drain(stream, tail: deque) -> None:
+    for line in stream:
+        tail.append(line.decode("utf-8", "replace").rstrip()[:300])
+
+
 class Sandbox:
     """One sandboxed worker: started once, then one submission at a time."""
 
@@ -177,22 +188,15 @@ class Sandbox:
             self.cancel()
         self.lines: queue.Queue = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=10)
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+        # Each reader holds on to this process's queue: one left from a stopped process must not
+        # announce its end into the queue of the next.
+        threading.Thread(target=_read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
         keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
         self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
         reply = self._receive(READY_TIMEOUT)
         if not reply.get("ready"):
             raise SandboxError(f"the sandbox did not start: {reply.get('error')}")
-
-    def _read(self, stream) -> None:
-        while line := stream.readline(REPLY_CAP):
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def _drain(self, stream) -> None:
-        for line in stream:
-            self.stderr.append(line.decode("utf-8", "replace").rstrip()[:300])
 
     def _send(self, message: dict) -> None:
         try:

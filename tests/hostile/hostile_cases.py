@@ -292,6 +292,14 @@ def runaway_cases() -> list[Case]:
         ),
         Case("deep_tree_in_tmp", with_answer(deep), 10, "all 3 tests passed"),
         Case(
+            "unremovable_tmp",  # the worker cannot empty /tmp after it: a fresh one replaces it
+            with_answer(
+                CORRECT + "import os\nos.makedirs('/tmp/locked/in')\nos.chmod('/tmp/locked', 0)\n"
+            ),
+            10,
+            "all 3 tests passed",
+        ),
+        Case(
             "os_exit", with_answer("import os\nos._exit(0)\n" + CORRECT), 0, "exited with status 0"
         ),
         Case(
