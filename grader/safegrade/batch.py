@@ -201,7 +201,12 @@ def read_result(course, student: str, assignment: str, errors: list[str], notes:
 
 
 def first_error(cell) -> str:
-    return next((f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"), "")
+    errors = [
+        ": ".join(filter(None, (o.ename, o.evalue)))
+        for o in cell.outputs
+        if o.output_type == "error"
+    ]
+    return errors[0] if errors else ""
 
 
 def last_line(errors: list[str]) -> str:

@@ -1,21 +1,9 @@
-"""The hidden part of every graded test cell calls ``run_check`` (in the learner's kernel):
-
-    ### BEGIN HIDDEN TESTS
-    import os
-    import sys
-
-    sys.path.insert(0, os.environ.get("SAFEGRADE_COURSE", "../.."))
-    from grader.safegrade.kernel import run_check
-
-    run_check("ex1_sigmoid_to_tanh", "test_torch_sigmoid", globals())
-    ### END HIDDEN TESTS
-
-It runs the probe and then the check in the kernel, with the probe's data sent through the same
-encoding and decoding as in the sandbox, so that plain nbgrader (which runs this cell) and the
-sandboxed grader (which replaces the whole cell by the probe and runs the check outside) judge
-the same data. The course's nbgrader configuration sets SAFEGRADE_COURSE (the course root, for
-the import above) and SAFEGRADE_SOURCE (where the exercises' probes and checks are); a source
-notebook run in place (cwd solutions/<assignment>) needs neither.
+"""The hidden part of every graded test cell calls ``run_check`` in the learner's kernel (see
+README.md): the probe, its data through the same encoding and decoding as from the sandbox, then
+the check. So plain nbgrader, which runs the cell, and the sandboxed grader, which replaces the
+cell by the probe and runs the check outside, judge the same data. SAFEGRADE_SOURCE (set by the
+course's nbgrader configuration) is where the exercises' probes and checks are; a source notebook
+run in place (cwd solutions/<assignment>) needs none.
 """
 
 from __future__ import annotations

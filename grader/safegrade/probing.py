@@ -1,13 +1,6 @@
-"""What instructors' probes and checks use (both sides of the boundary; no nbgrader import).
-
-A probe, ``solutions/<assignment>/probes.py``, has one function per graded test cell, named by
-its grade_id: it takes the namespace the notebook's cells built, calls the learner's functions on
-inputs the instructor chose and returns plain data (see ``data``). It runs in the sandbox, where
-the learner's code can read it, so it holds no expected values. A check, ``checks.py``, has a
-function of the same name that takes that data and raises AssertionError with the message the
-learner will read; expected values and reference models live there, and it only ever runs in a
-trusted process. The hidden part of each test cell calls ``kernel.run_check``, so plain nbgrader
-(unsandboxed) runs the very same probe and check.
+"""What instructors' probes and checks use, on both sides of the boundary (README.md, "Writing
+an exercise"). A probe runs beside the learner's code and returns data; a check judges that data
+in a trusted process. Never imports nbgrader.
 """
 
 from __future__ import annotations
