@@ -4,9 +4,9 @@ the course (the repository's grader/ folders are never touched).
 One copy is released and graded as `make autograde` grades (grader/safegrade: the sandbox, the
 probes and the checks): the reference answers, the untouched student versions, the realistic
 answers of tests/submissions/ and the attacks of tests/hostile/attacks/, each with the score its
-docstring predicts. A second copy grades the realistic answers with plain nbgrader (each test
-cell's hidden part runs the same probe and check in the kernel): both must give every cell the
-same score. Then export, feedback, release_feedback and the formgrader's Autograde call.
+docstring predicts. Three more copies, one per exercise, grade the realistic answers with plain
+nbgrader (each test cell's hidden part runs the same probe and check in the kernel): both ways
+must give every cell the same score. Then export, feedback, release_feedback and the formgrader's Autograde call.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def released(tmp_path_factory) -> Path:
     return course
 
 
-def write_submissions(course: Path, folder: Path, answers: list[Snippet]) -> None:
+def write_submissions(course: Path, folder: Path, answers: list[Snippet], assignments) -> None:
     """The reference answer, the untouched student version and `answers`, for each exercise."""
-    for assignment in ASSIGNMENTS:
+    for assignment in assignments:
         student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
         reference = reference_solutions(source_notebook(course, assignment))
         write_submission(
@@ -82,28 +82,31 @@ def write_submissions(course: Path, folder: Path, answers: list[Snippet]) -> Non
 
 
 def grade(course: Path, how: str) -> subprocess.CompletedProcess:
-    timeout = f"--Execute.timeout={CELL_TIMEOUT[how]}"
-    if how == "sandboxed":  # what `make autograde` runs
+    """how: "sandboxed" (what `make autograde` runs), or "plain:<assignment>"."""
+    timeout = f"--Execute.timeout={CELL_TIMEOUT[how.split(':')[0]]}"
+    if how == "sandboxed":
         command = [sys.executable, "-m", "grader.safegrade", "autograde", timeout]
     else:
-        command = [sys.executable, "-m", "nbgrader", "autograde", "*", "--force", timeout]
-        command.append("--SandboxExecute.unsandboxed=True")
+        command = [sys.executable, "-m", "nbgrader", "autograde", how.split(":")[1], "--force"]
+        command += [timeout, "--SandboxExecute.unsandboxed=True"]
     return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
 
 
 @pytest.fixture(scope="module")
 def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
-    """how -> a copy of the released course that graded its submissions that way; the two run
-    side by side."""
+    """how -> a copy of the released course that graded its submissions that way: "sandboxed",
+    and plain nbgrader in one copy per exercise (its kernels run one at a time; side by side,
+    the endless loop's timeout is waited out while the others grade)."""
     courses = {}
-    for how, answers in (("sandboxed", REALISTIC + ATTACKS), ("plain", REALISTIC)):
-        course = tmp_path_factory.mktemp(how)
+    plain = [(f"plain:{a}", [s for s in REALISTIC if s.assignment == a]) for a in ASSIGNMENTS]
+    for how, answers in [("sandboxed", REALISTIC + ATTACKS), *plain]:
+        course = tmp_path_factory.mktemp(how.replace(":", "_"))
         shutil.copytree(released, course, dirs_exist_ok=True)
-        submitted = tmp_path_factory.mktemp(f"uploads_{how}")
-        write_submissions(course, submitted, answers)
+        submitted = tmp_path_factory.mktemp("uploads")
+        write_submissions(course, submitted, answers, how.split(":")[1:] or ASSIGNMENTS)
         course_grader.collect(submitted, course)
         courses[how] = course
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(len(courses)) as pool:
         runs = dict(zip(courses, pool.map(grade, courses.values(), courses), strict=True))
     for how, run in runs.items():
         print(f"--- {how}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}")
@@ -146,7 +149,9 @@ def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
 
 
 def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
-    sandboxed, plain = cell_scores(graded["sandboxed"]), cell_scores(graded["plain"])
+    sandboxed, plain = cell_scores(graded["sandboxed"]), {}
+    for assignment in ASSIGNMENTS:
+        plain |= cell_scores(graded[f"plain:{assignment}"])
     assert len(plain) >= 5 * len(REALISTIC), "plain nbgrader graded too little"
     differ = {
         key: (sandboxed.get(key), score)
