@@ -6,7 +6,8 @@ probes and the checks): the reference answers, the untouched student versions, t
 answers of tests/submissions/ and the attacks of tests/hostile/attacks/, each with the score its
 docstring predicts. Three more copies, one per exercise, grade the realistic answers with plain
 nbgrader (each test cell's hidden part runs the same probe and check in the kernel): both ways
-must give every cell the same score. Then export, feedback, release_feedback and the formgrader's Autograde call.
+must give every cell the same score. Then export, feedback, release_feedback and the
+formgrader's Autograde call.
 """
 
 from __future__ import annotations
