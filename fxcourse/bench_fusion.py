@@ -285,8 +285,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="wall",
         help="wall: elapsed time; thread: CPU time of the timing thread (CPU, --threads 1 only)",
     )
-    parser.add_argument("--plot", help="also save a bar chart to this file (one per device)")
-    return parser.parse_args(argv)
+    parser.add_argument("--plot", help="also save a chart to this file (one per device)")
+    args = parser.parse_args(argv)
+    if args.clock == "thread" and (args.threads != 1 or args.device != "cpu"):
+        parser.error("--clock thread sees a whole forward pass only with --device cpu --threads 1")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -339,6 +339,17 @@ def test_bench_cli_prints_medians_spreads_and_conclusions():
     assert [other for other, _ in verdicts] == ["unfused", "torch fuse", "BN -> Identity"]
 
 
+def test_bench_cli_refuses_the_thread_clock_with_several_threads():
+    command = [sys.executable, "-m", "fxcourse.bench_fusion", "--clock", "thread"]
+    command += ["--threads", "2", "--device", "cpu"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert "--clock thread sees a whole forward pass only with --device cpu --threads 1" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
 def _result(**round_times: list[float]) -> BenchResult:
     names = {"unfused": "unfused", "chapter": "chapter fuser", "floor": FLOOR}
     result = BenchResult("cpu", 1, 64, 1)
