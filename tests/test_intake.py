@@ -262,7 +262,8 @@ def test_every_regular_file_arrives_or_is_listed(tmp_path: Path, course: Path):
     os.symlink("/etc/hostname", upload / f"ann_{EX2}.ipynb")
     os.mkfifo(upload / "ann" / EX1 / "fifo")
     before = set(tmp_path.rglob("*"))
-    report = collect(upload, course)
+    with fifo_watch(upload / "ann" / EX1 / "fifo"):
+        report = collect(upload, course)
     copied = set(arrived(course).values())
     listed = {path for path, _ in report.refused}
     for path, content in regular_files(upload).items():
