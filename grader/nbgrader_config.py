@@ -56,8 +56,8 @@ c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHi
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or
-# the formgrader). For no penalty use nbgrader's own LateSubmissionPlugin (penalty_method "none"
-# or "zero") as the plugin class.
+# the formgrader). nbgrader's own LateSubmissionPlugin, as the plugin class, gives late work no
+# penalty (penalty_method "none") or a score of zero ("zero").
 c.AssignLatePenalties.plugin_class = PercentPerDayLate
 c.PercentPerDayLate.percent_per_day = 10.0
 
