@@ -20,6 +20,7 @@ help:  ## list the targets
 	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
 formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader's formgrader
+	@$(PY) -m fxcourse.workspace exchange >/dev/null
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
 
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
@@ -38,7 +39,7 @@ environment.yml: env/requirements.lock env/environment_yml.py  ## derive the con
 student-edition: env  ## dist/student-edition/: the learners' copy of the course (ANSWERS=no: no try-it answers)
 	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers)
 
-chapters: env  ## regenerate the learner chapters and answers.json from solutions/chapters/
+chapters: env  ## regenerate the learner chapters and answers.json from solutions/
 	$(PY) -m fxcourse.authoring build
 
 strip: env  ## remove outputs and execution counts from every notebook (nbgrader metadata kept)

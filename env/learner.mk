@@ -11,7 +11,7 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
-		--ServerApp.root_dir="$(WORKSPACE)" $(ROOT_FLAG) $(LAB_ARGS) 01_symbolic_tracing.ipynb
+		--ServerApp.root_dir="$(WORKSPACE)" $(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/01_symbolic_tracing.ipynb"
 
 workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"

@@ -1,6 +1,7 @@
 """The learner's workspace: their own copies of the chapters and exercises, outside git's view.
 
     python -m fxcourse.workspace sync [--workspace DIR]
+    python -m fxcourse.workspace exchange     create the exchange folder if needed, print its path
 
 `make lab` runs `sync` and opens JupyterLab in the workspace (default: ./workspace, git-ignored).
 The first run copies every chapter and exercise starter. Later runs bring in new chapters and
@@ -100,20 +101,28 @@ def exchange_root(root: Path = ROOT) -> Path:
     return root / "grader" / "exchange" if (root / "grader").is_dir() else root / "exchange"
 
 
-def write_nbgrader_config(workspace: Path, exchange: Path) -> None:
-    """The learner's nbgrader settings; also makes sure the exchange folder exists."""
+def ensure_exchange(exchange: Path) -> Path:
     if not exchange.exists():
         exchange.mkdir(parents=True)
         exchange.chmod(0o777)  # nbgrader's exchange must be writable by every user
+    return exchange
+
+
+def write_nbgrader_config(workspace: Path, exchange: Path) -> None:
+    """The learner's nbgrader settings; also makes sure the exchange folder exists."""
+    ensure_exchange(exchange)
     text = NBGRADER_CONFIG.format(course_id=COURSE_ID, exchange=str(exchange))
     (workspace / "nbgrader_config.py").write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["sync"])
+    parser.add_argument("command", choices=["sync", "exchange"])
     parser.add_argument("--workspace", type=Path, default=ROOT / "workspace")
     args = parser.parse_args(argv)
+    if args.command == "exchange":
+        print(ensure_exchange(exchange_root()))
+        return 0
     report = sync(args.workspace.resolve())
     for line in report.lines():
         print(f"[workspace] {line}")
