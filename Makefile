@@ -9,6 +9,8 @@ NOTEBOOKS = $(shell git ls-files '*.ipynb' 2>/dev/null || find chapters solution
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
+# pytest-xdist workers; tests that share a server or a gradebook are grouped (xdist_group).
+TEST_WORKERS ?= 2
 .DEFAULT_GOAL := help
 
 .PHONY: help formgrader test env-test lock strip check-clean lint format chapters student-edition
@@ -24,7 +26,7 @@ formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
 
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 env-test:
 	@VENV=$(VENV) env/setup.sh test

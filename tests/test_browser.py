@@ -43,6 +43,9 @@ from browser_lab import (
     warning_outputs,
 )
 
+# One worker runs them all: they share the two lab servers and the browser.
+pytestmark = pytest.mark.xdist_group("browser")
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 KERNEL = "fx-course"
@@ -96,9 +99,8 @@ class _ScreenshotSummary:
 @pytest.fixture(scope="module")
 def artifacts(request) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    if "PYTEST_XDIST_WORKER" not in os.environ:  # parallel workers would delete each other's
-        for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*-console.txt")]:
-            stale.unlink()
+    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*-console.txt")]:
+        stale.unlink()  # the browser tests run in one worker (xdist_group), so this is theirs
     plugins = request.config.pluginmanager
     if not plugins.has_plugin("fxcourse-browser-screenshots"):
         plugins.register(_ScreenshotSummary(), "fxcourse-browser-screenshots")
