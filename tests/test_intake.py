@@ -418,7 +418,7 @@ def test_unreadable_uploads_fail_clearly(tmp_path: Path, course: Path, capsys, c
     assert not (course / SUBMITTED).exists() or not any((course / SUBMITTED).iterdir())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def configured_course(tmp_path_factory) -> Path:
     """A course folder with the repository's nbgrader configuration and nothing else."""
     course = tmp_path_factory.mktemp("configured")
