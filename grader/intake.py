@@ -55,8 +55,8 @@ def lms_patterns(assignments: Iterable[str]) -> dict[str, str]:
     return {
         # alice_ex1_sigmoid_to_tanh.ipynb (student ids may hold underscores)
         "plain": rf"(?:.*/)?(?P<student_id>[^/]+)_(?P<file_id>{names})\.ipynb$",
-        # Canvas: <sortable name>[_LATE]_<user id>_<attachment id>_<file>[-<n>].ipynb
-        "canvas": rf"(?:.*/)?[^/]*?_(?:LATE_)?(?P<student_id>\d+|anon_[^_/]+)_\d+_"
+        # Canvas: [<sortable name>_][LATE_]<user id or anon_...>_<attachment id>_<file>[-<n>].ipynb
+        "canvas": rf"(?:.*/)?(?:[^/]*?_)?(?:LATE_)?(?P<student_id>\d+|anon_[^_/]+)_\d+_"
         rf"(?P<file_id>{names})(?:-\d+)?\.ipynb$",
         # Moodle: <Full Name>_<participant id>_assignsubmission_file_[/]<file>.ipynb
         "moodle": rf"(?:.*/)?(?P<student_id>[^/_]+)_\d+_assignsubmission_file_/?"
@@ -240,7 +240,7 @@ def strip_zip_root(found: list[Found], assignments: Iterable[str]) -> list[Found
     student_folder = any(len(f.parts) > 2 and f.parts[1] in assignments for f in content)
     if len(roots) != 1 or student_folder or any(len(f.parts) < 2 for f in content):
         return found
-    return [Found(f.parts[1:], f.open, f.problem) if f in content else f for f in found]
+    return [f if f.parts[0] == "__MACOSX" else Found(f.parts[1:], f.open, f.problem) for f in found]
 
 
 @dataclass

@@ -152,6 +152,13 @@ def test_a_zip_of_one_student_folder_keeps_the_student(tmp_path: Path, course: P
     assert collect(upload, course).collected == [("alice", EX1)]
 
 
+def test_macos_metadata_in_a_zip_is_listed_not_collected(tmp_path: Path, course: Path):
+    entries = {f"dl/alice_{EX1}.ipynb": notebook("a"), f"__MACOSX/dl/._alice_{EX1}.ipynb": b"\0"}
+    report = collect(make_zip(tmp_path / "mac.zip", entries), course)
+    assert report.collected == [("alice", EX1)]
+    assert "macOS" in refused(report)[f"__MACOSX/dl/._alice_{EX1}.ipynb"]
+
+
 def test_links_are_reported_and_never_followed(tmp_path: Path, course: Path):
     secrets = tmp_path / "instructor"
     put(secrets / "solutions" / f"{EX1}.ipynb", b"SOLUTION AND HIDDEN TESTS")
@@ -373,6 +380,7 @@ LMS_NAMES = [
     ("canvas", f"smithbob_340934_208490284_{EX1}.ipynb", ("340934", EX1)),
     ("canvas", f"smithbob_LATE_340934_208490285_{EX2}-1.ipynb", ("340934", EX2)),
     ("canvas", f"LATE_anon_Xk3Pz_208490286_{EX3}.ipynb", ("anon_Xk3Pz", EX3)),
+    ("canvas", f"anon_Qw7Rt_208490288_{EX1}.ipynb", ("anon_Qw7Rt", EX1)),
     ("canvas", "smithbob_340934_208490287_notes.ipynb", None),
     ("moodle", f"Ann Lee_1234567_assignsubmission_file_/{EX1}.ipynb", ("Ann Lee", EX1)),
     ("moodle", f"Ann Lee_1234567_assignsubmission_file_{EX2}.ipynb", ("Ann Lee", EX2)),
