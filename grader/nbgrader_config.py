@@ -37,8 +37,9 @@ c.CourseDirectory.db_url = os.environ.get(
     "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
 )
 
-# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local.
-c.Exchange.root = str(GRADER / "exchange")
+# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local;
+# FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the same root).
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
 
 # Importing torch alone can take 10 s on a busy machine; nbgrader's default is 30 s per cell.
 # A cell that runs longer (an endless loop) is interrupted and fails; the rest still run.
