@@ -21,7 +21,6 @@ from fxcourse.graphs import (
     OP_COLOURS,
     GraphPicture,
     GraphText,
-    _scalable,
     dot_available,
 )
 
@@ -105,11 +104,13 @@ def to_dot(gm: torch.fx.GraphModule, name: str = "ir_links"):
     return dot
 
 
+def links_text(gm: torch.fx.GraphModule) -> str:
+    """The links as text, one per line."""
+    return "\n".join(f"{link.source} --{link.label}--> {link.target}" for link in ir_links(gm))
+
+
 def show_ir_links(gm: torch.fx.GraphModule, name: str = "ir_links"):
     """Something Jupyter displays: the link picture, or the links as text without Graphviz."""
     if not dot_available():
-        lines = [
-            f"{link.source} --{link.label or link.kind}--> {link.target}" for link in ir_links(gm)
-        ]
-        return GraphText("\n".join(lines), MISSING_DOT_HINT)
-    return GraphPicture(_scalable(to_dot(gm, name).pipe(format="svg").decode("utf-8")))
+        return GraphText(links_text(gm), MISSING_DOT_HINT)
+    return GraphPicture(to_dot(gm, name).pipe(format="svg").decode("utf-8"), links_text(gm))

@@ -48,8 +48,9 @@ def test_an_edit_to_the_graph_changes_the_links():
 
 def test_picture_has_every_node_and_falls_back_to_text(monkeypatch):
     gm = torch.fx.symbolic_trace(Small())
-    svg = ir_links.show_ir_links(gm)._repr_svg_()
-    assert '<svg width="100%"' in svg
+    picture = ir_links.show_ir_links(gm)
+    assert "max-width:100%" in picture._repr_html_()
+    svg = picture.svg
     for node in gm.graph.nodes:
         assert f">{node.name}</text>" in svg
     monkeypatch.setenv("PATH", "/nonexistent")
