@@ -5,7 +5,7 @@ pipeline_picture()    an SVG (Graphviz), or a text outline when `dot` is missing
 
 from __future__ import annotations
 
-from fxcourse.graphs import MISSING_DOT_HINT, GraphPicture, GraphText, _scalable, dot_available
+from fxcourse.graphs import MISSING_DOT_HINT, GraphPicture, GraphText, dot_available
 
 FX_COLOUR, STEP_COLOUR = "#fde9c9", "#dbe9f6"
 # (key, label, is the stage's result an FX graph?)
@@ -55,4 +55,4 @@ def pipeline_picture():
     """Something Jupyter displays: the pipeline as SVG, or as text plus a hint without `dot`."""
     if not dot_available():
         return GraphText(pipeline_text(), MISSING_DOT_HINT)
-    return GraphPicture(_scalable(pipeline_dot().pipe(format="svg").decode("utf-8")))
+    return GraphPicture(pipeline_dot().pipe(format="svg").decode("utf-8"), pipeline_text())

@@ -55,10 +55,11 @@ def test_returned_values_counts_the_items_of_a_tuple():
 
 def test_pipeline_picture_is_an_svg_naming_every_stage():
     assert shutil.which("dot"), "Graphviz `dot` is required by the test suite (env/setup.sh test)"
-    svg = pipeline.pipeline_picture()._repr_svg_()
-    assert svg.startswith("<svg") or "<svg" in svg[:500]
+    picture = pipeline.pipeline_picture()
+    assert picture.svg.lstrip().startswith("<?xml") and "<svg" in picture.svg
+    assert "<img" in picture._repr_html_()
     for word in ("TorchDynamo", "AOTAutograd", "Inductor", "torch.export.export", "make_fx"):
-        assert word in svg
+        assert word in picture.svg and word in repr(picture)
 
 
 def test_pipeline_without_graphviz_is_text_with_a_hint(monkeypatch):
