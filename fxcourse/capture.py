@@ -73,16 +73,17 @@ def torch_logs(**settings: bool | int) -> Iterator[LogCapture]:
 
     saved_state = copy.deepcopy(_internal._get_log_state())
     capture = LogCapture()
-    if value := os.environ.get(_internal.LOG_ENV_VAR):
-        capture.records.append(("note", TORCH_LOGS_IS_SET.format(value=value)))
-    else:
-        torch._logging.set_logs(**settings)
     collector = _Collector(capture)
-    loggers = [logging.getLogger(name) for name in _internal.log_registry.get_log_qnames()]
-    for logger in loggers:
-        _internal._clear_handlers(logger)  # torch's own stderr handlers; set back below
-        logger.addHandler(collector)
+    loggers: list[logging.Logger] = []
     try:
+        if value := os.environ.get(_internal.LOG_ENV_VAR):
+            capture.records.append(("note", TORCH_LOGS_IS_SET.format(value=value)))
+        else:
+            torch._logging.set_logs(**settings)  # an unknown name raises TypeError here
+        loggers = [logging.getLogger(name) for name in _internal.log_registry.get_log_qnames()]
+        for logger in loggers:
+            _internal._clear_handlers(logger)  # torch's own stderr handlers; set back below
+            logger.addHandler(collector)
         yield capture
     finally:
         for logger in loggers:

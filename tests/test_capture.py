@@ -45,6 +45,15 @@ def test_records_are_collected_and_settings_restored(no_torch_logs_env, capsys):
     assert not state.is_artifact_enabled("recompiles")
 
 
+def test_an_unknown_log_name_is_refused_and_earlier_settings_survive(no_torch_logs_env):
+    torch._logging.set_logs(recompiles=True)
+    with pytest.raises(TypeError, match="guard"):
+        with capture.torch_logs(guard=True):
+            pass
+    assert _internal._get_log_state().is_artifact_enabled("recompiles")
+    assert not _collectors()
+
+
 def test_an_empty_block_collects_warnings_instead_of_printing_them(no_torch_logs_env, capsys):
     with capture.torch_logs() as logs:
         logging.getLogger("torch._dynamo").warning("something to know")
