@@ -33,6 +33,10 @@ TORCH_LOGS_IS_SET = (
     "TORCH_LOGS is set in the environment ({value!r}); it takes precedence over torch_logs(...), "
     "so this capture shows what TORCH_LOGS turned on."
 )
+NO_OUTPUT_CODE = (
+    "Inductor compiled, but its output_code log was not captured (notes: {notes}). If TORCH_LOGS "
+    "is set, add output_code to it or unset it before starting Jupyter."
+)
 
 
 @dataclass
@@ -164,7 +168,8 @@ def inductor_code(fn, *args) -> InductorCode | None:
     (Inductor's documented cache setting) points at a temporary folder that is deleted after,
     so nothing is cached between runs and nothing is written into the course's folders. One
     compile thread, so no pool of worker processes outlives the call; no precompiled headers
-    (Inductor would keep them, some 300 MB, in its default cache folder).
+    (Inductor would keep them, some 300 MB, in its default cache folder). Dynamo's cache is
+    emptied before and after (torch.compiler.reset()).
     """
     # Importing parts of Inductor records its default cache folder in TORCHINDUCTOR_CACHE_DIR;
     # the outer block puts the variable back as it was.
@@ -188,5 +193,7 @@ def _compile_in_temporary_cache(fn, args) -> InductorCode:
         result = torch.compile(fn)(*args)
         seconds = time.perf_counter() - start
         torch.compiler.reset()
-    module = logs.text("output_code")
-    return InductorCode(module[module.index("\n") + 1 :], seconds, result)
+    _, _, module = logs.text("output_code").partition("\n")  # after its "Output code:" line
+    if not module:
+        raise RuntimeError(NO_OUTPUT_CODE.format(notes=logs.text("note") or "none"))
+    return InductorCode(module, seconds, result)

@@ -120,3 +120,11 @@ def test_compiler_search_leaves_the_environment_as_it_was():
     found = capture.cxx_compiler()
     assert found is None or isinstance(found, str)
     assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == before
+
+
+def test_a_missing_output_code_log_is_reported_clearly(monkeypatch, no_torch_logs_env):
+    monkeypatch.setattr(capture, "cxx_compiler", lambda: "g++")
+    monkeypatch.setattr(torch, "compile", lambda fn: fn)  # runs eagerly: Inductor logs nothing
+    with pytest.raises(RuntimeError, match="output_code log was not captured"):
+        capture.inductor_code(torch.relu, torch.ones(2))
+    assert not _collectors()
