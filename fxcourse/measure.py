@@ -1,17 +1,17 @@
 """How accurate, how big and how fast a model is: the measurements behind chapter 7's tables.
 
     rows = [measure("float32", model, inputs, labels), measure("int8", quantized, inputs, labels)]
-    print(comparison_table(rows))      # accuracy, size of the constants, median time per call
+    print(comparison_table(rows))      # accuracy, size of the constants, best time per call
 
 Sizes count what a graph reads: the tensors behind its get_attr nodes. A GraphModule can keep
 attributes its graph no longer uses (after a pass replaced them), and those are not counted.
-Times are medians over a few rounds on this machine; compare them only with each other.
+Times are the best of a few rounds on this machine (the round least disturbed by other work);
+compare them only with each other.
 """
 
 from __future__ import annotations
 
 import operator
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,8 +21,9 @@ import torch.fx
 from tabulate import tabulate
 
 
-def median_ms(fn: Callable, *args, repeat: int = 7, number: int = 3) -> float:
-    """Median time of one call of fn(*args), in milliseconds, after one warm-up call."""
+def best_ms(fn: Callable, *args, repeat: int = 5, number: int = 3) -> float:
+    """Time of one call of fn(*args) in milliseconds: the best of `repeat` rounds of `number`
+    calls each, after one warm-up call."""
     with torch.no_grad():
         fn(*args)
         rounds = []
@@ -31,7 +32,7 @@ def median_ms(fn: Callable, *args, repeat: int = 7, number: int = 3) -> float:
             for _ in range(number):
                 fn(*args)
             rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds) * 1e3
+    return min(rounds) * 1e3
 
 
 def graph_constants(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
@@ -69,12 +70,12 @@ class Measurement:
 
 
 def measure(name: str, model, inputs: torch.Tensor, labels: torch.Tensor, **timing) -> Measurement:
-    """Accuracy on (inputs, labels), size of the constants in KiB, median milliseconds per call."""
+    """Accuracy on (inputs, labels), size of the constants in KiB, best milliseconds per call."""
     return Measurement(
         name,
         accuracy(model, inputs, labels),
         constant_bytes(model) / 1024,
-        median_ms(model, inputs, **timing),
+        best_ms(model, inputs, **timing),
     )
 
 

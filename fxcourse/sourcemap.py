@@ -73,7 +73,7 @@ def markdown_table(rows: list[SourceFile], most: int = 5) -> str:
     """A Markdown table of the map, listing at most `most` names per file."""
     lines = ["| file | lines | defines |", "| --- | ---: | --- |"]
     for row in rows:
-        shown = ", ".join(f"`{name}`" for name in row.names[:most])
+        shown = ", ".join(f"`{name}`" for name in row.names[:most]) or "(no public names)"
         if len(row.names) > most:
             shown += f" and {len(row.names) - most} more"
         lines.append(f"| `{row.path}` | {row.lines} | {shown} |")

@@ -9,10 +9,10 @@ from torch import nn
 from fxcourse.measure import (
     Measurement,
     accuracy,
+    best_ms,
     comparison_table,
     constant_bytes,
     graph_constants,
-    median_ms,
 )
 from fxcourse.toytask import labelled_points, train_classifier
 
@@ -52,9 +52,9 @@ def test_accuracy_is_the_fraction_of_right_argmaxes():
     assert accuracy(lambda inputs: inputs, scores, labels) == 0.5
 
 
-def test_median_ms_calls_once_to_warm_up_then_repeat_times_number():
+def test_best_ms_calls_once_to_warm_up_then_repeat_times_number():
     calls = []
-    result = median_ms(lambda x: calls.append(x), 7, repeat=4, number=3)
+    result = best_ms(lambda x: calls.append(x), 7, repeat=4, number=3)
     assert len(calls) == 1 + 4 * 3 and set(calls) == {7}
     assert result >= 0.0
 

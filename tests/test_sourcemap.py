@@ -47,6 +47,7 @@ def test_markdown_table_shortens_long_name_lists(fake_package):
     table = markdown_table(source_map(fake_package, folders=("inner",)), most=2)
     assert table.splitlines()[0] == "| file | lines | defines |"
     assert "| `inner/deep.py` | 3 | `Deep`, `Deep` and 1 more |" in table
+    assert "| `__init__.py` | 0 | (no public names) |" in markdown_table(source_map(fake_package))
 
 
 def test_the_torch_fx_map_names_the_classes_the_chapter_points_to():
