@@ -1,19 +1,22 @@
-"""How accurate, how big and how fast a model is: the measurements behind chapter 7's tables.
+"""How accurate, how big and how fast models are: the measurements behind chapter 7's table.
 
-    rows = [measure("float32", model, inputs, labels), measure("int8", quantized, inputs, labels)]
-    print(comparison_table(rows))      # accuracy, size of the constants, best time per call
+    rows = measure({"float32": model, "int8": quantized}, inputs, labels)
+    print(comparison_table(rows))      # accuracy, size of the constants, time per call
 
 Sizes count what a graph reads: the tensors behind its get_attr nodes. A GraphModule can keep
 attributes its graph no longer uses (after a pass replaced them), and those are not counted.
-Times are the best of a few rounds on this machine (the round least disturbed by other work);
-compare them only with each other.
+
+Times are taken on one CPU thread, with the models taking turns round after round, and each
+model's best round kept: other work on the machine then disturbs the comparison as little as
+possible. Compare the times only with each other.
 """
 
 from __future__ import annotations
 
 import operator
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -21,18 +24,34 @@ import torch.fx
 from tabulate import tabulate
 
 
-def best_ms(fn: Callable, *args, repeat: int = 5, number: int = 3) -> float:
-    """Time of one call of fn(*args) in milliseconds: the best of `repeat` rounds of `number`
-    calls each, after one warm-up call."""
-    with torch.no_grad():
-        fn(*args)
-        rounds = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn(*args)
-            rounds.append((time.perf_counter() - start) / number)
-    return min(rounds) * 1e3
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block with torch using a single CPU thread, then restore the thread count."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def best_times_ms(
+    models: dict[str, Callable], inputs: torch.Tensor, rounds: int = 7, number: int = 3
+) -> dict[str, float]:
+    """Milliseconds per call for each model: the best of `rounds` rounds of `number` calls, the
+    models taking turns within each round, after two warm-up calls each, on one thread."""
+    best = dict.fromkeys(models, float("inf"))
+    with torch.no_grad(), one_thread():
+        for model in models.values():
+            model(inputs)
+            model(inputs)
+        for _ in range(rounds):
+            for name, model in models.items():
+                start = time.perf_counter()
+                for _ in range(number):
+                    model(inputs)
+                best[name] = min(best[name], (time.perf_counter() - start) / number * 1e3)
+    return best
 
 
 def graph_constants(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
@@ -69,14 +88,17 @@ class Measurement:
     ms: float
 
 
-def measure(name: str, model, inputs: torch.Tensor, labels: torch.Tensor, **timing) -> Measurement:
-    """Accuracy on (inputs, labels), size of the constants in KiB, best milliseconds per call."""
-    return Measurement(
-        name,
-        accuracy(model, inputs, labels),
-        constant_bytes(model) / 1024,
-        best_ms(model, inputs, **timing),
-    )
+def measure(
+    models: dict[str, torch.nn.Module], inputs: torch.Tensor, labels: torch.Tensor, **timing
+) -> list[Measurement]:
+    """For each model: accuracy on (inputs, labels), KiB of constants, milliseconds per call."""
+    times = best_times_ms(models, inputs, **timing)
+    return [
+        Measurement(
+            name, accuracy(model, inputs, labels), constant_bytes(model) / 1024, times[name]
+        )
+        for name, model in models.items()
+    ]
 
 
 def comparison_table(rows: list[Measurement]) -> str:

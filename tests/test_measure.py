@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.fx
 from torch import nn
@@ -9,10 +10,12 @@ from torch import nn
 from fxcourse.measure import (
     Measurement,
     accuracy,
-    best_ms,
+    best_times_ms,
     comparison_table,
     constant_bytes,
     graph_constants,
+    measure,
+    one_thread,
 )
 from fxcourse.toytask import labelled_points, train_classifier
 
@@ -52,11 +55,34 @@ def test_accuracy_is_the_fraction_of_right_argmaxes():
     assert accuracy(lambda inputs: inputs, scores, labels) == 0.5
 
 
-def test_best_ms_calls_once_to_warm_up_then_repeat_times_number():
+def test_best_times_take_turns_after_warming_up_and_keep_the_best_round():
     calls = []
-    result = best_ms(lambda x: calls.append(x), 7, repeat=4, number=3)
-    assert len(calls) == 1 + 4 * 3 and set(calls) == {7}
-    assert result >= 0.0
+    models = {"a": lambda x: calls.append("a"), "b": lambda x: calls.append("b")}
+    times = best_times_ms(models, torch.zeros(1), rounds=2, number=3)
+    assert calls == ["a"] * 2 + ["b"] * 2 + (["a"] * 3 + ["b"] * 3) * 2
+    assert sorted(times) == ["a", "b"] and all(t >= 0.0 for t in times.values())
+
+
+def test_one_thread_restores_the_thread_count_even_after_an_error():
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError), one_thread():
+        assert torch.get_num_threads() == 1
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+
+
+def test_measure_reports_accuracy_size_and_time_per_model():
+    linear, negated = nn.Linear(4, 2), nn.Linear(4, 2)
+    with torch.no_grad():
+        negated.weight.copy_(-linear.weight)
+        negated.bias.copy_(-linear.bias)
+    inputs = torch.randn(8, 4)
+    labels = linear(inputs).argmax(dim=-1).detach()
+    rows = measure({"right": linear, "wrong": negated}, inputs, labels, rounds=1)
+    assert [row.name for row in rows] == ["right", "wrong"]
+    assert rows[0].accuracy == 1.0 and rows[1].accuracy == 0.0
+    assert rows[0].kib == (8 + 2) * 4 / 1024
+    assert rows[0].ms >= 0.0
 
 
 def test_comparison_table_compares_every_row_with_the_first():
