@@ -99,6 +99,8 @@ def _target_text(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
         return f"{node.target}: {type(gm.get_submodule(node.target)).__name__}"
     if node.op == "call_method":
         return f".{node.target}()"
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)  # an ATen operator, e.g. aten.addmm.default
     if node.op == "call_function":
         module = getattr(node.target, "__module__", None) or ""
         name = getattr(node.target, "__name__", str(node.target))

@@ -66,6 +66,13 @@ def test_html_fits_the_output_width_and_offers_full_size_when_shrunk(traced):
     assert html.count("<img") == 2 and "<details>" in html and "overflow:auto" in html
 
 
+def test_aten_operators_are_named_as_aten(traced):
+    exported = torch.export.export(TwoBlocks(), (torch.randn(2, 4),))
+    texts = _texts(graphs.graph_svg(exported.graph_module))
+    assert "call_function aten.linear.default" in texts
+    assert "float32[2, 4]" in texts  # export records each node's value in meta["val"]
+
+
 def test_shapes_appear_once_a_pass_recorded_them(traced):
     ShapeProp(traced).propagate(torch.randn(2, 4))
     assert "float32[2, 4]" in _texts(graphs.graph_svg(traced))
