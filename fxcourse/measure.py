@@ -6,15 +6,17 @@
 Sizes count what a graph reads: the tensors behind its get_attr nodes. A GraphModule can keep
 attributes its graph no longer uses (after a pass replaced them), and those are not counted.
 
-Times are taken on one CPU thread, with the models taking turns round after round, and each
-model's best round kept: other work on the machine then disturbs the comparison as little as
-possible. Compare the times only with each other.
+Times are taken on one CPU thread and its CPU clock, with the models taking turns round after
+round (fxcourse.timing, as chapters 4 and 5 time), and each model's median round kept: other work
+on the machine then disturbs the comparison as little as possible. Compare the times only with
+each other.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
-import time
+import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 from tabulate import tabulate
+
+from fxcourse.timing import time_callables
 
 
 @contextmanager
@@ -35,23 +39,15 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(saved)
 
 
-def best_times_ms(
-    models: dict[str, Callable], inputs: torch.Tensor, rounds: int = 7, number: int = 3
+def median_times_ms(
+    models: dict[str, Callable], inputs: torch.Tensor, rounds: int = 7, min_run_time: float = 0.3
 ) -> dict[str, float]:
-    """Milliseconds per call for each model: the best of `rounds` rounds of `number` calls, the
-    models taking turns within each round, after two warm-up calls each, on one thread."""
-    best = dict.fromkeys(models, float("inf"))
+    """Milliseconds per call for each model on one thread: the median of `rounds` rounds in which
+    the models take turns (fxcourse.timing.time_callables, which also warms them up)."""
+    calls = {name: functools.partial(model, inputs) for name, model in models.items()}
     with torch.no_grad(), one_thread():
-        for model in models.values():
-            model(inputs)
-            model(inputs)
-        for _ in range(rounds):
-            for name, model in models.items():
-                start = time.perf_counter()
-                for _ in range(number):
-                    model(inputs)
-                best[name] = min(best[name], (time.perf_counter() - start) / number * 1e3)
-    return best
+        times = time_callables(calls, rounds=rounds, min_run_time=min_run_time)
+    return {name: statistics.median(per_round) * 1e3 for name, per_round in times.items()}
 
 
 def graph_constants(gm: torch.fx.GraphModule) -> dict[str, torch.Tensor]:
@@ -92,7 +88,7 @@ def measure(
     models: dict[str, torch.nn.Module], inputs: torch.Tensor, labels: torch.Tensor, **timing
 ) -> list[Measurement]:
     """For each model: accuracy on (inputs, labels), KiB of constants, milliseconds per call."""
-    times = best_times_ms(models, inputs, **timing)
+    times = median_times_ms(models, inputs, **timing)
     return [
         Measurement(
             name, accuracy(model, inputs, labels), constant_bytes(model) / 1024, times[name]

@@ -10,11 +10,11 @@ from torch import nn
 from fxcourse.measure import (
     Measurement,
     accuracy,
-    best_times_ms,
     comparison_table,
     constant_bytes,
     graph_constants,
     measure,
+    median_times_ms,
     one_thread,
 )
 from fxcourse.toytask import labelled_points, train_classifier
@@ -55,12 +55,17 @@ def test_accuracy_is_the_fraction_of_right_argmaxes():
     assert accuracy(lambda inputs: inputs, scores, labels) == 0.5
 
 
-def test_best_times_take_turns_after_warming_up_and_keep_the_best_round():
-    calls = []
-    models = {"a": lambda x: calls.append("a"), "b": lambda x: calls.append("b")}
-    times = best_times_ms(models, torch.zeros(1), rounds=2, number=3)
-    assert calls == ["a"] * 2 + ["b"] * 2 + (["a"] * 3 + ["b"] * 3) * 2
+def test_median_times_time_every_model_on_one_thread_without_grad():
+    seen = []
+
+    def model(x):
+        seen.append((torch.get_num_threads(), torch.is_grad_enabled()))
+        return x
+
+    threads = torch.get_num_threads()
+    times = median_times_ms({"a": model, "b": model}, torch.zeros(1), rounds=2, min_run_time=0.02)
     assert sorted(times) == ["a", "b"] and all(t >= 0.0 for t in times.values())
+    assert set(seen) == {(1, False)} and torch.get_num_threads() == threads
 
 
 def test_one_thread_restores_the_thread_count_even_after_an_error():
