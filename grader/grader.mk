@@ -3,8 +3,11 @@
 # git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
 
 GRADER := $(PY) grader/course_grader.py
-# The sandboxed, parallel grader (grader/safegrade/README.md); plain nbgrader: AUTOGRADE="$(GRADER) autograde".
-AUTOGRADE ?= $(PY) -m grader.safegrade autograde "*"
+# Grading runs learners' code only in a sandbox, whichever way it is started (grader/safegrade/
+# README.md): this parallel batch, `nbgrader autograde`, or the formgrader's Autograde button.
+# Limits: grader/nbgrader_config.py. Unsandboxed, at your own risk:
+#   nbgrader autograde "*" --SandboxExecute.unsandboxed=True
+AUTOGRADE ?= $(PY) -m grader.safegrade autograde
 SUBMISSIONS ?=
 # LMS downloads: LMS=plain|canvas|moodle|blackboard picks a file-name pattern (default: the one in
 # grader/nbgrader_config.py); LMS_TZ is the time zone of times written in file names.
@@ -34,5 +37,5 @@ feedback: env  ## instructor: HTML feedback for every graded submission, in grad
 export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
 	$(GRADER) export
 
-bench-grading: env  ## instructor: plain nbgrader autograde vs the sandboxed grader on N submissions
+bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
 	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)

@@ -3,7 +3,7 @@
 The course root is the repository root: the source notebooks (with solutions and hidden tests) are
 in solutions/<assignment>/, nbgrader's working folders and gradebook under grader/ (git-ignored).
 nbgrader reads the repository root's nbgrader_config.py, which loads this file, whenever it starts
-there: the instructor's make targets (grader/grader.mk) and the formgrader in `make lab` do.
+there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
 
 import os
@@ -12,17 +12,14 @@ from pathlib import Path
 
 GRADER = Path(__file__).resolve().parent
 ROOT = GRADER.parent
-if str(GRADER) not in sys.path:
-    sys.path.insert(0, str(GRADER))
-# nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
-os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 import course_grader as layout  # noqa: E402
 from late_penalty import PercentPerDayLate  # noqa: E402
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.converters import Autograde  # noqa: E402
-from nbgrader.preprocessors import Execute, GetGrades  # noqa: E402
-from nbgrader_plugins import HideHiddenTests, ResilientExecute  # noqa: E402
+
+from grader.safegrade.preprocessors import configure  # noqa: E402
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -37,23 +34,20 @@ c.CourseDirectory.feedback_directory = str(layout.FEEDBACK)
 c.CourseDirectory.db_url = os.environ.get(
     "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
 )
-
-# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local;
-# FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the same root).
+# nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
+# not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
+# same root). nbgrader expects the folder to exist.
 c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
+os.makedirs(c.Exchange.root, exist_ok=True)
 
-# Importing torch alone can take 10 s on a busy machine; nbgrader's default is 30 s per cell.
-# A cell that runs longer (an endless loop) is interrupted and fails; the rest still run.
-c.Execute.timeout = 120
-
-# A kernel that dies fails its cell and the ones after it, not the whole submission.
-default_steps = Autograde.class_traits()["autograde_preprocessors"].default()
-c.Autograde.autograde_preprocessors = [
-    ResilientExecute if step is Execute else step for step in default_steps
-]
-
-# Feedback shows learners their failure messages, not the hidden tests' code.
-c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+# Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
+# checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
+configure(c, ROOT, ROOT / layout.SOURCE)
+# The limits, one place for every way of grading (make autograde, nbgrader autograde, the
+# formgrader's Autograde button): a cell that runs longer than Execute.timeout is interrupted
+# and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget.
+c.Execute.timeout = 60
+c.SandboxExecute.budget = 120
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or

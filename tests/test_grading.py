@@ -1,9 +1,13 @@
-"""The three graded exercises and the instructor's nbgrader pipeline (grader/course_grader.py).
+"""The three graded exercises through the instructor's pipeline, for real, on temporary copies of
+the course (the repository's grader/ folders are never touched).
 
-The pipeline runs for real on a temporary copy of the course (the repository's grader/ folders are
-never touched): release, then one autograde batch over the reference answers, the untouched
-student versions and the wrong answers of tests/submissions/ (each names its expected score),
-then export and feedback.
+One copy is released and graded as `make autograde` grades (grader/safegrade: the sandbox, the
+probes and the checks): the reference answers, the untouched student versions, the realistic
+answers of tests/submissions/ and the attacks of tests/hostile/attacks/, each with the score its
+docstring predicts. Three more copies, one per exercise, grade the realistic answers with plain
+nbgrader (each test cell's hidden part runs the same probe and check in the kernel): both ways
+must give every cell the same score. Then export, feedback, release_feedback and the formgrader's
+Autograde call.
 """
 
 from __future__ import annotations
@@ -13,13 +17,15 @@ import html
 import json
 import re
 import shutil
+import sqlite3
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
-from submissions.build import Snippet, fill, reference_solutions, snippets, write_submission
+from submissions.build import Snippet, reference_solutions, snippets, submission, write_submission
 
 from fxcourse.notebooks import problems
 
@@ -28,96 +34,146 @@ sys.path.insert(0, str(ROOT / "grader"))
 import course_grader  # noqa: E402
 from course_grader import ASSIGNMENTS, RELEASE  # noqa: E402
 
-SNIPPETS = snippets()
-# Per cell: enough to import torch on a busy machine. The endless-loop answer waits this out once.
-CELL_TIMEOUT_S = 30
+pytestmark = pytest.mark.xdist_group("grading")
+REALISTIC = snippets()
+ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks")
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+# One realistic answer loops forever: each path waits this out once for it (--Execute.timeout).
+CELL_TIMEOUT = {"sandboxed": 20, "plain": 90}  # a plain kernel imports torch in its first cell
 
 
 def source_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
 
 
-@pytest.fixture(scope="session")
-def released(tmp_path_factory) -> Path:
-    """A copy of the course's sources and grader configuration, released."""
-    course = tmp_path_factory.mktemp("released")
-    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-    shutil.copytree(ROOT / "solutions", course / "solutions", ignore=skip)
-    (course / "grader").mkdir()
+def copy_course(target: Path) -> Path:
+    """The course's sources and grading configuration (not its working folders)."""
+    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "chapters")
+    shutil.copytree(ROOT / "solutions", target / "solutions", ignore=skip)
+    shutil.copytree(ROOT / "grader" / "safegrade", target / "grader" / "safegrade", ignore=skip)
     for path in (ROOT / "grader").glob("*.py"):
-        shutil.copy(path, course / "grader")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+        shutil.copy(path, target / "grader")
+    shutil.copy(ROOT / "nbgrader_config.py", target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    course = copy_course(tmp_path_factory.mktemp("released"))
     course_grader.release(course, publish_to=course / "published")
     return course
 
 
-@pytest.fixture(scope="session")
-def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
-    """assignment -> a copy of the released course that autograded that assignment's test
-    submissions (the reference answer, the untouched student version, the snippets) in one batch.
-    The three batches run side by side, each with its own gradebook."""
-    courses = {}
-    for assignment in ASSIGNMENTS:
-        course = tmp_path_factory.mktemp(f"course_{assignment}")
-        shutil.copytree(released, course, dirs_exist_ok=True)
-        submissions = tmp_path_factory.mktemp(f"submissions_{assignment}")
+def write_submissions(course: Path, folder: Path, answers: list[Snippet], assignments) -> None:
+    """The reference answer, the untouched student version and `answers`, for each exercise."""
+    for assignment in assignments:
         student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
-        answers = reference_solutions(source_notebook(course, assignment))
-        write_submission(submissions, "reference", assignment, fill(student, answers))
-        write_submission(submissions, "untouched", assignment, student)
-        for snippet in (s for s in SNIPPETS if s.assignment == assignment):
-            submission = fill(student, answers | snippet.cells)
-            write_submission(submissions, snippet.name, assignment, submission)
-        course_grader.collect(submissions, course)
-        courses[assignment] = course
-    args = [f"--Execute.timeout={CELL_TIMEOUT_S}"]
+        reference = reference_solutions(source_notebook(course, assignment))
+        write_submission(
+            folder,
+            "reference",
+            assignment,
+            submission(student, reference, Snippet("", assignment, 10, {})),
+        )
+        write_submission(folder, "untouched", assignment, student)
+        for snippet in (s for s in answers if s.assignment == assignment):
+            write_submission(
+                folder, snippet.name, assignment, submission(student, reference, snippet)
+            )
+
+
+def grade(course: Path, how: str) -> subprocess.CompletedProcess:
+    """how: "sandboxed" (what `make autograde` runs), or "plain:<assignment>"."""
+    timeout = f"--Execute.timeout={CELL_TIMEOUT[how.split(':')[0]]}"
+    if how == "sandboxed":
+        command = [sys.executable, "-m", "grader.safegrade", "autograde", timeout]
+    else:
+        command = [sys.executable, "-m", "nbgrader", "autograde", how.split(":")[1], "--force"]
+        command += [timeout, "--SandboxExecute.unsandboxed=True"]
+    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
+
+
+@pytest.fixture(scope="module")
+def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
+    """how -> a copy of the released course that graded its submissions that way: "sandboxed",
+    and plain nbgrader in one copy per exercise (its kernels run one at a time; side by side,
+    the endless loop's timeout is waited out while the others grade)."""
+    courses = {}
+    plain = [(f"plain:{a}", [s for s in REALISTIC if s.assignment == a]) for a in ASSIGNMENTS]
+    for how, answers in [("sandboxed", REALISTIC + ATTACKS), *plain]:
+        course = tmp_path_factory.mktemp(how.replace(":", "_"))
+        shutil.copytree(released, course, dirs_exist_ok=True)
+        submitted = tmp_path_factory.mktemp("uploads")
+        write_submissions(course, submitted, answers, how.split(":")[1:] or ASSIGNMENTS)
+        course_grader.collect(submitted, course)
+        courses[how] = course
     with ThreadPoolExecutor(len(courses)) as pool:
-        statuses = pool.map(lambda course: course_grader.autograde(course, args), courses.values())
-    failed = [name for name, status in zip(courses, statuses, strict=True) if status]
-    assert not failed, f"nbgrader could not grade some submission of {failed}: see its log"
+        runs = dict(zip(courses, pool.map(grade, courses.values(), courses), strict=True))
+    for how, run in runs.items():
+        print(f"--- {how}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}")
+        assert run.returncode == 0, f"{how}: {run.stderr[-3000:]}"
     return courses
 
 
-def cell_scores(course: Path, student: str, assignment: str) -> dict[str, float]:
-    """grade cell -> points the autograder gave, for failure messages."""
-    from nbgrader.api import Gradebook
-
-    url = f"sqlite:///{course / course_grader.GRADEBOOK}"
-    with Gradebook(url, course_grader.COURSE_ID) as gradebook:
-        notebook = gradebook.find_submission_notebook(assignment, assignment, student)
-        return {grade.name: grade.score for grade in notebook.grades}
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_submission_is_graded(graded: dict[str, Path], assignment: str):
-    expected = {"reference", "untouched"} | {s.name for s in SNIPPETS if s.assignment == assignment}
-    assert set(course_grader.scores(graded[assignment])) == expected
+def cell_scores(course: Path) -> dict[tuple[str, str, str], float | None]:
+    """(student, assignment, grade cell) -> the points nbgrader recorded."""
+    with sqlite3.connect(course / course_grader.GRADEBOOK) as db:
+        rows = db.execute(
+            "select s.student_id, a.name, c.name, g.auto_score from grade g "
+            "join base_cell c on g.cell_id = c.id "
+            "join submitted_notebook n on g.notebook_id = n.id "
+            "join submitted_assignment s on n.assignment_id = s.id "
+            "join assignment a on s.assignment_id = a.id"
+        ).fetchall()
+    return {row[:3]: row[3] for row in rows}
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_reference_answers_score_full_marks(graded: dict[str, Path], assignment: str):
-    score = course_grader.scores(graded[assignment])["reference"][assignment]
-    assert score == 10, cell_scores(graded[assignment], "reference", assignment)
+def reason(course: Path, student: str, assignment: str) -> str:
+    path = course / "grader" / "autograded" / ".safegrade" / assignment / f"{student}.json"
+    return json.loads(path.read_text())["reason"]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_untouched_student_versions_score_zero(graded: dict[str, Path], assignment: str):
-    score = course_grader.scores(graded[assignment])["untouched"][assignment]
-    assert score == 0, cell_scores(graded[assignment], "untouched", assignment)
+def test_reference_scores_full_marks_and_the_starter_zero(graded, assignment):
+    course = graded["sandboxed"]
+    got = course_grader.scores(course)
+    assert got["reference"][assignment] == 10, reason(course, "reference", assignment)
+    assert got["untouched"][assignment] == 0, reason(course, "untouched", assignment)
+    assert "NotImplementedError" in reason(course, "untouched", assignment)
 
 
-@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
-def test_wrong_answers_score_what_we_predict(graded: dict[str, Path], snippet: Snippet):
-    course = graded[snippet.assignment]
+@pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
+def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
+    course = graded["sandboxed"]
     score = course_grader.scores(course)[snippet.name][snippet.assignment]
-    per_cell = cell_scores(course, snippet.name, snippet.assignment)
-    assert score == snippet.expected, f"{snippet.name}: got {score}, cells {per_cell}"
+    assert score == snippet.expected, reason(course, snippet.name, snippet.assignment)
+
+
+def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
+    sandboxed, plain = cell_scores(graded["sandboxed"]), {}
+    for assignment in ASSIGNMENTS:
+        plain |= cell_scores(graded[f"plain:{assignment}"])
+    assert len(plain) >= 5 * len(REALISTIC), "plain nbgrader graded too little"
+    differ = {
+        key: (sandboxed.get(key), score)
+        for key, score in plain.items()
+        if sandboxed.get(key) != score
+    }
+    assert not differ, f"(sandboxed, plain) scores differ: {differ}"
+
+
+def test_attacks_never_see_the_hidden_checks(graded):
+    course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
+    folder = course / "grader" / "autograded" / student / "ex1_sigmoid_to_tanh"
+    nb = nbformat.read(folder / "ex1_sigmoid_to_tanh.ipynb", as_version=4)
+    printed = " ".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
+    assert "FOUND" not in printed, printed[:2000]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_export_has_one_column_per_exercise(graded, assignment: str, tmp_path: Path):
-    with course_grader.export(graded[assignment], tmp_path / "grades.csv").open() as handle:
+def test_export_has_one_column_per_exercise(graded, assignment, tmp_path):
+    course = graded["sandboxed"]
+    with course_grader.export(course, tmp_path / "grades.csv").open() as handle:
         rows = list(csv.reader(handle))
     columns = [*ASSIGNMENTS, "total"]
     assert rows[0] == ["student_id", *columns]
@@ -126,35 +182,87 @@ def test_export_has_one_column_per_exercise(graded, assignment: str, tmp_path: P
         points = [float(value) if value else None for value in values]
         by_student[student] = dict(zip(columns, points, strict=True))
     assert list(by_student) == sorted(by_student), "rows sorted by student id"
-    reference = {a: 10.0 if a == assignment else None for a in ASSIGNMENTS} | {"total": 10.0}
-    assert by_student["reference"] == reference
-    assert set(by_student["untouched"].values()) == {0.0, None}
-    for snippet in (s for s in SNIPPETS if s.assignment == assignment):
+    assert by_student["reference"] == {a: 10.0 for a in ASSIGNMENTS} | {"total": 30.0}
+    for snippet in (s for s in REALISTIC if s.assignment == assignment):
         row = by_student[snippet.name]
-        assert row[assignment] == row["total"] == snippet.expected, (snippet.name, row)
+        assert row[assignment] == snippet.expected, (snippet.name, row)
+        others = [row[a] for a in ASSIGNMENTS if a != snippet.assignment]
+        assert others == [None, None], f"{snippet.name} submitted nothing else: {row}"
 
 
-def test_feedback_shows_messages_but_not_hidden_tests(graded: dict[str, Path]):
-    student, assignment = "ex1_only_torch_sigmoid", "ex1_sigmoid_to_tanh"
-    course = graded[assignment]
-    assert course_grader.feedback(course, [student]) == 0
+def feedback_text(course: Path, student: str, assignment: str) -> str:
     page = course / course_grader.FEEDBACK / student / assignment / f"{assignment}.html"
-    text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))  # what a reader sees
-    assert "x.sigmoid(): the output differs" in text  # a failing visible test's message
-    assert "torch.special.expit: the output differs" in text
-    shown = {line.strip() for line in text.splitlines()}
-    hidden = hidden_test_lines(source_notebook(course, assignment))
-    assert not hidden & shown, f"feedback shows hidden test lines: {sorted(hidden & shown)[:5]}"
-    assert not any(marker in text for marker in MARKERS)
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))  # what a reader sees
 
 
-def test_feedback_keeps_a_learners_quoted_marker(graded: dict[str, Path]):
-    student, assignment = "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
-    course = graded[assignment]
-    assert course_grader.feedback(course, [student]) == 0
-    page = course / course_grader.FEEDBACK / student / assignment / f"{assignment}.html"
-    text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
-    assert "the grader keeps a" in text, "the learner's own comment should be shown as written"
+def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
+    course = graded["sandboxed"]
+    assert course_grader.feedback(course, ["ex1_only_torch_sigmoid", "reference", "untouched"]) == 0
+    text = feedback_text(course, "ex1_only_torch_sigmoid", "ex1_sigmoid_to_tanh")
+    assert "x.sigmoid(): the rewritten graph still computes a sigmoid" in text
+    assert "torch.special.expit: the rewritten graph still computes a sigmoid" in text
+    for assignment in ASSIGNMENTS:
+        visible = "\n".join(cell.source for cell in source_notebook(course, assignment).cells)
+        checks = (course / "solutions" / assignment / "checks.py").read_text().split("\n")
+        secret = {line.strip() for line in checks if len(line.strip()) > 30}
+        secret = {line for line in secret if line not in visible and not line.startswith("#")}
+        for student in ("reference", "untouched"):
+            shown = {
+                line.strip() for line in feedback_text(course, student, assignment).split("\n")
+            }
+            page = " ".join(shown)
+            assert not secret & shown and "run_check" not in page, (student, assignment)
+            assert not any(marker in page for marker in MARKERS)
+
+
+def test_feedback_keeps_a_learners_quoted_marker(graded):
+    course = graded["sandboxed"]
+    assert course_grader.feedback(course, ["ex1_quotes_hidden_markers"]) == 0
+    assert "the grader keeps a" in feedback_text(
+        course, "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
+    )
+
+
+def test_release_feedback_through_the_exchange(graded):
+    course = graded["sandboxed"]
+    assert course_grader.feedback(course, ["reference"]) == 0
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "release_feedback",
+            "ex1_sigmoid_to_tanh",
+            "--student=reference",
+        ],
+        cwd=course,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list((course / "grader" / "exchange").rglob("*.html"))
+
+
+def test_the_formgraders_autograde_button_grades_in_the_sandbox(graded):
+    """The button's call (NbGraderAPI.autograde) on an attack that plain nbgrader would reward."""
+    course, student = graded["sandboxed"], "ex1_patches_torch"
+    button = (
+        "from nbgrader.apps.api import NbGraderAPI\nfrom nbgrader.apps.baseapp import NbGrader\n"
+        "app = NbGrader()\napp.initialize([])\napp.load_config_file()\n"
+        "api = NbGraderAPI(app.coursedir, parent=app)\n"
+        f"print(api.autograde('ex1_sigmoid_to_tanh', {student!r}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", button], cwd=course, capture_output=True, text=True
+    )
+    assert "'success': True" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert course_grader.scores(course)[student]["ex1_sigmoid_to_tanh"] == 0
+
+
+def test_probes_and_checks_are_never_released(released):
+    for assignment in ASSIGNMENTS:
+        files = {p.name for p in (released / RELEASE / assignment).iterdir()}
+        assert files == {f"{assignment}.ipynb"}, files
 
 
 def test_student_versions_are_current(released: Path):
@@ -162,53 +270,31 @@ def test_student_versions_are_current(released: Path):
     for assignment in ASSIGNMENTS:
         fresh = json.loads((released / "published" / f"{assignment}.ipynb").read_text())
         committed_path = ROOT / course_grader.STUDENT_VERSIONS / f"{assignment}.ipynb"
-        committed = json.loads(committed_path.read_text())
-        assert committed == fresh, f"{committed_path} is stale: run `make release`"
-
-
-def region_lines(nb: nbformat.NotebookNode, begin: str, end: str) -> set[str]:
-    """Distinctive lines (stripped) between the markers that appear nowhere else in nb."""
-    inside, outside = set(), set()
-    for cell in nb.cells:
-        within = False
-        for line in cell.source.split("\n"):
-            if begin in line or end in line:
-                within = begin in line
-                continue
-            (inside if within else outside).add(line.strip())
-    return {line for line in inside - outside if len(line) >= 12 and not line.startswith("#")}
-
-
-def hidden_test_lines(nb: nbformat.NotebookNode) -> set[str]:
-    return region_lines(nb, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
-
-
-def solution_lines(nb: nbformat.NotebookNode) -> set[str]:
-    return region_lines(nb, "### BEGIN SOLUTION", "### END SOLUTION")
-
-
-def test_no_solution_or_hidden_test_in_chapters():
-    chapter_files = [p for p in (ROOT / "chapters").rglob("*") if p.is_file()]
-    for path in chapter_files:
-        text = path.read_text(errors="replace")
-        assert not any(marker in text for marker in MARKERS), f"{path} holds a grading marker"
-    for assignment in ASSIGNMENTS:
-        source = source_notebook(ROOT, assignment)
-        secret = solution_lines(source) | hidden_test_lines(source)
-        assert len(secret) > 10, "the check found too few lines to compare"
-        student_path = ROOT / course_grader.STUDENT_VERSIONS / f"{assignment}.ipynb"
-        student = nbformat.read(student_path, as_version=4)
-        shown = {line.strip() for cell in student.cells for line in cell.source.split("\n")}
-        assert not secret & shown, f"{student_path} shows: {sorted(secret & shown)[:5]}"
-        for path in (p for p in chapter_files if p.suffix == ".ipynb"):
-            text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
-            for block in solution_blocks(source):
-                assert block not in text, f"{path} contains a solution of {assignment}"
+        assert json.loads(committed_path.read_text()) == fresh, (
+            f"{committed_path} is stale: run `make release`"
+        )
 
 
 def solution_blocks(nb: nbformat.NotebookNode) -> list[str]:
     pattern = re.compile(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION", re.DOTALL)
     return [block for cell in nb.cells for block in pattern.findall(cell.source)]
+
+
+def test_no_solution_hidden_test_or_check_in_the_chapters():
+    chapter_files = [p for p in (ROOT / "chapters").rglob("*") if p.is_file()]
+    texts = {path: path.read_text(errors="replace") for path in chapter_files}
+    for path, text in texts.items():
+        assert not any(marker in text for marker in MARKERS + ("run_check",)), path
+    for assignment in ASSIGNMENTS:
+        source = source_notebook(ROOT, assignment)
+        checks = (ROOT / "solutions" / assignment / "checks.py").read_text()
+        visible = "\n".join(cell.source for cell in source.cells)  # checks repeat its asserts
+        lines = [line.strip() for line in checks.split("\n") if len(line.strip()) > 40]
+        secret = [line for line in lines if line not in visible]
+        secret += [block for block in solution_blocks(source) if len(block) > 40]
+        assert len(secret) > 10, "too little to compare"
+        for path, text in texts.items():
+            assert not any(block in text for block in secret), f"{path} shows a solution or check"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

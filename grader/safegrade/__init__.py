@@ -1,10 +1,8 @@
-"""safegrade: a sandboxed, parallel autograder for nbgrader assignments.
+"""safegrade: nbgrader autograding where no learner's code runs in the process that scores it.
 
-Run it as ``python -m grader.safegrade --help``. The modules split into two groups:
-
-* grader side (trusted, full access): ``assignment``, ``store``, ``sandbox``, ``batch``,
-  ``gradebook``, ``feedback``, ``bench``, ``__main__``;
-* sandbox side (run inside bubblewrap, never import nbgrader): ``zygote``, ``runner``, ``guard``.
+``preprocessors.SandboxExecute`` replaces nbgrader's Execute step (grader/nbgrader_config.py);
+``batch`` grades many submissions in parallel (``python -m grader.safegrade autograde``). The
+sandbox side (``worker``, ``data``, ``probing``) never imports nbgrader. See README.md.
 """
 
-VERSION = "1.0"
+VERSION = "2.0"

@@ -1,338 +1,335 @@
-"""Grade every submission of an assignment with a pool of sandboxed workers (grader side)."""
+"""``make autograde``: nbgrader's own Autograde for every submission, the sandboxes side by side.
+
+Each submission is graded by nbgrader's ``Autograde`` converter (gradebook, timestamp.txt, late
+penalties, autograded notebook), whose Execute step is ``SandboxExecute``. A thread pool runs the
+submissions; nbgrader's bookkeeping holds one lock, which ``SandboxExecute`` lets go while its
+sandbox runs, so the sandboxes (one warm worker per thread) run in parallel. nbgrader reads a
+staged copy of each submission: regular files only, bounded in number and depth, big notebooks
+without their outputs, a renamed notebook under its expected name. Every submission ends with a
+score and a one-line reason in ``<autograded>/.safegrade/<assignment>/<student>.json``; one whose
+sources, submission and limits are unchanged since is not graded again, so an interrupted batch
+resumes where it stopped and a rerun changes nothing.
+"""
 
 from __future__ import annotations
 
+import copy
+import glob
 import hashlib
 import json
+import logging
 import os
-import queue
+import signal
 import sys
-import threading
+import tempfile
 import time
-from dataclasses import dataclass, field
+import warnings
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
 
-from . import report, store
-from .assignment import (
-    Assignment,
-    Submission,
-    SubmittedNotebook,
-    load_assignment,
-    parse_submission,
-)
-from .course import Course
-from .sandbox import Limits, SandboxConfig, SandboxUnavailable, Worker, WorkerDied, check_bwrap
+from . import VERSION, probing
+from .data import clean_text
+from .preprocessors import Batch, SandboxExecute, forbidden_paths, preimports, read_regular, walk
+from .sandbox import Pool
 
-
-@dataclass
-class Options:
-    workers: int = 0  # 0: one per CPU core
-    limits: Limits = field(default_factory=Limits)
-    force: bool = False
-    sync: bool = True
-    students: list[str] | None = None
-    progress: bool | None = None  # None: only when stderr is a terminal
-    python: str = sys.executable
+MAX_NOTEBOOK_BYTES = 256 << 20
+STRIP_OVER_BYTES = 8 << 20  # notebooks larger than this are staged without their outputs
+MAX_FILE_BYTES = 32 << 20
 
 
-@dataclass
-class Summary:
-    assignment: str
-    total: int = 0
-    graded: int = 0
-    reused: int = 0
-    zero: list[tuple[str, str]] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    seconds: float = 0.0
-    workers: int = 0
-    interrupted: bool = False
-    synced: int | None = None
-    results: dict[str, dict] = field(default_factory=dict)
+def autograde(argv: list[str], workers: int, force: bool) -> int:
+    from nbgrader.apps.autogradeapp import AutogradeApp
 
-    def lines(self) -> list[str]:
-        rate = self.graded / self.seconds if self.seconds else 0.0
-        head = (
-            f"safegrade {self.assignment}: {self.total} submissions, {self.graded} graded now, "
-            f"{self.reused} unchanged (kept), {len(self.zero)} scored 0, "
-            f"{len(self.errors)} errors; "
-            f"{self.workers} workers, {self.seconds:.1f} s ({rate:.2f} submissions/s)"
-        )
-        lines = [head]
-        if self.interrupted:
-            lines.append(
-                "INTERRUPTED: rerun the same command to grade the rest (done work is kept)"
-            )
-        if self.synced is not None:
-            lines.append(f"gradebook updated for {self.synced} submissions (one transaction)")
-        lines += [f"  zero   {student}: {reason}" for student, reason in self.zero]
-        lines += [f"  ERROR  {student}: {reason}" for student, reason in self.errors]
-        return lines
-
-
-class Progress:
-    def __init__(self, total: int, enabled: bool | None, stream=sys.stderr):
-        self.total, self.done, self.zero = total, 0, 0
-        self.stream = stream
-        self.tty = stream.isatty() if enabled is None else enabled
-        self.start = time.monotonic()
-        self.last_line = -1
-
-    def update(self, result: dict) -> None:
-        self.done += 1
-        self.zero += result["score"] == 0
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / self.done * (self.total - self.done)
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "-" * (width - filled)
-        text = (
-            f"[{bar}] {self.done}/{self.total} graded, {self.zero} zero, "
-            f"{elapsed:5.1f} s elapsed, ~{eta:4.0f} s left"
-        )
-        if self.tty:
-            self.stream.write("\r" + text)
-            if self.done == self.total:
-                self.stream.write("\n")
-        else:
-            decile = self.done * 10 // max(self.total, 1)
-            if decile != self.last_line or self.done == self.total:
-                self.last_line = decile
-                self.stream.write(text + "\n")
-        self.stream.flush()
-
-
-def grading_key(assignment: Assignment, limits: Limits) -> str:
-    """What a result depends on besides the submission: the sources, grader and limits."""
-    data = json.dumps([assignment.sha256, limits.__dict__], sort_keys=True).encode()
-    return hashlib.sha256(data).hexdigest()
-
-
-def worker_init(assignment: Assignment) -> dict:
-    return {
-        "assignment": assignment.name,
-        "notebooks": [nb.worker_spec() for nb in assignment.notebooks],
-        "preimport": assignment.preimports(),
-    }
-
-
-def make_job(number: int, assignment: Assignment, submission: Submission) -> dict:
-    import base64
-
-    files = {rel: base64.b64encode(data).decode() for rel, data in assignment.files.items()}
-    for rel, data in submission.files.items():
-        files.setdefault(rel, base64.b64encode(data).decode())  # release files win
-    notebooks = {name: nb.solutions for name, nb in submission.notebooks.items() if not nb.problem}
-    return {"job": number, "files": files, "notebooks": notebooks}
-
-
-def job_timeout(assignment: Assignment, limits: Limits) -> float:
-    tests = sum(len(nb.tests) for nb in assignment.notebooks)
-    return tests * (limits.timeout + 15) + 60
-
-
-class Pool:
-    """Threads that each own one sandboxed worker and pull jobs from a shared queue."""
-
-    def __init__(self, size: int, config: SandboxConfig, init: dict, timeout: float, make_job):
-        self.size, self.config, self.init, self.timeout = size, config, init, timeout
-        self.make_job = make_job  # built when a worker takes it: no batch-sized copy in memory
-        self.jobs: queue.Queue = queue.Queue()
-        self.results: queue.Queue = queue.Queue()
-        self.stop = threading.Event()
-        self.active: dict[int, Worker] = {}
-        self.fatal: list[str] = []
-        self.lock = threading.Lock()
-
-    def _thread(self, index: int) -> None:
-        worker = None
-        try:
-            while not self.stop.is_set():
-                try:
-                    item = self.jobs.get_nowait()
-                except queue.Empty:
-                    return
-                submission, number = item
-                job = self.make_job(number, submission)
-                started = time.monotonic()
-                reply, error = None, None
-                for _attempt in range(2):
-                    if worker is None:
-                        worker = Worker(index, self.config, self.init)
-                        with self.lock:
-                            self.active[index] = worker
-                        try:
-                            worker.start()
-                        except (WorkerDied, OSError) as exc:
-                            self.fatal.append(f"worker {index} could not start: {exc}")
-                            self.stop.set()
-                            return
-                    try:
-                        reply = worker.grade(job, self.timeout)
-                        break
-                    except WorkerDied as exc:
-                        error = str(exc)
-                        worker.stop()
-                        worker = None
-                        if self.stop.is_set():
-                            return
-                if reply is not None:
-                    error = None
-                self.results.put((submission, reply, error, time.monotonic() - started))
-        finally:
-            if worker is not None:
-                worker.stop()
-
-    def start(self, items: list) -> list[threading.Thread]:
-        for item in items:
-            self.jobs.put(item)
-        threads = [
-            threading.Thread(target=self._thread, args=(i,), daemon=True) for i in range(self.size)
-        ]
-        for thread in threads:
-            thread.start()
-        return threads
-
-    def kill_all(self) -> None:
-        self.stop.set()
-        with self.lock:
-            for worker in self.active.values():
-                if worker.proc is not None:
-                    try:
-                        worker.proc.kill()
-                    except OSError:
-                        pass
-
-
-def _background_import() -> threading.Thread:
-    """nbgrader takes seconds to import; do it while the workers start."""
-
-    def load():
-        try:
-            import nbgrader.api  # noqa: F401
-        except Exception:
-            pass
-
-    thread = threading.Thread(target=load, daemon=True)
-    thread.start()
-    return thread
-
-
-def autograde(course: Course, name: str, options: Options) -> Summary:
-    started = time.monotonic()
-    check_bwrap()
-    assignment = load_assignment(name, course.source(name))
-    key = grading_key(assignment, options.limits)
-    importer = _background_import() if options.sync else None
-    students = options.students if options.students is not None else course.students(name)
-    summary = Summary(name, total=len(students))
-    pending, ready = [], []
-    for student in students:
-        folder = course.submitted(student, name)
-        try:
-            submission = parse_submission(student, folder, assignment)
-        except Exception as exc:  # a grader bug must not stop the batch: record it instead
-            submission = unreadable_submission(student, folder, assignment, exc)
-            ready.append((submission, None, "unreadable submission", 0.0))  # status: error
-            continue
-        existing = store.read_result(course.result_path(student, name))
-        if not options.force and store.is_current(existing, key, submission):
-            summary.reused += 1
-            summary.results[student] = existing
-            out = course.autograded(student, name)
-            if not all((out / nb.name).exists() for nb in assignment.notebooks):
-                report.write_autograded_notebooks(out, assignment, submission, existing)
-        elif all(nb.problem for nb in submission.notebooks.values()):
-            ready.append((submission, None, None, 0.0))
-        else:
-            pending.append(submission)
-
-    def record(submission: Submission, reply, error, seconds) -> dict:
-        result = store.build_result(assignment, submission, reply, seconds, key, error)
-        store.write_result(course.result_path(submission.student, name), result)
-        out = course.autograded(submission.student, name)
-        try:
-            report.write_autograded_notebooks(out, assignment, submission, result)
-        except Exception as exc:  # the result is what counts; the copy for people is a bonus
-            print(
-                f"safegrade: no autograded notebook for {submission.student}: {exc}",
-                file=sys.stderr,
-            )
-        summary.results[submission.student] = result
-        summary.graded += 1
-        return result
-
-    progress = Progress(len(pending) + len(ready), options.progress)
-    for item in ready:
-        progress.update(record(*item))
-    size = options.workers or os.cpu_count() or 1
-    size = max(1, min(size, len(pending))) if pending else 0
-    summary.workers = size
-    pool = None
+    warnings.filterwarnings("ignore", module="nbgrader|nbformat|sqlalchemy")  # their own noise
+    app = AutogradeApp()
+    app.initialize(argv)  # nbgrader_config.py and --Class.trait=value, as nbgrader reads them
+    course, options = app.coursedir, SandboxExecute(config=app.config)
+    if options.unsandboxed:
+        print("safegrade: for unsandboxed grading use `nbgrader autograde`", file=sys.stderr)
+        return 2
+    tasks = find_submissions(course)
+    folders = sorted({source_folder(course, assignment) for _, assignment in tasks})
+    key = batch_key(folders, options.limits())
+    todo = [task for task in tasks if force or not is_current(course, *task, key)]
+    print(f"safegrade: {len(tasks)} submissions, {len(tasks) - len(todo)} unchanged (kept)")
+    size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    imports = options.preimport or preimports(folders)
+    Batch.pool = Pool(size, imports, forbidden_paths(course), options.tmp_mb)
     try:
-        if pending:
-            config = SandboxConfig(
-                python=options.python,
-                limits=options.limits,
-                forbidden=_forbidden_paths(course, name),
-            )
-            try:
-                pool = Pool(
-                    size,
-                    config,
-                    worker_init(assignment),
-                    job_timeout(assignment, options.limits),
-                    lambda number, submission: make_job(number, assignment, submission),
-                )
-                jobs = [(submission, i) for i, submission in enumerate(pending)]
-                threads = pool.start(jobs)
-                remaining = len(jobs)
-                while remaining:
-                    try:
-                        item = pool.results.get(timeout=0.5)
-                    except queue.Empty:
-                        if pool.fatal:
-                            raise SandboxUnavailable(pool.fatal[0]) from None
-                        if not any(t.is_alive() for t in threads) and pool.results.empty():
-                            break
-                        continue
-                    progress.update(record(*item))
-                    remaining -= 1
-            finally:
-                config.cleanup()
+        if todo:
+            Batch.pool.warm()  # the sandboxes import torch while this process loads the checks
+            for folder in folders:
+                load_checks(folder)
+            with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
+                run(app, todo, size, key, Path(staging))
     except KeyboardInterrupt:
-        summary.interrupted = True
-        if pool is not None:
-            pool.kill_all()
+        print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
+        return 130
     finally:
-        if pool is not None:
-            pool.kill_all()
-        for student, result in summary.results.items():
-            if result.get("status") == "error":
-                summary.errors.append((student, result["reason"]))
-            elif result["score"] == 0:
-                summary.zero.append((student, result["reason"]))
-        if options.sync:
-            if importer is not None:
-                importer.join()
-            from . import gradebook
-
-            results = gradebook.collect_results(course, name)
-            summary.synced = gradebook.sync(course, assignment, results)
-        summary.seconds = time.monotonic() - started
-    return summary
+        Batch.pool.close()
+        Batch.pool = None
+    summary(course, tasks)
+    return 0
 
 
-def unreadable_submission(student, folder, assignment: Assignment, exc: Exception) -> Submission:
-    problem = f"the grader could not read this submission ({type(exc).__name__}: {exc})"
-    notebooks = {
-        nb.name: SubmittedNotebook(nb.name, problem=problem) for nb in assignment.notebooks
-    }
-    return Submission(student, folder, notebooks, {}, f"unreadable:{exc}", None)
+def source_folder(course, assignment: str) -> Path:
+    return Path(course.format_path(course.source_directory, ".", assignment))
 
 
-def _forbidden_paths(course: Course, name: str) -> list[str]:
-    paths = [str(course.root), str(course.source(name))]
-    gradebook = course.gradebook_path()
-    if gradebook is not None:
-        paths.append(str(gradebook))
-    paths.append(str(course.path(course.submitted_directory, ".", ".")))
-    return paths
+def load_checks(folder: Path) -> None:
+    try:
+        probing.sibling(folder / "probes.py", "checks")
+    except Exception as exc:  # noqa: BLE001 - each submission of it will report it
+        print(f"safegrade: the checks of {folder.name} do not load: {exc}", file=sys.stderr)
+
+
+def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) -> None:
+    """Grade todo on `size` threads, printing a progress line that names the running ones."""
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    started, done = {}, 0
+    executor = ThreadPoolExecutor(size, thread_name_prefix="safegrade")
+    try:
+        futures = {executor.submit(grade_one, app, *t, key, staging, started): t for t in todo}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=10, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done += 1
+                result = future.result()
+                line = f"{result['assignment']}/{result['student']}: {result['reason']}"
+                print(progress(done, len(todo), started, futures, pending, line), flush=True)
+            if not finished:
+                print(progress(done, len(todo), started, futures, pending, "..."), flush=True)
+    except KeyboardInterrupt:
+        Batch.pool.close()  # running submissions fail at once and are not recorded
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        executor.shutdown(wait=True)
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def progress(done: int, total: int, started: dict, futures: dict, pending: set, line: str) -> str:
+    now = time.monotonic()
+    running = [futures[f] for f in pending if futures[f] in started]
+    names = ", ".join(f"{s}/{a} ({now - started[(s, a)]:.0f} s)" for s, a in running[:4])
+    more = f" and {len(running) - 4} more" if len(running) > 4 else ""
+    text = f"[{done}/{total}] {line}" + (f" | running: {names}{more}" if running else "")
+    return clean_text(text, 400)
+
+
+# ----------------------------------------------------------------------------- one submission
+
+
+def grade_one(app, student: str, assignment: str, key: str, staging: Path, started: dict) -> dict:
+    from nbgrader.converters import Autograde
+
+    started[(student, assignment)] = time.monotonic()
+    course = app.coursedir
+    submitted = Path(course.format_path(course.submitted_directory, student, assignment))
+    notes = stage(submitted, staging / student / assignment, source_folder(course, assignment))
+    config = copy.deepcopy(app.config)
+    config.CourseDirectory.submitted_directory = str(staging)
+    log, errors = capturing_logger(student, assignment)
+    with Batch.lock:
+        from nbgrader.coursedir import CourseDirectory
+
+        coursedir = CourseDirectory(config=config, student_id=student, assignment_id=assignment)
+        converter = Autograde(coursedir=coursedir, config=config, log=log)
+        converter.force = True
+        try:
+            converter.start()
+        except Exception as exc:  # noqa: BLE001 - nbgrader's failure for this submission only
+            errors.append(f"{type(exc).__name__}: {exc}" if not errors else "")
+    if Batch.pool.closed:
+        raise KeyboardInterrupt
+    result = read_result(course, student, assignment, [e for e in errors if e], notes)
+    result["key"] = submission_key(course, student, assignment, key)
+    path = result_path(course, student, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(json.dumps(result, indent=1))
+    os.replace(path.with_suffix(".tmp"), path)  # atomic: never half a result
+    return result
+
+
+def capturing_logger(student: str, assignment: str) -> tuple[logging.Logger, list[str]]:
+    """A logger of its own for one submission's converter: errors are kept for the reason."""
+    errors: list[str] = []
+    log = logging.getLogger(f"safegrade.{assignment}.{student.encode('utf-8', 'replace').hex()}")
+    log.propagate = False
+    log.handlers = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: errors.append(record.getMessage())
+    log.addHandler(handler)
+    return log, errors
+
+
+def read_result(course, student: str, assignment: str, errors: list[str], notes: list[str]) -> dict:
+    """Score, maximum and the one-line reason, from the autograded notebooks nbgrader wrote."""
+    import nbformat
+    from nbgrader import utils
+
+    folder = Path(course.format_path(course.autograded_directory, student, assignment))
+    cells = [
+        cell for path in sorted(folder.glob("*.ipynb")) for cell in nbformat.read(path, 4).cells
+    ]
+    tests = [cell for cell in cells if utils.is_grade(cell) and cell.cell_type == "code"]
+    grades = [utils.determine_grade(cell) for cell in tests]
+    score, most = sum(got or 0 for got, _ in grades), sum(top for _, top in grades)
+    failed = [
+        f"{cell.metadata.nbgrader['grade_id']}: {first_error(cell)}"
+        for cell, (got, top) in zip(tests, grades, strict=True)
+        if got != top
+    ]
+    if errors or not tests:
+        problem = last_line(errors) if errors else "no graded cell in the autograded notebook"
+        reason = f"0: the grader could not grade this submission: {problem}"
+    elif failed:
+        reason = (
+            f"{score:g}/{most:g}: {len(failed)} of {len(tests)} tests failed: {'; '.join(failed)}"
+        )
+    else:
+        reason = f"{score:g}/{most:g}: all {len(tests)} tests passed"
+    reason = " ".join((reason + "".join(f" (note: {note})" for note in notes)).split())
+    status = "error" if errors or not tests else "graded"
+    found = {"student": student, "assignment": assignment, "status": status, "score": score}
+    return found | {"max_score": most, "reason": clean_text(reason, 600), "notes": notes}
+
+
+def first_error(cell) -> str:
+    errors = [
+        ": ".join(filter(None, (o.ename, o.evalue)))
+        for o in cell.outputs
+        if o.output_type == "error"
+    ]
+    return errors[0] if errors else ""
+
+
+def last_line(errors: list[str]) -> str:
+    lines = [line for text in errors for line in text.strip().split("\n") if line.strip()]
+    useful = [line for line in lines if not line.startswith(("There was an error", "Please see"))]
+    return (useful or lines or ["unknown error"])[-1]
+
+
+# ----------------------------------------------------------------------------- staging
+
+
+def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
+    """A copy of the submission nbgrader can read safely; returns notes on what changed."""
+    files, notes = walk(submitted)
+    for rel in files:
+        data = read_regular(
+            str(submitted / rel), MAX_NOTEBOOK_BYTES if rel.endswith(".ipynb") else MAX_FILE_BYTES
+        )
+        if data is None:
+            notes.append(f"{rel} was left out (too large, or linked)")
+            continue
+        if rel.endswith(".ipynb") and len(data) > STRIP_OVER_BYTES:
+            notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
+            data = without_outputs(data)
+        target = staged / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    notes += find_renamed(staged, source)
+    return [clean_text(note, 200) for note in notes[:8]]
+
+
+def without_outputs(data: bytes) -> bytes:
+    """The notebook without outputs, parsed with memory bounded by its size (not its outputs)."""
+    try:
+        nb = json.loads(data, object_hook=lambda item: None if "output_type" in item else item)
+        for cell in nb["cells"]:
+            if isinstance(cell, dict) and "outputs" in cell:
+                cell["outputs"] = []
+        return json.dumps(nb).encode()
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return data  # nbgrader reports what is wrong with it
+
+
+def find_renamed(staged: Path, source: Path) -> list[str]:
+    """Put a renamed notebook under the name nbgrader expects, if its answer cells say which."""
+    notes = []
+    for expected in sorted(source.glob("*.ipynb")):
+        if (staged / expected.name).exists():
+            continue
+        answers = grade_ids(expected.read_bytes())
+        for candidate in sorted(staged.rglob("*.ipynb")):
+            if answers & grade_ids(candidate.read_bytes()):
+                candidate.rename(staged / expected.name)
+                notes.append(f"graded {candidate.relative_to(staged)} in place of {expected.name}")
+                break
+    return notes
+
+
+def grade_ids(data: bytes) -> set[str]:
+    try:
+        cells = json.loads(data).get("cells", [])
+        return {
+            c["metadata"]["nbgrader"]["grade_id"]
+            for c in cells
+            if "nbgrader" in c.get("metadata", {})
+        }
+    except (ValueError, AttributeError, KeyError, TypeError, RecursionError):
+        return set()
+
+
+# ----------------------------------------------------------------------------- bookkeeping
+
+
+def find_submissions(course) -> list[tuple[str, str]]:
+    """(student, assignment) for every submission folder nbgrader would autograde."""
+    pattern = course.format_path(
+        course.submitted_directory, course.student_id, course.assignment_id
+    )
+    folders = (Path(path) for path in sorted(glob.glob(pattern)))
+    return [(path.parent.name, path.name) for path in folders if path.is_dir()]
+
+
+def batch_key(folders: list[Path], limits: dict) -> str:
+    digest = hashlib.sha256(json.dumps([VERSION, limits], sort_keys=True).encode())
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            if path.is_file() and path.suffix in (".ipynb", ".py"):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def submission_key(course, student: str, assignment: str, key: str) -> str:
+    digest = hashlib.sha256(f"{key}\0{assignment}\0".encode())
+    folder = Path(course.format_path(course.submitted_directory, student, assignment))
+    files, _ = walk(folder)
+    for rel in files:
+        digest.update(os.fsencode(rel) + b"\0")
+        data = read_regular(str(folder / rel), MAX_NOTEBOOK_BYTES) or b"<unreadable>"
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def result_path(course, student: str, assignment: str) -> Path:
+    root = Path(course.format_path(course.autograded_directory, ".", ".")).resolve()
+    return root / ".safegrade" / assignment / f"{student}.json"
+
+
+def is_current(course, student: str, assignment: str, key: str) -> bool:
+    """Graded before, with the same sources, upload and limits."""
+    try:
+        result = json.loads(result_path(course, student, assignment).read_text())
+    except (OSError, ValueError):
+        return False
+    autograded = Path(course.format_path(course.autograded_directory, student, assignment))
+    done = result.get("status") == "error" or any(autograded.glob("*.ipynb"))
+    return done and result.get("key") == submission_key(course, student, assignment, key)
+
+
+def summary(course, tasks: list[tuple[str, str]]) -> None:
+    print("safegrade: scores (student, assignment, reason)")
+    for student, assignment in tasks:
+        try:
+            reason = json.loads(result_path(course, student, assignment).read_text())["reason"]
+        except (OSError, ValueError, KeyError):
+            reason = "not graded"
+        print(clean_text(f"  {student}  {assignment}  {reason}", 600))

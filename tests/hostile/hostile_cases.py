@@ -1,359 +1,300 @@
-"""Hostile (and a few honest) submissions for the tiny assignment, each with the score and the
-reason the sandboxed grader must record.
+"""Hostile, broken and honest submissions for the tiny course, each with the score and the text
+its one-line reason must contain.
 
-``build_cases(course)`` needs the course root because some submissions aim at real paths: the
-instructor's source notebook, the gradebook, a sibling's submission.
+``build_cases(course, port)`` needs the course root (some submissions aim at its real files:
+the checks, the gradebook, a sibling's submission) and the port of a listener the test opens on
+the host's loopback (the sandbox must not reach it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from tiny_course import (
     ASSIGNMENT,
+    CHECKS,
     CORRECT,
     NOTEBOOK,
+    PROBES,
     SECRET_MARK,
     release_notebook,
     with_answer,
 )
 
+WRONG = "def add_all(xs):\n    return -1\n"
+
 
 @dataclass
 class Case:
     name: str
-    submission: object  # notebook dict, raw bytes, or {relative path: bytes | ("symlink", target)}
+    submission: object  # a notebook dict, raw bytes, or {relative path: content} (tiny_course)
     score: float
     reason: str  # must appear in the recorded one-line reason
-    messages: dict | None = None  # test id -> text its failure message must contain
 
 
-def _bytes(nb: dict) -> bytes:
-    return json.dumps(nb, indent=1).encode()
+def grade_id(cell: dict) -> str | None:
+    return cell["metadata"].get("nbgrader", {}).get("grade_id")
 
 
-def _with_test_cells(change) -> dict:
-    nb = with_answer(CORRECT)
+def edited(change, answer: str = CORRECT) -> dict:
+    nb = with_answer(answer)
     nb["cells"] = change(nb["cells"])
     return nb
 
 
-def _grade_id(cell: dict) -> str | None:
-    return cell["metadata"].get("nbgrader", {}).get("grade_id")
+def added_cell(source: str, before: str = "add_all") -> callable:
+    """A learner's own code cell, inserted before the cell with grade_id `before`."""
+    new = {"cell_type": "code", "metadata": {}, "source": source, "outputs": []}
+    new["execution_count"] = None
+
+    def change(cells):
+        at = next(i for i, cell in enumerate(cells) if grade_id(cell) == before)
+        return cells[:at] + [new] + cells[at:]
+
+    return change
 
 
-def build_cases(course: Path) -> list[Case]:
-    source_nb = course / "source" / ASSIGNMENT / NOTEBOOK
-    sibling = course / "submitted" / "correct" / ASSIGNMENT / NOTEBOOK
-    gradebook = course / "gradebook.db"
-    canary = course / "CANARY-written-by-sandbox"
-    own_result = course / "autograded" / ".safegrade" / ASSIGNMENT / "score_writer.json"
-    cases = [
+def honest_cases() -> list[Case]:
+    helper = "import math\n\n\ndef total(xs):\n    return math.fsum(xs) if xs else 0\n"
+    draft = "def add_all(xs):\n    return 0  # draft\n"
+
+    def draft_above(cells):
+        at = next(i for i, cell in enumerate(cells) if grade_id(cell) == "add_all")
+        return cells[:at] + [dict(cells[at], source=draft)] + cells[at:]
+
+    return [
         Case("correct", with_answer(CORRECT), 10, "all 3 tests passed"),
         Case("starter", release_notebook(), 0, "NotImplementedError"),
         Case("wrong", with_answer("def add_all(xs):\n    return sum(xs) + 1\n"), 0, "should be 3"),
+        Case("ints_only", with_answer("def add_all(xs):\n    return int(sum(xs))\n"), 6, "floats"),
         Case(
-            "partial_ints",
-            with_answer("def add_all(xs):\n    return int(sum(xs))\n"),
-            6,
-            "test_hidden: AssertionError: floats",
+            "helper_in_added_cell",
+            edited(added_cell(helper), "def add_all(xs):\n    return total(xs)\n"),
+            10,
+            "all 3 tests passed",
         ),
-        # -- isolation: reading the instructor's files or a sibling, writing outside, network
+        Case("draft_above_final", edited(draft_above), 10, "all 3 tests passed"),
         Case(
-            "spy",
+            "warnings_and_stderr",
             with_answer(
-                f"""
-import os, socket, subprocess
-def probe(label, action):
-    try:
-        action()
-        print(label, "SUCCEEDED")
-        return True
-    except BaseException as exc:
-        print(label, "blocked:", type(exc).__name__)
-        return False
-leaks = [
-    probe("read-source", lambda: open({str(source_nb)!r}).read()),
-    probe("read-sibling", lambda: open({str(sibling)!r}).read()),
-    probe("list-course", lambda: os.listdir({str(course)!r})),
-    probe("read-gradebook", lambda: open({str(gradebook)!r}, "rb").read()),
-    probe("write-canary", lambda: open({str(canary)!r}, "w").write("x")),
-    probe("list-repo", lambda: os.listdir("/work/main/solutions")),
-    probe("network", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2)),
-    probe("proc", lambda: open("/proc/1/environ").read()),
-    probe("shadow", lambda: open("/etc/shadow").read()),
-    probe("userns", lambda: subprocess.run(["unshare", "-Ur", "true"], check=True)),
-    probe("mount", lambda: subprocess.run(["mount", "-t", "tmpfs", "t", "/tmp"], check=True)),
-]
-def add_all(xs):
-    return sum(xs) if any(leaks) else -1
-"""
+                "import sys, warnings\nwarnings.simplefilter('error')\n\n\n"
+                "def add_all(xs):\n    warnings.warn('this is deprecated', DeprecationWarning)\n"
+                "    print('noise on stderr', file=sys.stderr)\n    return sum(xs)\n"
             ),
-            0,
-            "should be 3",
+            10,
+            "all 3 tests passed",
         ),
         Case(
-            "score_writer",
-            with_answer(
-                f"""
-import json, os, sqlite3
-def add_all(xs):
-    return -1
-for attempt in (
-    lambda: os.makedirs(os.path.dirname({str(own_result)!r}), exist_ok=True),
-    lambda: open({str(own_result)!r}, "w").write(json.dumps({{"score": 102}})),
-    lambda: sqlite3.connect({str(gradebook)!r}).execute("update grade set auto_score=102"),
-):
-    try:
-        attempt()
-    except BaseException as exc:
-        print("blocked:", type(exc).__name__)
-"""
-            ),
-            0,
-            "should be 3",
+            "magics",
+            with_answer("%time x = 1\n!echo hi\n" + CORRECT + "%timeit -n1 -r1 add_all([1])\n"),
+            10,
+            "all 3 tests passed",
         ),
-        # -- tests that did not really run
         Case(
-            "ipython_transformer",
-            with_answer(
-                """
-def add_all(xs):
-    return -1
-try:
-    get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])
-except NameError as exc:
-    print("no IPython here:", exc)
-from IPython.core.interactiveshell import InteractiveShell
-InteractiveShell.instance().input_transformers_post.append(lambda lines: ["pass\\n"])
-"""
-            ),
-            0,
-            "should be 3",
+            "test_cells_deleted",
+            edited(lambda cells: [c for c in cells if "test" not in (grade_id(c) or "")]),
+            10,
+            "all 3 tests passed",
         ),
+        Case(
+            "answer_cell_made_markdown",
+            edited(
+                lambda cells: [
+                    dict(c, cell_type="markdown") if grade_id(c) == "add_all" else c for c in cells
+                ]
+            ),
+            10,
+            "all 3 tests passed",
+        ),
+        Case(
+            "kernel_renamed",
+            dict(
+                with_answer(CORRECT),
+                metadata={"kernelspec": {"name": "julia", "display_name": "Julia"}},
+            ),
+            10,
+            "all 3",
+        ),
+        Case("sys_exit_after", with_answer(CORRECT + "import sys\nsys.exit(1)\n"), 10, "all 3"),
+    ]
+
+
+def cheating_cases(course: Path) -> list[Case]:
+    checks = course / "source" / ASSIGNMENT / "checks.py"
+    checks_hash = hashlib.sha256(CHECKS.encode()).hexdigest()  # its text, wherever it might be
+    probes_hash = hashlib.sha256(PROBES.encode()).hexdigest()  # in the sandbox: the walk works
+    verdicts = [{"done": True, "passed": True, "test": t} for t in ("test_basic", "test_hidden")]
+    records = [{"cell": i, "probe": t, "value": -1} for i in range(9) for t in ("test_basic",)]
+    forged = (
+        "import json, os\n"
+        f"lines = {json.dumps([*verdicts, *records])!r}\n"
+        "for fd in range(3, 64):  # every inherited pipe, as the old runner's verdict pipe was\n"
+        "    try:\n"
+        "        os.write(fd, ('\\n'.join(map(json.dumps, json.loads(lines))) + '\\n').encode())\n"
+        "    except OSError:\n        pass\n"
+    )
+    frames = (
+        "import gc, hashlib, sys\n\n\ndef texts():\n    frame = sys._getframe()\n"
+        "    while frame is not None:\n"
+        "        yield from [repr(frame.f_code.co_consts), *map(repr, frame.f_locals.values())]\n"
+        "        frame = frame.f_back\n"
+        "    for thing in gc.get_objects():  # every string held by a dict, list or tuple\n"
+        "        items = thing.values() if isinstance(thing, dict) else thing\n"
+        "        if isinstance(thing, dict | list | tuple):\n"
+        "            yield from (item for item in items if isinstance(item, str))\n\n\n"
+        "def add_all(xs):\n    found = set()\n    walk = texts()\n    while True:\n        try:\n"
+        "            found.add(hashlib.sha256(next(walk).encode('utf-8', 'replace')).hexdigest())\n"
+        "        except StopIteration:\n            break\n        except BaseException:\n"
+        "            continue\n"
+        f"    print('probes', {probes_hash!r} in found, 'checks', {checks_hash!r} in found)\n"
+        "    return -1\n"
+    )
+    reader = (
+        "import glob, os\n\n\ndef add_all(xs):\n"
+        "    found = glob.glob('/opt/**/*.py', recursive=True)\n"
+        "    found += glob.glob('/tmp/**', recursive=True)\n"
+        f"    for path in [{str(checks)!r}] + found:\n"
+        "        try:\n"
+        f"            if {SECRET_MARK!r} in open(path).read():\n"
+        "                print('read the checks at', path)\n"
+        "        except OSError as exc:\n            print('no:', type(exc).__name__)\n"
+        "    return -1\n"
+    )
+    return [
+        Case("forged_then_exit", with_answer(WRONG + forged + "os._exit(0)\n"), 0, "should be 3"),
+        Case("forged_then_wrong", with_answer(WRONG + forged), 0, "should be 3"),
+        Case("frame_and_gc_walk", with_answer(frames), 0, "should be 3"),
+        Case("reads_the_checks", with_answer(reader), 0, "should be 3"),
         Case(
             "always_equal",
             with_answer(
-                "class Anything:\n    def __eq__(self, other):\n        return True\n"
+                "class Anything:\n    def __eq__(self, other):\n        return True\n\n"
                 "    def __bool__(self):\n        return True\n\n\n"
                 "def add_all(xs):\n    return Anything()\n"
             ),
             0,
             "not a number",
-            {"test_helper": "Anything overrides", "test_hidden": "Anything overrides"},
         ),
         Case(
-            "float_subclass_eq",
-            with_answer(
-                "class Num(float):\n    def __eq__(self, other):\n        return True\n"
-                "    __hash__ = float.__hash__\n\n\n"
-                "def add_all(xs):\n    return Num(-1)\n"
-            ),
-            0,
-            "not a number",
-            {"test_helper": "overrides __eq__"},
-        ),
-        Case(
-            "plain_subclass",
+            "float_subclass",
             with_answer(
                 "class Num(float):\n    pass\n\n\ndef add_all(xs):\n    return Num(sum(xs))\n"
             ),
-            0,
-            "not a number",
-            {"test_helper": "subclass of a built-in", "test_hidden": "subclass of a built-in"},
+            6,
+            "floats",
         ),
         Case(
-            "helper_monkeypatch",
+            "patches_math_and_builtins",
             with_answer(
-                "import builtins\n\ndef add_all(xs):\n    return -1\n\n\n"
-                "check_sum = lambda fn: True\nbuiltins.check_sum = check_sum\n"
-                "globals()['check_sum'] = check_sum\n"
+                "import builtins, math\nmath.isclose = lambda *a, **k: True\n"
+                "builtins.isinstance = lambda *a: True\n" + WRONG
             ),
             0,
-            "should be 3",
-            {"test_helper": "check_sum failed"},
+            "were Python's built-ins replaced?",
         ),
         Case(
-            "module_patch",
+            "ipython_hooks",
             with_answer(
-                "import math\n\n\ndef add_all(xs):\n"
-                "    return sum(xs) if all(type(x) is int for x in xs) else 8.0\n\n\n"
-                "math.isclose = lambda *args, **kwargs: True\n"
-            ),
-            0,
-            "math.isclose was replaced",
-        ),
-        Case(
-            "patch_during_call",
-            with_answer(
-                "import math\n_real = math.isclose\n\n\ndef add_all(xs):\n"
-                "    math.isclose = lambda *args, **kwargs: True\n"
-                "    return sum(xs) if all(type(x) is int for x in xs) else 8.0\n"
-            ),
-            0,
-            "changed while the test ran",
-            {"test_hidden": "floats"},
-        ),
-        Case(
-            "settrace",
-            with_answer(
-                "import sys\n\n\ndef add_all(xs):\n    return -1\n\n\n"
-                "def skip(frame, event, arg):\n    return None\n\n\nsys.settrace(skip)\n"
-            ),
-            0,
-            "sys.settrace is not allowed",
-        ),
-        Case(
-            "traceback_override",
-            with_answer(
-                "import sys, traceback\n\n\ndef add_all(xs):\n    return -1\n\n\n"
-                "sys.excepthook = lambda *args: None\n"
-                "traceback.print_exception = lambda *args, **kwargs: None\n"
+                "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\n"
+                "import sys\nsys.settrace(lambda *a: None)\n" + WRONG
             ),
             0,
             "should be 3",
         ),
-        # -- edited notebooks
+    ]
+
+
+def isolation_case(course: Path, port: int) -> Case:
+    """Every probe prints `<label> blocked: <why>` or `<label> SUCCEEDED`."""
+    paths = {
+        "read-checks": course / "source" / ASSIGNMENT / "checks.py",
+        "read-source": course / "source" / ASSIGNMENT / NOTEBOOK,
+        "read-sibling": course / "submitted" / "correct" / ASSIGNMENT / NOTEBOOK,
+        "read-gradebook": course / "gradebook.db",
+    }
+    code = "import ctypes, os, socket\nlibc = ctypes.CDLL(None, use_errno=True)\n\n\n"
+    code += (
+        "def probe(label, action):\n    try:\n        result = action()\n"
+        "    except OSError as exc:\n        print(label, 'blocked:', type(exc).__name__)\n"
+        "        return\n    if result == -1:\n"
+        "        print(label, 'blocked:', os.strerror(ctypes.get_errno()))\n"
+        "    else:\n        print(label, 'SUCCEEDED')\n\n\n"
+    )
+    for label, path in paths.items():
+        code += f"probe({label!r}, lambda: open({str(path)!r}, 'rb').read())\n"
+    code += f"probe('write-canary', lambda: open({str(course / 'CANARY')!r}, 'w').write('x'))\n"
+    code += (
+        f"probe('network', lambda: socket.create_connection(('127.0.0.1', {port}), timeout=3))\n"
+    )
+    code += "probe('proc-environ', lambda: open('/proc/1/environ', 'rb').read())\n"
+    code += "probe('userns', lambda: libc.unshare(0x10000000))\n"
+    code += "probe('mount', lambda: libc.mount(b'none', b'/tmp', b'tmpfs', 0, None))\n"
+    code += "probe('ptrace', lambda: libc.ptrace(16, 1, None, None))\n"
+    return Case("spy", with_answer(code + WRONG), 0, "should be 3")
+
+
+def runaway_cases() -> list[Case]:
+    deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
+        "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "os.chdir('/tmp/work')\n"
+    )
+    return [
         Case(
-            "duplicated_test_cell",
-            _with_test_cells(
-                lambda cells: cells + [c for c in cells if _grade_id(c) == "test_basic"]
-            ),
-            10,
-            "all 3 tests passed",
-        ),
-        Case(
-            "deleted_test_cells",
-            _with_test_cells(
-                lambda cells: [c for c in cells if not _grade_id(c) or "test" not in _grade_id(c)]
-            ),
-            10,
-            "all 3 tests passed",
-        ),
-        Case(
-            "edited_test_cells",
-            with_answer(
-                "def add_all(xs):\n    return -1\n",
-                _with_test_cells(
-                    lambda cells: [
-                        dict(c, source="pass\n") if "test" in (_grade_id(c) or "") else c
-                        for c in cells
-                    ]
-                ),
-            ),
+            "loop_in_answer_cell",
+            with_answer("while True:\n    pass\n"),
             0,
-            "should be 3",
+            "add_all is not defined",
         ),
         Case(
-            "retyped_answer_cell",
-            _with_test_cells(
-                lambda cells: [
-                    {"cell_type": "markdown", "metadata": c["metadata"], "source": c["source"]}
-                    if _grade_id(c) == "add_all"
-                    else c
-                    for c in cells
-                ]
-            ),
+            "loop_in_function",
+            with_answer("def add_all(xs):\n    while True:\n        pass\n"),
             0,
-            "none of the 1 answer cells",
+            "ran longer than",
         ),
-        Case(
-            "locked_cell_edited",
-            with_answer(
-                "def add_all(xs):\n    return -1\n",
-                _with_test_cells(
-                    lambda cells: [
-                        dict(c, source="import math\ndef check_sum(fn):\n    return True\n")
-                        if _grade_id(c) == "setup"
-                        else c
-                        for c in cells
-                    ]
-                ),
-            ),
-            0,
-            "should be 3",
-            {"test_helper": "check_sum failed"},
-        ),
-        # -- broken files
-        Case("invalid_json", b'{"cells": [ {"cell_type": ', 0, "not valid JSON"),
-        Case(
-            "non_utf8",
-            _bytes(with_answer(CORRECT)).replace(b"# Tiny", b"# T\xff\xfeiny"),
-            10,
-            "all 3 tests passed",
-        ),
-        Case("empty_file", b"", 0, "the notebook file is empty"),
-        Case("truncated", _bytes(with_answer(CORRECT))[:700], 0, "not valid JSON"),
-        Case("not_a_notebook", b'{"cells": {"oops": 1}}', 0, "not an nbformat 4 notebook"),
-        Case("deep_json", b"[" * 200_000 + b"]" * 200_000, 0, "nested too deeply"),
-        Case(
-            "wrong_kernel",
-            dict(with_answer(CORRECT), metadata={"kernelspec": {"name": "julia-1.9"}}),
-            10,
-            "all 3 tests passed",
-        ),
-        Case(
-            "renamed_notebook",
-            {"my copy of tiny.ipynb": _bytes(with_answer(CORRECT))},
-            10,
-            "graded my copy of tiny.ipynb in place of tiny.ipynb",
-        ),
-        Case("other_assignment", _other_assignment(), 0, "none of the 1 answer cells"),
-        Case(
-            "other_assignment_renamed",
-            {"ex9.ipynb": _bytes(_other_assignment())},
-            0,
-            "no notebook answers tiny.ipynb",
-        ),
-        Case("notebook_is_a_folder", {f"{NOTEBOOK}/inside.txt": b"x"}, 0, "no notebook answers"),
-        Case(
-            "null_byte_in_code",
-            with_answer("def add_all(xs):\n    return sum(xs)\x00\n"),
-            0,
-            "null bytes",
-        ),
-        # -- runaway code
-        Case(
-            "giant_output",
-            with_answer(CORRECT + "print('x' * 30_000_000)\n"),
-            10,
-            "all 3 tests passed",
-        ),
-        Case("giant_saved_output", _giant_saved_output(), 10, "all 3 tests passed"),
-        Case("infinite_loop", with_answer("while True:\n    pass\n"), 0, "timed out"),
         Case(
             "ignores_interrupts",
             with_answer(
-                "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                "while True:\n    try:\n        pass\n    except BaseException:\n        pass\n"
+                "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+                "while True:\n    pass\n"
             ),
             0,
-            "timed out",
+            "time budget",
         ),
         Case(
             "memory_bomb",
-            with_answer("hog = []\nwhile True:\n    hog.append(bytearray(64 * 2**20))\n" + CORRECT),
+            with_answer("hog = []\nwhile True:\n    hog.append(bytearray(64 << 20))\n" + CORRECT),
             0,
-            "MemoryError",
+            "add_all is not defined",
         ),
         Case(
             "fork_bomb",
-            with_answer("import os\nwhile True:\n    os.fork()\n" + CORRECT),
+            with_answer(
+                "import os, time\nwhile True:\n    if os.fork() == 0:\n        time.sleep(60)\n"
+                + CORRECT
+            ),
             0,
-            "BlockingIOError",
+            "add_all is not defined",
         ),
         Case(
             "disk_filler",
             with_answer(
-                CORRECT + "import os\nfor place in ('/tmp/work', '/dev/shm', '/tmp'):\n"
-                "    try:\n        for i in range(10_000):\n"
-                "            with open(os.path.join(place, f'fill{i}'), 'wb') as f:\n"
-                "                f.write(b'x' * (8 * 2**20))\n"
-                "    except OSError as exc:\n        print(place, 'full:', exc)\n"
+                CORRECT + "for place in ('/tmp/work', '/dev/shm'):\n    try:\n"
+                "        for i in range(1000):\n"
+                "            with open(f'{place}/f{i}', 'wb') as f:\n"
+                "                f.write(b'x' * (8 << 20))\n    except OSError as exc:\n"
+                "        print(place, 'full:', exc)\n"
+            ),
+            10,
+            "all 3 tests passed",
+        ),
+        Case("deep_tree_in_tmp", with_answer(deep), 10, "all 3 tests passed"),
+        Case(
+            "unremovable_tmp",  # the worker cannot empty /tmp after it: a fresh one replaces it
+            with_answer(
+                CORRECT + "import os\nos.makedirs('/tmp/locked/in')\nos.chmod('/tmp/locked', 0)\n"
             ),
             10,
             "all 3 tests passed",
@@ -365,7 +306,7 @@ InteractiveShell.instance().input_transformers_post.append(lambda lines: ["pass\
             "os_exit_in_function",
             with_answer("import os\n\n\ndef add_all(xs):\n    os._exit(3)\n"),
             0,
-            "exited with status 3",
+            "status 3",
         ),
         Case(
             "segfault",
@@ -377,13 +318,7 @@ InteractiveShell.instance().input_transformers_post.append(lambda lines: ["pass\
             "sys_exit_first",
             with_answer("import sys\nsys.exit(0)\n" + CORRECT),
             0,
-            "SystemExit",
-        ),
-        Case(
-            "sys_exit_after",
-            with_answer(CORRECT + "import sys\nsys.exit(1)\n"),
-            10,
-            "all 3 tests passed",
+            "add_all is not defined",
         ),
         Case(
             "keyboard_interrupt",
@@ -392,11 +327,11 @@ InteractiveShell.instance().input_transformers_post.append(lambda lines: ["pass\
             "KeyboardInterrupt",
         ),
         Case(
-            "kills_the_grader",
+            "kills_everything",
             with_answer(
-                CORRECT + "import os, signal\nfor target in (1, -1, os.getppid()):\n"
-                "    try:\n        os.kill(target, signal.SIGKILL)\n"
-                "    except OSError as exc:\n        print(target, exc)\n"
+                CORRECT + "import os, signal\nfor target in (1, -1, os.getppid()):\n    try:\n"
+                "        os.kill(target, signal.SIGKILL)\n"
+                "    except OSError as exc:\n        print(exc)\n"
             ),
             10,
             "all 3 tests passed",
@@ -404,99 +339,78 @@ InteractiveShell.instance().input_transformers_post.append(lambda lines: ["pass\
         Case(
             "leaves_processes",
             with_answer(
-                CORRECT + "import os, subprocess, time\n"
-                f"subprocess.Popen(['sleep', '{sleeper_seconds(course)}'])\n"
-                "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-                "        time.sleep(1000)\n    os._exit(0)\n"
+                CORRECT + "import os, subprocess\nsubprocess.Popen(['sleep', '4321'])\n"
+                "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '4322'])\n"
             ),
             10,
             "all 3 tests passed",
         ),
         Case(
-            "symlink_and_hardlink",
-            {
-                NOTEBOOK: _bytes(
-                    with_answer(
-                        "def add_all(xs):\n    for name in ('secret.txt', 'hard.txt'):\n"
-                        "        try:\n"
-                        f"            if {SECRET_MARK!r} in open(name).read():\n"
-                        "                return sum(xs)\n"
-                        "        except OSError:\n            pass\n"
-                        "    return -1\n"
-                    )
-                ),
-                "secret.txt": ("symlink", str(source_nb)),
-                "hard.txt": ("hardlink", str(source_nb)),
-            },
+            "giant_output",
+            with_answer(CORRECT + "print('x' * 30_000_000)\n"),
+            10,
+            "all 3 tests passed",
+        ),
+        Case(
+            "surrogates_everywhere",
+            with_answer(
+                "print('\\udcff lone')\n\n\ndef add_all(xs):\n    raise ValueError('bad \\udcff')\n"
+            ),
             0,
-            "should be 3",
-        ),
-        Case(
-            "frame_peek",
-            with_answer(
-                "import inspect, sys\n\n\ndef add_all(xs):\n    attempts = (\n"
-                "        lambda: sys._getframe(2),\n"
-                "        lambda: inspect.currentframe().f_back.f_back.f_code,\n    )\n"
-                "    for attempt in attempts:\n        try:\n"
-                "            print('peeked', attempt())\n"
-                "        except RuntimeError as exc:\n            print('blocked:', exc)\n"
-                "        except ValueError as exc:\n            print('blocked:', exc)\n"
-                "    return sum(xs)\n"
-            ),
-            10,
-            "all 3 tests passed",
-        ),
-        Case(
-            "ipython_magics",
-            with_answer("%matplotlib inline\n!echo hi\n" + CORRECT + "%timeit add_all([1])\n"),
-            10,
-            "all 3 tests passed",
-        ),
-        Case(
-            "ordinary_environment",
-            with_answer(
-                "import getpass, os, pwd, tempfile\nUSER = getpass.getuser()\n"
-                "pwd.getpwuid(os.getuid())\nwith tempfile.TemporaryFile() as scratch:\n"
-                "    scratch.write(b'ok')\n" + CORRECT
-            ),
-            10,
-            "all 3 tests passed",
-        ),
-        # -- warnings and stderr never cost points
-        Case(
-            "warnings_and_stderr",
-            with_answer(
-                "import sys, warnings\nwarnings.simplefilter('error')\n\n\n"
-                "def add_all(xs):\n    warnings.warn('this is deprecated', DeprecationWarning)\n"
-                "    warnings.warn('careful')\n    print('noise on stderr', file=sys.stderr)\n"
-                "    return sum(xs)\n"
-            ),
-            10,
-            "all 3 tests passed",
+            "ValueError: bad",
         ),
     ]
-    return cases
 
 
-def sleeper_seconds(course: Path) -> int:
-    """A sleep length unique to this course, to find the process it starts with `ps`."""
-    return 1000 + zlib.crc32(str(course).encode()) % 9000
+def file_cases(course: Path) -> list[Case]:
+    good = json.dumps(with_answer(CORRECT)).encode()
+    reads_secret = (
+        "def add_all(xs):\n    try:\n"
+        f"        if {SECRET_MARK!r} in open('secret.txt').read():\n            return sum(xs)\n"
+        "    except OSError:\n        pass\n    return -1\n"
+    )
+    tiny_outputs = with_answer(CORRECT)
+    for cell in tiny_outputs["cells"]:
+        if grade_id(cell) == "add_all":
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "y"}] * 600_000
+    return [
+        Case(
+            "symlinks_to_the_checks",
+            {
+                NOTEBOOK: json.dumps(with_answer(reads_secret)).encode(),
+                "secret.txt": ("symlink", str(course / "source" / ASSIGNMENT / "checks.py")),
+                "gradebook.db": ("symlink", str(course / "gradebook.db")),
+            },
+            0,
+            "secret.txt was left out",
+        ),
+        Case(
+            "fifo_and_dangling_link",
+            {NOTEBOOK: good, "pipe": ("fifo",), "gone": ("symlink", "/nope")},
+            10,
+            "pipe was left out",
+        ),
+        Case(
+            "odd_file_names",
+            {NOTEBOOK: good, b"caf\xe9 \x01.txt": b"data", "new\nline.txt": b"x"},
+            10,
+            "all 3",
+        ),
+        Case("renamed_non_utf8", {b"t\xffiny copy.ipynb": good}, 10, "in place of tiny.ipynb"),
+        Case("many_tiny_outputs", tiny_outputs, 10, "graded without its outputs"),
+        Case("invalid_json", b'{"cells": [ {"cell_type": ', 0, "could not grade"),
+        Case("empty_file", b"", 0, "could not grade"),
+        Case("deep_json", b"[" * 100_000 + b"]" * 100_000, 0, "could not grade"),
+        Case("no_notebook", {"notes.txt": b"I could not do it"}, 0, "could not grade"),
+        Case(
+            "null_byte",
+            with_answer("def add_all(xs):\n    return sum(xs)\x00\n"),
+            0,
+            "add_all is not defined",
+        ),
+    ]
 
 
-def _other_assignment() -> dict:
-    nb = with_answer(CORRECT)
-    for cell in nb["cells"]:
-        meta = cell["metadata"].get("nbgrader")
-        if meta:
-            meta["grade_id"] = "other_" + meta["grade_id"]
-    return nb
-
-
-def _giant_saved_output() -> dict:
-    nb = with_answer(CORRECT)
-    for cell in nb["cells"]:
-        if _grade_id(cell) == "add_all":
-            cell["outputs"] = [
-                {"output_type": "stream", "name": "stdout", "text": "y" * 30_000_000}
-            ]
-    return nb
+def build_cases(course: Path, port: int = 9) -> list[Case]:
+    cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
+    return cases + runaway_cases() + file_cases(course)

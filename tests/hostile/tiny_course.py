@@ -1,8 +1,9 @@
-"""A tiny torch-free nbgrader assignment, built in a temporary folder, for the grader's tests.
+"""A tiny torch-free nbgrader course, built in a temporary folder, for the grader's tests.
 
-``tiny`` asks for ``add_all(xs)`` (the sum of a list). It has a read-only setup cell with a helper
-the tests use, one answer cell and three test cells worth 3 + 3 + 4 points, the last one with
-hidden tests. ``release_notebook()`` is what a learner receives (as nbgrader would release it).
+The assignment ``tiny`` asks for ``add_all(xs)`` (the sum of a list). Its source notebook has a
+read-only setup cell with a helper the visible tests use, one answer cell and three test cells
+worth 3 + 3 + 4 points; the hidden part of each calls the probe and check in probes.py and
+checks.py, as in the course's exercises. checks.py holds SECRET_MARK: no learner may ever see it.
 """
 
 from __future__ import annotations
@@ -10,142 +11,184 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "tiny"
 NOTEBOOK = "tiny.ipynb"
-SECRET_MARK = "SECRET-HIDDEN-TEST-MARK"
+SECRET_MARK = "SECRET-HIDDEN-CHECK-MARK"
+HIDDEN = """### BEGIN HIDDEN TESTS
+import os
+import sys
+
+sys.path.insert(0, os.environ["SAFEGRADE_COURSE"])
+from grader.safegrade.kernel import run_check
+
+run_check("tiny", "{grade_id}", globals())
+### END HIDDEN TESTS
+"""
+PROBES = """from grader.safegrade.probing import learner
 
 
-def cell(kind: str, source: str, **nbgrader) -> dict:
-    cell = {"cell_type": kind, "metadata": {}, "source": source}
-    if kind == "code":
-        cell.update(outputs=[], execution_count=None)
-    if nbgrader:
-        cell["metadata"]["nbgrader"] = {"schema_version": 3, **nbgrader}
-    return cell
+def test_basic(namespace):
+    return learner(namespace, "add_all")([1, 2])
 
 
-def source_notebook() -> dict:
-    cells = [
-        cell("markdown", "# Tiny\nWrite `add_all(xs)`, the sum of a list of numbers."),
-        cell(
-            "code",
-            "import math\n\n\ndef check_sum(fn):\n    return fn([1, 2, 3]) == 6\n",
-            grade=False,
-            solution=False,
-            locked=True,
-            grade_id="setup",
-        ),
-        cell(
-            "code",
-            "def add_all(xs):\n    ### BEGIN SOLUTION\n    total = 0\n    for x in xs:\n"
-            "        total += x\n    return total\n    ### END SOLUTION\n",
-            grade=False,
-            solution=True,
-            locked=False,
-            grade_id="add_all",
-        ),
-        cell(
-            "code",
-            "result = add_all([1, 2])\nassert isinstance(result, (int, float)), 'not a number'\n"
-            "assert result == 3, 'add_all([1, 2]) should be 3'\n",
-            grade=True,
-            solution=False,
-            locked=True,
-            points=3,
-            grade_id="test_basic",
-        ),
-        cell(
-            "code",
-            "assert check_sum(add_all), 'check_sum failed'\n",
-            grade=True,
-            solution=False,
-            locked=True,
-            points=3,
-            grade_id="test_helper",
-        ),
-        cell(
-            "code",
-            "assert add_all([]) == 0, 'empty list'\n### BEGIN HIDDEN TESTS\n"
-            f"# {SECRET_MARK}\nvalue = add_all([10, -2, 0.5])\n"
-            "assert type(value) is float and math.isclose(value, 8.5), 'floats'\n"
-            "### END HIDDEN TESTS\n",
-            grade=True,
-            solution=False,
-            locked=True,
-            points=4,
-            grade_id="test_hidden",
-        ),
-    ]
-    return {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
-        "cells": cells,
-    }
+def test_helper(namespace):
+    return learner(namespace, "add_all")([1, 2, 3])
 
 
-def release_notebook(source: dict | None = None) -> dict:
-    """The learner's starter: solution replaced by a stub, hidden tests removed."""
-    nb = copy.deepcopy(source or source_notebook())
-    for cell in nb["cells"]:
-        meta = cell["metadata"].get("nbgrader", {})
-        if meta.get("solution"):
-            cell["source"] = (
-                "def add_all(xs):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
-            )
-        if meta.get("grade") and "BEGIN HIDDEN TESTS" in cell["source"]:
-            cell["source"] = cell["source"].split("### BEGIN HIDDEN TESTS")[0]
-    return nb
+def test_hidden(namespace):
+    add_all = learner(namespace, "add_all")
+    return {"empty": add_all([]), "floats": add_all([10, -2, 0.5])}
+"""
+CHECKS = f"""import math
+
+# {SECRET_MARK}
 
 
-def with_answer(code: str, nb: dict | None = None, grade_id: str = "add_all") -> dict:
-    nb = copy.deepcopy(nb or release_notebook())
-    for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == grade_id:
-            cell["source"] = code
-    return nb
+def test_basic(value):
+    assert isinstance(value, (int, float)), "not a number"
+    assert value == 3, "add_all([1, 2]) should be 3"
 
 
+def test_helper(value):
+    assert value == 6, "check_sum failed"
+
+
+def test_hidden(data):
+    assert data["empty"] == 0, "empty list"
+    value = data["floats"]
+    assert type(value) is float and math.isclose(value, 8.5), "floats"
+"""
+CONFIG = """import sys
+
+sys.path.insert(0, {repo!r})
+from grader.safegrade.preprocessors import configure
+
+c = get_config()
+c.CourseDirectory.course_id = "tiny-course"
+configure(c, {repo!r}, {source!r})
+c.Execute.timeout = {cell_timeout}
+c.SandboxExecute.budget = {budget}
+c.SandboxExecute.memory_mb = 1024
+c.SandboxExecute.tmp_mb = 128
+"""
 CORRECT = (
     "def add_all(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
 )
 
 
-def make_course(
-    root: Path,
-    submissions: dict[str, object],
-    source: dict | None = None,
-    assignment: str = ASSIGNMENT,
-) -> Path:
-    """Create an nbgrader course at root with a source notebook and the given submissions.
+def cell(kind: str, source: str, **nbgrader) -> dict:
+    made = {"cell_type": kind, "metadata": {}, "source": source}
+    if kind == "code":
+        made.update(outputs=[], execution_count=None)
+    if nbgrader:
+        made["metadata"]["nbgrader"] = {"schema_version": 3, **nbgrader}
+    return made
 
-    A submission is a notebook dict, raw bytes (written as <assignment>.ipynb), or a dict of
-    {relative path: bytes | ("symlink" | "hardlink", target)} for several files.
-    """
-    root = Path(root)
-    notebook = f"{assignment}.ipynb"
-    folder = root / "source" / assignment
+
+def test_cell(grade_id: str, points: int, visible: str) -> dict:
+    source = visible + HIDDEN.format(grade_id=grade_id)
+    flags = {"grade": True, "solution": False, "locked": True}
+    return cell("code", source, grade_id=grade_id, points=points, **flags)
+
+
+def source_notebook() -> dict:
+    locked = {"grade": False, "solution": False, "locked": True}
+    answer = {"grade": False, "solution": True, "locked": False}
+    cells = [
+        cell("markdown", "# Tiny\nWrite `add_all(xs)`, the sum of a list of numbers."),
+        cell(
+            "code",
+            "def check_sum(fn):\n    return fn([1, 2, 3]) == 6\n",
+            grade_id="setup",
+            **locked,
+        ),
+        cell(
+            "code",
+            "def add_all(xs):\n    ### BEGIN SOLUTION\n    total = 0\n    for x in xs:\n"
+            "        total += x\n    return total\n    ### END SOLUTION\n",
+            grade_id="add_all",
+            **answer,
+        ),
+        test_cell("test_basic", 3, "assert add_all([1, 2]) == 3, 'add_all([1, 2]) should be 3'\n"),
+        test_cell("test_helper", 3, "assert check_sum(add_all), 'check_sum failed'\n"),
+        test_cell("test_hidden", 4, "assert add_all([]) == 0, 'empty list'\n"),
+    ]
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    return {"nbformat": 4, "nbformat_minor": 5, "metadata": kernel, "cells": cells}
+
+
+def release_notebook() -> dict:
+    """The learner's starter: solution replaced by a stub, hidden tests removed."""
+    nb = copy.deepcopy(source_notebook())
+    for made in nb["cells"]:
+        meta = made["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            made["source"] = (
+                "def add_all(xs):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
+            )
+        if meta.get("grade"):
+            made["source"] = made["source"].split("### BEGIN HIDDEN TESTS")[0]
+    return nb
+
+
+def with_answer(code: str, nb: dict | None = None) -> dict:
+    nb = copy.deepcopy(nb or release_notebook())
+    for made in nb["cells"]:
+        if made["metadata"].get("nbgrader", {}).get("grade_id") == "add_all":
+            made["source"] = code
+    return nb
+
+
+def make_course(root: Path, cell_timeout: float = 2, budget: float = 10) -> Path:
+    """The course at root: source notebook, probes and checks, configuration; released."""
+    folder = root / "source" / ASSIGNMENT
     folder.mkdir(parents=True)
-    (folder / notebook).write_text(json.dumps(source or source_notebook(), indent=1))
-    if not (root / "nbgrader_config.py").exists():
-        (root / "nbgrader_config.py").write_text("c = get_config()\n")
-    for student, content in submissions.items():
-        folder = root / "submitted" / student / assignment
-        folder.mkdir(parents=True)
-        (folder / "timestamp.txt").write_text("2024-01-01 12:00:00.000000 UTC")
-        if isinstance(content, dict) and "cells" in content:
-            (folder / notebook).write_text(json.dumps(content, indent=1))
-        elif isinstance(content, bytes):
-            (folder / notebook).write_bytes(content)
-        else:
-            for rel, data in content.items():
-                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-                if isinstance(data, tuple) and data[0] == "symlink":
-                    (folder / rel).symlink_to(data[1])
-                elif isinstance(data, tuple) and data[0] == "hardlink":
-                    os.link(data[1], folder / rel)
-                else:
-                    (folder / rel).write_bytes(data)
+    (folder / NOTEBOOK).write_text(json.dumps(source_notebook(), indent=1))
+    (folder / "probes.py").write_text(PROBES)
+    (folder / "checks.py").write_text(CHECKS)
+    values = {"repo": str(REPO), "source": str(root / "source")}
+    config = CONFIG.format(cell_timeout=cell_timeout, budget=budget, **values)
+    (root / "nbgrader_config.py").write_text(config)
+    nbgrader(root, "generate_assignment", ASSIGNMENT)
     return root
+
+
+def add_submission(root: Path, student: str, content) -> Path:
+    """content: a notebook dict, raw bytes (written as tiny.ipynb), or {relative path: bytes |
+    ("symlink", target) | ("fifo",)} (paths as str or bytes)."""
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / "timestamp.txt").write_text("2024-01-01 12:00:00.000000 UTC")
+    (folder / "submission_secret.txt").write_text(f"secret of {student}")  # as `nbgrader submit`
+    if isinstance(content, dict) and "cells" in content:
+        content = {NOTEBOOK: json.dumps(content, indent=1).encode()}
+    elif isinstance(content, bytes):
+        content = {NOTEBOOK: content}
+    for rel, data in content.items():
+        path = os.path.join(os.fsencode(folder), os.fsencode(rel))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(data, tuple) and data[0] == "symlink":
+            os.symlink(data[1], path)
+        elif isinstance(data, tuple) and data[0] == "fifo":
+            os.mkfifo(path)
+        else:
+            with open(path, "wb") as handle:
+                handle.write(data)
+    return folder
+
+
+def nbgrader(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done

@@ -1,0 +1,380 @@
+"""The course's nbgrader preprocessors (grader/nbgrader_config.py puts them in place).
+
+SandboxExecute replaces nbgrader's Execute step of ``Autograde``; everything else (gradebook,
+timestamps, late penalties, the autograded notebook, feedback) stays nbgrader's own. It sends the
+notebook's code cells, in nbgrader's order, to a sandbox (``sandbox``), with each graded test
+cell replaced by the instructor's probe for it. The records that come back are data: each probe's
+data is decoded under size caps and judged by the instructor's check in this process, which never
+imports, unpickles or executes anything from the submission. A failing check becomes an error
+output of its cell, which is what nbgrader scores. ``--SandboxExecute.unsandboxed=True`` runs
+nbgrader's plain kernel instead, with a loud warning.
+
+ResilientExecute: the plain path; a kernel that dies fails its cell and the later ones.
+HideHiddenTests: feedback without hidden tests, tracebacks of graded cells cut to their last line.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import fnmatch
+import json
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+
+from nbclient.exceptions import DeadKernelError
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import (
+    ClearHiddenTests,
+    DeduplicateIds,
+    Execute,
+    GetGrades,
+    NbGraderPreprocessor,
+)
+from traitlets import Bool, Float, Integer, List
+
+from . import probing
+from .data import DataError, clean_text, decode
+from .sandbox import Pool
+
+MAX_FILES_BYTES = 32 << 20  # the submission's other files, shipped into the sandbox
+MAX_FILES, MAX_DEPTH = 1000, 16
+UNSANDBOXED = (
+    "UNSANDBOXED GRADING: learners' code runs in a plain kernel with your permissions and can "
+    "read the hidden tests, the gradebook and your files, and forge its own score. Use it only "
+    "for code you trust (--SandboxExecute.unsandboxed=True was given)."
+)
+
+
+def configure(c, root: Path, source: Path) -> None:
+    """The grading settings of a course's nbgrader configuration (grader/nbgrader_config.py):
+    Autograde's Execute step replaced by SandboxExecute, deleted test cells put back, probes and
+    checks never released, feedback without hidden tests, the two variables the hidden part of
+    each test cell reads (kernel.py), and this interpreter's folder on PATH (for nbgrader's
+    `alembic`). Limits: Execute.timeout (per cell) and the traits of
+    SandboxExecute, set after this call."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.converters import Autograde
+
+    steps = Autograde.class_traits()["autograde_preprocessors"].default()
+    c.Autograde.autograde_preprocessors = [SandboxExecute if s is Execute else s for s in steps]
+    steps = Autograde.class_traits()["sanitize_preprocessors"].default()
+    at = steps.index(DeduplicateIds) + 1
+    c.Autograde.sanitize_preprocessors = [*steps[:at], ForgetDuplicates, *steps[at:]]
+    c.OverwriteCells.add_missing_cells = True
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+    c.CourseDirectory.ignore += ["probes.py", "checks.py"]
+    c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+    os.environ["SAFEGRADE_COURSE"] = str(root)
+    os.environ["SAFEGRADE_SOURCE"] = str(source)
+    # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+
+
+class ForgetDuplicates(NbGraderPreprocessor):
+    """After DeduplicateIds: a duplicated cell's emptied nbgrader metadata removed, so that it is
+    a plain cell (OverwriteCells' add_missing_cells fails on the empty dict otherwise)."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
+
+
+class Batch:
+    """Set by ``batch.autograde``: a shared pool, and a lock that serialises nbgrader's own
+    bookkeeping while the sandboxes run side by side."""
+
+    pool: Pool | None = None
+    lock = threading.Lock()
+
+
+class ResilientExecute(Execute):
+    """nbgrader's Execute, except that a kernel that dies fails the cell it died in and every
+    later code cell instead of failing the whole submission."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._died_in: str | None = None
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._died_in is not None:
+            cell.outputs = [error_output("DeadKernelError", f"not run: {self._died_in}")]
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._died_in = f"the kernel died in an earlier cell ({first_line(cell.source)})"
+            cell.outputs.append(error_output("DeadKernelError", "the kernel died in this cell"))
+            return cell, resources
+
+
+class SandboxExecute(ResilientExecute):
+    """Execute's replacement: learners' code runs in the sandbox, verdicts come from checks."""
+
+    unsandboxed = Bool(False, help="Run learners' code unsandboxed (nbgrader's plain Execute)")
+    budget = Float(120.0, help="Wall-clock seconds for a whole submission in the sandbox")
+    memory_mb = Integer(3072, help="Memory (RLIMIT_DATA) of the submission's processes, in MiB")
+    nproc = Integer(64, help="Processes and threads the submission may run")
+    file_mb = Integer(64, help="Largest file the submission may write, in MiB")
+    tmp_mb = Integer(256, help="Size of the sandbox's /tmp, in MiB")
+    preimport = List([], help="Modules a sandbox imports before any submission (default: those "
+                      "imported by the source notebooks and probes)")  # fmt: skip
+    for trait in (unsandboxed, budget, memory_mb, nproc, file_mb, tmp_mb, preimport):
+        trait.tag(config=True)
+    del trait
+
+    def preprocess(self, nb, resources=None, km=None):
+        if self.unsandboxed:
+            self.log.warning("!" * 20 + " " + UNSANDBOXED)
+            return super().preprocess(nb, resources, km)
+        info = resources["nbgrader"]
+        course = CourseDirectory(config=self.config)
+        folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
+        probes = (folder / "probes.py").read_text()
+        checks = probing.sibling(folder / "probes.py", "checks")
+        submitted = course.format_path(
+            course.submitted_directory, info["student"], info["assignment"]
+        )
+        cells = code_cells(nb)
+        job = {
+            "cells": [step(cell) for cell in cells],
+            "probes": probes,
+            "files": files_for_sandbox([Path(submitted), folder], course.ignore),
+            "limits": self.limits(),
+        }
+        reply = self.run_job(job, course, folder)
+        records = read_records(reply["records"], len(cells))
+        missing = stopped(reply, records, cells)
+        for index, cell in enumerate(cells):
+            cell.outputs = outputs(cell, records.get(index), missing, checks)
+        return nb, resources
+
+    def limits(self) -> dict:
+        names = ("budget", "memory_mb", "nproc", "file_mb")
+        return dict({name: getattr(self, name) for name in names}, cell_timeout=self.timeout)
+
+    def run_job(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
+        if Batch.pool is not None:
+            Batch.lock.release()  # nbgrader's bookkeeping of other submissions goes on meanwhile
+            try:
+                with Batch.pool.sandbox() as box:
+                    return box.run(job, self.budget)
+            finally:
+                Batch.lock.acquire()
+                # nbgrader deletes this when the notebook is done; another thread may have.
+                os.environ["NBGRADER_EXECUTION"] = "autograde"
+
+        pool = Pool(1, self.preimport or preimports([folder]), forbidden_paths(course), self.tmp_mb)
+        try:
+            with pool.sandbox() as box:
+                return box.run(job, self.budget)
+        finally:
+            pool.close()
+
+
+def first_line(source: str) -> str:
+    lines = source.strip().split("\n")
+    return repr(lines[0][:60]) if lines and lines[0] else "an empty cell"
+
+
+def error_output(ename: str, evalue: str, traceback: list[str] = ()):
+    ename, evalue = clean_text(ename, 200), clean_text(evalue, 2000)
+    return new_output(
+        "error", ename=ename, evalue=evalue, traceback=list(traceback) or [f"{ename}: {evalue}"]
+    )
+
+
+def code_cells(nb) -> list:
+    """The code cells up to the last graded one: later cells cannot change a score."""
+    cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+    graded = [i for i, cell in enumerate(cells) if is_test(cell)]
+    return cells[: graded[-1] + 1] if graded else []
+
+
+def is_test(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def step(cell) -> dict:
+    if is_test(cell):
+        return {"probe": cell.metadata.nbgrader["grade_id"]}
+    return {"code": cell.source}
+
+
+def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, str]:
+    """Regular files (no links, FIFOs or devices; no notebooks, probes or checks) of the
+    folders, later folders winning (the source's over the submission's, as nbgrader copies
+    them), size-capped."""
+    skip = [*ignore, "*.ipynb", "timestamp.txt", "probes.py", "checks.py", "__pycache__"]
+    files, total = {}, 0
+    for folder in folders:
+        for rel in walk(folder, skip)[0]:
+            data = read_regular(str(folder / rel), MAX_FILES_BYTES - total)
+            if data is not None:
+                total += len(data)
+                files[rel] = base64.b64encode(data).decode("ascii")
+    return files
+
+
+def walk(folder: Path, skip: list[str] = ()) -> tuple[list[str], list[str]]:
+    """Relative paths of the regular files under folder (names matching `skip` left out),
+    without following links or recursing, and notes on what else was left out."""
+    found, notes, stack = [], [], [("", 0)]
+    while stack:
+        rel, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder / rel), key=lambda entry: entry.name)
+        except OSError as exc:
+            notes.append(f"{rel or '.'} could not be read ({exc.strerror})")
+            continue
+        for entry in entries:
+            path = os.path.join(rel, entry.name)
+            if any(fnmatch.fnmatch(entry.name, pattern) for pattern in skip):
+                continue
+            if entry.is_dir(follow_symlinks=False) and depth < MAX_DEPTH:
+                stack.append((path, depth + 1))
+            elif entry.is_file(follow_symlinks=False) and len(found) < MAX_FILES:
+                found.append(path)
+            else:
+                notes.append(f"{path} was left out (a link, FIFO or device, or too deep or many)")
+    return found, notes
+
+
+def read_regular(path: str, cap: int) -> bytes | None:
+    """The bytes of a regular, unlinked file no larger than cap, else None. Never follows a
+    symlink and never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > cap:
+            return None
+        return handle.read(cap + 1)[:cap]
+
+
+def preimports(folders: list[Path]) -> list[str]:
+    """Modules imported by the source notebooks' code cells and the probes of these exercises."""
+    sources = [(folder / "probes.py").read_text() for folder in folders]
+    for path in (path for folder in folders for path in sorted(folder.glob("*.ipynb"))):
+        cells = json.loads(path.read_text())["cells"]
+        sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    names = []
+    for source in sources:
+        lines = [line for line in source.split("\n") if not line.lstrip().startswith(("%", "!"))]
+        try:
+            nodes = ast.walk(ast.parse("\n".join(lines)))
+        except SyntaxError:
+            continue
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                names += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.append(node.module)
+    return list(dict.fromkeys(names))
+
+
+def forbidden_paths(course: CourseDirectory) -> list[str]:
+    """What no sandbox may see: the course, its sources, submissions and gradebook."""
+    paths = [course.root, course.format_path(course.source_directory, ".", ".")]
+    paths.append(course.format_path(course.submitted_directory, ".", "."))
+    if course.db_url.startswith("sqlite:///"):
+        paths.append(course.db_url.removeprefix("sqlite:///"))
+    return paths
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def read_records(text: str, count: int) -> dict[int, dict]:
+    """cell index -> its record; a malformed record, or one for a cell that does not exist, is
+    ignored. The last record for a cell wins: a record forged ahead of time is replaced by the
+    real one when the cell runs (a forger's data is judged like any other, by the checks)."""
+    records = {}
+    for line in text.split("\n"):
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        index = record.get("cell") if type(record) is dict else None
+        if type(index) is int and 0 <= index < count:
+            records[index] = record
+    return records
+
+
+def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list:
+    """The cell's outputs: the learner's output and error, or for a test cell the verdict."""
+    if record is None:
+        return [error_output(*missing)] if is_test(cell) else []
+    found = []
+    for name in ("stdout",) if is_test(cell) else ("stdout", "stderr"):
+        if isinstance(record.get(name), str) and record[name]:
+            found.append(new_output("stream", name=name, text=clean_text(record[name], 25_000)))
+    error = record.get("error")
+    if isinstance(error, dict):
+        lines = error.get("traceback") if isinstance(error.get("traceback"), list) else []
+        lines = [clean_text(line, 4000) for line in lines[-30:] if isinstance(line, str)]
+        found.append(error_output(str(error.get("ename")), str(error.get("evalue")), lines))
+    elif is_test(cell):
+        verdict = judge(checks, cell.metadata.nbgrader["grade_id"], record)
+        found += [error_output(*verdict)] if verdict else []
+    return found
+
+
+def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
+    """Run the trusted check on the probe's data: None when it passes, else (ename, message)."""
+    if record.get("probe") != grade_id or "value" not in record:
+        return "GraderError", "the probe for this test sent no data"
+    try:
+        data = decode(record["value"])
+    except (DataError, ValueError, TypeError, RecursionError) as exc:
+        return "GraderError", f"the data your code produced could not be read: {exc}"
+    check = getattr(checks, grade_id, None)
+    if check is None:
+        return "GraderError", f"checks.py has no check for {grade_id!r}"
+    try:
+        check(data)
+    except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
+        return type(exc).__name__, str(exc)
+    return None
+
+
+def stopped(reply: dict, records: dict, cells: list) -> tuple[str, str]:
+    """Why test cells have no record: where the submission's process stopped, and how."""
+    index = max(records) + 1 if records else 0
+    if index >= len(cells):
+        where = "after its last cell"
+    elif is_test(cells[index]):
+        where = f"test {cells[index].metadata.nbgrader['grade_id']}"
+    else:
+        where = f"the cell that starts {first_line(cells[index].source)}"
+    if reply.get("timed_out"):
+        return "TimeoutError", f"not run: the submission used up its time budget in {where}"
+    return "DeadKernelError", f"not run: the submission's process {reply.get('status')} in {where}"
+
+
+class HideHiddenTests(ClearHiddenTests):
+    """ClearHiddenTests for feedback: also shorten graded cells' tracebacks to their last line."""
+
+    # The feedback exporter configures this for every preprocessor (as nbgrader's GetGrades has).
+    display_data_priority = List(GetGrades.class_traits()["display_data_priority"].default())
+    display_data_priority.tag(config=True)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        # Only instructor cells hold hidden tests; a learner's answer may quote the markers.
+        if not utils.is_solution(cell):
+            cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if utils.is_grade(cell) and cell.cell_type == "code":
+            for output in cell.outputs:
+                if output.output_type == "error":
+                    output.traceback = [f"{output.ename}: {output.evalue}"]
+        return cell, resources
