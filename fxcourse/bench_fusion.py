@@ -1,22 +1,25 @@
 """Time Conv+BN folding on torchvision's ResNet-18; shared by chapter 4 and `make bench-fusion`.
 
     python -m fxcourse.bench_fusion [--batch 8] [--size 224] [--min-run-time 2] [--threads N]
-                                    [--device auto|cpu|cuda] [--plot FILE]
+                                    [--rounds 15] [--clock wall|thread] [--device auto|cpu|cuda]
+                                    [--plot FILE]
 
 Four versions of the same network (random weights, eval mode) run as FX GraphModules:
   unfused        the traced network as it is
   chapter fuser  fxcourse.fusion.fuse_conv_bn
   torch fuse     torch.fx.experimental.optimization.fuse
-  BN -> Identity every BatchNorm replaced by Identity: the time folding can at best reach
-Each is timed with torch.utils.benchmark.Timer.blocked_autorange; medians and ratios are printed.
+  BN -> Identity every BatchNorm replaced by Identity: what the network costs without BatchNorm
+Each round times every variant once with torch.utils.benchmark.Timer.blocked_autorange, one
+after the other. The report gives each variant's median and interquartile range (IQR) over the
+rounds, its time ratio to the unfused network round by round, and the conclusions the numbers
+support: a difference counts as measurable only when one variant wins so many of the rounds that
+equally fast variants would rarely do so (a sign test).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
-import importlib
-import logging
 from dataclasses import dataclass, field
 
 import torch
@@ -25,46 +28,50 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse
 
 from fxcourse.fusion import fuse_conv_bn
+from fxcourse.timing import (
+    Comparison,
+    benchmark,
+    compare,
+    quartiles,
+    thread_cpu_clock,
+    time_in_rounds,
+)
 
 BASELINE = "unfused"
-
-
-def _import_benchmark_without_cuda_home_warning():
-    """torch.utils.benchmark, imported without one irrelevant log line.
-
-    Importing it imports torch.utils.cpp_extension, which logs "No CUDA runtime is found, using
-    CUDA_HOME=..." when a CUDA toolkit is installed but no GPU is usable. That concerns compiling
-    C++ extensions, never timing; only that one message of that one logger is dropped, during
-    this import only.
-    """
-    cpp_extension_logger = logging.getLogger("torch.utils.cpp_extension")
-
-    def drop_no_cuda_runtime(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("No CUDA runtime is found")
-
-    cpp_extension_logger.addFilter(drop_no_cuda_runtime)
-    try:
-        return importlib.import_module("torch.utils.benchmark")
-    finally:
-        cpp_extension_logger.removeFilter(drop_no_cuda_runtime)
-
-
-benchmark = _import_benchmark_without_cuda_home_warning()
+FLOOR = "BN -> Identity"
+ROUNDS = 15
+# "wall": torch.utils.benchmark's own clock (it synchronizes a GPU first). "thread": CPU time of
+# the timing thread, which leaves out the moments the operating system gives the core to other
+# programs; it covers the whole forward pass only on a CPU with one thread.
+CLOCKS = ("wall", "thread")
 
 
 @dataclass
 class BenchResult:
-    """Median seconds per forward pass of each variant, and how they were measured."""
+    """Seconds per forward pass of each variant, one time per round, and how they were taken."""
 
     device: str
     batch: int
     size: int
     num_threads: int
-    medians: dict[str, float] = field(default_factory=dict)
+    clock: str = "wall"
+    round_times: dict[str, list[float]] = field(default_factory=dict)
 
-    def ratios(self) -> dict[str, float]:
-        """Time of each variant divided by the unfused time (below 1 means faster)."""
-        return {name: median / self.medians[BASELINE] for name, median in self.medians.items()}
+    def quartiles(self, name: str) -> tuple[float, float, float]:
+        return quartiles(self.round_times[name])
+
+    def compare(self, name: str, other: str = BASELINE) -> Comparison:
+        return compare(self.round_times, name, other)
+
+    def bn_share(self) -> str:
+        """What fraction of the unfused forward time BatchNorm takes, as a sentence."""
+        floor = self.compare(FLOOR)
+        q1, _, q3 = quartiles(floor.per_round)
+        text = (
+            f"BatchNorm's share of the unfused ResNet-18 forward time here: {1 - floor.ratio:.1%} "
+            f"(middle half of the rounds {1 - q3:.1%} to {1 - q1:.1%})"
+        )
+        return text if floor.measurable else text + ", not measurable in this run"
 
 
 def resnet18_eval() -> nn.Module:
@@ -126,30 +133,28 @@ def time_variants(
     example: torch.Tensor,
     min_run_time: float,
     num_threads: int,
-    rounds: int = 3,
-) -> dict[str, benchmark.Measurement]:
-    """One merged blocked_autorange measurement per variant, timed with `num_threads` threads.
+    rounds: int = ROUNDS,
+    clock: str = "wall",
+) -> dict[str, list[benchmark.Measurement]]:
+    """Per variant, one blocked_autorange measurement per round (see time_in_rounds).
 
-    The variants take turns for `rounds` rounds, so a burst of load from other processes hurts
-    them all alike rather than whichever ran at the time. Timer runs with one thread unless told
-    otherwise, and on a GPU it synchronizes the device before each reading of the clock.
+    Timer runs the statement with one thread unless given `num_threads`; on a GPU its wall clock
+    synchronizes the device before each reading.
     """
-    timers = {}
-    for name, model in variants.items():
-        _infer(model, example)  # warm-up: first calls allocate memory and pick kernels
-        timers[name] = benchmark.Timer(
+    clock_option = {"timer": thread_cpu_clock} if clock == "thread" else {}
+    timers = {
+        name: benchmark.Timer(
             stmt="infer(model, example)",
             globals={"infer": _infer, "model": model, "example": example},
             num_threads=num_threads,
             label="ResNet-18 forward",
             sub_label=f"{example.device.type}, input {tuple(example.shape)}",
             description=name,
+            **clock_option,
         )
-    runs: dict[str, list[benchmark.Measurement]] = {name: [] for name in timers}
-    for _ in range(rounds):
-        for name, timer in timers.items():
-            runs[name].append(timer.blocked_autorange(min_run_time=min_run_time / rounds))
-    return {name: benchmark.Measurement.merge(found)[0] for name, found in runs.items()}
+        for name, model in variants.items()
+    }
+    return time_in_rounds(timers, rounds, min_run_time)
 
 
 def run_fusion_benchmark(
@@ -158,55 +163,91 @@ def run_fusion_benchmark(
     min_run_time: float = 0.5,
     device: str = "cpu",
     num_threads: int | None = None,
+    rounds: int = ROUNDS,
+    model: nn.Module | None = None,
+    clock: str = "wall",
 ) -> BenchResult:
-    """Build the four ResNet-18 variants on `device`, check them, time them, return the medians.
+    """Build the four ResNet-18 variants on `device`, check them, time them, return the times.
 
-    Timing uses `num_threads` threads, by default torch.get_num_threads().
+    `model` is the eval-mode network to start from (default: `resnet18_eval()`); `min_run_time`
+    is the timing budget per variant, spread over the rounds. Timing uses `num_threads`
+    threads, by default torch.get_num_threads(); `clock` is one of CLOCKS.
     """
     num_threads = num_threads or torch.get_num_threads()
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
+    if clock == "thread" and (device != "cpu" or num_threads != 1):
+        raise ValueError(
+            "the thread clock sees a whole forward pass only on the CPU with one thread; "
+            f"got device={device!r}, num_threads={num_threads}: use clock='wall'"
+        )
     torch.manual_seed(0)
-    variants = build_variants(resnet18_eval())
+    variants = build_variants(model if model is not None else resnet18_eval())
     # Checked on the CPU in float32: GPU convolutions may use TF32, which rounds more coarsely.
     check_outputs_match(variants, torch.randn(1, 3, 64, 64))
     variants = {name: gm.to(device) for name, gm in variants.items()}
     example = torch.randn(batch, 3, size, size, device=device)
-    measurements = time_variants(variants, example, min_run_time, num_threads)
-    result = BenchResult(device, batch, size, num_threads)
-    result.medians = {name: m.median for name, m in measurements.items()}
+    measurements = time_variants(variants, example, min_run_time, num_threads, rounds, clock)
+    result = BenchResult(device, batch, size, num_threads, clock)
+    result.round_times = {name: [m.median for m in ms] for name, ms in measurements.items()}
     return result
 
 
 def format_result(result: BenchResult) -> str:
-    """A small table: median time per forward pass, time ratio and speed-up against unfused."""
+    """A table (median and IQR per variant, ratios to unfused) and the conclusions it supports."""
+    rounds = len(result.round_times[BASELINE])
     lines = [
         f"ResNet-18, input {result.batch}x3x{result.size}x{result.size}, device {result.device}, "
-        f"num_threads={result.num_threads}, medians over all timed blocks",
-        f"{'variant':<16}{'median ms':>11}{'ratio':>9}{'speed-up':>10}",
+        f"num_threads={result.num_threads}, {result.clock} clock, {rounds} rounds",
+        f"{'variant':<16}{'median ms':>10}{'IQR ms':>9}   time / unfused time: median (IQR)",
     ]
-    for name, ratio in result.ratios().items():
+    for name in result.round_times:
+        q1, median, q3 = result.quartiles(name)
+        ratio_q1, ratio, ratio_q3 = quartiles(result.compare(name).per_round)
         lines.append(
-            f"{name:<16}{result.medians[name] * 1e3:>11.3f}{ratio:>9.3f}{1 / ratio:>9.2f}x"
+            f"{name:<16}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
+            f"{ratio:.3f} ({ratio_q1:.3f} to {ratio_q3:.3f})"
         )
-    lines.append("ratio = median time / unfused median time (lower is faster)")
+    lines.append("medians and interquartile ranges over the rounds; below 1 is faster than unfused")
+    lines.append("")
+    lines += conclusions(result)
     return "\n".join(lines)
 
 
+def conclusions(result: BenchResult) -> list[str]:
+    """BatchNorm's share of the time, then what each comparison of interest supports."""
+    pairs = [
+        ("chapter fuser", BASELINE),
+        ("torch fuse", BASELINE),
+        ("chapter fuser", "torch fuse"),
+        ("chapter fuser", FLOOR),
+    ]
+    return [result.bn_share()] + [result.compare(a, b).describe() for a, b in pairs]
+
+
 def plot_result(result: BenchResult, ax=None):
-    """Bar chart of the medians in milliseconds; returns the matplotlib Axes."""
+    """Each variant's time relative to unfused, round by round: one dot per round, a bar from
+    the 25th to the 75th percentile and a tick at the median; returns the matplotlib Axes."""
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3))
-    names = list(result.medians)
-    millis = [result.medians[name] * 1e3 for name in names]
-    bars = ax.bar(names, millis, color=["#888888", "#1f77b4", "#ff7f0e", "#2ca02c"][: len(names)])
-    ax.bar_label(bars, labels=[f"{r:.2f}" for r in result.ratios().values()])
-    ax.margins(y=0.15)
-    ax.set_ylabel("median ms per forward")
+        _, ax = plt.subplots(figsize=(6, 2.8))
+    names = [name for name in result.round_times if name != BASELINE]
+    for row, name in enumerate(names):
+        ratios = result.compare(name).per_round
+        q1, median, q3 = quartiles(ratios)
+        ax.plot(ratios, [row] * len(ratios), "o", color="#9ca3af", markersize=4, alpha=0.7)
+        ax.plot([q1, q3], [row, row], color="#1f77b4", linewidth=5, solid_capstyle="butt")
+        ax.plot([median], [row], "|", color="black", markersize=16, markeredgewidth=2)
+    ax.axvline(1.0, color="#6b7280", linestyle="--", linewidth=1)
+    ax.set_yticks(range(len(names)), names)
+    ax.invert_yaxis()
+    ax.set_xlabel("time / unfused time in the same round (left of 1 is faster)")
     ax.set_title(
         f"ResNet-18 {result.batch}x3x{result.size}x{result.size}, {result.device}, "
-        f"num_threads={result.num_threads} (labels: ratio to unfused)",
-        fontsize=9,
+        f"num_threads={result.num_threads}, {result.clock} clock: dots are rounds, "
+        "bars the middle half, ticks the median",
+        fontsize=8,
     )
     return ax
 
@@ -235,15 +276,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", type=int, help="threads to time with (default: torch.get_num_threads())"
     )
-    parser.add_argument("--plot", help="also save a bar chart to this file (one per device)")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--rounds", type=int, default=ROUNDS, help="rounds in which the variants take turns"
+    )
+    parser.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="wall",
+        help="wall: elapsed time; thread: CPU time of the timing thread (CPU, --threads 1 only)",
+    )
+    parser.add_argument("--plot", help="also save a chart to this file (one per device)")
+    args = parser.parse_args(argv)
+    if args.clock == "thread" and (args.threads != 1 or args.device != "cpu"):
+        parser.error("--clock thread sees a whole forward pass only with --device cpu --threads 1")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     for device in devices_for(args.device):
         result = run_fusion_benchmark(
-            args.batch, args.size, args.min_run_time, device, args.threads
+            args.batch,
+            args.size,
+            args.min_run_time,
+            device,
+            args.threads,
+            args.rounds,
+            clock=args.clock,
         )
         print(format_result(result), end="\n\n")
         if args.plot:

@@ -3,7 +3,7 @@
 The course root is the repository root: the source notebooks (with solutions and hidden tests) are
 in solutions/<assignment>/, nbgrader's working folders and gradebook under grader/ (git-ignored).
 nbgrader reads the repository root's nbgrader_config.py, which loads this file, whenever it starts
-there: the instructor's make targets (grader/grader.mk) and the formgrader in `make lab` do.
+there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
 
 import os
@@ -17,6 +17,7 @@ for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
         sys.path.insert(0, str(folder))
 
 import course_grader as layout  # noqa: E402
+from late_penalty import PercentPerDayLate  # noqa: E402
 
 from grader.safegrade.preprocessors import configure  # noqa: E402
 
@@ -34,8 +35,9 @@ c.CourseDirectory.db_url = os.environ.get(
     "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
 )
 # nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
-# not in /srv; nbgrader expects the folder to exist.
-c.Exchange.root = str(GRADER / "exchange")
+# not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
+# same root). nbgrader expects the folder to exist.
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
 os.makedirs(c.Exchange.root, exist_ok=True)
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
@@ -46,3 +48,16 @@ configure(c, ROOT, ROOT / layout.SOURCE)
 # and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget.
 c.Execute.timeout = 60
 c.SandboxExecute.budget = 120
+
+# Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
+# gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or
+# the formgrader). nbgrader's own LateSubmissionPlugin, as the plugin class, gives late work no
+# penalty (penalty_method "none") or a score of zero ("zero").
+c.AssignLatePenalties.plugin_class = PercentPerDayLate
+c.PercentPerDayLate.percent_per_day = 10.0
+
+# LMS downloads (grader/intake.py): the file-name pattern `make autograde SUBMISSIONS=...` uses
+# unless LMS=<name> picks another of layout.LMS_PATTERNS; `nbgrader zip_collect` reads the same
+# pattern and keeps its working folders under grader/, never in the repository root.
+c.FileNameCollectorPlugin.named_regexp = layout.LMS_PATTERNS["plain"]
+c.ZipCollectApp.downloaded_directory = "grader/downloaded"

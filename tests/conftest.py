@@ -27,5 +27,6 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.section("notebook wall times")
     for nodeid, seconds in sorted(_notebook_times.items(), key=lambda kv: -kv[1]):
-        terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid.split('[', 1)[-1].rstrip(']')}")
+        test, _, notebook = nodeid.split("::")[-1].partition("[")
+        terminalreporter.write_line(f"{seconds:7.1f} s  {notebook.rstrip(']'):28} {test[:60]}")
     terminalreporter.write_line(f"{sum(_notebook_times.values()):7.1f} s  total")

@@ -1,4 +1,4 @@
-"""Learner chapters and answers.json are derived from solutions/chapters/ and carry no answers."""
+"""Learner chapters and answers.json are derived from solutions/ and carry no answers."""
 
 from __future__ import annotations
 
@@ -64,3 +64,10 @@ def test_learner_version_keeps_scaffold_and_check_only():
     cells += [_tryit("1.1", "check", "check(x)")]
     learner = authoring.learner_version(new_notebook(cells=cells))
     assert [c.source for c in learner.cells] == ["import torch", "x = ...", "check(x)"]
+
+
+@pytest.mark.parametrize("readme", ["README.md", "env/student-edition/README.md"])
+def test_the_readmes_list_every_chapter(readme):
+    text = (authoring.ROOT / readme).read_text()
+    missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
+    assert not missing, f"{readme} does not list {missing}"

@@ -13,6 +13,7 @@ import torch.fx as fx
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
+from fxcourse.bench_fusion import FLOOR, BenchResult, plot_result, run_fusion_benchmark
 from fxcourse.fusion import find_candidates, fold_conv_bn, fuse_conv_bn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -316,21 +317,81 @@ def test_inplace_changes_the_given_graph_module_only_when_asked():
     assert inplace_result is traced and bn_targets(traced) == []
 
 
-def test_bench_cli_prints_medians_and_ratios():
+def test_bench_cli_prints_medians_spreads_and_conclusions():
     command = [sys.executable, "-m", "fxcourse.bench_fusion", "--batch", "1", "--size", "32"]
-    command += ["--min-run-time", "0.01", "--device", "cpu", "--threads", "1"]
+    command += ["--min-run-time", "0.05", "--device", "cpu", "--threads", "1", "--rounds", "6"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "device cpu, num_threads=1, medians" in result.stdout
+    assert "device cpu, num_threads=1, wall clock, 6 rounds" in result.stdout
     assert "CUDA_HOME" not in result.stderr
     for variant in ("unfused", "chapter fuser", "torch fuse", "BN -> Identity"):
         row = re.search(
-            rf"^{re.escape(variant)}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$",
+            rf"^{re.escape(variant)}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \(([\d.]+) to ([\d.]+)\)$",
             result.stdout,
             re.MULTILINE,
         )
         assert row, f"no row for {variant!r} in:\n{result.stdout}"
-        median_ms, ratio, speedup = map(float, row.groups())
-        assert median_ms > 0 and ratio > 0
-        assert speedup == pytest.approx(1 / ratio, rel=0.02, abs=0.01)
-    assert re.search(r"^unfused\s+[\d.]+\s+1\.000\s+1\.00x$", result.stdout, re.MULTILINE)
+        median_ms, iqr_ms, ratio, ratio_q1, ratio_q3 = map(float, row.groups())
+        assert median_ms > 0 and iqr_ms >= 0 and ratio_q1 <= ratio <= ratio_q3
+    assert re.search(r"^unfused .* 1\.000 \(1\.000 to 1\.000\)$", result.stdout, re.MULTILINE)
+    assert "BatchNorm's share of the unfused ResNet-18 forward time here: " in result.stdout
+    verdicts = re.findall(r"^chapter fuser vs (.+?): (.+)$", result.stdout, re.MULTILINE)
+    assert [other for other, _ in verdicts] == ["unfused", "torch fuse", "BN -> Identity"]
+
+
+def test_bench_cli_refuses_the_thread_clock_with_several_threads():
+    command = [sys.executable, "-m", "fxcourse.bench_fusion", "--clock", "thread"]
+    command += ["--threads", "2", "--device", "cpu"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert "--clock thread sees a whole forward pass only with --device cpu --threads 1" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+def _result(**round_times: list[float]) -> BenchResult:
+    names = {"unfused": "unfused", "chapter": "chapter fuser", "floor": FLOOR}
+    result = BenchResult("cpu", 1, 64, 1)
+    result.round_times = {names[key]: times for key, times in round_times.items()}
+    return result
+
+
+def test_comparisons_are_made_round_by_round_against_unfused():
+    unfused = [10.0 + 0.3 * (i % 3) for i in range(15)]
+    result = _result(unfused=unfused, chapter=[0.9 * t for t in unfused], floor=unfused)
+    comparison = result.compare("chapter fuser")
+    assert comparison.per_round == pytest.approx([0.9] * 15)
+    assert comparison.describe().startswith("chapter fuser vs unfused: 10.0% faster\n")
+    noisy = [10.0 * (0.9 if i % 2 else 1.1) for i in range(15)]  # 7 faster, 8 slower rounds
+    assert not _result(unfused=[10.0] * 15, chapter=noisy, floor=noisy).compare(FLOOR).measurable
+
+
+def test_bn_share_reports_the_median_saving_and_its_spread():
+    unfused = [20.0] * 15
+    floor = [20.0 * (0.95 - 0.002 * i) for i in range(15)]  # saves 5.0%, 5.2%, ..., 7.8%
+    share = _result(unfused=unfused, chapter=unfused, floor=floor).bn_share()
+    assert share.startswith("BatchNorm's share of the unfused ResNet-18 forward time here: 6.4%")
+    assert share.endswith("(middle half of the rounds 5.7% to 7.1%)")
+    noisy = [20.0 * (0.9 if i % 2 else 1.1) for i in range(15)]
+    unclear = _result(unfused=unfused, chapter=unfused, floor=noisy).bn_share()
+    assert unclear.endswith(", not measurable in this run")
+
+
+def test_thread_clock_is_refused_where_it_would_miss_work():
+    with pytest.raises(ValueError, match="one thread"):
+        run_fusion_benchmark(device="cpu", num_threads=2, clock="thread")
+    with pytest.raises(ValueError, match="clock must be one of"):
+        run_fusion_benchmark(clock="sundial")
+
+
+def test_plot_shows_one_row_of_round_ratios_per_variant():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    unfused = [10.0] * 15
+    result = _result(unfused=unfused, chapter=[9.0] * 15, floor=[8.5] * 15)
+    ax = plot_result(result)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["chapter fuser", FLOOR]
+    dots = [line for line in ax.lines if line.get_marker() == "o"]
+    assert [list(line.get_xdata()) for line in dots] == [[0.9] * 15, [0.85] * 15]

@@ -6,8 +6,8 @@ probes and the checks): the reference answers, the untouched student versions, t
 answers of tests/submissions/ and the attacks of tests/hostile/attacks/, each with the score its
 docstring predicts. Three more copies, one per exercise, grade the realistic answers with plain
 nbgrader (each test cell's hidden part runs the same probe and check in the kernel): both ways
-must give every cell the same score. Then export, feedback, release_feedback and the
-formgrader's Autograde call.
+must give every cell the same score. Then export, feedback, release_feedback and the formgrader's
+Autograde call.
 """
 
 from __future__ import annotations
@@ -177,10 +177,17 @@ def test_export_has_one_column_per_exercise(graded, assignment, tmp_path):
         rows = list(csv.reader(handle))
     columns = [*ASSIGNMENTS, "total"]
     assert rows[0] == ["student_id", *columns]
-    by_student = {row[0]: dict(zip(columns, map(float, row[1:]), strict=True)) for row in rows[1:]}
+    by_student = {}
+    for student, *values in rows[1:]:  # an empty cell: nothing submitted
+        points = [float(value) if value else None for value in values]
+        by_student[student] = dict(zip(columns, points, strict=True))
+    assert list(by_student) == sorted(by_student), "rows sorted by student id"
     assert by_student["reference"] == {a: 10.0 for a in ASSIGNMENTS} | {"total": 30.0}
     for snippet in (s for s in REALISTIC if s.assignment == assignment):
-        assert by_student[snippet.name][assignment] == snippet.expected, snippet.name
+        row = by_student[snippet.name]
+        assert row[assignment] == snippet.expected, (snippet.name, row)
+        others = [row[a] for a in ASSIGNMENTS if a != snippet.assignment]
+        assert others == [None, None], f"{snippet.name} submitted nothing else: {row}"
 
 
 def feedback_text(course: Path, student: str, assignment: str) -> str:

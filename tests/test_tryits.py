@@ -1,6 +1,6 @@
 """The chapters' "Try it" prompts: blanks in the learner chapters, checkpoints that check the task.
 
-For every chapter source in solutions/chapters/ (see fxcourse/authoring.py for the format):
+For every chapter source in solutions/ (see fxcourse/authoring.py for the format):
 - the learner chapter, run top to bottom in a fresh kernel, reaches its last cell with no error,
   shows one "Not yet" per try-it and passes no checkpoint by itself;
 - the source, run top to bottom with the checkpoint also run right after the scaffold and after
@@ -58,19 +58,23 @@ def with_extra_checkpoints(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return probe
 
 
-def run_notebook(nb: nbformat.NotebookNode, tmp_path: Path, name: str) -> nbformat.NotebookNode:
-    """Execute `nb` from the chapters folder (where learners run it), via a scratch copy."""
+def run_notebook(nb: nbformat.NotebookNode, tmp_path: Path, name: str, record_property):
+    """Execute `nb` from the chapters folder (where learners run it), via a scratch copy; its
+    wall time goes into pytest's summary of notebook times."""
     path = tmp_path / name
     nbformat.write(nb, path)
-    executed, _ = execute(path, cwd=authoring.CHAPTERS)
+    executed, seconds = execute(path, cwd=authoring.CHAPTERS)
+    record_property("notebook_seconds", seconds)
     return executed
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_learner_chapter_runs_to_the_end_with_a_not_yet_per_tryit(source, tmp_path):
+def test_learner_chapter_runs_to_the_end_with_a_not_yet_per_tryit(
+    source, tmp_path, record_property
+):
     learner = nbformat.read(authoring.CHAPTERS / source.name, as_version=4)
     expected = sorted(authoring.tryits(learner))
-    executed = run_notebook(learner, tmp_path, source.name)
+    executed = run_notebook(learner, tmp_path, source.name, record_property)
     assert not error_outputs(executed), error_outputs(executed)
     verdicts = [v for cell in executed.cells for v in checkpoint_verdicts(cell)]
     passed = [tryit for verdict, tryit in verdicts if verdict == "passed"]
@@ -79,9 +83,11 @@ def test_learner_chapter_runs_to_the_end_with_a_not_yet_per_tryit(source, tmp_pa
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_checkpoints_reject_scaffold_and_mistakes_and_accept_the_answer(source, tmp_path):
+def test_checkpoints_reject_scaffold_and_mistakes_and_accept_the_answer(
+    source, tmp_path, record_property
+):
     nb = nbformat.read(source, as_version=4)
-    executed = run_notebook(with_extra_checkpoints(nb), tmp_path, source.name)
+    executed = run_notebook(with_extra_checkpoints(nb), tmp_path, source.name, record_property)
     assert not error_outputs(executed), error_outputs(executed)
     wrong = []
     for index, cell in enumerate(executed.cells):

@@ -1,0 +1,199 @@
+"""Watch torch.compile and torch.export at work from a notebook: their logs and Inductor's code.
+
+    with torch_logs(guards=True, recompiles=True) as logs:
+        compiled(x)
+    print(logs.text("recompiles"))
+
+`torch_logs` is the in-notebook twin of the TORCH_LOGS environment variable (TORCH_LOGS=
+"guards,recompiles" before starting Python). It turns the named logs and artifacts on with
+`torch._logging.set_logs` (a documented function in a private module), collects every record
+torch logs into `logs` instead of stderr, and on leaving puts torch's log settings and handlers
+back as they were, so no later cell keeps printing.
+
+`inductor_code(fn, *args)` compiles `fn` with the default backend (Inductor) in a temporary
+cache folder, runs it once and returns the Python module Inductor generated (its C++ kernel
+inside), or None when no C++ compiler is installed. It uses private torch helpers
+(torch._inductor's cache-folder switch and compiler search), kept here so the chapter does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+TORCH_LOGS_IS_SET = (
+    "TORCH_LOGS is set in the environment ({value!r}); it takes precedence over torch_logs(...), "
+    "so this capture shows what TORCH_LOGS turned on."
+)
+NO_OUTPUT_CODE = (
+    "Inductor compiled, but its output_code log was not captured (notes: {notes}). If TORCH_LOGS "
+    "is set, add output_code to it or unset it before starting Jupyter."
+)
+
+
+@dataclass
+class LogCapture:
+    """The records torch logged inside a `torch_logs` block, as (source, message) pairs; the source
+    is the artifact's name ("guards", "recompiles", ...) or else the logger's name."""
+
+    records: list[tuple[str, str]] = field(default_factory=list)
+
+    def text(self, *sources: str) -> str:
+        """The messages from the given sources (all when none is given), one after another."""
+        return "\n".join(m for s, m in self.records if not sources or s in sources)
+
+    def sources(self) -> list[str]:
+        return sorted({source for source, _ in self.records})
+
+    def __repr__(self) -> str:
+        return self.text() or "(nothing was logged)"
+
+
+class _Collector(logging.Handler):
+    def __init__(self, capture: LogCapture):
+        super().__init__(logging.DEBUG)
+        self.capture = capture
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Artifact loggers are named "<module>.__<artifact>", e.g. torch._dynamo.guards.__guards.
+        source = record.name.rpartition(".__")[2] if ".__" in record.name else record.name
+        self.capture.records.append((source, self.format(record)))
+
+
+@contextlib.contextmanager
+def torch_logs(**settings: bool | int) -> Iterator[LogCapture]:
+    """Turn on torch logs (the keyword arguments of torch._logging.set_logs, e.g. guards=True,
+    dynamo=logging.INFO) for the block, collecting what they print; restore everything after."""
+    from torch._logging import _internal
+
+    saved_state = copy.deepcopy(_internal._get_log_state())
+    capture = LogCapture()
+    collector = _Collector(capture)
+    loggers: list[logging.Logger] = []
+    try:
+        if value := os.environ.get(_internal.LOG_ENV_VAR):
+            capture.records.append(("note", TORCH_LOGS_IS_SET.format(value=value)))
+        else:
+            torch._logging.set_logs(**settings)  # an unknown name raises TypeError here
+        loggers = [logging.getLogger(name) for name in _internal.log_registry.get_log_qnames()]
+        for logger in loggers:
+            _internal._clear_handlers(logger)  # torch's own stderr handlers; set back below
+            logger.addHandler(collector)
+        yield capture
+    finally:
+        for logger in loggers:
+            logger.removeHandler(collector)
+        _internal._set_log_state(saved_state)
+        _internal._init_logs()
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler Inductor would use on this machine (its own search), or None."""
+    # Importing Inductor and searching create its cache folder and record it in an environment
+    # variable (TORCHINDUCTOR_CACHE_DIR), which would then outlive this call.
+    with _environment_variable("TORCHINDUCTOR_CACHE_DIR"):
+        from torch._inductor import cpp_builder, exc
+
+        try:
+            return cpp_builder.get_cpp_compiler()
+        except (exc.InvalidCxxCompiler, OSError, RuntimeError):
+            return None
+
+
+@dataclass
+class InductorCode:
+    """What Inductor generated for one function: the Python module text (C++ kernels inside),
+    the seconds that compiling and the first call took, and that call's result."""
+
+    module: str
+    seconds: float
+    result: object
+
+    def kernels(self) -> str:
+        """Only the C++ source of the generated kernels."""
+        lines, inside = [], False
+        for line in self.module.splitlines():
+            if line.startswith("#include"):  # a kernel's C++ source starts
+                inside = True
+            elif inside and line.startswith("'''"):  # and ends with its Python string
+                inside = False
+                lines.append("")
+            if inside:
+                lines.append(line)
+        return "\n".join(lines).strip()
+
+    def call_function(self) -> str:
+        """The generated Python `call` that allocates buffers and launches the kernels."""
+        lines = self.module.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.strip().startswith("def call("))
+        indent = len(lines[start]) - len(lines[start].lstrip())
+        end = next(
+            (i for i in range(start + 1, len(lines)) if _dedents(lines[i], indent)), len(lines)
+        )
+        return "\n".join(line[indent:] for line in lines[start:end]).rstrip()
+
+
+def _dedents(line: str, indent: int) -> bool:
+    return bool(line.strip()) and len(line) - len(line.lstrip()) <= indent
+
+
+@contextlib.contextmanager
+def _environment_variable(name: str, value: str | None = None) -> Iterator[None]:
+    """Set `name` to `value` (when given) for the block; afterwards it is as it was before."""
+    before = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def inductor_code(fn, *args) -> InductorCode | None:
+    """Compile `fn` with Inductor in a throw-away cache folder and call it once on `args`.
+
+    Returns None, compiling nothing, when no C++ compiler is installed. TORCHINDUCTOR_CACHE_DIR
+    (Inductor's documented cache setting) points at a temporary folder that is deleted after,
+    so nothing is cached between runs and nothing is written into the course's folders. One
+    compile thread, so no pool of worker processes outlives the call; no precompiled headers
+    (Inductor would keep them, some 300 MB, in its default cache folder). Dynamo's cache is
+    emptied before and after (torch.compiler.reset()).
+    """
+    # Importing parts of Inductor records its default cache folder in TORCHINDUCTOR_CACHE_DIR;
+    # the outer block puts the variable back as it was.
+    with _environment_variable("TORCHINDUCTOR_CACHE_DIR"):
+        if cxx_compiler() is None:
+            return None
+        return _compile_in_temporary_cache(fn, args)
+
+
+def _compile_in_temporary_cache(fn, args) -> InductorCode:
+    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+    with (
+        tempfile.TemporaryDirectory(prefix="fxcourse-inductor-") as cache,
+        temporary_cache_dir(cache),
+        torch._inductor.config.patch(compile_threads=1, cpp_cache_precompile_headers=False),
+        torch_logs(output_code=True) as logs,
+    ):
+        torch.compiler.reset()
+        start = time.perf_counter()
+        result = torch.compile(fn)(*args)
+        seconds = time.perf_counter() - start
+        torch.compiler.reset()
+    _, _, module = logs.text("output_code").partition("\n")  # after its "Output code:" line
+    if not module:
+        raise RuntimeError(NO_OUTPUT_CODE.format(notes=logs.text("note") or "none"))
+    return InductorCode(module, seconds, result)
