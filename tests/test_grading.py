@@ -211,7 +211,7 @@ def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
                 line.strip() for line in feedback_text(course, student, assignment).split("\n")
             }
             page = " ".join(shown)
-            assert not secret & shown and "run_check" not in page, (student, assignment)
+            assert not secret & shown and "grader.safegrade" not in page, (student, assignment)
             assert not any(marker in page for marker in MARKERS)
 
 
@@ -284,7 +284,7 @@ def test_no_solution_hidden_test_or_check_in_the_chapters():
     chapter_files = [p for p in (ROOT / "chapters").rglob("*") if p.is_file()]
     texts = {path: path.read_text(errors="replace") for path in chapter_files}
     for path, text in texts.items():
-        assert not any(marker in text for marker in MARKERS + ("run_check",)), path
+        assert not any(marker in text for marker in MARKERS + ("grader.safegrade",)), path
     for assignment in ASSIGNMENTS:
         source = source_notebook(ROOT, assignment)
         checks = (ROOT / "solutions" / assignment / "checks.py").read_text()
