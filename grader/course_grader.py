@@ -20,6 +20,7 @@ import csv
 import io
 import logging
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -37,6 +38,19 @@ RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
 AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
 GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+
+
+def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
+    """A course folder at `target` with this course's grading configuration and the sources of
+    `assignments` (not its working folders): for tests, benchmarks and a class hub."""
+    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    for assignment in assignments:
+        shutil.copytree(ROOT / SOURCE / assignment, target / SOURCE / assignment, ignore=skip)
+    shutil.copytree(ROOT / "grader" / "safegrade", target / "grader" / "safegrade", ignore=skip)
+    for path in (ROOT / "grader").glob("*.py"):
+        shutil.copy(path, target / "grader")
+    shutil.copy(ROOT / "nbgrader_config.py", target)
+    return target
 
 
 def nbgrader(course: Path, *args: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,16 @@ _notebook_times: dict[str, float] = {}
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Loading a course's nbgrader configuration sets SAFEGRADE_* variables in this process;
+    without this, kernels started by a later test in the same worker would inherit them."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def pytest_runtest_logreport(report):

@@ -37,13 +37,7 @@ def graded_cells(assignment: str) -> list[tuple[str, float]]:
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
     """A copy of the course's sources and grader configuration, released (gradebook entries)."""
-    course = tmp_path_factory.mktemp("released")
-    for assignment in ASSIGNMENTS:
-        shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment)
-    (course / "grader").mkdir()
-    for path in (ROOT / "grader").glob("*.py"):
-        shutil.copy(path, course / "grader")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course = course_grader.copy_course(tmp_path_factory.mktemp("released"))
     course_grader.release(course)
     return course
 

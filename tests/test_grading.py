@@ -46,20 +46,9 @@ def source_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(course / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
 
 
-def copy_course(target: Path) -> Path:
-    """The course's sources and grading configuration (not its working folders)."""
-    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "chapters")
-    shutil.copytree(ROOT / "solutions", target / "solutions", ignore=skip)
-    shutil.copytree(ROOT / "grader" / "safegrade", target / "grader" / "safegrade", ignore=skip)
-    for path in (ROOT / "grader").glob("*.py"):
-        shutil.copy(path, target / "grader")
-    shutil.copy(ROOT / "nbgrader_config.py", target)
-    return target
-
-
 @pytest.fixture(scope="module")
 def released(tmp_path_factory) -> Path:
-    course = copy_course(tmp_path_factory.mktemp("released"))
+    course = course_grader.copy_course(tmp_path_factory.mktemp("released"))
     course_grader.release(course, publish_to=course / "published")
     return course
 

@@ -8,7 +8,6 @@ arrived in grader/submitted and what the report lists.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -428,13 +427,8 @@ def test_unreadable_uploads_fail_clearly(tmp_path: Path, course: Path, capsys, c
 
 @pytest.fixture
 def configured_course(tmp_path_factory) -> Path:
-    """A course folder with the repository's nbgrader configuration and nothing else."""
-    course = tmp_path_factory.mktemp("configured")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    (course / "grader").mkdir()
-    for path in (ROOT / "grader").glob("*.py"):
-        shutil.copy(path, course / "grader")
-    return course
+    """A course folder with the repository's nbgrader configuration and no exercise."""
+    return course_grader.copy_course(tmp_path_factory.mktemp("configured"), assignments=[])
 
 
 def test_the_course_config_names_the_default_pattern(configured_course: Path, tmp_path: Path):

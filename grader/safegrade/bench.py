@@ -24,6 +24,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "grader"))
+import course_grader  # noqa: E402  (the course layout, beside this package)
+
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
 
@@ -38,13 +41,7 @@ def run(command: list[str], cwd: Path) -> float:
 
 def make_course(base: Path, assignment: str, count: int) -> Path:
     """A copy of the course's grading setup and one exercise, released, with `count` uploads."""
-    course = base / "course"
-    skip = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment, ignore=skip)
-    shutil.copytree(ROOT / "grader" / "safegrade", course / "grader" / "safegrade", ignore=skip)
-    for path in (ROOT / "grader").glob("*.py"):
-        shutil.copy(path, course / "grader")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course = course_grader.copy_course(base / "course", [assignment])
     run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"], course)
     name = f"{assignment}.ipynb"
     starter = nbformat.read(course / "grader" / "release" / assignment / name, as_version=4)
