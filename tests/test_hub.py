@@ -97,21 +97,27 @@ def browser():
 
 
 def hidden_test_lines() -> list[str]:
-    """The distinctive lines of exercise 1's hidden tests (none may reach a learner)."""
-    lines, hidden = [], False
+    """The distinctive lines of exercise 1's hidden tests (none may reach a learner): those not
+    also written somewhere outside the hidden tests."""
+    hidden, visible, inside = set(), set(), False
     for cell in nbformat.read(SOURCE, as_version=4).cells:
         for line in cell.source.splitlines():
             if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
-                hidden = "BEGIN" in line
-            elif hidden and len(line.strip()) >= 25:
-                lines.append(line.strip())
-    assert lines, f"{SOURCE} has no hidden tests to look for"
-    return lines
+                inside = "BEGIN" in line
+            else:
+                (hidden if inside else visible).add(line.strip())
+    distinctive = sorted(line for line in hidden - visible if len(line) >= 25)
+    assert distinctive, f"{SOURCE} has no hidden tests to look for"
+    return distinctive
 
 
 def leaked(text: str) -> list[str]:
     markers = ["BEGIN HIDDEN TESTS", "BEGIN SOLUTION"]
     return [line for line in [*markers, *hidden_test_lines()] if line in text]
+
+
+def notebook_text(notebook: Path) -> str:
+    return "\n".join(cell.source for cell in nbformat.read(notebook, as_version=4).cells)
 
 
 def answer_cell(notebook: Path) -> str:
@@ -240,8 +246,9 @@ def grade_and_release_feedback(hub: ClassHub, instructor: HubUser, artifacts: Pa
         formgrader.close_dialog()
 
 
-def read_feedback(learner: HubUser, prefix: str) -> str:
-    """Fetch the feedback from the Assignments tab and open it; returns the text shown."""
+def read_feedback(learner: HubUser, prefix: str, message: str | None = None) -> str:
+    """Fetch the feedback from the Assignments tab and open it; returns the text shown. With
+    `message`, also a screenshot of where the feedback shows it."""
     with learner.step(f"{prefix}-feedback"):
         learner.page.locator(".lm-TabBar-tab", has_text="Assignments").click()
         learner.refresh_assignments()
@@ -253,6 +260,9 @@ def read_feedback(learner: HubUser, prefix: str) -> str:
         shown = learner.page.frame_locator(".jp-HTMLViewer iframe").locator("body")
         shown.locator("text=Score").first.wait_for()
         learner.shot(f"{prefix}-feedback")
+        if message:
+            shown.get_by_text(message).first.scroll_into_view_if_needed()
+            learner.shot(f"{prefix}-feedback-message")
         return shown.inner_text()
 
 
@@ -328,7 +338,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         grade_and_release_feedback(hub, instructor, artifacts)
 
         check_feedback(read_feedback(ada, "30-ada"), 10.0, ada_name)
-        bob_feedback = read_feedback(bob, "31-bob")
+        bob_feedback = read_feedback(bob, "31-bob", MISTAKE_MESSAGE)
         check_feedback(bob_feedback, MISTAKE.expected, bob_name)
         assert MISTAKE_MESSAGE in bob_feedback, f"bob's feedback lacks {MISTAKE_MESSAGE!r}"
 

@@ -127,18 +127,21 @@ def copy_tree(source: Path, target: Path) -> None:
     shutil.copytree(source, target, dirs_exist_ok=True, ignore=NOT_COURSE_FILES)
 
 
-def refresh_course_folder(deployment: Settings, instructor: str) -> Path:
-    """Copy the course's nbgrader sources and grader configuration into the instructor's home."""
-    account = pwd.getpwnam(instructor)
-    course = Path(account.pw_dir) / deployment.course_folder
+def write_course_folder(course: Path, exchange_root: Path) -> None:
+    """Copy the course's nbgrader sources and grader configuration into `course`, and write its
+    nbgrader_config.py. Runs as the instructor: root never writes into an account's home."""
     for assignment in ASSIGNMENTS:
         copy_tree(REPO / SOURCE / assignment, course / SOURCE / assignment)
     copy_tree(REPO / "grader", course / "grader")
-    config = HUB_NBGRADER_CONFIG.format(exchange=str(deployment.exchange_root))
+    config = HUB_NBGRADER_CONFIG.format(exchange=str(exchange_root))
     (course / "nbgrader_config.py").write_text(config)
-    for folder, _, files in os.walk(course):
-        for name in [folder, *(os.path.join(folder, f) for f in files)]:
-            os.chown(name, account.pw_uid, account.pw_gid)
+
+
+def refresh_course_folder(deployment: Settings, instructor: str) -> Path:
+    course = Path(pwd.getpwnam(instructor).pw_dir) / deployment.course_folder
+    this_script = str(Path(__file__).resolve())
+    command = [sys.executable, this_script, "course-folder", str(course)]
+    run("runuser", "-u", instructor, "--", *command, str(deployment.exchange_root))
     return course
 
 
@@ -189,8 +192,16 @@ def describe(deployment: Settings, record: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["setup", "remove"])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("setup", help="accounts, exchange, instructors' course folders")
+    commands.add_parser("remove", help="delete what setup created")
+    course_folder = commands.add_parser("course-folder", help="(run as the instructor by setup)")
+    course_folder.add_argument("course", type=Path)
+    course_folder.add_argument("exchange_root", type=Path)
     args = parser.parse_args(argv)
+    if args.command == "course-folder":
+        write_course_folder(args.course, args.exchange_root)
+        return 0
     if os.geteuid() != 0:
         print(
             "classroom: the class hub runs every account's server as that account, so it needs "
