@@ -7,7 +7,7 @@ HUB_VENV ?= .venv-hub
 HUB_PYTHON ?= /usr/bin/python3
 HUB_PY := $(HUB_VENV)/bin/python
 
-.PHONY: hub hub-env hub-remove test-hub
+.PHONY: hub hub-env hub-remove hub-sizing test-hub
 
 hub: hub-env  ## instructor: a JupyterHub for a class on this machine (accounts, exchange, formgrader)
 	$(HUB_PY) grader/hub/classroom.py setup
@@ -18,6 +18,9 @@ hub-env:  ## create or refresh the hub's environment $(HUB_VENV) from the lock
 
 hub-remove: hub-env  ## instructor: delete the accounts, homes and exchange that `make hub` created
 	$(HUB_PY) grader/hub/classroom.py remove
+
+hub-sizing: env  ## instructor: measure grading and a learner's kernel here, print a class's sizing
+	$(PY) grader/hub/sizing.py $(SIZING_ARGS)
 
 test-hub: env-test hub-env  ## a whole class cycle on the hub in a real browser (root; CI runs it)
 	FXCOURSE_HUB_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_hub.py
