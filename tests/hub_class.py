@@ -139,12 +139,17 @@ def wait_until_up(hub: ClassHub) -> None:
     raise TimeoutError(f"the hub did not answer in {HUB_START_TIMEOUT_S} s:\n{hub.log_tail()}")
 
 
-def _processes_of(uids: set[int]) -> list[int]:
-    found = []
+def _processes_of(hub: ClassHub) -> set[int]:
+    """Processes of the hub's accounts, and any process started with this hub's environment
+    (the hub, its proxy: also one a failed hub left behind, outside its process tree)."""
+    uids, marker = set(hub.uids.values()), f"FXHUB_STATE_DIR={hub.scratch / 'state'}\0".encode()
+    found = set()
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and entry.stat().st_uid in uids:
-                found.append(int(entry.name))
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            if entry.stat().st_uid in uids or marker in (entry / "environ").read_bytes():
+                found.add(int(entry.name))
         except OSError:
             continue
     return found
@@ -156,9 +161,8 @@ def stop_hub(hub: ClassHub, grace_s: float = 60) -> list[str]:
     tree = process_tree(hub.process.pid)
     for pid in tree:
         try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            if b"jupyterhub -f" in command:
-                os.kill(pid, signal.SIGTERM)
+            if b"/jupyterhub\0-f\0" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGTERM)  # the hub itself, not the recipe's shell
         except (OSError, ProcessLookupError):
             continue
     try:
@@ -166,11 +170,9 @@ def stop_hub(hub: ClassHub, grace_s: float = 60) -> list[str]:
     except subprocess.TimeoutExpired:
         pass
     deadline = time.monotonic() + 20  # servers and kernels end after the hub has said goodbye
-    while (still_running(tree) or _processes_of(set(hub.uids.values()))) and (
-        time.monotonic() < deadline
-    ):
+    while (still_running(tree) or _processes_of(hub)) and time.monotonic() < deadline:
         time.sleep(0.3)
-    left = sorted(set(still_running(tree)) | set(_processes_of(set(hub.uids.values()))))
+    left = sorted(set(still_running(tree)) | _processes_of(hub))
     forced = describe(left)
     for pid in left:
         try:
@@ -239,14 +241,14 @@ def running_class_hub(root: Path, scratch: Path, log_path: Path) -> Iterator[Cla
     """The hub for one test; afterwards nothing of it may be left, also when the test failed."""
     files_before = repository_files(root)
     hub = start_hub(root, scratch, log_path)
-    problems: list[str] = []
     try:
         wait_until_up(hub)
         yield hub
     finally:
         load_accounts(hub)  # also those of a hub that never came up
-        problems += [f"killed after the hub stopped: {p}" for p in stop_hub(hub)]
+        problems = [f"killed after the hub stopped: {p}" for p in stop_hub(hub)]
         problems += remove_accounts(root, hub)
         added = sorted(repository_files(root) - files_before)
         problems += [f"the hub wrote into the checkout: {path}" for path in added]
-    assert not problems, "the class hub left things behind:\n" + "\n".join(problems)
+        if problems:  # raised also when the test failed: both are reported
+            raise AssertionError("the class hub left things behind:\n" + "\n".join(problems))

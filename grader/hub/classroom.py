@@ -19,12 +19,14 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from settings import REPO, Settings  # noqa: E402
+from settings import PROXY_PID_FILE, REPO, Settings  # noqa: E402
 
 sys.path.insert(0, str(REPO / "grader"))
 from course_grader import ASSIGNMENTS, SOURCE  # noqa: E402
@@ -176,6 +178,27 @@ def remove(deployment: Settings) -> list[str]:
     return problems
 
 
+def stop_proxy(deployment: Settings, grace_s: float = 10) -> str | None:
+    """Stop the hub's proxy if a hub that failed to start left it running (JupyterHub stops it on
+    a normal shutdown). Returns what was stopped."""
+    pid_file = deployment.state_dir / PROXY_PID_FILE
+    try:
+        pid = int(pid_file.read_text())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except (OSError, ValueError):
+        return None
+    pid_file.unlink()
+    if "configurable-http-proxy" not in command:
+        return None  # the pid is another process's by now
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if Path(f"/proc/{pid}").exists():
+        os.kill(pid, signal.SIGKILL)
+    return f"{pid}: {command}"
+
+
 def describe(deployment: Settings, record: dict) -> str:
     lines = [f"The class hub: {deployment.url}", "accounts (password):"]
     for name in deployment.accounts:
@@ -195,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("setup", help="accounts, exchange, instructors' course folders")
     commands.add_parser("remove", help="delete what setup created")
+    commands.add_parser("stop-proxy", help="stop a proxy a failed hub left running")
     course_folder = commands.add_parser("course-folder", help="(run as the instructor by setup)")
     course_folder.add_argument("course", type=Path)
     course_folder.add_argument("exchange_root", type=Path)
@@ -213,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         deployment = Settings.from_environ()
         if args.command == "setup":
             print(describe(deployment, setup(deployment)))
+            return 0
+        if args.command == "stop-proxy":
+            stopped = stop_proxy(deployment)
+            if stopped:
+                print(f"classroom: stopped the proxy a failed hub left running: {stopped}")
             return 0
         problems = remove(deployment)
     except (SetupError, ValueError) as error:

@@ -11,7 +11,8 @@ HUB_PY := $(HUB_VENV)/bin/python
 
 hub: hub-env  ## instructor: a JupyterHub for a class on this machine (accounts, exchange, formgrader)
 	$(HUB_PY) grader/hub/classroom.py setup
-	$(HUB_VENV)/bin/jupyterhub -f grader/hub/jupyterhub_config.py
+	$(HUB_VENV)/bin/jupyterhub -f grader/hub/jupyterhub_config.py; status=$$?; \
+		$(HUB_PY) grader/hub/classroom.py stop-proxy; exit $$status
 
 hub-env:  ## create or refresh the hub's environment $(HUB_VENV) from the lock
 	@VENV=$(HUB_VENV) PYTHON=$(HUB_PYTHON) env/setup.sh lab

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from settings import (  # noqa: E402
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
+    PROXY_PID_FILE,
     ROLE_CONFIG,
     Settings,
 )
@@ -44,7 +45,7 @@ c.ConfigurableHTTPProxy.command = [
     f"--proxy-timeout={PROXY_TIMEOUT_S * 1000}",
 ]
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{deployment.proxy_api_port}"
-c.ConfigurableHTTPProxy.pid_file = str(deployment.state_dir / "jupyterhub-proxy.pid")
+c.ConfigurableHTTPProxy.pid_file = str(deployment.state_dir / PROXY_PID_FILE)
 
 # --- who may log in: system accounts with their passwords. A larger class would use its
 # institution's single sign-on instead (OAuthenticator, or LTIAuthenticator from the LMS).

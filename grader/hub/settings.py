@@ -26,6 +26,7 @@ from pathlib import Path
 HUB_DIR = Path(__file__).resolve().parent
 REPO = HUB_DIR.parents[1]
 LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
+PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
 # Per-role Jupyter configuration, put on each server's JUPYTER_CONFIG_PATH by the hub.
 ROLE_CONFIG = {
     LEARNERS_GROUP: HUB_DIR / "jupyter" / "learner",
