@@ -327,9 +327,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         fetch_answer_submit(hub, ada, reference["replace_sigmoid_with_tanh"], "10-ada")
         fetch_answer_submit(hub, bob, MISTAKE.cells["replace_sigmoid_with_tanh"], "11-bob")
         for name in (hub.instructor, ada_name, bob_name):
-            note(
-                artifacts, f"memory of {name}'s server and kernel: {memory_mib(hub, name):.0f} MiB"
-            )
+            note(artifacts, f"memory of {name}'s processes: {memory_mib(hub, name):.0f} MiB")
         check_boundaries(hub, ada, bob_name)
         check_boundaries(hub, bob, ada_name)
 

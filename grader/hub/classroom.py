@@ -1,14 +1,16 @@
 """Prepare this machine for the class hub (run as root by `make hub`), or take it away again.
 
-    python grader/hub/classroom.py setup    accounts, shared exchange, instructors' course folders
-    python grader/hub/classroom.py remove   delete what `setup` created (accounts, homes, exchange)
+    python grader/hub/classroom.py setup       accounts, shared exchange, course folders
+    python grader/hub/classroom.py remove      delete what `setup` created (accounts, homes, ...)
+    python grader/hub/classroom.py stop-proxy  stop the proxy a hub that failed left running
 
 `setup` is safe to repeat. It creates the learner and instructor accounts that do not exist yet
 (system users with a private home and a random password, kept in the hub's state folder, readable
 by root only), leaves existing accounts and their passwords alone, creates nbgrader's exchange
 (world-writable with the sticky bit, as nbgrader requires) and refreshes each instructor's course
-folder: a copy of the course's nbgrader sources and configuration, with its working folders and
-gradebook kept. Names and folders come from settings.py (environment variables).
+folder as that instructor (`course-folder`): a copy of the course's nbgrader sources and
+configuration, with the instructor's working folders and gradebook kept. Names and folders come
+from settings.py (environment variables).
 """
 
 from __future__ import annotations
