@@ -6,24 +6,27 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 NOTEBOOKS = $(shell git ls-files '*.ipynb' 2>/dev/null || find chapters solutions -name '*.ipynb')
-LAB_ARGS ?=
 # Jupyter refuses to start as root unless told to (containers, CI machines).
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
+# pytest-xdist workers; tests that share a server or a gradebook are grouped (xdist_group).
+TEST_WORKERS ?= 2
+.DEFAULT_GOAL := help
 
-.PHONY: help lab test env env-test lock strip check-clean lint format chapters
+.PHONY: help formgrader test env-test lock strip check-clean lint format chapters student-edition
+
+# lab, workspace, env: the learner's targets, shared with the student edition.
+include env/learner.mk
 
 help:  ## list the targets
 	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
-lab: env  ## open the course in JupyterLab
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) chapters/01_symbolic_tracing.ipynb
+formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader's formgrader
+	@$(PY) -m fxcourse.workspace exchange >/dev/null
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
 
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
-	$(BIN)/pytest $(PYTEST_ARGS)
-
-env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)
-	@VENV=$(VENV) env/setup.sh lab
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 env-test:
 	@VENV=$(VENV) env/setup.sh test
@@ -35,7 +38,10 @@ lock: env  ## re-resolve env/requirements.in into the lock, then derive environm
 environment.yml: env/requirements.lock env/environment_yml.py  ## derive the conda file from the lock
 	python3 env/environment_yml.py > $@
 
-chapters: env  ## regenerate the learner chapters and answers.json from solutions/chapters/
+student-edition: env  ## dist/student-edition/: the learners' copy of the course (ANSWERS=no: no try-it answers)
+	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers)
+
+chapters: env  ## regenerate the learner chapters and answers.json from solutions/
 	$(PY) -m fxcourse.authoring build
 
 strip: env  ## remove outputs and execution counts from every notebook (nbgrader metadata kept)

@@ -50,9 +50,24 @@ install_packages() {
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps -e .
     "$VENV/bin/python" -m ipykernel install --sys-prefix \
         --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >/dev/null
-    "$VENV/bin/jupyter" server extension enable --sys-prefix nbgrader >/dev/null 2>&1
-    "$VENV/bin/jupyter" labextension enable nbgrader >/dev/null 2>&1 || true
+    enable_nbgrader_extensions
     sha256sum "$LOCK" | cut -d' ' -f1 >"$STAMP"
+}
+
+enable_nbgrader_extensions() {
+    local jupyter="$VENV/bin/jupyter" ext
+    if [ -d grader ]; then  # the full course: the instructor's formgrader too (`make formgrader`)
+        "$jupyter" server extension enable --sys-prefix nbgrader >/dev/null 2>&1
+        return
+    fi
+    # A student edition: the learner's parts of nbgrader only (Assignments tab, Validate button).
+    for ext in assignment_list course_list validate_assignment; do
+        "$jupyter" server extension enable --sys-prefix "nbgrader.server_extensions.$ext" >/dev/null 2>&1
+    done
+    "$jupyter" server extension disable --sys-prefix nbgrader.server_extensions.formgrader >/dev/null 2>&1
+    for ext in formgrader create-assignment; do
+        "$jupyter" labextension disable --level=sys_prefix "@jupyter/nbgrader:$ext" >/dev/null 2>&1
+    done
 }
 
 check_python

@@ -3,7 +3,7 @@
     python -m fxcourse.authoring build    write chapters/*.ipynb and fxcourse/answers.json
     python -m fxcourse.authoring check    exit 1 when they are stale (what `make test` checks)
 
-The instructor edits only solutions/chapters/NN_*.ipynb. Each "Try it" there is a run of cells
+The instructor edits only solutions/NN_*.ipynb. Each "Try it" there is a run of cells
 whose metadata carries {"tryit": {"id": "1.1", "role": ROLE}}, in this order:
 
     scaffold   what the learner starts from (names, signature, `...`); must run without error
@@ -28,7 +28,7 @@ import nbformat
 from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ROOT / "solutions" / "chapters"
+SOURCES = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
 ANSWERS = Path(__file__).with_name("answers.json")
 ROLES = ("scaffold", "mistake", "answer", "check")

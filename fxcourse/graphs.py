@@ -6,11 +6,12 @@
 
 One box per FX node (parameters are not drawn: they are read by their call_module or get_attr
 node), coloured by opcode; each arrow goes from a node to a node that uses its value. Pictures
-are SVG and scale down to the width of a notebook's output area.
+are SVG, shrunk to the width of a notebook's output area when wider.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 import shutil
@@ -45,13 +46,36 @@ class GraphText:
 
 
 class GraphPicture:
-    """An SVG picture that Jupyter shows at most as wide as the output area."""
+    """A Graphviz SVG shown at most as wide as the output area; a picture that had to shrink can
+    be opened at full size, in a scrollable box, with one click. Its text form is the graph's."""
 
-    def __init__(self, svg: str):
+    SHRUNK_FROM_PX = 800  # wider pictures get the full-size view as well
+
+    def __init__(self, svg: str, text: str):
         self.svg = svg
+        self.text = text
 
-    def _repr_svg_(self) -> str:
-        return self.svg
+    def natural_width(self) -> int:
+        match = re.search(r'<svg width="([\d.]+)pt"', self.svg)
+        return round(float(match.group(1)) * 4 / 3) if match else 0  # pt -> CSS px
+
+    def _repr_html_(self) -> str:
+        source = "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode()).decode()
+        width = self.natural_width()
+        fitted = (
+            f'<img class="fxcourse-graph" src="{source}" width="{width}" '
+            'style="max-width:100%;height:auto" alt="graph picture">'
+        )
+        if width <= self.SHRUNK_FROM_PX:
+            return fitted
+        full = f'<img src="{source}" width="{width}" style="max-width:none" alt="graph picture">'
+        return (
+            f"{fitted}<details><summary>Show at full size ({width} px wide; scroll)</summary>"
+            f'<div style="overflow:auto;max-height:80vh">{full}</div></details>'
+        )
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def module_path(node: torch.fx.Node) -> str:
@@ -176,22 +200,8 @@ def _add_edges(dot, nodes: Iterable[torch.fx.Node], boxes: dict[torch.fx.Node, s
 
 
 def graph_svg(gm: torch.fx.GraphModule, name: str = "graph", **options) -> str:
-    """Render `gm` with Graphviz's dot; returns an SVG document that scales to its container."""
-    svg = to_dot(gm, name, **options).pipe(format="svg").decode("utf-8")
-    return _scalable(svg)
-
-
-def _scalable(svg: str) -> str:
-    """Let the picture shrink to fit: keep its natural size as a maximum, not a fixed size."""
-    match = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
-    if not match:
-        return svg
-    width, height = (float(v) * 4 / 3 for v in match.groups())  # pt -> CSS px
-    sized = (
-        f'<svg width="100%" style="max-width:{width:.0f}px;height:auto" '
-        f'data-natural-width="{width:.0f}" data-natural-height="{height:.0f}"'
-    )
-    return svg.replace(match.group(0), sized, 1)
+    """Render `gm` with Graphviz's dot; returns the SVG document."""
+    return to_dot(gm, name, **options).pipe(format="svg").decode("utf-8")
 
 
 def dot_available() -> bool:
@@ -206,4 +216,4 @@ def show_graph(gm: torch.fx.GraphModule, name: str = "graph", **options):
     """
     if not dot_available():
         return GraphText(str(gm.graph), MISSING_DOT_HINT)
-    return GraphPicture(graph_svg(gm, name, **options))
+    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph))

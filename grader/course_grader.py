@@ -1,10 +1,12 @@
 """The instructor's pipeline for the course's three nbgrader exercises (driven by grader/grader.mk).
 
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
-    python grader/course_grader.py collect SUBMISSIONS      copy submissions into grader/submitted
+    python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
+                                  a folder or .zip of submissions into grader/submitted (intake.py)
     python grader/course_grader.py autograde [SUBMISSIONS]  collect (if given), then grade
     python grader/course_grader.py feedback                 HTML feedback in grader/feedback
-    python grader/course_grader.py export [--out CSV]       grades.csv: a column per exercise
+    python grader/course_grader.py export [--out CSV]       grades.csv (a column per exercise) and
+                                  grades_by_test.csv (a column per graded cell)
 
 Every command takes --course DIR (default: this repository); nbgrader runs with DIR as its working
 folder, where it reads nbgrader_config.py. `autograde()` is the one grading step: a sandboxed grader
@@ -15,11 +17,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import shutil
+import io
+import logging
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import intake
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ("ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter")
@@ -29,6 +36,7 @@ SOURCE = Path("solutions")  # solutions/<assignment>/<assignment>.ipynb: nbgrade
 RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
 AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
 GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
+LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
 
 
 def nbgrader(course: Path, *args: str) -> int:
@@ -60,25 +68,50 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     return published
 
 
-def collect(submissions: Path, course: Path = ROOT) -> list[tuple[str, str]]:
-    """Copy submissions/<student>/<assignment>/ into the course's submitted folder, replacing an
-    earlier copy. Returns the (student, assignment) pairs copied."""
-    copied = []
-    for student in sorted(p for p in submissions.iterdir() if p.is_dir()):
-        for folder in sorted(p for p in student.iterdir() if p.is_dir()):
-            if folder.name not in ASSIGNMENTS:
-                print(f"skipping {folder}: not one of {', '.join(ASSIGNMENTS)}")
-                continue
-            if not (folder / f"{folder.name}.ipynb").exists():
-                # Kept all the same: the grader finds a renamed notebook by its answer cells, or
-                # records a zero with the reason, instead of the student silently going missing.
-                print(f"note: {folder} has no {folder.name}.ipynb; collected as it is")
-            target = course / SUBMITTED / student.name / folder.name
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(folder, target)
-            copied.append((student.name, folder.name))
-    print(f"collected {len(copied)} submission(s) into {course / SUBMITTED}")
-    return copied
+def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
+    """LMS_PATTERNS[lms], or else the course config's FileNameCollectorPlugin.named_regexp (the
+    pattern `nbgrader zip_collect` reads too), applied by nbgrader's own plugin."""
+
+    def load():
+        from nbgrader.plugins import FileNameCollectorPlugin
+        from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+        quiet = logging.getLogger("course_grader.collect")  # the report says what did not match
+        quiet.setLevel(logging.ERROR)
+        if lms:
+            plugin = FileNameCollectorPlugin(named_regexp=LMS_PATTERNS[lms], log=quiet)
+        else:
+            try:
+                config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+            except ConfigFileNotFound as error:
+                raise intake.IntakeError(f"{error}: name a pattern with --lms") from error
+            plugin = FileNameCollectorPlugin(config=config, log=quiet)
+        regex = plugin.named_regexp
+        try:
+            groups = set(re.compile(regex).groupindex)
+        except re.error as error:
+            raise intake.IntakeError(f"file-name pattern {regex!r}: {error}") from error
+        if not {"student_id", "file_id"} <= groups:
+            raise intake.IntakeError(
+                f"the file-name pattern {regex!r} needs (?P<student_id>...) and (?P<file_id>...)"
+            )
+        names = [name for name, preset in LMS_PATTERNS.items() if preset == regex]
+        label = f"LMS={names[0]}" if names else f"{regex!r} (FileNameCollectorPlugin.named_regexp)"
+        return plugin.collect, label
+
+    return intake.FileNamePattern(load)
+
+
+def collect(
+    submissions: Path, course: Path = ROOT, lms: str | None = None, zone: str = "UTC"
+) -> intake.Report:
+    """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
+    files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
+    an earlier copy. Prints what was collected and every file that was not, with the reason."""
+    pattern = file_name_pattern(course, lms)
+    report = intake.collect(Path(submissions), course / SUBMITTED, ASSIGNMENTS, pattern, zone)
+    print("\n".join(report.lines(str(submissions))), flush=True)
+    return report
 
 
 def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
@@ -97,34 +130,96 @@ def feedback(course: Path = ROOT, students: Iterable[str] = ()) -> int:
     return nbgrader(course, "generate_feedback", "*", "--force", *selection)
 
 
-def scores(course: Path = ROOT) -> dict[str, dict[str, float]]:
-    """student id -> {assignment: score}; an assignment a student did not submit scores 0."""
+@dataclass(frozen=True)
+class Result:
+    """One student's graded submission of one exercise."""
+
+    score: float  # after the late penalty
+    late_penalty: float
+    cells: dict[str, float | None]  # grade cell id -> points
+
+
+def results(course: Path = ROOT) -> tuple[dict[str, dict[str, Result | None]], dict[str, list]]:
+    """(student id -> {assignment: Result, or None when nothing was submitted}, for every student
+    the gradebook knows; assignment -> its graded cell ids, in the source notebook's order)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    table = {}
+    table, cells = {}, {}
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
+        for assignment in ASSIGNMENTS:
+            try:
+                notebooks = gradebook.find_assignment(assignment).notebooks
+            except MissingEntry:
+                notebooks = []
+            names = [cell.name for notebook in notebooks for cell in notebook.grade_cells]
+            cells[assignment] = sorted(names, key=source_order(course, assignment))
         for student in gradebook.students:
-            row = {}
+            row = table[student.id] = {}
             for assignment in ASSIGNMENTS:
                 try:
-                    row[assignment] = gradebook.find_submission(assignment, student.id).score
+                    submission = gradebook.find_submission(assignment, student.id)
                 except MissingEntry:
-                    row[assignment] = 0.0
-            table[student.id] = row
-    return table
+                    row[assignment] = None
+                    continue
+                penalty = submission.late_submission_penalty or 0.0
+                points = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
+                row[assignment] = Result(max(0.0, submission.score - penalty), penalty, points)
+    return table, cells
+
+
+def source_order(course: Path, assignment: str):
+    """A sort key: graded cells in the order of the source notebook, unknown ones after."""
+    import nbformat
+    from nbgrader.utils import is_grade
+
+    path = course / SOURCE / assignment / f"{assignment}.ipynb"
+    cells = nbformat.read(path, as_version=4).cells if path.exists() else []
+    order = [cell.metadata.nbgrader["grade_id"] for cell in cells if is_grade(cell)]
+    return lambda name: (order.index(name), "") if name in order else (len(order), name)
+
+
+def scores(course: Path = ROOT) -> dict[str, dict[str, float | None]]:
+    """student id -> {assignment: score after any late penalty, None when not submitted}."""
+    table, _ = results(course)
+    return {
+        student: {a: None if result is None else result.score for a, result in row.items()}
+        for student, row in table.items()
+    }
+
+
+def _points(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def by_test_path(grades_csv: Path) -> Path:
+    return grades_csv.with_name(f"{grades_csv.stem}_by_test{grades_csv.suffix}")
 
 
 def export(course: Path = ROOT, out: Path | None = None) -> Path:
-    """Write student_id, one column per exercise, total (sorted by student id) to a CSV file."""
+    """Write out (grades.csv): student_id, one column per exercise (after any late penalty),
+    total; and beside it grades_by_test.csv: one column per graded cell, then the exercise's
+    late penalty. An empty cell means nothing was submitted; 0 means submitted and scored 0."""
     out = out or course / EXPORT
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["student_id", *ASSIGNMENTS, "total"])
-        for student, row in sorted(scores(course).items()):
-            points = [row[assignment] for assignment in ASSIGNMENTS]
-            writer.writerow([student, *(f"{p:g}" for p in points), f"{sum(points):g}"])
+    table, cells = results(course)
+    with out.open("w", newline="") as handle, by_test_path(out).open("w", newline="") as tests:
+        grades, per_test = csv.writer(handle), csv.writer(tests)
+        grades.writerow(["student_id", *ASSIGNMENTS, "total"])
+        columns = [(a, name) for a in ASSIGNMENTS for name in [*cells[a], "late_penalty"]]
+        per_test.writerow(["student_id", *(f"{a}:{name}" for a, name in columns)])
+        for student, row in sorted(table.items()):
+            points = [None if row[a] is None else row[a].score for a in ASSIGNMENTS]
+            done = [p for p in points if p is not None]
+            total = sum(done) if done else None
+            grades.writerow([student, *map(_points, points), _points(total)])
+            per_test.writerow([student, *(_points(_cell(row[a], name)) for a, name in columns)])
     return out
+
+
+def _cell(result: Result | None, name: str) -> float | None:
+    if result is None:
+        return None
+    return result.late_penalty if name == "late_penalty" else result.cells.get(name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,29 +228,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
-    commands.add_parser("collect").add_argument("submissions", type=Path)
-    commands.add_parser("autograde").add_argument("submissions", type=Path, nargs="?")
+    for name in ("collect", "autograde"):
+        command = commands.add_parser(name)
+        command.add_argument("submissions", type=Path, nargs="?" if name == "autograde" else None)
+        command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
+        command.add_argument("--timezone", default="UTC", help="zone of times in file names")
     commands.add_parser("feedback")
     commands.add_parser("export").add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     course = args.course.resolve()
+    # A path or a reason may hold any character; the terminal's encoding must not stop us.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
 
     if args.command == "release":
         publish_to = None if args.no_publish else course / STUDENT_VERSIONS
         for path in release(course, publish_to):
             print(f"wrote {path}")
-    elif args.command == "collect":
-        collect(args.submissions, course)
+    elif args.command in ("collect", "autograde") and args.submissions:
+        status = collect_status(args, course)
+        if args.command == "collect" or status >= 2:
+            return status
+        return autograde(course) or status
     elif args.command == "autograde":
-        if args.submissions:
-            collect(args.submissions, course)
         return autograde(course)
     elif args.command == "feedback":
         return feedback(course)
     elif args.command == "export":
         path = export(course, args.out)
-        print(f"wrote {path}:\n{path.read_text()}", end="")
+        for written in (path, by_test_path(path)):
+            print(f"wrote {written}:\n{written.read_text()}", end="")
     return 0
+
+
+def collect_status(args: argparse.Namespace, course: Path) -> int:
+    """Exit status of a collect: 0 all collected, 1 some files not collected, 2 nothing read."""
+    from dateutil import tz
+
+    if tz.gettz(args.timezone) is None:
+        print(f"collect: unknown time zone {args.timezone!r}", file=sys.stderr)
+        return 2
+    try:
+        report = collect(args.submissions, course, args.lms, args.timezone)
+    except intake.IntakeError as error:
+        print(f"collect: {intake.shown(str(args.submissions))}: {error}", file=sys.stderr)
+        return 2
+    return 1 if report.refused or not report.collected else 0
 
 
 if __name__ == "__main__":

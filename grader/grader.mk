@@ -6,6 +6,11 @@ GRADER := $(PY) grader/course_grader.py
 # The sandboxed, parallel grader (grader/safegrade/README.md); plain nbgrader: AUTOGRADE="$(GRADER) autograde".
 AUTOGRADE ?= $(PY) -m grader.safegrade autograde "*"
 SUBMISSIONS ?=
+# LMS downloads: LMS=plain|canvas|moodle|blackboard picks a file-name pattern (default: the one in
+# grader/nbgrader_config.py); LMS_TZ is the time zone of times written in file names.
+LMS ?=
+LMS_TZ ?= UTC
+COLLECT = $(GRADER) collect "$(SUBMISSIONS)" --timezone "$(LMS_TZ)" $(if $(LMS),--lms $(LMS))
 
 .PHONY: release gradebook autograde feedback export bench-grading
 
@@ -15,14 +20,18 @@ release: env  ## instructor: student versions into chapters/exercises + gradeboo
 gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapters untouched)
 	$(GRADER) release --no-publish
 
-autograde: gradebook  ## instructor: grade SUBMISSIONS=dir (<student>/<assignment>/<assignment>.ipynb)
-	$(if $(SUBMISSIONS),$(GRADER) collect "$(SUBMISSIONS)")
-	$(AUTOGRADE)
+# Whatever could be collected is graded; then make fails if some file of SUBMISSIONS was not
+# collected (each is listed, with the reason, before the grading log).
+autograde: gradebook  ## instructor: grade SUBMISSIONS=folder or .zip (layouts: README), LMS=...
+	@status=0; $(if $(SUBMISSIONS),$(COLLECT) || status=$$?; [ $$status -lt 2 ] || exit $$status;) \
+	$(AUTOGRADE) || exit $$?; \
+	[ $$status -eq 0 ] || echo "make autograde: not everything was collected (see above)" >&2; \
+	exit $$status
 
 feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
 	$(GRADER) feedback
 
-export: env  ## instructor: grades to grader/exports/grades.csv, one column per exercise
+export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
 	$(GRADER) export
 
 bench-grading: env  ## instructor: plain nbgrader autograde vs the sandboxed grader on N submissions

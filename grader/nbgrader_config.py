@@ -18,6 +18,7 @@ if str(GRADER) not in sys.path:
 os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 import course_grader as layout  # noqa: E402
+from late_penalty import PercentPerDayLate  # noqa: E402
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.converters import Autograde  # noqa: E402
 from nbgrader.preprocessors import Execute, GetGrades  # noqa: E402
@@ -37,8 +38,9 @@ c.CourseDirectory.db_url = os.environ.get(
     "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
 )
 
-# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local.
-c.Exchange.root = str(GRADER / "exchange")
+# nbgrader's exchange (release_assignment / collect) lives beside the course, not in /usr/local;
+# FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the same root).
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
 
 # Importing torch alone can take 10 s on a busy machine; nbgrader's default is 30 s per cell.
 # A cell that runs longer (an endless loop) is interrupted and fails; the rest still run.
@@ -52,3 +54,16 @@ c.Autograde.autograde_preprocessors = [
 
 # Feedback shows learners their failure messages, not the hidden tests' code.
 c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+
+# Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
+# gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or
+# the formgrader). nbgrader's own LateSubmissionPlugin, as the plugin class, gives late work no
+# penalty (penalty_method "none") or a score of zero ("zero").
+c.AssignLatePenalties.plugin_class = PercentPerDayLate
+c.PercentPerDayLate.percent_per_day = 10.0
+
+# LMS downloads (grader/intake.py): the file-name pattern `make autograde SUBMISSIONS=...` uses
+# unless LMS=<name> picks another of layout.LMS_PATTERNS; `nbgrader zip_collect` reads the same
+# pattern and keeps its working folders under grader/, never in the repository root.
+c.FileNameCollectorPlugin.named_regexp = layout.LMS_PATTERNS["plain"]
+c.ZipCollectApp.downloaded_directory = "grader/downloaded"

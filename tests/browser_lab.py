@@ -1,8 +1,9 @@
 """Drive the course in a real JupyterLab and headless Chromium, the way a learner clicks through it.
 
-Used by tests/test_browser.py. The server is started with `make lab` (the project's venv), on
-loopback with token auth, scratch Jupyter/IPython/Matplotlib folders, autosave off and checkpoints
-kept outside the repository, so a run leaves nothing behind. `stop_lab` asks the server to shut
+Used by tests/test_browser.py. The server is started with `make lab` (the learner's lab, in a
+scratch workspace) or `make formgrader` (the instructor's), on loopback with token auth, scratch
+Jupyter/IPython/Matplotlib folders and exchange, autosave off and checkpoints kept outside the
+repository, so a run leaves nothing behind. `stop_lab` asks the server to shut
 down (which stops its kernels), then kills whatever is left of its process tree: kernels run in
 sessions of their own, so killing the server's process group alone would miss them.
 """
@@ -116,11 +117,19 @@ class LabServer:
     def lab_url(self, query: str = "reset") -> str:
         return f"{self.url}lab?{query}&token={self.token}"
 
-    def request(self, path: str, method: str = "GET", timeout: float = 10) -> bytes:
+    def request(
+        self, path: str, method: str = "GET", timeout: float = 10, missing_ok: bool = False
+    ) -> bytes | None:
+        """The body of an authenticated request; None for a 404 when `missing_ok`."""
         req = urllib.request.Request(self.url + path, method=method)
         req.add_header("Authorization", f"token {self.token}")
-        with urllib.request.urlopen(req, timeout=timeout) as response:
-            return response.read()
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            if missing_ok and error.code == 404:
+                return None
+            raise
 
     def log_tail(self, chars: int = 4000) -> str:
         try:
@@ -152,6 +161,7 @@ def scratch_environment(scratch: Path) -> dict[str, str]:
         env[variable] = str(scratch / name)
     env.pop("JUPYTER_PATH", None)  # the kernelspec and extensions come from the venv (sys-prefix)
     env["FXCOURSE_GRADEBOOK_URL"] = f"sqlite:///{scratch / 'gradebook.db'}"
+    env["FXCOURSE_EXCHANGE"] = str(scratch / "exchange")
     return env
 
 
@@ -162,11 +172,13 @@ def write_lab_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
-def start_lab(root: Path, scratch: Path, log_path: Path) -> LabServer:
-    """Start the course's JupyterLab with `make lab` in `root` and wait until its API answers.
+def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") -> LabServer:
+    """Start the course's JupyterLab with `make lab` (or `make formgrader`) in `root` and wait
+    until its API answers.
 
-    Going through the Makefile runs exactly what a learner runs (the venv's `jupyter lab` with the
-    repository as root, in the environment `make` gives it); LAB_ARGS adds what a test needs.
+    Going through the Makefile runs exactly what a learner (or instructor) runs: the venv's
+    `jupyter lab`, in the environment `make` gives it. The learner's workspace is a scratch one
+    (WORKSPACE=...), so a real workspace is never touched; LAB_ARGS adds what a test needs.
     """
     env = scratch_environment(scratch)
     write_lab_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
@@ -184,7 +196,8 @@ def start_lab(root: Path, scratch: Path, log_path: Path) -> LabServer:
     ]
     if any(" " in arg for arg in lab_args):
         raise ValueError(f"LAB_ARGS cannot carry spaces: {lab_args}")
-    command = ["make", "--no-print-directory", "lab", "LAB_ARGS=" + " ".join(lab_args)]
+    command = ["make", "--no-print-directory", target, "LAB_ARGS=" + " ".join(lab_args)]
+    command.append(f"WORKSPACE={scratch / 'workspace'}")
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             command,
@@ -252,8 +265,10 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 @contextmanager
-def running_lab(root: Path, scratch: Path, log_path: Path) -> Iterator[LabServer]:
-    server = start_lab(root, scratch, log_path)
+def running_lab(
+    root: Path, scratch: Path, log_path: Path, target: str = "lab"
+) -> Iterator[LabServer]:
+    server = start_lab(root, scratch, log_path, target)
     try:
         yield server
     finally:
@@ -311,7 +326,8 @@ JS_NOTEBOOK_REPORT = """
   for (let i = 0; i < model.cells.length; i++) {
     const cell = model.cells.get(i);
     const entry = {index: i, type: cell.type, source: cell.sharedModel.getSource(),
-                   nbgrader: (cell.getMetadata && cell.getMetadata('nbgrader')) || null};
+                   nbgrader: (cell.getMetadata && cell.getMetadata('nbgrader')) || null,
+                   tryit: (cell.getMetadata && cell.getMetadata('tryit')) || null};
     if (cell.type === 'code') {
       entry.execution_count = cell.executionCount;
       entry.outputs = cell.outputs.toJSON();
@@ -483,6 +499,50 @@ def unexecuted_code_cells(cells: list[dict]) -> list[int]:
 
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else (value or "")
+
+
+# What the page shows that a person would read as something gone wrong: JupyterLab's error and
+# warning notifications, dialogs, and the formgrader's alert boxes. (Notebook outputs are checked
+# on the notebook's model, see `warning_outputs`: JupyterLab does not render cells off screen.)
+BANNER_SELECTORS = [
+    ".Toastify__toast--error",
+    ".Toastify__toast--warning",
+    ".jp-Dialog",
+    ".alert-danger",
+    ".alert-warning",
+]
+
+
+def visible_banners(page) -> list[str]:
+    """The text of every visible error or warning banner, in the page and in its iframes."""
+    found = []
+    for frame in page.frames:
+        for selector in BANNER_SELECTORS:
+            for element in frame.locator(selector).all():
+                if element.is_visible():
+                    found.append(f"{selector}: {element.text_content()[:300]!r}")
+    return found
+
+
+def warning_outputs(cells: list[dict]) -> list[str]:
+    """Outputs a learner sees as a red or pink box: errors and anything on stderr."""
+    found = []
+    for cell in cells:
+        for output in cell.get("outputs") or []:
+            if output["output_type"] == "error":
+                found.append(f"cell {cell['index']}: {output['ename']}: {output['evalue']}")
+            elif output.get("name") == "stderr":
+                found.append(f"cell {cell['index']}: stderr: {_text(output.get('text'))[:300]!r}")
+    return found
+
+
+JS_PICTURES_WIDER_THAN_OUTPUT = """
+() => Array.from(document.querySelectorAll('.jp-OutputArea-output img, .jp-OutputArea-output svg'))
+  .filter((img) => img.getBoundingClientRect().width > 0)
+  .map((img) => ({width: img.getBoundingClientRect().width,
+                  room: img.closest('.jp-OutputArea-output').getBoundingClientRect().width}))
+  .filter((size) => size.width > size.room + 1)
+"""
 
 
 def svg_from_data_url(src: str) -> str:

@@ -1,4 +1,4 @@
-"""Learner chapters and answers.json are derived from solutions/chapters/ and carry no answers."""
+"""Learner chapters and answers.json are derived from solutions/ and carry no answers."""
 
 from __future__ import annotations
 

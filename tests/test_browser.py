@@ -1,19 +1,23 @@
-"""The course in a real browser: what a learner sees when clicking through JupyterLab.
+"""The course in a real browser: what a learner and an instructor see in JupyterLab.
 
-Starts the course's JupyterLab with `make lab` (the venv's `jupyter lab`, repository root), on
-loopback with a token, and drives Debian's headless Chromium with Playwright:
+Starts the learner's lab with `make lab` (in a scratch workspace, which `make lab` fills from
+chapters/) and the instructor's with `make formgrader`, on loopback with a token, and drives
+Debian's headless Chromium with Playwright:
 
-1. chapter 1, opened by double-clicking through the file browser, runs top to bottom in the
-   fx-course kernel without an error output and shows its graph picture as an SVG;
-2. an exercise's student version (opened in chapters/exercises and never saved) passes its visible
-   tests once the instructor's solution is typed into its solution cells, and shows a visible
-   test's helpful message once a typical wrong solution is typed in instead;
-3. the nbgrader extension is loaded (its menu) and the formgrader's "Manage Assignments" page lists
-   the course's assignments.
+1. chapter 1, opened from the workspace, runs top to bottom: every try-it shows "Not yet", the
+   graph pictures fit the output area; an answer typed into one try-it passes its checkpoint; a
+   reference answer is revealed by one click, and the learner's own cell stays as it was;
+2. an exercise's starter (workspace/exercises) passes its visible tests once the instructor's
+   solution is typed into its solution cells, and shows a visible test's helpful message once a
+   typical wrong solution is typed in instead;
+3. the learner's lab offers nbgrader's Assignments list and no instructor tools;
+4. the instructor's formgrader lists the course's assignments.
 
-Screenshots of every step go to test-artifacts/browser/ (git-ignored), with the server's log; the
-path is printed in pytest's summary. The server, its kernels and the browser are shut down also
-when a step fails, and the test checks that the lab saved nothing and left nothing in the repo.
+Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
+outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (git-ignored), with
+the servers' logs; the path is printed in pytest's summary. The servers, their kernels and the
+browser are shut down also when a step fails, and the test checks that the labs saved nothing and
+left nothing in the repository.
 """
 
 from __future__ import annotations
@@ -29,17 +33,27 @@ import pytest
 from browser_lab import (
     CHROMIUM,
     CHROMIUM_ARGS,
+    JS_PICTURES_WIDER_THAN_OUTPUT,
     LabPage,
     error_outputs,
     running_lab,
     svg_from_data_url,
     unexecuted_code_cells,
+    visible_banners,
+    warning_outputs,
 )
+
+# One worker runs them all: they share the two lab servers and the browser.
+pytestmark = pytest.mark.xdist_group("browser")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 KERNEL = "fx-course"
-CHAPTER_1 = "chapters/01_symbolic_tracing.ipynb"
+CHAPTER_1 = "01_symbolic_tracing.ipynb"  # in the workspace
+# The try-it the learner answers, with the answer typed; the one whose answer is revealed.
+TRYIT_ANSWERED = "1.2"
+TRYIT_TYPED = 'mean_pool = fx.symbolic_trace(pool, concrete_args={"mode": "mean"})'
+TRYIT_REVEALED = "1.1"
 ASSIGNMENTS = ["ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter"]
 CHAPTER_RUN_TIMEOUT_S = 150
 EXERCISE_RUN_TIMEOUT_S = 90
@@ -87,9 +101,8 @@ class _ScreenshotSummary:
 @pytest.fixture(scope="module")
 def artifacts(request) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    if "PYTEST_XDIST_WORKER" not in os.environ:  # parallel workers would delete each other's
-        for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*-console.txt")]:
-            stale.unlink()
+    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*-console.txt")]:
+        stale.unlink()  # the browser tests run in one worker (xdist_group), so this is theirs
     plugins = request.config.pluginmanager
     if not plugins.has_plugin("fxcourse-browser-screenshots"):
         plugins.register(_ScreenshotSummary(), "fxcourse-browser-screenshots")
@@ -126,13 +139,21 @@ def repo_guard() -> Iterator[RepoGuard]:
     assert not problems, "the browser test wrote into the repository:\n" + "\n".join(problems)
 
 
+def _server(target: str, artifacts: Path):
+    log_path = artifacts / f"{target}.log"
+    with tempfile.TemporaryDirectory(prefix=f"fxcourse-{target}-") as scratch:
+        with running_lab(ROOT, Path(scratch), log_path, target) as server:
+            yield server
+
+
 @pytest.fixture(scope="module")
 def lab_server(repo_guard, artifacts):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    log_path = artifacts / f"jupyterlab{'-' + worker if worker else ''}.log"
-    with tempfile.TemporaryDirectory(prefix="fxcourse-lab-") as scratch:
-        with running_lab(ROOT, Path(scratch), log_path) as server:
-            yield server
+    yield from _server("lab", artifacts)
+
+
+@pytest.fixture(scope="module")
+def formgrader_server(repo_guard, artifacts):
+    yield from _server("formgrader", artifacts)
 
 
 @pytest.fixture(scope="module")
@@ -160,12 +181,11 @@ def browser():
             playwright.stop()
 
 
-@pytest.fixture
-def lab(browser, lab_server, artifacts) -> Iterator[LabPage]:
-    """A fresh browser tab on the lab (a fresh workspace, so no tabs from an earlier test)."""
+def _tab(browser, server, artifacts) -> Iterator[LabPage]:
+    """A fresh browser tab on a lab (a fresh JupyterLab workspace: no tabs from an earlier test)."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
-        page = LabPage(context.new_page(), lab_server, artifacts)
+        page = LabPage(context.new_page(), server, artifacts)
         with page.step("00-lab-start"):
             page.open_lab()
         yield page
@@ -173,6 +193,16 @@ def lab(browser, lab_server, artifacts) -> Iterator[LabPage]:
         assert not page.content_writes, f"the lab wrote files: {page.content_writes}"
     finally:
         context.close()
+
+
+@pytest.fixture
+def lab(browser, lab_server, artifacts) -> Iterator[LabPage]:
+    yield from _tab(browser, lab_server, artifacts)
+
+
+@pytest.fixture
+def instructor(browser, formgrader_server, artifacts) -> Iterator[LabPage]:
+    yield from _tab(browser, formgrader_server, artifacts)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -185,15 +215,9 @@ def open_notebook(lab: LabPage, relative: str, shot: str) -> None:
         lab.shot(shot)
 
 
-def student_version(assignment: str) -> Path:
-    """The learner's copy of `assignment` that the project generates into chapters/exercises."""
-    found = [
-        path
-        for path in sorted((ROOT / "chapters" / "exercises").rglob(f"{assignment}.ipynb"))
-        if ".ipynb_checkpoints" not in path.parts
-    ]
-    assert found, f"no student version of {assignment} under chapters/exercises/"
-    return found[0]
+def assert_no_banners(lab: LabPage, where: str, cells: list[dict] | None = None) -> None:
+    banners = visible_banners(lab.page) + warning_outputs(cells or [])
+    assert not banners, f"{where}: error or warning banners on the page:\n" + "\n".join(banners)
 
 
 def instructor_solutions(assignment: str) -> dict[str, str]:
@@ -228,30 +252,79 @@ def assert_ran_cleanly(cells: list[dict], what: str) -> None:
 # ----------------------------------------------------------------------------- the steps
 
 
-def test_chapter_1_runs_and_shows_its_graph(lab: LabPage):
+def _tryit_cell(cells: list[dict], tryit_id: str, role: str) -> dict:
+    found = [c for c in cells if (c.get("tryit") or {}) == {"id": tryit_id, "role": role}]
+    assert len(found) == 1, f"want one {role} cell for try it {tryit_id}, found {len(found)}"
+    return found[0]
+
+
+def _checkpoint_box(lab: LabPage, cell: dict):
+    return lab.cell(cell["index"]).locator(".fxcourse-checkpoint")
+
+
+def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: LabPage):
     open_notebook(lab, CHAPTER_1, "01-chapter1-opened")
 
     with lab.step("02-chapter1-ran"):
         lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S)
-        assert_ran_cleanly(lab.cells(), "chapter 1")
+        cells = lab.cells()
+        assert_ran_cleanly(cells, "chapter 1")
+        boxes = lab.page.locator(".fxcourse-checkpoint")
+        checks = [c for c in cells if (c.get("tryit") or {}).get("role") == "check"]
+        assert len(checks) >= 3 and boxes.count() == len(checks)
+        texts = [boxes.nth(i).text_content() for i in range(boxes.count())]
+        assert all(t.startswith("Not yet") for t in texts), texts
+        boxes.first.scroll_into_view_if_needed()
+        lab.shot("02-chapter1-ran-not-yet")
+        assert_no_banners(lab, "chapter 1 after Run All", cells)
 
-        pictures = lab.page.locator(".jp-OutputArea .jp-RenderedSVG img")
-        assert pictures.count() >= 1, "no SVG picture among chapter 1's outputs"
-        picture = pictures.first
-        picture.scroll_into_view_if_needed()
-        loaded = picture.evaluate("img => img.complete && img.naturalWidth > 0")
-        assert loaded, "the graph picture did not load in the browser"
-        svg = svg_from_data_url(picture.get_attribute("src"))
-        assert "<svg" in svg and 'class="node"' in svg, "the picture is not a Graphviz graph"
-        lab.shot("02-chapter1-ran-graph-svg")
+    with lab.step("03-chapter1-pictures"):
+        pictures = lab.page.locator(".jp-OutputArea img.fxcourse-graph")
+        assert pictures.count() >= 2, "chapter 1 should show its graph pictures"
+        for index in range(pictures.count()):
+            picture = pictures.nth(index)
+            picture.scroll_into_view_if_needed()
+            assert picture.evaluate("img => img.complete && img.naturalWidth > 0")
+            svg = svg_from_data_url(picture.get_attribute("src"))
+            assert 'class="node"' in svg, "the picture is not a Graphviz graph"
+        too_wide = lab.page.evaluate(JS_PICTURES_WIDER_THAN_OUTPUT)
+        assert not too_wide, f"pictures wider than their output area: {too_wide}"
+        lab.shot("03-chapter1-graph-fits")
+
+    with lab.step("04-tryit-answered"):
+        scaffold = _tryit_cell(cells, TRYIT_ANSWERED, "scaffold")
+        check = _tryit_cell(cells, TRYIT_ANSWERED, "check")
+        assert check["index"] == scaffold["index"] + 1
+        lab.replace_cell_source(scaffold["index"], TRYIT_TYPED)
+        lab.page.keyboard.press("Shift+Enter")  # runs the answer, moves to the checkpoint
+        lab.page.keyboard.press("Shift+Enter")  # runs the checkpoint
+        box = _checkpoint_box(lab, check)
+        box.filter(has_text=f"Checkpoint {TRYIT_ANSWERED} passed").wait_for()
+        box.scroll_into_view_if_needed()
+        lab.shot("04-tryit-answered-passes")
+        assert_no_banners(lab, "after answering a try-it", lab.cells())
+
+    with lab.step("05-answer-revealed"):
+        check = _tryit_cell(cells, TRYIT_REVEALED, "check")
+        scaffold = _tryit_cell(cells, TRYIT_REVEALED, "scaffold")
+        reveal = _checkpoint_box(lab, check).locator("details.fxcourse-answer")
+        answer = reveal.locator("pre")
+        assert not answer.is_visible(), "the reference answer shows before it is asked for"
+        reveal.locator("summary").click()
+        answer.wait_for(state="visible")
+        assert "def soft_clip" in answer.text_content()
+        answer.scroll_into_view_if_needed()
+        lab.shot("05-answer-revealed")
+        unchanged = _tryit_cell(lab.cells(), TRYIT_REVEALED, "scaffold")["source"]
+        assert unchanged == scaffold["source"], "revealing the answer changed the learner's cell"
 
 
 def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
-    relative = student_version(EXERCISE).relative_to(ROOT).as_posix()
+    relative = f"exercises/{EXERCISE}.ipynb"  # the learner's copy, in the workspace
     solutions = instructor_solutions(EXERCISE)
-    open_notebook(lab, relative, "03-exercise-opened")
+    open_notebook(lab, relative, "06-exercise-opened")
 
-    with lab.step("04-exercise-typing"):
+    with lab.step("07-exercise-typing"):
         cells = lab.cells()
         answer_cells = [c for c in cells if _nbgrader(c, "solution")]
         test_cells = [c for c in cells if _nbgrader(c, "grade") and not _nbgrader(c, "solution")]
@@ -260,15 +333,15 @@ def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
             assert "raise NotImplementedError()" in cell["source"], f"{relative}: answered already"
             lab.replace_cell_source(cell["index"], solutions[_grade_id(cell)])
         lab.cell(answer_cells[0]["index"]).scroll_into_view_if_needed()
-        lab.shot("04-exercise-solution-typed")
+        lab.shot("07-exercise-solution-typed")
 
-    with lab.step("05-exercise-correct"):
+    with lab.step("08-exercise-correct"):
         lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
         assert_ran_cleanly(lab.cells(), "the exercise with the instructor's solution")
         lab.cell(test_cells[-1]["index"]).scroll_into_view_if_needed()
-        lab.shot("05-exercise-correct-passes")
+        lab.shot("08-exercise-correct-passes")
 
-    with lab.step("06-exercise-wrong"):
+    with lab.step("09-exercise-wrong"):
         target = next(c for c in answer_cells if _grade_id(c) == WRONG_SOLUTION_CELL)
         lab.replace_cell_source(target["index"], WRONG_SOLUTION)
         lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
@@ -290,17 +363,46 @@ def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
         shown = lab.cell(failing_cell["index"]).locator(".jp-OutputArea-output").last
         shown.scroll_into_view_if_needed()
         assert error["evalue"] in shown.inner_text(), "the message is not shown on the page"
-        lab.shot("06-exercise-wrong-shows-hint")
+        lab.shot("09-exercise-wrong-shows-hint")
 
 
-def test_nbgrader_extension_and_formgrader(lab: LabPage):
-    with lab.step("07-nbgrader-menu"):
+def test_learner_lab_lists_assignments_and_has_no_instructor_tools(lab: LabPage):
+    with lab.step("10-learner-nbgrader-menu"):
+        lab.page.locator(".lm-MenuBar-item").filter(has_text="Nbgrader").click()
+        items = lab.page.locator(".lm-Menu-item")
+        items.first.wait_for()
+        commands = [
+            items.nth(i).get_attribute("data-command")
+            for i in range(items.count())
+            if items.nth(i).is_visible()
+        ]
+        lab.shot("10-learner-nbgrader-menu")
+        assert "nbgrader:open-assignment-list" in commands, commands
+        assert "nbgrader:open-formgrader" not in commands, commands
+        assert not any(c and "create-assignment" in c for c in commands), commands
+
+    with lab.step("11-learner-assignments"):
+        with lab.page.expect_response(lambda r: "/courses" in r.url) as answer:
+            lab.page.locator('.lm-Menu-item[data-command="nbgrader:open-assignment-list"]').click()
+        courses = answer.value
+        assert courses.ok and courses.json()["success"], f"listing courses failed: {courses.text()}"
+        lab.page.get_by_text("Released assignments").first.wait_for()
+        lab.page.wait_for_timeout(1000)  # let a late error notification show up, if any
+        lab.shot("11-learner-assignments")
+        assert_no_banners(lab, "the learner's Assignments list")
+    formgrader = lab.server.request("formgrader", timeout=10, missing_ok=True)
+    assert formgrader is None, "the learner's server serves the formgrader"
+
+
+def test_formgrader_lists_the_assignments_without_warnings(instructor: LabPage):
+    lab = instructor
+    with lab.step("12-nbgrader-menu"):
         lab.page.locator(".lm-MenuBar-item").filter(has_text="Nbgrader").click()
         formgrader = lab.page.locator('.lm-Menu-item[data-command="nbgrader:open-formgrader"]')
         formgrader.wait_for()
-        lab.shot("07-nbgrader-menu")
+        lab.shot("12-instructor-nbgrader-menu")
 
-    with lab.step("08-formgrader"):
+    with lab.step("13-formgrader"):
         with lab.page.expect_response(
             lambda r: r.url.split("?")[0].endswith("/formgrader/api/assignments")
         ) as answer:
@@ -316,7 +418,8 @@ def test_nbgrader_extension_and_formgrader(lab: LabPage):
         frame.get_by_text("Manage Assignments").first.wait_for()
         for assignment in ASSIGNMENTS:
             frame.get_by_text(assignment, exact=True).first.wait_for()
-        lab.shot("08-formgrader-manage-assignments")
+        lab.shot("13-formgrader-manage-assignments")
+        assert_no_banners(lab, "the formgrader")
 
 
 def lab_server_log_errors(lab: LabPage) -> str:

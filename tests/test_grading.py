@@ -121,11 +121,14 @@ def test_export_has_one_column_per_exercise(graded, assignment: str, tmp_path: P
         rows = list(csv.reader(handle))
     columns = [*ASSIGNMENTS, "total"]
     assert rows[0] == ["student_id", *columns]
-    by_student = {row[0]: dict(zip(columns, map(float, row[1:]), strict=True)) for row in rows[1:]}
+    by_student = {}
+    for student, *values in rows[1:]:  # an empty cell: nothing submitted
+        points = [float(value) if value else None for value in values]
+        by_student[student] = dict(zip(columns, points, strict=True))
     assert list(by_student) == sorted(by_student), "rows sorted by student id"
-    reference = {a: 10.0 if a == assignment else 0.0 for a in ASSIGNMENTS} | {"total": 10.0}
+    reference = {a: 10.0 if a == assignment else None for a in ASSIGNMENTS} | {"total": 10.0}
     assert by_student["reference"] == reference
-    assert set(by_student["untouched"].values()) == {0.0}
+    assert set(by_student["untouched"].values()) == {0.0, None}
     for snippet in (s for s in SNIPPETS if s.assignment == assignment):
         row = by_student[snippet.name]
         assert row[assignment] == row["total"] == snippet.expected, (snippet.name, row)

@@ -41,16 +41,29 @@ def _texts(svg: str) -> list[str]:
     return [re.sub(r"&#45;", "-", t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
 
 
-def test_picture_is_a_scalable_svg_with_one_box_per_node(traced):
+def test_picture_is_an_svg_with_one_box_per_node(traced):
     assert shutil.which("dot"), "Graphviz `dot` is required by the test suite (env/setup.sh test)"
-    svg = graphs.show_graph(traced, "two_blocks")._repr_svg_()
-    assert '<svg width="100%"' in svg and "max-width:" in svg
+    picture = graphs.show_graph(traced, "two_blocks")
+    svg = picture.svg
+    assert repr(picture) == str(traced.graph)
     texts = _texts(svg)
     for node in traced.graph.nodes:
         assert node.name in texts
     assert "call_module first.linear: Linear" in texts
     assert "call_method .sum()" in texts and "call_function operator.add" in texts
     assert svg.count('class="node"') == len(traced.graph.nodes)
+
+
+def test_html_fits_the_output_width_and_offers_full_size_when_shrunk(traced):
+    small = graphs.show_graph(traced)
+    html = small._repr_html_()
+    assert html.count("<img") == 1 and "max-width:100%" in html
+    assert f'width="{small.natural_width()}"' in html
+    wide = graphs.show_graph(traced, rankdir="LR")
+    wide.svg = wide.svg.replace('<svg width="', '<svg width="2', 1)  # some 2000+ pt wide
+    html = wide._repr_html_()
+    assert wide.natural_width() > graphs.GraphPicture.SHRUNK_FROM_PX
+    assert html.count("<img") == 2 and "<details>" in html and "overflow:auto" in html
 
 
 def test_shapes_appear_once_a_pass_recorded_them(traced):

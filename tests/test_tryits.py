@@ -1,6 +1,6 @@
 """The chapters' "Try it" prompts: blanks in the learner chapters, checkpoints that check the task.
 
-For every chapter source in solutions/chapters/ (see fxcourse/authoring.py for the format):
+For every chapter source in solutions/ (see fxcourse/authoring.py for the format):
 - the learner chapter, run top to bottom in a fresh kernel, reaches its last cell with no error,
   shows one "Not yet" per try-it and passes no checkpoint by itself;
 - the source, run top to bottom with the checkpoint also run right after the scaffold and after

@@ -1,0 +1,20 @@
+# The learner's targets, shared by the course's Makefile and the student edition's (one source).
+# Needs VENV, BIN, PY and ROOT_FLAG from the including Makefile.
+
+# The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it).
+WORKSPACE ?= workspace
+LAB_ARGS ?=
+# nbgrader's instructor tools (formgrader, create-assignment) stay off in the learner's lab.
+LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
+
+.PHONY: lab workspace env
+
+lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
+	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
+		--ServerApp.root_dir="$(WORKSPACE)" $(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/01_symbolic_tracing.ipynb"
+
+workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
+	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"
+
+env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)
+	@VENV=$(VENV) env/setup.sh lab

@@ -1,0 +1,89 @@
+"""Build the student edition: a self-contained learner copy of the course, nothing secret inside.
+
+    python -m fxcourse.edition [--out dist/student-edition] [--no-answers]
+
+It holds the learner chapters, the exercise starters, the fxcourse helpers, the pinned environment
+and a learner's Makefile and README (from env/student-edition/), and nothing of solutions/,
+grader/ or tests/. With --no-answers the try-its' reference answers (fxcourse/answers.json) stay
+out too. Its set-up enables only the learner's parts of nbgrader (no formgrader, no
+create-assignment). The output folder is replaced as a whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATES = ROOT / "env" / "student-edition"
+INCLUDE = [
+    "chapters/[0-9][0-9]_*.ipynb",
+    "chapters/exercises/*.ipynb",
+    "chapters/exercises/nbgrader_config.py",
+    "fxcourse/*.py",
+    "fxcourse/answers.json",
+    "env/requirements.in",
+    "env/requirements.lock",
+    "env/setup.sh",
+    "env/environment_yml.py",
+    "env/learner.mk",
+    "env/jupyter-learner/*",
+    "environment.yml",
+    "pyproject.toml",
+]
+# Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
+EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py"]
+
+
+def course_files(root: Path = ROOT) -> list[str]:
+    """Files git knows (tracked, or new and not ignored), relative to the course root."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [name for name in listed if (root / name).is_file()]
+
+
+def selected(names: list[str], answers: bool) -> list[str]:
+    exclude = EXCLUDE + ([] if answers else ["fxcourse/answers.json"])
+
+    def wanted(name: str) -> bool:
+        included = any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE)
+        return included and name not in exclude
+
+    return sorted(name for name in names if wanted(name))
+
+
+def build(out: Path, answers: bool = True, root: Path = ROOT) -> list[str]:
+    """Write the edition to `out` (replacing it); returns the files copied from the course."""
+    files = selected(course_files(root), answers)
+    if out.exists():
+        shutil.rmtree(out)
+    for name in files:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, out / name)
+    for template in TEMPLATES.iterdir():
+        shutil.copy2(template, out / template.name)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "student-edition")
+    parser.add_argument("--no-answers", action="store_true", help="leave out the try-it answers")
+    args = parser.parse_args(argv)
+    files = build(args.out, answers=not args.no_answers)
+    kind = "without" if args.no_answers else "with"
+    print(f"wrote {args.out}: {len(files)} course files, {kind} the try-its' reference answers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The gradebook export (grades.csv and grades_by_test.csv) and late work.
+
+The export test fills a released course's real nbgrader gradebook through nbgrader's API (no
+grading needed to read it back); the late-work test grades three notebooks for real with
+`nbgrader autograde` and the course's configuration (due date, timestamp.txt, late penalty plugin).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
+from submissions.build import fill, reference_solutions, write_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+import course_grader  # noqa: E402
+from course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE  # noqa: E402
+
+EX1, EX2, EX3 = ASSIGNMENTS
+pytestmark = pytest.mark.xdist_group("gintake_export")
+
+
+def graded_cells(assignment: str) -> list[tuple[str, float]]:
+    """(grade id, points) of the source notebook's graded cells, in order."""
+    path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+    cells = nbformat.read(path, as_version=4).cells
+    meta = [cell.metadata.get("nbgrader", {}) for cell in cells]
+    return [(m["grade_id"], m["points"]) for m in meta if m.get("grade")]
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory) -> Path:
+    """A copy of the course's sources and grader configuration, released (gradebook entries)."""
+    course = tmp_path_factory.mktemp("released")
+    for assignment in ASSIGNMENTS:
+        shutil.copytree(ROOT / "solutions" / assignment, course / "solutions" / assignment)
+    (course / "grader").mkdir()
+    for path in (ROOT / "grader").glob("*.py"):
+        shutil.copy(path, course / "grader")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course_grader.release(course)
+    return course
+
+
+@pytest.fixture
+def course(released: Path, tmp_path: Path) -> Path:
+    shutil.copytree(released, tmp_path / "course")
+    return tmp_path / "course"
+
+
+def gradebook(course: Path):
+    from nbgrader.api import Gradebook
+
+    return Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID)
+
+
+def record(course: Path, student: str, assignment: str, points: dict[str, float], penalty=0.0):
+    """A graded submission in the gradebook, as autograde leaves one."""
+    with gradebook(course) as book:
+        book.update_or_create_student(student)
+        with book.db.no_autoflush:  # add_submission links rows before adding them (SAWarning)
+            submission = book.add_submission(assignment, student)
+        for notebook in submission.notebooks:
+            notebook.late_submission_penalty = penalty or None
+            for grade in notebook.grades:
+                grade.auto_score = points[grade.name]
+        book.db.commit()
+
+
+def read_csv(path: Path) -> tuple[list[str], dict[str, dict[str, str]]]:
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], {row[0]: dict(zip(rows[0][1:], row[1:], strict=True)) for row in rows[1:]}
+
+
+def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path):
+    full = {a: dict(graded_cells(a)) for a in ASSIGNMENTS}
+    for assignment in ASSIGNMENTS:
+        record(course, "ada", assignment, full[assignment])
+    record(course, "zed", EX1, dict.fromkeys(full[EX1], 0.0))  # submitted, scored 0
+    first, *rest = graded_cells(EX3)
+    record(course, "pat", EX1, full[EX1], penalty=2.0)  # late
+    record(course, "pat", EX3, {first[0]: first[1]} | {name: 0.0 for name, _ in rest})
+    with gradebook(course) as book:
+        book.update_or_create_student("nil")  # on the roster, handed in nothing
+
+    header, grades = read_csv(course_grader.export(course))
+    assert header == ["student_id", *ASSIGNMENTS, "total"]
+    assert grades == {
+        "ada": {EX1: "10", EX2: "10", EX3: "10", "total": "30"},
+        "nil": {EX1: "", EX2: "", EX3: "", "total": ""},
+        "pat": {EX1: "8", EX2: "", EX3: f"{first[1]:g}", "total": f"{8 + first[1]:g}"},
+        "zed": {EX1: "0", EX2: "", EX3: "", "total": "0"},
+    }
+
+    header, by_test = read_csv(course / "grader" / "exports" / "grades_by_test.csv")
+    expected_columns = [f"{a}:{name}" for a in ASSIGNMENTS for name in [*full[a], "late_penalty"]]
+    assert header == ["student_id", *expected_columns]
+    assert set(by_test["nil"].values()) == {""}
+    assert by_test["zed"][f"{EX1}:{next(iter(full[EX1]))}"] == "0"
+    assert by_test["zed"][f"{EX2}:{next(iter(full[EX2]))}"] == ""
+    assert by_test["pat"][f"{EX1}:late_penalty"] == "2"
+    for student, row in by_test.items():  # the cells, less the penalty, give grades.csv
+        for assignment in ASSIGNMENTS:
+            values = [row[f"{assignment}:{name}"] for name in full[assignment]]
+            if grades[student][assignment] == "":
+                assert values == [""] * len(values) and row[f"{assignment}:late_penalty"] == ""
+                continue
+            net = sum(map(float, values)) - float(row[f"{assignment}:late_penalty"])
+            assert net == float(grades[student][assignment]), (student, assignment)
+
+
+def configured_penalty(course: Path, score: float, seconds_late: float) -> float:
+    """The penalty the course's configured late-submission plugin gives."""
+    from nbgrader.preprocessors import AssignLatePenalties
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    plugin = AssignLatePenalties(config=config).plugin_class(config=config)
+    return plugin.late_submission_penalty("someone", score, seconds_late)
+
+
+def upload(folder: Path, student: str, nb: nbformat.NotebookNode, when: datetime) -> Path:
+    """A submission as nbgrader's exchange delivers it: the notebook and timestamp.txt."""
+    path = write_submission(folder, student, EX1, nb)
+    (path.parent / "timestamp.txt").write_text(f"{when:%Y-%m-%d %H:%M:%S.%f} UTC")
+    return folder
+
+
+def test_late_work_is_penalised_and_a_resubmission_is_graded_again(course: Path, tmp_path: Path):
+    due = datetime(2025, 3, 1, 12, 0)
+    with gradebook(course) as book:
+        book.update_or_create_assignment(EX1, duedate=due)
+    student_version = nbformat.read(course / RELEASE / EX1 / f"{EX1}.ipynb", as_version=4)
+    source = nbformat.read(course / "solutions" / EX1 / f"{EX1}.ipynb", as_version=4)
+    answered = fill(student_version, reference_solutions(source))
+    first = upload(tmp_path / "first", "punctual", answered, due - timedelta(hours=1))
+    upload(first, "tardy", student_version, due - timedelta(hours=2))  # on time, unanswered
+    assert not course_grader.collect(first, course).refused
+    assert course_grader.nbgrader(course, "autograde", EX1, "--force") == 0
+    _, grades = read_csv(course_grader.export(course))
+    assert (grades["punctual"][EX1], grades["tardy"][EX1]) == ("10", "0")
+
+    late = due + timedelta(days=1, hours=1)  # into the second day after the due date
+    second = upload(tmp_path / "second", "tardy", answered, late)
+    assert course_grader.collect(second, course).collected == [("tardy", EX1)]
+    assert course_grader.nbgrader(course, "autograde", EX1, "--force", "--student=tardy") == 0
+    penalty = configured_penalty(course, 10.0, (late - due).total_seconds())
+    assert penalty > 0, "the course configures no penalty for late work"
+    _, grades = read_csv(course_grader.export(course))
+    _, by_test = read_csv(course / "grader" / "exports" / "grades_by_test.csv")
+    assert float(grades["tardy"][EX1]) == 10 - penalty
+    assert float(by_test["tardy"][f"{EX1}:late_penalty"]) == penalty
+    assert (grades["punctual"][EX1], by_test["punctual"][f"{EX1}:late_penalty"]) == ("10", "0")
+    with gradebook(course) as book:
+        assert book.find_submission(EX1, "tardy").timestamp == late

@@ -1,0 +1,459 @@
+"""Collecting uploads (grader/intake.py, `make autograde SUBMISSIONS=...`): layouts, LMS file
+names, zips, and hostile uploads (links, FIFOs, sockets, odd names, zip slips, caps).
+
+Nothing is graded here: each test collects into a temporary course folder and reads what
+arrived in grader/submitted and what the report lists.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+import course_grader  # noqa: E402
+import intake  # noqa: E402
+from course_grader import SUBMITTED  # noqa: E402
+
+EX1, EX2, EX3 = course_grader.ASSIGNMENTS
+
+
+def notebook(label: str) -> bytes:
+    """Distinct content per file, so that every arrival can be traced to its source."""
+    return f'{{"cells": [], "metadata": {{"label": "{label}"}}}}\n'.encode()
+
+
+def put(path: Path | bytes, content: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(content)
+
+
+def arrived(course: Path) -> dict[str, bytes]:
+    """Every file in the course's submitted folder: path (odd bytes as %XX) -> content."""
+    found = {}
+    submitted = course / SUBMITTED
+    for folder, _, files in os.walk(submitted):
+        for name in files:
+            path = Path(folder, name)
+            relative = intake.safe_name(str(path.relative_to(submitted)))
+            found[relative] = path.read_bytes()
+    return found
+
+
+def collect(upload: Path, course: Path, lms: str | None = "plain", **kwargs) -> intake.Report:
+    return course_grader.collect(upload, course, lms, **kwargs)
+
+
+def refused(report: intake.Report) -> dict[str, str]:
+    return dict(report.refused)
+
+
+@pytest.fixture
+def course(tmp_path: Path) -> Path:
+    return tmp_path / "course"
+
+
+def test_nbgrader_layout_arrives_whole_with_its_timestamp(tmp_path: Path, course: Path):
+    upload = tmp_path / "upload"
+    put(upload / "alice" / EX1 / f"{EX1}.ipynb", notebook("alice ex1"))
+    put(upload / "alice" / EX1 / "data" / "weights.txt", b"1 2 3")
+    put(upload / "alice" / EX1 / "timestamp.txt", b"2025-03-01 09:30:00.000000 UTC\n")
+    put(upload / "bob" / EX3 / f"{EX3}.ipynb", notebook("bob ex3"))
+    report = collect(upload, course, lms=None)  # no file needs a pattern: no config is read
+    assert sorted(report.collected) == [("alice", EX1), ("bob", EX3)]
+    assert report.refused == [] and report.files == 4
+    assert arrived(course) == {
+        f"alice/{EX1}/{EX1}.ipynb": notebook("alice ex1"),
+        f"alice/{EX1}/data/weights.txt": b"1 2 3",
+        f"alice/{EX1}/timestamp.txt": b"2025-03-01 09:30:00.000000 UTC\n",
+        f"bob/{EX3}/{EX3}.ipynb": notebook("bob ex3"),
+    }
+
+
+def test_flat_lms_files_are_placed_by_student_and_assignment(tmp_path: Path, course: Path):
+    upload = tmp_path / "download"
+    put(upload / f"alice_{EX1}.ipynb", notebook("alice"))
+    put(upload / f"bob_van_dyke_{EX2}.ipynb", notebook("bob"))  # ids may hold underscores
+    put(upload / f"bob_van_dyke_{EX3}.ipynb", notebook("bob 3"))
+    report = collect(upload, course)
+    assert sorted(report.collected) == [
+        ("alice", EX1),
+        ("bob_van_dyke", EX2),
+        ("bob_van_dyke", EX3),
+    ]
+    assert arrived(course) == {
+        f"alice/{EX1}/{EX1}.ipynb": notebook("alice"),
+        f"bob_van_dyke/{EX2}/{EX2}.ipynb": notebook("bob"),
+        f"bob_van_dyke/{EX3}/{EX3}.ipynb": notebook("bob 3"),
+    }
+
+
+def test_what_cannot_be_placed_is_listed_and_the_command_fails(tmp_path, course, capsys):
+    upload = tmp_path / "download"
+    put(upload / f"alice_{EX1}.ipynb", notebook("alice"))
+    put(upload / "notes.txt", b"hello")
+    put(upload / "carol_ex9.ipynb", notebook("carol"))
+    put(upload / "dave" / "ex9" / "ex9.ipynb", notebook("dave"))
+    status = course_grader.main(["--course", str(course), "collect", str(upload), "--lms", "plain"])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    reasons = refused(collect(upload, tmp_path / "again"))
+    assert set(reasons) == {"notes.txt", "carol_ex9.ipynb", "dave/ex9/ex9.ipynb"}
+    assert "'ex9' is not an assignment of this course" in reasons["dave/ex9/ex9.ipynb"]
+    assert "LMS=plain" in reasons["notes.txt"]
+    for path in reasons:
+        assert f"not collected: {path}: " in out
+    assert "collected 1 submission(s), 1 file(s)" in out and "3 file(s) not collected" in out
+    assert list(arrived(course)) == [f"alice/{EX1}/{EX1}.ipynb"]
+
+
+def make_zip(path: Path, entries: dict[str, bytes], root: str = "") -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(root + name, content)
+    return path
+
+
+def test_a_zip_gives_what_its_folder_gives(tmp_path: Path):
+    entries = {
+        f"alice/{EX1}/{EX1}.ipynb": notebook("alice"),
+        f"alice/{EX1}/helper.py": b"x = 1\n",
+        f"bob_smith_{EX2}.ipynb": notebook("bob"),
+    }
+    folder = tmp_path / "folder"
+    for name, content in entries.items():
+        put(folder / name, content)
+    expected = arrived_after(folder, tmp_path / "from_folder")
+    assert len(expected) == 3
+    for root in ("", "download/"):  # a zip of the files, and `zip -r download.zip download`
+        upload = make_zip(tmp_path / f"upload{len(root)}.zip", entries, root)
+        assert arrived_after(upload, tmp_path / f"from_zip{len(root)}") == expected
+
+
+def arrived_after(upload: Path, course: Path) -> dict[str, bytes]:
+    report = collect(upload, course)
+    assert report.refused == [], report.refused
+    return arrived(course)
+
+
+def test_a_zip_of_one_student_folder_keeps_the_student(tmp_path: Path, course: Path):
+    upload = make_zip(tmp_path / "alice.zip", {f"alice/{EX1}/{EX1}.ipynb": notebook("a")})
+    assert collect(upload, course).collected == [("alice", EX1)]
+
+
+def test_macos_metadata_in_a_zip_is_listed_not_collected(tmp_path: Path, course: Path):
+    entries = {f"dl/alice_{EX1}.ipynb": notebook("a"), f"__MACOSX/dl/._alice_{EX1}.ipynb": b"\0"}
+    report = collect(make_zip(tmp_path / "mac.zip", entries), course)
+    assert report.collected == [("alice", EX1)]
+    assert "macOS" in refused(report)[f"__MACOSX/dl/._alice_{EX1}.ipynb"]
+
+
+def test_links_are_reported_and_never_followed(tmp_path: Path, course: Path):
+    secrets = tmp_path / "instructor"
+    put(secrets / "solutions" / f"{EX1}.ipynb", b"SOLUTION AND HIDDEN TESTS")
+    put(secrets / "gradebook.db", b"GRADEBOOK")
+    work = tmp_path / "upload" / "mallory" / EX1
+    put(work / f"{EX1}.ipynb", notebook("mallory"))
+    os.symlink(secrets / "solutions" / f"{EX1}.ipynb", work / "answers.ipynb")
+    os.symlink(secrets / "gradebook.db", work / "gradebook.db")
+    os.symlink(secrets / "solutions", work / "solutions")  # a link to a folder
+    os.symlink(tmp_path / "nowhere", work / "dangling.ipynb")
+    os.symlink(secrets / "solutions" / f"{EX1}.ipynb", tmp_path / "upload" / f"eve_{EX1}.ipynb")
+    report = collect(tmp_path / "upload", course)
+    reasons = refused(report)
+    links = [f"mallory/{EX1}/{name}" for name in ("answers.ipynb", "gradebook.db", "solutions")]
+    links += [f"mallory/{EX1}/dangling.ipynb", f"eve_{EX1}.ipynb"]
+    assert set(reasons) == set(links)
+    assert all("symbolic link" in reason for reason in reasons.values())
+    assert arrived(course) == {f"mallory/{EX1}/{EX1}.ipynb": notebook("mallory")}
+
+
+@contextmanager
+def fifo_watch(fifo: Path):
+    """Fails the test if anyone opens the FIFO for reading (it would block without a writer)."""
+    stop, opened = threading.Event(), []
+
+    def poke():
+        while not stop.wait(0.05):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                opened.append(True)  # succeeds only while a reader has it open
+            except OSError:
+                pass
+
+    watcher = threading.Thread(target=poke, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    assert not opened, f"{fifo} was opened"
+
+
+def test_fifos_and_sockets_are_reported_without_being_opened(tmp_path: Path, course: Path):
+    work = tmp_path / "up" / "alice" / EX1
+    put(work / f"{EX1}.ipynb", notebook("alice"))
+    os.mkfifo(work / "pipe")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(work / "sock"))
+    try:
+        with fifo_watch(work / "pipe"):
+            report = collect(tmp_path / "up", course)
+    finally:
+        server.close()
+    reasons = refused(report)
+    assert "named pipe (FIFO)" in reasons[f"alice/{EX1}/pipe"]
+    assert "socket" in reasons[f"alice/{EX1}/sock"]
+    assert report.collected == [("alice", EX1)] and len(reasons) == 2
+
+
+def test_odd_file_names_are_copied_under_safe_names(tmp_path: Path, course: Path):
+    upload = os.fsencode(tmp_path / "up")
+    put(upload + f"/alice/{EX1}/{EX1}.ipynb".encode(), notebook("alice"))
+    put(upload + f"/alice/{EX1}/caf\xe9 data.csv".encode("latin-1"), b"latin-1 name")
+    put(upload + f"/alice/{EX1}/bell\x07.txt".encode(), b"control character")
+    put(upload + f"/alice/{EX1}/\xd0\xb4\xd0\xb0.txt".encode("latin-1"), b"cyrillic, valid")
+    put(upload + f"/j\xf6rg/{EX2}/{EX2}.ipynb".encode("latin-1"), notebook("jorg"))
+    put(upload + f"/.hidden/{EX2}/{EX2}.ipynb".encode(), notebook("hidden"))
+    put(upload + f"/caf\xe9_{EX3}.ipynb".encode("latin-1"), notebook("flat"))
+    report = collect(Path(os.fsdecode(upload)), course)
+    assert arrived(course) == {
+        f"alice/{EX1}/{EX1}.ipynb": notebook("alice"),
+        f"alice/{EX1}/caf%E9 data.csv": b"latin-1 name",
+        f"alice/{EX1}/bell%07.txt": b"control character",
+        f"alice/{EX1}/да.txt": b"cyrillic, valid",
+    }
+    assert sum("copied as" in note for note in report.notes) == 2
+    reasons = refused(report)
+    assert set(reasons) == {
+        f"j\\xf6rg/{EX2}/{EX2}.ipynb",
+        f".hidden/{EX2}/{EX2}.ipynb",
+        "caf\\xe9_" + f"{EX3}.ipynb",
+    }
+    assert all("student id" in reason for reason in reasons.values())
+    "\n".join(report.lines("up")).encode("ascii", "backslashreplace")  # printable as it is
+
+
+def regular_files(upload: Path) -> dict[str, bytes]:
+    """Every regular file of a folder (links not followed), by its path as the report shows it."""
+    found = {}
+    for folder, folders, files in os.walk(os.fsencode(upload)):
+        for name in files + folders:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                relative = os.fsdecode(os.path.relpath(path, os.fsencode(upload)))
+                found[intake.shown(relative)] = Path(os.fsdecode(path)).read_bytes()
+    return found
+
+
+def test_every_regular_file_arrives_or_is_listed(tmp_path: Path, course: Path):
+    upload = tmp_path / "up"
+    hostile = os.fsencode(upload)
+    for index, name in enumerate(
+        [f"ann/{EX1}/{EX1}.ipynb", f"ann/{EX1}/x\x1b[31m.py", f"bo_{EX2}.ipynb", "readme.md"]
+        + [f"ann/{EX1}/deep/" + "d/" * 40 + "leaf.txt", f"c\udcff_{EX3}.ipynb", "zz/ex9/a.ipynb"]
+    ):
+        put(hostile + b"/" + os.fsencode(name), notebook(f"file {index}"))
+    os.symlink("/etc/hostname", upload / f"ann_{EX2}.ipynb")
+    os.mkfifo(upload / "ann" / EX1 / "fifo")
+    before = set(tmp_path.rglob("*"))
+    with fifo_watch(upload / "ann" / EX1 / "fifo"):
+        report = collect(upload, course)
+    copied = set(arrived(course).values())
+    listed = {path for path, _ in report.refused}
+    for path, content in regular_files(upload).items():
+        assert content in copied or path in listed, f"{path} was neither copied nor listed"
+    submitted = course / SUBMITTED
+    new = set(tmp_path.rglob("*")) - before
+    outside = [
+        p for p in new if submitted not in p.parents and p not in (*submitted.parents, submitted)
+    ]
+    assert not outside, "wrote outside the submitted folder"
+    assert not list((course / SUBMITTED).glob(".collect-*")), "staging folder left behind"
+
+
+def zip_with(path: Path, files: dict[str, bytes], special: dict[str, tuple[int, bytes]]) -> Path:
+    """A zip of plain files plus entries with a Unix mode (links, FIFOs)."""
+    make_zip(path, files)
+    with zipfile.ZipFile(path, "a") as archive:
+        for name, (mode, content) in special.items():
+            info = zipfile.ZipInfo(name)
+            info.create_system, info.external_attr = 3, mode << 16
+            archive.writestr(info, content)
+    return path
+
+
+def test_zip_entries_that_escape_link_or_are_special_are_refused(tmp_path, course, monkeypatch):
+    monkeypatch.setattr(intake, "MAX_FILE_BYTES", 1000)
+    files = {f"ann/{EX1}/{EX1}.ipynb": notebook("ann"), "../evil.ipynb": b"slip"}
+    files |= {f"/abs_{EX1}.ipynb": b"absolute", f"ann/{EX1}/../../../up.ipynb": b"slip 2"}
+    files |= {f"..\\win_{EX2}.ipynb": b"backslash slip", f"ann/{EX1}/big.bin": b"x" * 1001}
+    special = {f"ann/{EX1}/link.ipynb": (0o120777, b"/etc/passwd"), "pipe": (0o010644, b"")}
+    upload = zip_with(tmp_path / "up.zip", files, special)
+    report = collect(upload, course)
+    reasons = refused(report)
+    for name in ("../evil.ipynb", f"/abs_{EX1}.ipynb", f"..\\win_{EX2}.ipynb"):
+        assert "zip slip" in next(r for p, r in reasons.items() if p.endswith(name.lstrip("./\\")))
+    assert "symbolic link" in reasons[f"ann/{EX1}/link.ipynb"]
+    assert "FIFO" in reasons["pipe"] and "cap" in reasons[f"ann/{EX1}/big.bin"]
+    assert len(reasons) == 7
+    assert arrived(course) == {f"ann/{EX1}/{EX1}.ipynb": notebook("ann")}
+    assert {p.name for p in tmp_path.iterdir()} == {"up.zip", "course"}
+
+
+def test_zip_caps_encryption_and_damage(tmp_path: Path, course: Path, monkeypatch):
+    entries = {f"a_{EX1}.ipynb": notebook("a"), f"b_{EX1}.ipynb": notebook("b")}
+    raw = make_zip(tmp_path / "up.zip", entries).read_bytes()
+    damaged = raw.replace(notebook("b"), notebook("B"))  # stored, so the CRC no longer matches
+    (tmp_path / "damaged.zip").write_bytes(damaged)
+    reasons = refused(collect(tmp_path / "damaged.zip", course))
+    assert (
+        list(reasons) == [f"b_{EX1}.ipynb"] and "could not be copied" in reasons[f"b_{EX1}.ipynb"]
+    )
+    central = damaged.index(b"PK\x01\x02")  # set the "encrypted" flag of the first entry
+    flagged = damaged[: central + 8] + b"\x01" + damaged[central + 9 :]
+    (tmp_path / "locked.zip").write_bytes(flagged)
+    assert (
+        "encrypted" in refused(collect(tmp_path / "locked.zip", tmp_path / "c2"))[f"a_{EX1}.ipynb"]
+    )
+    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", len(notebook("a")))
+    assert "cap" in refused(collect(tmp_path / "up.zip", tmp_path / "c3"))[f"b_{EX1}.ipynb"]
+    monkeypatch.setattr(intake, "MAX_ZIP_ENTRIES", 1)
+    with pytest.raises(intake.IntakeError, match="over the cap"):
+        collect(tmp_path / "up.zip", tmp_path / "c4")
+
+
+def test_a_resubmission_replaces_the_earlier_copy_unless_older(tmp_path: Path, course: Path):
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    put(first / "ann" / EX1 / f"{EX1}.ipynb", notebook("draft"))
+    put(first / "ann" / EX1 / "scratch.py", b"old helper")
+    put(first / "ann" / EX1 / "timestamp.txt", b"2025-03-01 10:00:00.000000 UTC")
+    put(second / "ann" / EX1 / f"{EX1}.ipynb", notebook("final"))
+    put(second / "ann" / EX1 / "timestamp.txt", b"2025-03-02 10:00:00.000000 UTC")
+    put(third / "ann" / EX1 / f"{EX1}.ipynb", notebook("stale"))
+    put(third / "ann" / EX1 / "timestamp.txt", b"2025-02-28 10:00:00.000000 UTC")
+    collect(first, course)
+    assert collect(second, course).collected == [("ann", EX1)]
+    final = {
+        f"ann/{EX1}/{EX1}.ipynb": notebook("final"),
+        f"ann/{EX1}/timestamp.txt": b"2025-03-02 10:00:00.000000 UTC",
+    }
+    assert arrived(course) == final  # scratch.py of the first upload is gone
+    report = collect(third, course)
+    assert (
+        report.collected == [] and "that one is kept" in refused(report)[f"ann/{EX1}/{EX1}.ipynb"]
+    )
+    assert arrived(course) == final
+
+
+def test_two_files_for_one_place(tmp_path: Path, course: Path):
+    upload = tmp_path / "up"
+    put(upload / f"ann_{EX1}.ipynb", notebook("flat"))
+    put(upload / "ann" / EX1 / f"{EX1}.ipynb", notebook("folder"))
+    reasons = refused(collect(upload, course))
+    assert len(reasons) == 2 and all("collect again" in r for r in reasons.values())
+    assert arrived(course) == {}
+    board = tmp_path / "board"  # with times in the names, the newer one wins
+    for when in ("2025-03-01-10-00-00", "2025-03-02-09-00-00"):
+        put(board / f"Ex 1_ann_attempt_{when}_{EX1}.ipynb", notebook(when))
+    report = collect(board, course, lms="blackboard")
+    assert "older copy" in next(iter(refused(report).values()))
+    assert arrived(course)[f"ann/{EX1}/{EX1}.ipynb"] == notebook("2025-03-02-09-00-00")
+    assert arrived(course)[f"ann/{EX1}/timestamp.txt"] == b"2025-03-02 09:00:00.000000 UTC\n"
+
+
+# File names as the LMSes write them (Canvas: lib/content_zipper.rb; Moodle: mod/assign
+# download_submissions; Blackboard: the example in nbgrader's FileNameCollectorPlugin help).
+LMS_NAMES = [
+    ("canvas", f"smithbob_340934_208490284_{EX1}.ipynb", ("340934", EX1)),
+    ("canvas", f"smithbob_LATE_340934_208490285_{EX2}-1.ipynb", ("340934", EX2)),
+    ("canvas", f"LATE_anon_Xk3Pz_208490286_{EX3}.ipynb", ("anon_Xk3Pz", EX3)),
+    ("canvas", f"anon_Qw7Rt_208490288_{EX1}.ipynb", ("anon_Qw7Rt", EX1)),
+    ("canvas", "smithbob_340934_208490287_notes.ipynb", None),
+    ("moodle", f"Ann Lee_1234567_assignsubmission_file_/{EX1}.ipynb", ("Ann Lee", EX1)),
+    ("moodle", f"Ann Lee_1234567_assignsubmission_file_{EX2}.ipynb", ("Ann Lee", EX2)),
+    ("moodle", "Ann Lee_1234567_assignsubmission_onlinetext_/onlinetext.html", None),
+    ("blackboard", f"Exercise 1_jlee7_attempt_2025-03-02-10-15-00_{EX1}.ipynb", ("jlee7", EX1)),
+    ("blackboard", "Exercise 1_jlee7_attempt_2025-03-02-10-15-00.txt", None),
+    ("plain", f"ann_lee_{EX3}.ipynb", ("ann_lee", EX3)),
+]
+
+
+@pytest.mark.parametrize(("lms", "name", "expected"), LMS_NAMES)
+def test_lms_patterns_read_real_download_names(tmp_path, course, lms, name, expected):
+    put(tmp_path / "up" / name, b"{}")
+    report = collect(tmp_path / "up", course, lms=lms)
+    assert report.collected == ([expected] if expected else [])
+    assert len(report.refused) == (0 if expected else 1)
+
+
+def test_times_in_file_names_are_read_in_the_given_zone(tmp_path: Path, course: Path):
+    put(tmp_path / "up" / f"Ex1_jlee7_attempt_2025-03-02-10-15-00_{EX1}.ipynb", b"{}")
+    collect(tmp_path / "up", course, lms="blackboard", zone="Europe/Berlin")
+    stamp = (course / SUBMITTED / "jlee7" / EX1 / "timestamp.txt").read_text()
+    assert stamp == "2025-03-02 09:15:00.000000 UTC\n"  # 10:15 in Berlin (CET, UTC+1)
+
+
+def test_canvas_names_under_the_plain_pattern_get_a_hint(tmp_path: Path, course: Path):
+    put(tmp_path / "up" / f"smithbob_340934_208490284_{EX1}.ipynb", b"{}")
+    report = collect(tmp_path / "up", course, lms="plain")
+    assert any("LMS=canvas" in note for note in report.notes)
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "not a zip", "bad zone"])
+def test_unreadable_uploads_fail_clearly(tmp_path: Path, course: Path, capsys, case: str):
+    upload = tmp_path / "upload"
+    if case == "empty":
+        upload.mkdir()
+    elif case == "not a zip":
+        upload.write_bytes(b"PK\x03\x04 this is no zip")
+    zone = ["--timezone", "Mars/Olympus"] if case == "bad zone" else []
+    status = course_grader.main(["--course", str(course), "collect", str(upload), *zone])
+    assert status == 2
+    assert "collect:" in capsys.readouterr().err
+    assert not (course / SUBMITTED).exists() or not any((course / SUBMITTED).iterdir())
+
+
+@pytest.fixture
+def configured_course(tmp_path_factory) -> Path:
+    """A course folder with the repository's nbgrader configuration and nothing else."""
+    course = tmp_path_factory.mktemp("configured")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    (course / "grader").mkdir()
+    for path in (ROOT / "grader").glob("*.py"):
+        shutil.copy(path, course / "grader")
+    return course
+
+
+def test_the_course_config_names_the_default_pattern(configured_course: Path, tmp_path: Path):
+    put(tmp_path / "up" / f"bob_smith_{EX2}.ipynb", b"{}")
+    report = collect(tmp_path / "up", configured_course, lms=None)
+    assert report.collected == [("bob_smith", EX2)]
+    put(tmp_path / "up" / "stray.ipynb", b"{}")
+    assert (
+        "LMS=plain" in refused(collect(tmp_path / "up", configured_course, lms=None))["stray.ipynb"]
+    )
+
+
+def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_course: Path):
+    archive = configured_course / "grader" / "downloaded" / EX1 / "archive"
+    put(archive / f"bob_smith_{EX1}.ipynb", notebook("zip_collect"))
+    before = {p.name for p in configured_course.iterdir()}
+    command = [sys.executable, "-m", "nbgrader", "zip_collect", EX1, "--force"]
+    result = subprocess.run(command, cwd=configured_course, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    target = configured_course / SUBMITTED / "bob_smith" / EX1 / f"{EX1}.ipynb"
+    assert target.read_bytes() == notebook("zip_collect")
+    assert {p.name for p in configured_course.iterdir()} == before, "zip_collect wrote in the root"

@@ -1,0 +1,151 @@
+"""`make student-edition`: a learner's copy of the course with nothing secret inside, that sets
+itself up and runs a chapter on its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from fxcourse import authoring, edition
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKED_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.DOTALL)
+
+
+def secrets(answers_allowed: bool) -> dict[str, str]:
+    """Text that must not appear in the edition -> where it comes from."""
+    found = {}
+    for source in sorted((ROOT / "solutions").rglob("*")):
+        if not source.is_file() or ".ipynb_checkpoints" in source.parts:
+            continue
+        where = str(source.relative_to(ROOT))
+        if source.suffix != ".ipynb":
+            found[source.read_text(errors="replace").strip()] = where
+            continue
+        for index, cell in enumerate(nbformat.read(source, as_version=4).cells):
+            for _, region in MARKED_REGION.findall(cell.source):
+                if region.strip():
+                    found[region.strip()] = f"{where}, cell {index}"
+            marker = authoring.tryit_of(cell)
+            if marker and (
+                marker[1] == "mistake" or (marker[1] == "answer" and not answers_allowed)
+            ):
+                found[cell.source.strip()] = f"{where}, try it {marker[0]} ({marker[1]})"
+    return {text: where for text, where in found.items() if len(text) > 20}
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def edition_texts(out: Path) -> dict[str, str]:
+    texts = {}
+    for path in out.rglob("*"):
+        if path.is_file() and ".venv" not in path.relative_to(out).parts:
+            raw = path.read_text(errors="replace")
+            # JSON escapes strings: search notebooks' cell sources and JSON values decoded too.
+            if path.suffix == ".ipynb":
+                raw += "\n".join(c.source for c in nbformat.reads(raw, as_version=4).cells)
+            elif path.suffix == ".json":
+                raw += "\n".join(_strings(json.loads(raw)))
+            texts[str(path.relative_to(out))] = raw
+    return texts
+
+
+@pytest.mark.parametrize("answers", [True, False], ids=["with-answers", "no-answers"])
+def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
+    out = tmp_path / "edition"
+    edition.build(out, answers=answers)
+    top = sorted(p.name for p in out.iterdir())
+    assert top == sorted(
+        [
+            ".gitignore",
+            "Makefile",
+            "README.md",
+            "chapters",
+            "env",
+            "environment.yml",
+            "fxcourse",
+            "nbgrader_config.py",
+            "pyproject.toml",
+        ]
+    )
+    chapters = sorted(p.name for p in (out / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    assert chapters == sorted(p.name for p in authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
+    assert (out / "fxcourse" / "answers.json").exists() == answers
+    texts = edition_texts(out)
+    leaks = [
+        f"{name} contains text of {where}"
+        for secret, where in secrets(answers_allowed=answers).items()
+        for name, text in texts.items()
+        if secret in text
+    ]
+    assert not leaks, "\n".join(leaks)
+    if answers:  # the same search does find the answers, where they are allowed
+        allowed = secrets(answers_allowed=False).keys() - secrets(answers_allowed=True).keys()
+        assert allowed and all(answer in texts["fxcourse/answers.json"] for answer in allowed)
+
+
+@pytest.mark.xdist_group("student-edition")
+def test_edition_sets_itself_up_and_runs_a_chapter_without_instructor_tools(tmp_path):
+    out = tmp_path / "edition"
+    edition.build(out, answers=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "JUPYTER_PATH")}
+    subprocess.run(["make", "env"], cwd=out, env=env, check=True, timeout=900)
+    python = out / ".venv" / "bin" / "python"
+    extensions = subprocess.run(
+        [python, "-m", "jupyter", "server", "extension", "list"],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    listing = re.sub(r"\x1b\[[0-9;]*m", "", extensions.stdout + extensions.stderr)
+    assert "nbgrader.server_extensions.formgrader disabled" in listing
+    assert "nbgrader.server_extensions.assignment_list enabled" in listing
+    page_config = out / ".venv" / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    assert '"@jupyter/nbgrader:formgrader": true' in page_config.read_text()
+    assert '"@jupyter/nbgrader:create-assignment": true' in page_config.read_text()
+    chapter = out / "chapters" / "01_symbolic_tracing.ipynb"
+    run = subprocess.run(
+        [python, "-m", "fxcourse.selfcheck", str(chapter)],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "01_symbolic_tracing.ipynb: ok" in run.stdout
+    # The edition's kernel and helpers are its own, not the course's it was built from.
+    kernels = subprocess.run(
+        [python, "-m", "jupyter", "kernelspec", "list", "--json"],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(out / ".venv") in kernels
+    where = subprocess.run(
+        [python, "-c", "import fxcourse; print(fxcourse.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert where.startswith(str(out / "fxcourse"))
