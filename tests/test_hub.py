@@ -287,14 +287,19 @@ def check_boundaries(hub: ClassHub, learner: HubUser, other: str) -> None:
     )
 
 
-def exported_scores(hub: ClassHub) -> dict[str, str]:
-    """The course's CSV export, run by the instructor in their course folder."""
+def exported_scores(hub: ClassHub) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The course's CSV exports, run by the instructor in their course folder: each student's
+    exercise 1 score, and each student's points per test cell."""
     export = run_as(
         hub.instructor, str(HUB_PYTHON), "grader/course_grader.py", "export", cwd=hub.course
     )
     assert export.returncode == 0, export.stdout + export.stderr
-    with (hub.course / "grader" / "exports" / "grades.csv").open() as handle:
-        return {row["student_id"]: row[ASSIGNMENT] for row in csv.DictReader(handle)}
+    exports = hub.course / "grader" / "exports"
+    with (exports / "grades.csv").open() as handle:
+        scores = {row["student_id"]: row[ASSIGNMENT] for row in csv.DictReader(handle)}
+    with (exports / "grades_by_test.csv").open() as handle:
+        by_test = {row.pop("student_id"): row for row in csv.DictReader(handle)}
+    return scores, by_test
 
 
 def graded_in_sandbox(hub: ClassHub) -> list[str]:
@@ -338,8 +343,10 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         check_feedback(bob_feedback, MISTAKE.expected, bob_name)
         assert MISTAKE_MESSAGE in bob_feedback, f"bob's feedback lacks {MISTAKE_MESSAGE!r}"
 
-        scores = exported_scores(hub)
+        scores, by_test = exported_scores(hub)
         assert scores == {ada_name: "10", bob_name: f"{MISTAKE.expected:g}"}, scores
+        assert set(by_test) == {ada_name, bob_name}, by_test
+        assert by_test[bob_name][f"{ASSIGNMENT}:test_method_and_module"] == "0", by_test
         note(artifacts, f"the whole cycle in the browser: {time.monotonic() - started:.1f} s")
 
         missing = graded_in_sandbox(hub)

@@ -100,7 +100,8 @@ def test_each_role_gets_its_own_jupyter_configuration(monkeypatch, tmp_path, gro
     )
     config.Spawner.pre_spawn_hook(spawner)
     config_path = spawner.environment["JUPYTER_CONFIG_PATH"].split(":")
-    assert config_path == [str(ROLE_CONFIG[group]), str(HUB / "jupyter" / "common")]
+    assert config_path == [str(folder) for folder in ROLE_CONFIG[group]]
+    assert all(Path(folder).is_dir() for folder in config_path), config_path
     course = spawner.environment.get("FXHUB_COURSE_DIR")
     if group == INSTRUCTORS_GROUP:
         assert course == str(Path(account.pw_dir) / "fx-course")
@@ -114,7 +115,8 @@ def installed_nbgrader_plugins() -> set[str]:
 
 
 def test_learners_have_no_grading_tools_in_the_installed_nbgrader():
-    server = load_plain(ROLE_CONFIG[LEARNERS_GROUP] / "jupyter_server_config.py")
+    first = ROLE_CONFIG[LEARNERS_GROUP][0]  # its jpserver_extensions replace those of the others
+    server = load_plain(first / "jupyter_server_config.py")
     turned_off = {name for name, on in server.ServerApp.jpserver_extensions.items() if not on}
     assert turned_off == {
         "nbgrader.server_extensions.formgrader",
@@ -123,8 +125,11 @@ def test_learners_have_no_grading_tools_in_the_installed_nbgrader():
     installed = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "nbgrader.json"
     enabled = json.loads(installed.read_text())["ServerApp"]["jpserver_extensions"]
     assert turned_off <= set(enabled), "nbgrader names its server extensions differently now"
-    page_config = ROLE_CONFIG[LEARNERS_GROUP] / "labconfig" / "page_config.json"
-    disabled = set(json.loads(page_config.read_text())["disabledExtensions"])
+    disabled = set()  # JupyterLab merges the page configs of every folder on the path
+    for folder in ROLE_CONFIG[LEARNERS_GROUP]:
+        page_config = folder / "labconfig" / "page_config.json"
+        if page_config.exists():
+            disabled |= set(json.loads(page_config.read_text())["disabledExtensions"])
     assert disabled == {
         "@jupyter/nbgrader:formgrader",
         "@jupyter/nbgrader:create-assignment",
@@ -156,7 +161,7 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     monkeypatch.setenv("FXHUB_COURSE_DIR", str(course))
     monkeypatch.setenv("PATH", os.environ["PATH"])  # the course's config prepends its venv
     monkeypatch.setattr(sys, "path", list(sys.path))  # and its grader folder
-    config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP] / "nbgrader_config.py")
+    config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
     assert config.Exchange.root == str(exchange)
     assert config.CourseDirectory.root == str(course)
     assert config.CourseDirectory.course_id == "fx-course"

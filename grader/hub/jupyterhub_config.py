@@ -88,8 +88,7 @@ def configure_role(spawner):
     """Put the role's Jupyter configuration (grader/hub/jupyter/) on the server's config path."""
     groups = {group.name for group in spawner.user.groups}
     role = INSTRUCTORS_GROUP if INSTRUCTORS_GROUP in groups else LEARNERS_GROUP
-    config_path = [ROLE_CONFIG[role], ROLE_CONFIG[role].parent / "common"]
-    environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in config_path)}
+    environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in ROLE_CONFIG[role])}
     if role == INSTRUCTORS_GROUP:
         home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
         environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)

@@ -27,10 +27,12 @@ HUB_DIR = Path(__file__).resolve().parent
 REPO = HUB_DIR.parents[1]
 LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
 PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
-# Per-role Jupyter configuration, put on each server's JUPYTER_CONFIG_PATH by the hub.
+# Per-role Jupyter configuration: the folders the hub puts on each server's JUPYTER_CONFIG_PATH,
+# first the one that wins. Learners get `make lab`'s learner configuration too (env/).
+_COMMON = HUB_DIR / "jupyter" / "common"
 ROLE_CONFIG = {
-    LEARNERS_GROUP: HUB_DIR / "jupyter" / "learner",
-    INSTRUCTORS_GROUP: HUB_DIR / "jupyter" / "instructor",
+    LEARNERS_GROUP: [HUB_DIR / "jupyter" / "learner", REPO / "env" / "jupyter-learner", _COMMON],
+    INSTRUCTORS_GROUP: [HUB_DIR / "jupyter" / "instructor", _COMMON],
 }
 
 
