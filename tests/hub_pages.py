@@ -27,7 +27,8 @@ WARNING_SELECTORS = (
     ".alert-danger",
     ".alert-warning",
 )
-WARNING_TEXTS = ("Error fetching courses", "does not exist", "error")
+# Resolves when the page's CSS transitions and animations have finished (dialogs fading in).
+JS_SETTLE = "() => Promise.all(document.getAnimations().map((a) => a.finished))"
 
 
 def exact(text: str) -> re.Pattern:
@@ -197,6 +198,7 @@ class Formgrader:
         row.locator(f"td.{column} a").click()
         dialog = self.page.locator(".modal.in").first
         dialog.wait_for(timeout=GRADING_TIMEOUT_MS)
+        self.page.evaluate(JS_SETTLE)  # the dialog fades in
         text = dialog.inner_text()
         if dialog.get_attribute("id") != "success-modal" or success not in text:
             raise AssertionError(f"the formgrader answered {column} with:\n{text}")
@@ -205,4 +207,5 @@ class Formgrader:
     def close_dialog(self) -> None:
         dialog = self.page.locator(".modal.in").first
         dialog.locator(".modal-footer button", has_text=exact("OK")).click()
-        dialog.wait_for(state="detached")
+        # nbgrader removes the dialog once it has faded out (and the page shows again)
+        self.page.locator(".modal, .modal-backdrop").first.wait_for(state="detached")
