@@ -64,3 +64,4 @@ bench-fusion: env  ## benchmark Conv+BN folding on ResNet-18 (CPU, and CUDA when
 
 # Instructor targets (nbgrader release, autograde, feedback, export) live beside the course they drive.
 -include grader/grader.mk
+-include grader/hub/hub.mk

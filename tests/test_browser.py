@@ -80,7 +80,9 @@ EXPECTED_HINT = re.compile(r"want the target 'operator\.add', got '<built-in fun
 
 # Names a stray save, checkpoint or gradebook would leave in the repository.
 LEFTOVER_PATTERN = re.compile(r"(^\.ipynb_checkpoints$|\.db$|^Untitled|^\.virtual_documents$)")
-SKIPPED_FOLDERS = {".git", ".venv", "test-artifacts", "__pycache__", ".pytest_cache", ".ruff_cache"}
+SKIPPED_FOLDERS = {
+    ".git", ".venv", ".venv-hub", "test-artifacts", "__pycache__", ".pytest_cache", ".ruff_cache",
+}  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- fixtures

@@ -1,0 +1,98 @@
+"""JupyterHub for a class taking the course: the file `make hub` starts, and a real deployment too.
+
+Deployment values (accounts, ports, folders) come from environment variables: see settings.py.
+What this file decides:
+
+* Accounts are the machine's own users, logged in with their system password (PAM), each server
+  running as its user in its home: a learner's work stays theirs, and nobody else's files
+  (the instructor's solutions and gradebook, other learners' work) can be read.
+* Every server runs the course environment, whose only kernel is "Python 3 (fx-course)".
+* Roles come from hub groups: members of "instructors" get the formgrader and the assignment
+  editor over the course folder in their home; "learners" get the Assignments tab only.
+* nbgrader's exchange is one folder shared by all, outside any checkout and any home.
+"""
+
+import pwd
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from settings import (  # noqa: E402
+    INSTRUCTORS_GROUP,
+    LEARNERS_GROUP,
+    PROXY_PID_FILE,
+    ROLE_CONFIG,
+    Settings,
+)
+
+deployment = Settings.from_environ()
+SPAWN_TIMEOUT_S = 180  # importing torch on a busy machine takes a while
+PROXY_TIMEOUT_S = SPAWN_TIMEOUT_S + 60
+c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+# --- where the hub listens and keeps its state (never in the current folder)
+c.JupyterHub.ip = deployment.ip
+c.JupyterHub.port = deployment.port
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = deployment.hub_port
+c.JupyterHub.db_url = f"sqlite:///{deployment.state_dir / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(deployment.state_dir / "jupyterhub_cookie_secret")
+# The Python port of configurable-http-proxy, from the course environment: no Node.js needed.
+# It answers a request only once the server has finished it, so a long one (the spawn progress
+# page's event stream) must not be cut off at its default 20 s.
+c.ConfigurableHTTPProxy.command = [
+    str(deployment.venv / "bin" / "configurable-http-proxy"),
+    f"--proxy-timeout={PROXY_TIMEOUT_S * 1000}",
+]
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{deployment.proxy_api_port}"
+c.ConfigurableHTTPProxy.pid_file = str(deployment.state_dir / PROXY_PID_FILE)
+
+# --- who may log in: system accounts with their passwords. A larger class would use its
+# institution's single sign-on instead (OAuthenticator, or LTIAuthenticator from the LMS).
+c.JupyterHub.authenticator_class = "pam"
+c.Authenticator.allowed_users = set(deployment.accounts)
+c.JupyterHub.load_groups = {
+    INSTRUCTORS_GROUP: {"users": list(deployment.instructors)},
+    LEARNERS_GROUP: {"users": list(deployment.learners)},
+}
+# Instructors may look after learners' servers (open, start, stop them), and no one else's.
+c.JupyterHub.load_roles = [
+    {
+        "name": "instructor",
+        "description": "look after the learners' servers",
+        "groups": [INSTRUCTORS_GROUP],
+        "scopes": [
+            "admin-ui",
+            f"list:users!group={LEARNERS_GROUP}",
+            f"read:users!group={LEARNERS_GROUP}",
+            f"admin:servers!group={LEARNERS_GROUP}",
+            f"access:servers!group={LEARNERS_GROUP}",
+        ],
+    }
+]
+
+# --- every user's server: the course environment, as that user, in that user's home
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(deployment.venv / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = SPAWN_TIMEOUT_S
+c.Spawner.http_timeout = SPAWN_TIMEOUT_S
+c.Spawner.environment = {
+    "PATH": f"{deployment.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+    "FXHUB_EXCHANGE_ROOT": str(deployment.exchange_root),
+}
+
+
+def configure_role(spawner):
+    """Put the role's Jupyter configuration (grader/hub/jupyter/) on the server's config path."""
+    groups = {group.name for group in spawner.user.groups}
+    role = INSTRUCTORS_GROUP if INSTRUCTORS_GROUP in groups else LEARNERS_GROUP
+    environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in ROLE_CONFIG[role])}
+    if role == INSTRUCTORS_GROUP:
+        home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
+        environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)
+    spawner.environment = {**spawner.environment, **environment}
+
+
+c.Spawner.pre_spawn_hook = configure_role

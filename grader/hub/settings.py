@@ -1,0 +1,95 @@
+"""The class hub's deployment values, from environment variables (defaults for one server).
+
+Read by jupyterhub_config.py (the hub) and classroom.py (accounts, exchange, the instructor's
+course folder), so both agree on every name and path. Every value can be set in the environment
+of `make hub`:
+
+    FXHUB_LEARNERS        comma-separated learner accounts   fx-learner1,fx-learner2,fx-learner3
+    FXHUB_INSTRUCTORS     comma-separated instructor accounts  fx-instructor
+    FXHUB_IP / FXHUB_PORT where the hub listens              127.0.0.1 / 8000
+    FXHUB_HUB_PORT        the hub's internal API              8081
+    FXHUB_PROXY_API_PORT  the proxy's REST API                8001
+    FXHUB_STATE_DIR       hub database, cookie secret, demo passwords   /srv/fx-course/hub
+    FXHUB_EXCHANGE_ROOT   nbgrader's shared exchange          /srv/nbgrader/exchange
+    FXHUB_HOME_ROOT       where new accounts get their homes  /home
+    FXHUB_COURSE_FOLDER   the course folder in an instructor's home  fx-course
+    FXHUB_VENV            the environment every server runs   the one running the hub
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+HUB_DIR = Path(__file__).resolve().parent
+REPO = HUB_DIR.parents[1]
+LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
+PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
+# Per-role Jupyter configuration: the folders the hub puts on each server's JUPYTER_CONFIG_PATH,
+# first the one that wins. Learners get `make lab`'s learner configuration too (env/).
+_COMMON = HUB_DIR / "jupyter" / "common"
+ROLE_CONFIG = {
+    LEARNERS_GROUP: [HUB_DIR / "jupyter" / "learner", REPO / "env" / "jupyter-learner", _COMMON],
+    INSTRUCTORS_GROUP: [HUB_DIR / "jupyter" / "instructor", _COMMON],
+}
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    learners: tuple[str, ...]
+    instructors: tuple[str, ...]
+    ip: str
+    port: int
+    hub_port: int
+    proxy_api_port: int
+    state_dir: Path
+    exchange_root: Path
+    home_root: Path
+    course_folder: str
+    venv: Path
+
+    @classmethod
+    def from_environ(cls, environ: os._Environ | dict | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        settings = cls(
+            learners=_names(env.get("FXHUB_LEARNERS", "fx-learner1,fx-learner2,fx-learner3")),
+            instructors=_names(env.get("FXHUB_INSTRUCTORS", "fx-instructor")),
+            ip=env.get("FXHUB_IP", "127.0.0.1"),
+            port=int(env.get("FXHUB_PORT", "8000")),
+            hub_port=int(env.get("FXHUB_HUB_PORT", "8081")),
+            proxy_api_port=int(env.get("FXHUB_PROXY_API_PORT", "8001")),
+            state_dir=Path(env.get("FXHUB_STATE_DIR", "/srv/fx-course/hub")),
+            exchange_root=Path(env.get("FXHUB_EXCHANGE_ROOT", "/srv/nbgrader/exchange")),
+            home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),
+            course_folder=env.get("FXHUB_COURSE_FOLDER", "fx-course"),
+            venv=Path(env.get("FXHUB_VENV", sys.prefix)).absolute(),
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Refuse values that would make a confusing hub rather than a clear error."""
+        if not self.learners or not self.instructors:
+            raise ValueError("FXHUB_LEARNERS and FXHUB_INSTRUCTORS need one account name each")
+        both = set(self.learners) & set(self.instructors)
+        if both:
+            raise ValueError(f"accounts both learner and instructor: {', '.join(sorted(both))}")
+        for path in (self.state_dir, self.exchange_root, self.home_root):
+            if not path.is_absolute():
+                raise ValueError(f"{path}: the hub's folders must be absolute paths")
+            if path.resolve().is_relative_to(REPO):
+                raise ValueError(f"{path} is inside the checkout {REPO}: put it outside")
+
+    @property
+    def accounts(self) -> tuple[str, ...]:
+        return self.instructors + self.learners
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.ip}:{self.port}/"

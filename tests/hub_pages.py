@@ -1,0 +1,211 @@
+"""What a person does on the class hub in the browser: log in, the Assignments tab, a notebook, the
+formgrader. Used by tests/test_hub.py; every step reads the page as a person would (no access to
+the lab's JavaScript objects), and every wait has a reason to end.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+UI_TIMEOUT_MS = 60_000
+SPAWN_TIMEOUT_MS = 240_000  # a server imports the lab and nbgrader: slow on a busy machine
+GRADING_TIMEOUT_MS = 300_000  # the formgrader's autograde runs the notebook, torch included
+ASSIGNMENT_LISTS = {
+    "released": "#released_assignments_list",
+    "fetched": "#fetched_assignments_list",
+    "submitted": "#submitted_assignments_list",
+}
+# What the lab and the formgrader show when something is wrong (toasts, nbgrader's list errors).
+WARNING_SELECTORS = (
+    ".Toastify__toast--error",
+    ".Toastify__toast--warning",
+    ".jp-Dialog",
+    "[id$='_assignments_list_error']",
+    ".alert-danger",
+    ".alert-warning",
+)
+# Resolves when the page's CSS transitions and animations have finished (dialogs fading in).
+JS_SETTLE = "() => Promise.all(document.getAnimations().map((a) => a.finished))"
+
+
+def exact(text: str) -> re.Pattern:
+    return re.compile(rf"^\s*{re.escape(text)}\s*$")
+
+
+class HubUser:
+    """One person's browser session on the hub, with a browser context (cookies) of their own."""
+
+    def __init__(self, browser, hub_url: str, account: str, password: str, artifacts: Path):
+        self.account, self.password = account, password
+        self.hub_url, self.artifacts = hub_url, artifacts
+        self.context = browser.new_context(viewport={"width": 1400, "height": 900})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(UI_TIMEOUT_MS)
+        self.console_errors: list[str] = []
+        self.page.on(
+            "console",
+            lambda msg: self.console_errors.append(msg.text) if msg.type == "error" else None,
+        )
+
+    @property
+    def server_url(self) -> str:
+        return f"{self.hub_url}user/{self.account}/"
+
+    def close(self) -> None:
+        self.context.close()
+
+    # --- evidence
+
+    def shot(self, name: str) -> Path:
+        path = self.artifacts / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        """On failure keep the page (`name`-FAILED.png) and the console's errors."""
+        try:
+            yield
+        except BaseException:
+            (self.artifacts / f"{name}-FAILED-console.txt").write_text(
+                "\n".join(self.console_errors) + "\n"
+            )
+            try:
+                self.shot(f"{name}-FAILED")
+            except Exception:  # the page itself may be what failed
+                pass
+            raise
+
+    def warnings_shown(self) -> list[str]:
+        """Visible error or warning banners, toasts and dialogs, with their text."""
+        shown = []
+        for selector in WARNING_SELECTORS:
+            for element in self.page.locator(selector).all():
+                if element.is_visible():
+                    shown.append(f"{selector}: {element.inner_text().strip()[:300]}")
+        return shown
+
+    # --- the hub
+
+    def start_login(self) -> None:
+        """Log in with the hub's form; the hub then starts this account's server."""
+        self.page.goto(self.hub_url + "hub/login")
+        self.page.locator("#username_input").fill(self.account)
+        self.page.locator("#password_input").fill(self.password)
+        self.page.locator("#login_submit").click()
+
+    def wait_for_lab(self) -> None:
+        self.page.wait_for_url(f"**/user/{self.account}/lab**", timeout=SPAWN_TIMEOUT_MS)
+        self.page.locator(".jp-LauncherCard").first.wait_for(timeout=SPAWN_TIMEOUT_MS)
+
+    # --- JupyterLab
+
+    def menu_items(self, menu: str) -> list[str]:
+        """The labels of a top menu's visible items (the menu is closed again afterwards)."""
+        self.page.locator(".lm-MenuBar-item").filter(has_text=exact(menu)).click()
+        items = self.page.locator(".lm-Menu-item:visible .lm-Menu-itemLabel")
+        items.first.wait_for()
+        labels = [label.strip() for label in items.all_inner_texts()]
+        self.page.keyboard.press("Escape")
+        return labels
+
+    def menu(self, menu: str, item: str) -> None:
+        self.page.locator(".lm-MenuBar-item").filter(has_text=exact(menu)).click()
+        self.page.locator(".lm-Menu-item").filter(has_text=exact(item)).click()
+
+    def open_path(self, relative: str) -> None:
+        """Double-click through the file browser from the home folder down to `relative`."""
+        self.page.locator(".jp-BreadCrumbs-home").click()
+        parts = relative.split("/")
+        for depth, name in enumerate(parts):
+            listing = self.page.locator(".jp-DirListing-itemText", has_text=exact(name))
+            self.page.locator(".jp-DirListing-item").filter(has=listing).dblclick()
+            if depth < len(parts) - 1:
+                self.page.locator(".jp-BreadCrumbs").filter(has_text=name).wait_for()
+
+    def cell_holding(self, text: str):
+        """The notebook cell whose code contains `text`."""
+        return self.page.locator(".jp-Notebook .jp-Cell").filter(
+            has=self.page.locator(".cm-content", has_text=text)
+        )
+
+    def replace_cell(self, cell, code: str) -> None:
+        """Click into the cell's editor, select everything and type `code` over it (typed as one
+        input, like a paste, so auto-indent and bracket closing leave it as written)."""
+        editor = cell.locator(".cm-content")
+        editor.scroll_into_view_if_needed()
+        editor.click()
+        self.page.keyboard.press("ControlOrMeta+a")
+        self.page.keyboard.insert_text(code)
+
+    def save_notebook(self) -> None:
+        self.page.keyboard.press("ControlOrMeta+s")
+
+    # --- nbgrader's Assignments tab
+
+    def open_assignments(self) -> None:
+        self.menu("Nbgrader", "Assignment List")
+        self.page.locator("#released_assignments_list").wait_for()
+        self.wait_assignment_lists_loaded()
+
+    def wait_assignment_lists_loaded(self) -> None:
+        for list_id in ASSIGNMENT_LISTS.values():
+            self.page.locator(f"{list_id}_loading").wait_for(state="hidden")
+
+    def refresh_assignments(self) -> None:
+        self.page.locator("#refresh_assignments_list").click()
+        self.wait_assignment_lists_loaded()
+
+    def course_shown(self) -> str:
+        """The course the tab lists assignments of (or its error: "Error fetching courses!")."""
+        return self.page.locator("#course_list_default").inner_text().strip()
+
+    def assignment_item(self, section: str, assignment: str):
+        """The row of `assignment` in one of the tab's three lists."""
+        return self.page.locator(f"{ASSIGNMENT_LISTS[section]} .list_item").filter(
+            has=self.page.locator(".item_name", has_text=assignment)
+        )
+
+    def click_assignment_button(self, section: str, assignment: str, label: str, then: str):
+        """Click the row's button `label`, and wait until the row appears in section `then`."""
+        button = self.assignment_item(section, assignment).locator("button", has_text=exact(label))
+        button.click()
+        self.assignment_item(then, assignment).first.wait_for(timeout=SPAWN_TIMEOUT_MS)
+
+
+class Formgrader:
+    """The instructor's formgrader (nbgrader's own pages, served by the instructor's server)."""
+
+    def __init__(self, user: HubUser):
+        self.user = user
+        self.page = user.page
+
+    def open_assignments(self) -> None:
+        self.page.goto(self.user.server_url + "formgrader/manage_assignments")
+        self.page.locator("#main-table tr td.name a").first.wait_for()
+
+    def row(self, assignment: str):
+        return self.page.locator("#main-table tr").filter(
+            has=self.page.locator("td.name", has_text=exact(assignment))
+        )
+
+    def click_and_confirm(self, row, column: str, success: str) -> str:
+        """Click the icon in `column` of `row`; nbgrader answers with a dialog. Returns its text;
+        raises unless it is the success dialog whose message contains `success`."""
+        row.locator(f"td.{column} a").click()
+        dialog = self.page.locator(".modal.in").first
+        dialog.wait_for(timeout=GRADING_TIMEOUT_MS)
+        self.page.evaluate(JS_SETTLE)  # the dialog fades in
+        text = dialog.inner_text()
+        if dialog.get_attribute("id") != "success-modal" or success not in text:
+            raise AssertionError(f"the formgrader answered {column} with:\n{text}")
+        return text
+
+    def close_dialog(self) -> None:
+        dialog = self.page.locator(".modal.in").first
+        dialog.locator(".modal-footer button", has_text=exact("OK")).click()
+        # nbgrader removes the dialog once it has faded out (and the page shows again)
+        self.page.locator(".modal, .modal-backdrop").first.wait_for(state="detached")

@@ -1,0 +1,178 @@
+"""The class hub's configuration, read the way JupyterHub, Jupyter and nbgrader read it (fast; the
+hub itself runs in tests/test_hub.py under `make test-hub`).
+
+Checks that the deployment values come from the environment, that roles get the right Jupyter
+configuration, that what the learners' configuration turns off exists in the installed nbgrader
+(so a rename cannot silently turn it back on), and that an instructor's course folder is a
+self-consistent nbgrader course pointed at the shared exchange.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from traitlets.config.loader import PyFileConfigLoader
+
+ROOT = Path(__file__).resolve().parents[1]
+HUB = ROOT / "grader" / "hub"
+sys.path.insert(0, str(HUB))
+import classroom  # noqa: E402
+from settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings  # noqa: E402
+
+NBGRADER_EXTENSIONS = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter"
+LAB_SCHEMAS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
+
+
+def load(path: Path, environ: dict[str, str], monkeypatch) -> dict:
+    """A Jupyter/JupyterHub Python config file's settings, with `environ` as the environment."""
+    for name in [n for n in os.environ if n.startswith("FXHUB_")]:
+        monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def test_defaults_are_for_one_server_on_loopback():
+    deployment = Settings.from_environ({})
+    assert deployment.url == "http://127.0.0.1:8000/"
+    assert deployment.instructors == ("fx-instructor",)
+    assert len(deployment.learners) == 3
+    assert deployment.exchange_root == Path("/srv/nbgrader/exchange")
+    assert deployment.venv == Path(sys.prefix)
+
+
+def test_environment_sets_every_deployment_value():
+    deployment = Settings.from_environ(
+        {"FXHUB_LEARNERS": " ann, ben ,", "FXHUB_IP": "0.0.0.0", "FXHUB_PORT": "443"}
+    )
+    assert deployment.learners == ("ann", "ben")
+    assert deployment.url == "http://0.0.0.0:443/"
+
+
+@pytest.mark.parametrize(
+    ("environ", "complaint"),
+    [
+        ({"FXHUB_LEARNERS": "ann", "FXHUB_INSTRUCTORS": "ann"}, "both learner and instructor"),
+        ({"FXHUB_LEARNERS": ""}, "need one account name"),
+        ({"FXHUB_EXCHANGE_ROOT": "exchange"}, "absolute"),
+        ({"FXHUB_STATE_DIR": str(ROOT / "hub-state")}, "inside the checkout"),
+    ],
+)
+def test_confusing_values_are_refused(environ, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        Settings.from_environ(environ)
+
+
+def test_hub_config_reads_the_deployment(monkeypatch, tmp_path):
+    environ = {
+        "FXHUB_INSTRUCTORS": "ivy",
+        "FXHUB_LEARNERS": "ann,ben",
+        "FXHUB_PORT": "8123",
+        "FXHUB_STATE_DIR": str(tmp_path / "state"),
+        "FXHUB_EXCHANGE_ROOT": str(tmp_path / "exchange"),
+    }
+    config = load(HUB / "jupyterhub_config.py", environ, monkeypatch)
+    assert config.JupyterHub.port == 8123 and config.JupyterHub.ip == "127.0.0.1"
+    assert config.JupyterHub.authenticator_class == "pam"
+    assert config.Authenticator.allowed_users == {"ivy", "ann", "ben"}
+    assert config.JupyterHub.load_groups[INSTRUCTORS_GROUP]["users"] == ["ivy"]
+    assert config.JupyterHub.load_groups[LEARNERS_GROUP]["users"] == ["ann", "ben"]
+    assert config.JupyterHub.db_url == f"sqlite:///{tmp_path / 'state' / 'jupyterhub.sqlite'}"
+    assert Path(config.Spawner.cmd[0]).parent == Path(sys.prefix) / "bin"
+    assert Path(config.ConfigurableHTTPProxy.command[0]).exists(), "the Python proxy is missing"
+    assert config.Spawner.environment["FXHUB_EXCHANGE_ROOT"] == str(tmp_path / "exchange")
+
+
+@pytest.mark.parametrize("group", [INSTRUCTORS_GROUP, LEARNERS_GROUP])
+def test_each_role_gets_its_own_jupyter_configuration(monkeypatch, tmp_path, group):
+    account = pwd.getpwuid(os.getuid())  # an account that exists, for the instructor's home
+    config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    spawner = SimpleNamespace(
+        user=SimpleNamespace(name=account.pw_name, groups=[SimpleNamespace(name=group)]),
+        environment=dict(config.Spawner.environment),
+    )
+    config.Spawner.pre_spawn_hook(spawner)
+    config_path = spawner.environment["JUPYTER_CONFIG_PATH"].split(":")
+    assert config_path == [str(folder) for folder in ROLE_CONFIG[group]]
+    assert all(Path(folder).is_dir() for folder in config_path), config_path
+    course = spawner.environment.get("FXHUB_COURSE_DIR")
+    if group == INSTRUCTORS_GROUP:
+        assert course == str(Path(account.pw_dir) / "fx-course")
+    else:
+        assert course is None, "a learner's server must not know the course folder"
+
+
+def installed_nbgrader_plugins() -> set[str]:
+    text = "".join(p.read_text() for p in (NBGRADER_EXTENSIONS / "nbgrader").rglob("*.js"))
+    return set(re.findall(r'"(@jupyter/nbgrader:[a-z-]+)"', text))
+
+
+def test_learners_have_no_grading_tools_in_the_installed_nbgrader():
+    first = ROLE_CONFIG[LEARNERS_GROUP][0]  # its jpserver_extensions replace those of the others
+    server = load_plain(first / "jupyter_server_config.py")
+    turned_off = {name for name, on in server.ServerApp.jpserver_extensions.items() if not on}
+    assert turned_off == {
+        "nbgrader.server_extensions.formgrader",
+        "nbgrader.server_extensions.course_list",
+    }
+    installed = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "nbgrader.json"
+    enabled = json.loads(installed.read_text())["ServerApp"]["jpserver_extensions"]
+    assert turned_off <= set(enabled), "nbgrader names its server extensions differently now"
+    disabled = set()  # JupyterLab merges the page configs of every folder on the path
+    for folder in ROLE_CONFIG[LEARNERS_GROUP]:
+        page_config = folder / "labconfig" / "page_config.json"
+        if page_config.exists():
+            disabled |= set(json.loads(page_config.read_text())["disabledExtensions"])
+    assert disabled == {
+        "@jupyter/nbgrader:formgrader",
+        "@jupyter/nbgrader:create-assignment",
+        "@jupyter/nbgrader:course-list",
+    }
+    assert disabled <= installed_nbgrader_plugins(), "nbgrader names its lab plugins differently"
+
+
+def load_plain(path: Path):
+    return PyFileConfigLoader(path.name, path=str(path.parent)).load_config()
+
+
+def test_every_server_offers_the_course_kernel_only():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    common = load_plain(HUB / "jupyter" / "common" / "jupyter_server_config.py")
+    assert common.KernelSpecManager.allowed_kernelspecs == {"fx-course"}
+    spec = KernelSpecManager().get_kernel_spec("fx-course")
+    assert spec.display_name == "Python 3 (fx-course)"
+    overrides = Path(common.LabApp.app_settings_dir) / "overrides.json"
+    for plugin in json.loads(overrides.read_text()):
+        package, _, name = plugin.partition(":")
+        assert (LAB_SCHEMAS / package / f"{name}.json").exists(), f"no JupyterLab setting {plugin}"
+
+
+def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_path, monkeypatch):
+    course, exchange = tmp_path / "home" / "fx-course", tmp_path / "exchange"
+    classroom.write_course_folder(course, exchange)
+    monkeypatch.setenv("FXHUB_COURSE_DIR", str(course))
+    monkeypatch.setenv("PATH", os.environ["PATH"])  # the course's config prepends its venv
+    monkeypatch.setattr(sys, "path", list(sys.path))  # and its grader folder
+    config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
+    assert config.Exchange.root == str(exchange)
+    assert config.CourseDirectory.root == str(course)
+    assert config.CourseDirectory.course_id == "fx-course"
+    assert config.CourseDirectory.db_url == f"sqlite:///{course / 'grader' / 'gradebook.db'}"
+    sources = sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb"))
+    assert sources == list(classroom.ASSIGNMENTS)
+    classroom.write_course_folder(course, exchange)  # again, as every `make hub` does
+    assert sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb")) == sources
+
+
+def test_classroom_refuses_to_run_without_root(monkeypatch, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert classroom.main(["setup"]) == 2
+    assert "needs root" in capsys.readouterr().err
