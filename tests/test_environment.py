@@ -71,3 +71,28 @@ def test_course_kernel_is_registered_in_the_environment():
         check=True,
     ).stdout
     assert '"fx-course"' in kernels
+
+
+GROUPED_TESTS = """
+import time
+import pytest
+
+pytestmark = pytest.mark.xdist_group("shared")
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_grouped(i):
+    time.sleep(0.2)  # so that an idle second worker would take some of them
+"""
+
+
+def test_xdist_groups_send_a_module_to_one_worker(tmp_path):
+    """`make test` relies on --dist loadgroup: tests that share a server or a gradebook build it
+    once, in one worker. Some pytest/pytest-xdist pairs ignore the groups without a word."""
+    (tmp_path / "test_grouped.py").write_text(GROUPED_TESTS)
+    command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v"]
+    command += ["-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    workers = set(re.findall(r"\[(gw\d+)\].*PASSED", done.stdout))
+    assert len(workers) == 1, f"one xdist group ran on {sorted(workers)}:\n{done.stdout}"
