@@ -37,6 +37,9 @@ nbgrader's Assignments tab and Validate button read it from the workspace."""
 c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
+# Where Fetch puts an assignment: nbgrader's default "." is the server's working folder (the
+# course checkout under `make lab`), not the folder the lab shows.
+c.Exchange.assignment_dir = {workspace!r}
 # Importing torch can take ~10 s on a busy machine; nbgrader's default per cell is 30 s.
 c.Execute.timeout = 120
 '''
@@ -111,7 +114,9 @@ def ensure_exchange(exchange: Path) -> Path:
 def write_nbgrader_config(workspace: Path, exchange: Path) -> None:
     """The learner's nbgrader settings; also makes sure the exchange folder exists."""
     ensure_exchange(exchange)
-    text = NBGRADER_CONFIG.format(course_id=COURSE_ID, exchange=str(exchange))
+    text = NBGRADER_CONFIG.format(
+        course_id=COURSE_ID, exchange=str(exchange), workspace=str(workspace.resolve())
+    )
     (workspace / "nbgrader_config.py").write_text(text)
 
 

@@ -113,6 +113,8 @@ class LabServer:
     root: Path
     process: subprocess.Popen
     log_path: Path
+    workspace: Path  # the learner's (`make lab`): WORKSPACE=
+    exchange: Path  # nbgrader's exchange for this server: FXCOURSE_EXCHANGE=
 
     def lab_url(self, query: str = "reset") -> str:
         return f"{self.url}lab?{query}&token={self.token}"
@@ -197,7 +199,8 @@ def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") ->
     if any(" " in arg for arg in lab_args):
         raise ValueError(f"LAB_ARGS cannot carry spaces: {lab_args}")
     command = ["make", "--no-print-directory", target, "LAB_ARGS=" + " ".join(lab_args)]
-    command.append(f"WORKSPACE={scratch / 'workspace'}")
+    workspace = scratch / "workspace"
+    command.append(f"WORKSPACE={workspace}")
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             command,
@@ -208,7 +211,8 @@ def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") ->
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    server = LabServer(f"http://127.0.0.1:{port}/", token, root, process, log_path)
+    url, exchange = f"http://127.0.0.1:{port}/", Path(env["FXCOURSE_EXCHANGE"])
+    server = LabServer(url, token, root, process, log_path, workspace, exchange)
     try:
         _wait_until_up(server)
     except BaseException:
@@ -344,31 +348,27 @@ JS_CELL_SOURCE = """
 """
 
 
-class LabPage:
-    """One browser tab on the lab, with the steps a learner takes and the checks the test makes."""
+# nbgrader's Assignments tab: its three lists, by element id.
+ASSIGNMENT_LISTS = {
+    "released": "#released_assignments_list",
+    "fetched": "#fetched_assignments_list",
+    "submitted": "#submitted_assignments_list",
+}
+ASSIGNMENT_TIMEOUT_MS = 240_000  # a fetch or submit on a busy machine
 
-    def __init__(self, page, server: LabServer, artifacts: Path):
-        self.page = page
-        self.server = server
-        self.artifacts = artifacts
+
+class BrowserSteps:
+    """What every browser session of the tests has: a page, screenshots, named steps that keep
+    the evidence on failure, and nbgrader's Assignments tab."""
+
+    def __init__(self, page, artifacts: Path, timeout_ms: int = UI_TIMEOUT_MS):
+        self.page, self.artifacts = page, artifacts
         self.console_errors: list[str] = []
-        self.content_writes: list[str] = []  # saves, renames, new or deleted files
         page.on(
             "console",
             lambda msg: self.console_errors.append(msg.text) if msg.type == "error" else None,
         )
-        page.on("request", self._note_content_write)
-        page.set_default_timeout(UI_TIMEOUT_MS)
-
-    def _note_content_write(self, request) -> None:
-        path = urllib.parse.urlsplit(request.url).path
-        if "/api/contents" not in path or request.method in ("GET", "HEAD"):
-            return
-        if request.method == "POST" and path.endswith("/checkpoints"):
-            return  # the lab checkpoints what it opens; start_lab keeps checkpoints in scratch
-        self.content_writes.append(f"{request.method} {path}")
-
-    # --- generic
+        page.set_default_timeout(timeout_ms)
 
     def shot(self, name: str) -> Path:
         path = self.artifacts / f"{name}.png"
@@ -390,6 +390,48 @@ class LabPage:
                 pass
             raise
 
+    # --- nbgrader's Assignments tab
+
+    def wait_assignment_lists_loaded(self) -> None:
+        for list_id in ASSIGNMENT_LISTS.values():
+            self.page.locator(f"{list_id}_loading").wait_for(state="hidden")
+
+    def refresh_assignments(self) -> None:
+        self.page.locator("#refresh_assignments_list").click()
+        self.wait_assignment_lists_loaded()
+
+    def assignment_item(self, section: str, assignment: str):
+        """The row of `assignment` in one of the tab's three lists."""
+        return self.page.locator(f"{ASSIGNMENT_LISTS[section]} .list_item").filter(
+            has=self.page.locator(".item_name", has_text=assignment)
+        )
+
+    def click_assignment_button(self, section: str, assignment: str, label: str, then: str):
+        """Click the row's button `label`, and wait until the row appears in section `then`."""
+        button = self.assignment_item(section, assignment).locator("button", has_text=exact(label))
+        button.click()
+        self.assignment_item(then, assignment).first.wait_for(timeout=ASSIGNMENT_TIMEOUT_MS)
+
+
+class LabPage(BrowserSteps):
+    """One browser tab on the lab, with the steps a learner takes and the checks the test makes."""
+
+    def __init__(self, page, server: LabServer, artifacts: Path):
+        super().__init__(page, artifacts)
+        self.server = server
+        self.content_writes: list[str] = []  # saves, renames, new or deleted files
+        page.on("request", self._note_content_write)
+
+    def _note_content_write(self, request) -> None:
+        path = urllib.parse.urlsplit(request.url).path
+        if "/api/contents" not in path or request.method in ("GET", "HEAD"):
+            return
+        if request.method == "POST" and path.endswith("/checkpoints"):
+            return  # the lab checkpoints what it opens; start_lab keeps checkpoints in scratch
+        self.content_writes.append(f"{request.method} {path}")
+
+    # --- generic
+
     def open_lab(self) -> None:
         self.page.goto(self.server.lab_url())
         self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell")
@@ -404,7 +446,7 @@ class LabPage:
         parts = relative.split("/")
         for depth, name in enumerate(parts):
             item = self.page.locator(".jp-DirListing-item").filter(
-                has=self.page.locator(".jp-DirListing-itemText", has_text=_exact(name))
+                has=self.page.locator(".jp-DirListing-itemText", has_text=exact(name))
             )
             item.dblclick()
             if depth < len(parts) - 1:  # wait for the folder to open
@@ -424,7 +466,7 @@ class LabPage:
 
     def menu(self, menu_label: str, command: str) -> None:
         """Open a top menu by its label and click the item bound to `command`."""
-        self.page.locator(".lm-MenuBar-item").filter(has_text=_exact(menu_label)).click()
+        self.page.locator(".lm-MenuBar-item").filter(has_text=exact(menu_label)).click()
         self.page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
 
     def run_all_cells(self, timeout_s: float) -> None:
@@ -470,7 +512,7 @@ class LabPage:
             raise AssertionError(f"cell {index} holds\n{typed!r}\nafter typing\n{code!r}")
 
 
-def _exact(text: str) -> re.Pattern:
+def exact(text: str) -> re.Pattern:
     return re.compile(rf"^\s*{re.escape(text)}\s*$")
 
 

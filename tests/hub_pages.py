@@ -5,19 +5,12 @@ the lab's JavaScript objects), and every wait has a reason to end.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-UI_TIMEOUT_MS = 60_000
+from browser_lab import BrowserSteps, exact
+
 SPAWN_TIMEOUT_MS = 240_000  # a server imports the lab and nbgrader: slow on a busy machine
 GRADING_TIMEOUT_MS = 300_000  # the formgrader's autograde runs the notebook, torch included
-ASSIGNMENT_LISTS = {
-    "released": "#released_assignments_list",
-    "fetched": "#fetched_assignments_list",
-    "submitted": "#submitted_assignments_list",
-}
 # What the lab and the formgrader show when something is wrong (toasts, nbgrader's list errors).
 WARNING_SELECTORS = (
     ".Toastify__toast--error",
@@ -31,24 +24,14 @@ WARNING_SELECTORS = (
 JS_SETTLE = "() => Promise.all(document.getAnimations().map((a) => a.finished))"
 
 
-def exact(text: str) -> re.Pattern:
-    return re.compile(rf"^\s*{re.escape(text)}\s*$")
-
-
-class HubUser:
+class HubUser(BrowserSteps):
     """One person's browser session on the hub, with a browser context (cookies) of their own."""
 
     def __init__(self, browser, hub_url: str, account: str, password: str, artifacts: Path):
         self.account, self.password = account, password
-        self.hub_url, self.artifacts = hub_url, artifacts
+        self.hub_url = hub_url
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(UI_TIMEOUT_MS)
-        self.console_errors: list[str] = []
-        self.page.on(
-            "console",
-            lambda msg: self.console_errors.append(msg.text) if msg.type == "error" else None,
-        )
+        super().__init__(self.context.new_page(), artifacts)
 
     @property
     def server_url(self) -> str:
@@ -58,26 +41,6 @@ class HubUser:
         self.context.close()
 
     # --- evidence
-
-    def shot(self, name: str) -> Path:
-        path = self.artifacts / f"{name}.png"
-        self.page.screenshot(path=str(path))
-        return path
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        """On failure keep the page (`name`-FAILED.png) and the console's errors."""
-        try:
-            yield
-        except BaseException:
-            (self.artifacts / f"{name}-FAILED-console.txt").write_text(
-                "\n".join(self.console_errors) + "\n"
-            )
-            try:
-                self.shot(f"{name}-FAILED")
-            except Exception:  # the page itself may be what failed
-                pass
-            raise
 
     def warnings_shown(self) -> list[str]:
         """Visible error or warning banners, toasts and dialogs, with their text."""
@@ -151,29 +114,9 @@ class HubUser:
         self.page.locator("#released_assignments_list").wait_for()
         self.wait_assignment_lists_loaded()
 
-    def wait_assignment_lists_loaded(self) -> None:
-        for list_id in ASSIGNMENT_LISTS.values():
-            self.page.locator(f"{list_id}_loading").wait_for(state="hidden")
-
-    def refresh_assignments(self) -> None:
-        self.page.locator("#refresh_assignments_list").click()
-        self.wait_assignment_lists_loaded()
-
     def course_shown(self) -> str:
         """The course the tab lists assignments of (or its error: "Error fetching courses!")."""
         return self.page.locator("#course_list_default").inner_text().strip()
-
-    def assignment_item(self, section: str, assignment: str):
-        """The row of `assignment` in one of the tab's three lists."""
-        return self.page.locator(f"{ASSIGNMENT_LISTS[section]} .list_item").filter(
-            has=self.page.locator(".item_name", has_text=assignment)
-        )
-
-    def click_assignment_button(self, section: str, assignment: str, label: str, then: str):
-        """Click the row's button `label`, and wait until the row appears in section `then`."""
-        button = self.assignment_item(section, assignment).locator("button", has_text=exact(label))
-        button.click()
-        self.assignment_item(then, assignment).first.wait_for(timeout=SPAWN_TIMEOUT_MS)
 
 
 class Formgrader:

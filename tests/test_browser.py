@@ -11,7 +11,10 @@ Debian's headless Chromium with Playwright:
    solution is typed into its solution cells, and shows a visible test's helpful message once a
    typical wrong solution is typed in instead;
 3. the learner's lab offers nbgrader's Assignments list and no instructor tools;
-4. the instructor's formgrader lists the course's assignments.
+4. nbgrader's exchange on one machine, with no extra flags: the instructor releases exercise 1,
+   the learner fetches it from the Assignments tab into the workspace and submits it, and the
+   instructor's `nbgrader collect` picks it up;
+5. the instructor's formgrader lists the course's assignments.
 
 Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
 outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (git-ignored), with
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,12 +41,16 @@ from browser_lab import (
     JS_PICTURES_WIDER_THAN_OUTPUT,
     LabPage,
     error_outputs,
+    exact,
     running_lab,
     svg_from_data_url,
     unexecuted_code_cells,
     visible_banners,
     warning_outputs,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
+import course_grader  # noqa: E402
 
 # One worker runs them all: they share the two lab servers and the browser.
 pytestmark = pytest.mark.xdist_group("browser")
@@ -392,6 +401,41 @@ def test_learner_lab_lists_assignments_and_has_no_instructor_tools(lab: LabPage)
         assert_no_banners(lab, "the learner's Assignments list")
     formgrader = lab.server.request("formgrader", timeout=10, missing_ok=True)
     assert formgrader is None, "the learner's server serves the formgrader"
+
+
+def nbgrader_in(course: Path, exchange: Path, *args: str) -> None:
+    """An instructor's nbgrader command in `course`, with the learner lab's exchange."""
+    env = dict(os.environ, FXCOURSE_EXCHANGE=str(exchange))
+    command = [sys.executable, "-m", "nbgrader", *args]
+    done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout}{done.stderr}"[-3000:]
+
+
+def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path):
+    exercise = ASSIGNMENTS[0]
+    course = course_grader.copy_course(tmp_path / "course", [exercise])
+    nbgrader_in(course, lab.server.exchange, "generate_assignment", exercise)
+    nbgrader_in(course, lab.server.exchange, "release_assignment", exercise)
+
+    with lab.step("14-learner-fetches"):
+        lab.menu("Nbgrader", "nbgrader:open-assignment-list")
+        lab.assignment_item("released", exercise).first.wait_for()
+        lab.click_assignment_button("released", exercise, "Fetch", then="fetched")
+        lab.page.locator('[data-command="filebrowser:refresh"]').click()
+        lab.page.locator(".jp-DirListing-itemText", has_text=exact(exercise)).wait_for()
+        lab.shot("14-learner-fetched")
+        assert_no_banners(lab, "the Assignments tab after Fetch")
+    fetched = lab.server.workspace / exercise / f"{exercise}.ipynb"
+    assert fetched.is_file(), f"Fetch did not put the exercise in the workspace: {fetched}"
+    assert not (ROOT / exercise).exists(), f"Fetch also wrote {exercise}/ into the repository"
+
+    with lab.step("15-learner-submits"):
+        lab.click_assignment_button("fetched", exercise, "Submit", then="submitted")
+        lab.shot("15-learner-submitted")
+        assert_no_banners(lab, "the Assignments tab after Submit")
+    nbgrader_in(course, lab.server.exchange, "collect", exercise)
+    collected = list((course / "grader" / "submitted").glob(f"*/{exercise}/{exercise}.ipynb"))
+    assert len(collected) == 1, f"collect found {collected}"
 
 
 def test_formgrader_lists_the_assignments_without_warnings(instructor: LabPage):
