@@ -174,6 +174,21 @@ def write_lab_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
+def start_make(command: list[str], root: Path, env: dict, log_path: Path) -> subprocess.Popen:
+    """`make ...` in `root`, in a session of its own (stop it by its process group), its output
+    in `log_path`."""
+    with open(log_path, "w") as log:
+        return subprocess.Popen(
+            command,
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
 def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") -> LabServer:
     """Start the course's JupyterLab with `make lab` (or `make formgrader`) in `root` and wait
     until its API answers.
@@ -201,16 +216,7 @@ def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") ->
     command = ["make", "--no-print-directory", target, "LAB_ARGS=" + " ".join(lab_args)]
     workspace = scratch / "workspace"
     command.append(f"WORKSPACE={workspace}")
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_make(command, root, env, log_path)
     url, exchange = f"http://127.0.0.1:{port}/", Path(env["FXCOURSE_EXCHANGE"])
     server = LabServer(url, token, root, process, log_path, workspace, exchange)
     try:

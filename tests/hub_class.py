@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from browser_lab import describe, free_loopback_port, process_tree, still_running
+from browser_lab import describe, free_loopback_port, process_tree, start_make, still_running
 
 HUB_START_TIMEOUT_S = 180
 SHARED_TEMP_FOLDERS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
@@ -87,16 +87,7 @@ def start_hub(root: Path, scratch: Path, log_path: Path) -> ClassHub:
     """Start `make hub` (it returns before the hub answers: see wait_until_up)."""
     tag = "t" + secrets.token_hex(3)  # account names of this run: e.g. t3fa9c1-ada
     env = hub_environment(scratch, tag)
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            ["make", "--no-print-directory", "hub"],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_make(["make", "--no-print-directory", "hub"], root, env, log_path)
     return ClassHub(
         url=f"http://127.0.0.1:{env['FXHUB_PORT']}/",
         instructor=env["FXHUB_INSTRUCTORS"],

@@ -33,6 +33,7 @@ import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
+from grader.safegrade.bench import scores  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
@@ -75,16 +76,6 @@ def printed(course: Path, student: str, cell: str | None = None) -> str:
     nb = json.loads((course / "autograded" / student / "tiny" / "tiny.ipynb").read_text())
     cells = [c for c in nb["cells"] if cell in (None, hostile_cases.grade_id(c))]
     return "".join("".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
-
-
-def scores(gradebook: Path) -> dict[str, float]:
-    with sqlite3.connect(gradebook) as db:
-        rows = db.execute(
-            "select s.student_id, sum(coalesce(g.auto_score, 0)) from grade g "
-            "join submitted_notebook n on g.notebook_id = n.id "
-            "join submitted_assignment s on n.assignment_id = s.id group by s.student_id"
-        ).fetchall()
-    return dict(rows)
 
 
 class Listener:

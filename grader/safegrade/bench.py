@@ -62,8 +62,9 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
     return course
 
 
-def scores(course: Path) -> dict[str, float]:
-    with sqlite3.connect(course / "grader" / "gradebook.db") as db:
+def scores(gradebook: Path) -> dict[str, float]:
+    """student id -> the sum of their auto-graded points."""
+    with sqlite3.connect(gradebook) as db:
         rows = db.execute(
             "select s.student_id, sum(coalesce(g.auto_score, 0)) from grade g "
             "join submitted_notebook n on g.notebook_id = n.id "
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         t_safe = run([*command, f"--workers={args.workers}"], sandboxed)
         print(f"  make autograde (sandbox): {t_safe:7.1f} s  ({args.n / t_safe:.2f} per s)")
         print(f"  throughput ratio: {t_plain / t_safe:.2f}x")
-        a, b = scores(plain), scores(sandboxed)
+        a, b = (scores(course / "grader" / "gradebook.db") for course in (plain, sandboxed))
         differ = sorted(s for s in a.keys() | b.keys() if a.get(s) != b.get(s))
         print(f"  same score for every student: {not differ} ({len(a)} students)")
         for student in differ:
