@@ -57,14 +57,15 @@ def added_cell(source: str, before: str = "add_all") -> callable:
     return change
 
 
+def draft_above(cells: list) -> list:
+    """A copy of the answer cell, with a wrong draft in it, above the final answer."""
+    draft = "def add_all(xs):\n    return 0  # draft\n"
+    at = next(i for i, cell in enumerate(cells) if grade_id(cell) == "add_all")
+    return cells[:at] + [dict(cells[at], source=draft)] + cells[at:]
+
+
 def honest_cases() -> list[Case]:
     helper = "import math\n\n\ndef total(xs):\n    return math.fsum(xs) if xs else 0\n"
-    draft = "def add_all(xs):\n    return 0  # draft\n"
-
-    def draft_above(cells):
-        at = next(i for i, cell in enumerate(cells) if grade_id(cell) == "add_all")
-        return cells[:at] + [dict(cells[at], source=draft)] + cells[at:]
-
     return [
         Case("correct", with_answer(CORRECT), 10, "all 3 tests passed"),
         Case("starter", release_notebook(), 0, "NotImplementedError"),
@@ -122,13 +123,11 @@ def honest_cases() -> list[Case]:
     ]
 
 
-def cheating_cases(course: Path) -> list[Case]:
-    checks = course / "source" / ASSIGNMENT / "checks.py"
-    checks_hash = hashlib.sha256(CHECKS.encode()).hexdigest()  # its text, wherever it might be
-    probes_hash = hashlib.sha256(PROBES.encode()).hexdigest()  # in the sandbox: the walk works
+def forged_verdicts() -> str:
+    """Code that writes passing verdicts and probe records to every inherited pipe."""
     verdicts = [{"done": True, "passed": True, "test": t} for t in ("test_basic", "test_hidden")]
     records = [{"cell": i, "probe": t, "value": -1} for i in range(9) for t in ("test_basic",)]
-    forged = (
+    return (
         "import json, os\n"
         f"lines = {json.dumps([*verdicts, *records])!r}\n"
         "for fd in range(3, 64):  # every inherited pipe, as the old runner's verdict pipe was\n"
@@ -136,7 +135,13 @@ def cheating_cases(course: Path) -> list[Case]:
         "        os.write(fd, ('\\n'.join(map(json.dumps, json.loads(lines))) + '\\n').encode())\n"
         "    except OSError:\n        pass\n"
     )
-    frames = (
+
+
+def frame_and_gc_walk() -> str:
+    """An answer that looks for the probes' and the checks' text in every frame and object."""
+    checks_hash = hashlib.sha256(CHECKS.encode()).hexdigest()  # its text, wherever it might be
+    probes_hash = hashlib.sha256(PROBES.encode()).hexdigest()  # in the sandbox: the walk works
+    return (
         "import gc, hashlib, sys\n\n\ndef texts():\n    frame = sys._getframe()\n"
         "    while frame is not None:\n"
         "        yield from [repr(frame.f_code.co_consts), *map(repr, frame.f_locals.values())]\n"
@@ -152,7 +157,12 @@ def cheating_cases(course: Path) -> list[Case]:
         f"    print('probes', {probes_hash!r} in found, 'checks', {checks_hash!r} in found)\n"
         "    return -1\n"
     )
-    reader = (
+
+
+def checks_reader(course: Path) -> str:
+    """An answer that looks for the hidden checks' file on every path it can reach."""
+    checks = course / "source" / ASSIGNMENT / "checks.py"
+    return (
         "import glob, os\n\n\ndef add_all(xs):\n"
         "    found = glob.glob('/opt/**/*.py', recursive=True)\n"
         "    found += glob.glob('/tmp/**', recursive=True)\n"
@@ -163,6 +173,10 @@ def cheating_cases(course: Path) -> list[Case]:
         "        except OSError as exc:\n            print('no:', type(exc).__name__)\n"
         "    return -1\n"
     )
+
+
+def cheating_cases(course: Path) -> list[Case]:
+    forged, frames, reader = forged_verdicts(), frame_and_gc_walk(), checks_reader(course)
     return [
         Case("forged_then_exit", with_answer(WRONG + forged + "os._exit(0)\n"), 0, "should be 3"),
         Case("forged_then_wrong", with_answer(WRONG + forged), 0, "should be 3"),
@@ -237,10 +251,6 @@ def isolation_case(course: Path, port: int) -> Case:
 
 
 def runaway_cases() -> list[Case]:
-    deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
-        "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
-        "os.chdir('/tmp/work')\n"
-    )
     return [
         Case(
             "loop_in_answer_cell",
@@ -290,6 +300,16 @@ def runaway_cases() -> list[Case]:
             10,
             "all 3 tests passed",
         ),
+    ]
+
+
+def tmp_cases() -> list[Case]:
+    """What a submission leaves in the sandbox's /tmp must not stop the next one."""
+    deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
+        "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
+        "os.chdir('/tmp/work')\n"
+    )
+    return [
         Case("deep_tree_in_tmp", with_answer(deep), 10, "all 3 tests passed"),
         Case(
             "unremovable_tmp",  # the worker cannot empty /tmp after it: a fresh one replaces it
@@ -299,6 +319,11 @@ def runaway_cases() -> list[Case]:
             10,
             "all 3 tests passed",
         ),
+    ]
+
+
+def exit_cases() -> list[Case]:
+    return [
         Case(
             "os_exit", with_answer("import os\nos._exit(0)\n" + CORRECT), 0, "exited with status 0"
         ),
@@ -345,6 +370,11 @@ def runaway_cases() -> list[Case]:
             10,
             "all 3 tests passed",
         ),
+    ]
+
+
+def output_cases() -> list[Case]:
+    return [
         Case(
             "giant_output",
             with_answer(CORRECT + "print('x' * 30_000_000)\n"),
@@ -413,4 +443,5 @@ def file_cases(course: Path) -> list[Case]:
 
 def build_cases(course: Path, port: int = 9) -> list[Case]:
     cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
-    return cases + runaway_cases() + file_cases(course)
+    cases += runaway_cases() + tmp_cases() + exit_cases() + output_cases()
+    return cases + file_cases(course)
