@@ -53,8 +53,11 @@ def released(tmp_path_factory) -> Path:
     return course
 
 
-def write_submissions(course: Path, folder: Path, answers: list[Snippet], assignments) -> None:
-    """The reference answer, the untouched student version and `answers`, for each exercise."""
+def write_submissions(
+    course: Path, folder: Path, answers: list[Snippet], assignments, untouched: bool = True
+) -> None:
+    """The reference answer, the untouched student version (unless not `untouched`) and
+    `answers`, for each exercise."""
     for assignment in assignments:
         student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
         reference = reference_solutions(source_notebook(course, assignment))
@@ -64,7 +67,8 @@ def write_submissions(course: Path, folder: Path, answers: list[Snippet], assign
             assignment,
             submission(student, reference, Snippet("", assignment, 10, {})),
         )
-        write_submission(folder, "untouched", assignment, student)
+        if untouched:
+            write_submission(folder, "untouched", assignment, student)
         for snippet in (s for s in answers if s.assignment == assignment):
             write_submission(
                 folder, snippet.name, assignment, submission(student, reference, snippet)
@@ -86,14 +90,16 @@ def grade(course: Path, how: str) -> subprocess.CompletedProcess:
 def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
     """how -> a copy of the released course that graded its submissions that way: "sandboxed",
     and plain nbgrader in one copy per exercise (its kernels run one at a time; side by side,
-    the endless loop's timeout is waited out while the others grade)."""
+    the endless loop's timeout is waited out while the others grade). Plain nbgrader grades the
+    reference and the realistic answers (the untouched starters score 0 in the sandboxed copy)."""
     courses = {}
     plain = [(f"plain:{a}", [s for s in REALISTIC if s.assignment == a]) for a in ASSIGNMENTS]
     for how, answers in [("sandboxed", REALISTIC + ATTACKS), *plain]:
         course = tmp_path_factory.mktemp(how.replace(":", "_"))
         shutil.copytree(released, course, dirs_exist_ok=True)
         submitted = tmp_path_factory.mktemp("uploads")
-        write_submissions(course, submitted, answers, how.split(":")[1:] or ASSIGNMENTS)
+        plain_only = how.split(":")[1:]
+        write_submissions(course, submitted, answers, plain_only or ASSIGNMENTS, not plain_only)
         course_grader.collect(submitted, course)
         courses[how] = course
     with ThreadPoolExecutor(len(courses)) as pool:

@@ -105,6 +105,9 @@ def test_edition_sets_itself_up_and_runs_a_chapter_without_instructor_tools(tmp_
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "JUPYTER_PATH")}
     subprocess.run(["make", "env"], cwd=out, env=env, check=True, timeout=900)
     python = out / ".venv" / "bin" / "python"
+    # `jupyter server ...` runs the `jupyter-server` found on PATH: the edition's, as for a
+    # learner who activated it, not one of whatever environment runs the tests.
+    env["PATH"] = os.pathsep.join([str(python.parent), env["PATH"]])
     extensions = subprocess.run(
         [python, "-m", "jupyter", "server", "extension", "list"],
         cwd=out,
