@@ -1,5 +1,5 @@
 """nbgrader reads this file when it starts in the repository root (the instructor's make targets,
-the formgrader in `make lab`). The course's settings live in grader/nbgrader_config.py.
+the formgrader in `make formgrader`). The course's settings live in grader/nbgrader_config.py.
 """
 
 import os

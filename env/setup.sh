@@ -40,9 +40,24 @@ check_python() {
         die "$PYTHON must be Python 3.11 or newer (set PYTHON=/path/to/python3.11)."
 }
 
+ensure_venv_module() {  # Debian and Ubuntu ship `venv`/`ensurepip` as a package of their own
+    local version
+    "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null && return 0
+    if can_apt; then
+        version=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+        say "installing python$version-venv (for '$PYTHON -m venv') with apt-get"
+        apt_install "python$version-venv" 2>/dev/null || apt_install python3-venv 2>/dev/null || true
+        "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null && return 0
+    fi
+    die "$PYTHON cannot create virtual environments. On Debian/Ubuntu: 'sudo apt-get install python3-venv'; or set PYTHON=/path/to/another/python3.11+."
+}
+
 install_packages() {
     say "installing the locked packages into $VENV (first time: several GB, a few minutes)"
-    [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+    if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then  # none yet, or a broken one
+        ensure_venv_module
+        "$PYTHON" -m venv --clear "$VENV"
+    fi
     local uv_pin
     uv_pin=$(grep -E '^uv==' "$LOCK")
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$uv_pin"
@@ -74,8 +89,8 @@ check_python
 graphviz_hint="Install Graphviz: 'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install -c conda-forge graphviz'. Without it graph pictures fall back to text."
 if [ "$purpose" = test ]; then
     ensure_system_tool dot graphviz yes "$graphviz_hint"
-    ensure_system_tool chromium chromium yes \
-        "The browser tests need Debian's 'chromium' package: 'sudo apt-get install chromium'."
+    [ -x "${FXCOURSE_CHROMIUM:-}" ] || ensure_system_tool chromium chromium yes \
+        "The browser tests need Chromium: 'sudo apt-get install chromium' (Debian), or FXCOURSE_CHROMIUM=/path/to/chromium."
     ensure_system_tool bwrap bubblewrap yes \
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
 else

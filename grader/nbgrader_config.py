@@ -45,9 +45,15 @@ os.makedirs(c.Exchange.root, exist_ok=True)
 configure(c, ROOT, ROOT / layout.SOURCE)
 # The limits, one place for every way of grading (make autograde, nbgrader autograde, the
 # formgrader's Autograde button): a cell that runs longer than Execute.timeout is interrupted
-# and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget.
+# and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget seconds;
+# the submission's processes share memory_mb of memory (RLIMIT_DATA, MiB), at most nproc processes
+# and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB.
 c.Execute.timeout = 60
 c.SandboxExecute.budget = 120
+c.SandboxExecute.memory_mb = 3072
+c.SandboxExecute.nproc = 64
+c.SandboxExecute.file_mb = 64
+c.SandboxExecute.tmp_mb = 256
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or
