@@ -273,7 +273,11 @@ def check_feedback(text: str, expected_score: float, account: str) -> None:
 
 
 def check_boundaries(hub: ClassHub, learner: HubUser, other: str) -> None:
-    """A learner's server has no grading tools and one kernel; files stay with their owners."""
+    """A learner's server has no grading tools and one kernel; files stay with their owners; the
+    learner has their own copy of the chapters."""
+    chapter = hub.home(learner.account) / "chapters" / "01_symbolic_tracing.ipynb"
+    assert chapter.is_file(), f"{learner.account} has no chapters: {chapter}"
+    assert chapter.stat().st_uid == hub.uids[learner.account], "the chapters are not the learner's"
     response = learner.page.request.get(learner.server_url + "formgrader/manage_assignments")
     assert response.status == 404, f"a learner's server answers the formgrader: {response.status}"
     kernels = learner.page.request.get(learner.server_url + "api/kernelspecs").json()

@@ -10,9 +10,13 @@ What this file decides:
 * Roles come from hub groups: members of "instructors" get the formgrader and the assignment
   editor over the course folder in their home; "learners" get the Assignments tab only.
 * nbgrader's exchange is one folder shared by all, outside any checkout and any home.
+* Before a learner's server starts, the course's chapters are brought into ~/chapters, as
+  `make lab` does for its workspace: new and updated ones copied, the learner's edits kept.
 """
 
+import asyncio
 import pwd
+import shutil
 import sys
 from pathlib import Path
 
@@ -84,15 +88,45 @@ c.Spawner.environment = {
 }
 
 
+LEARNERS_CHAPTERS = "chapters"  # in a learner's home
+# By its path: the servers' PATH (Spawner.environment) has no sbin folder.
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
+
+
 def configure_role(spawner):
-    """Put the role's Jupyter configuration (grader/hub/jupyter/) on the server's config path."""
+    """Put the role's Jupyter configuration (grader/hub/jupyter/) on the server's config path.
+    For a learner, returns the step that brings the chapters into their home (JupyterHub awaits
+    it before the server starts)."""
     groups = {group.name for group in spawner.user.groups}
     role = INSTRUCTORS_GROUP if INSTRUCTORS_GROUP in groups else LEARNERS_GROUP
     environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in ROLE_CONFIG[role])}
+    home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
     if role == INSTRUCTORS_GROUP:
-        home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
         environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)
     spawner.environment = {**spawner.environment, **environment}
+    return None if role == INSTRUCTORS_GROUP else sync_chapters(spawner, home)
+
+
+async def sync_chapters(spawner, home: Path) -> None:
+    """`make lab`'s workspace sync, run as the learner (the files are theirs), into ~/chapters."""
+    command = [RUNUSER, "-u", spawner.user.name, "--", str(deployment.venv / "bin" / "python")]
+    command += ["-m", "fxcourse.workspace", "sync", "--workspace", str(home / LEARNERS_CHAPTERS)]
+    environment = {**spawner.environment, "HOME": str(home)}
+    environment["FXCOURSE_EXCHANGE"] = str(deployment.exchange_root)
+    try:
+        done = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=home,
+            env=environment,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await done.communicate()
+        failed = output.decode(errors="replace") if done.returncode != 0 else ""
+    except OSError as error:
+        failed = str(error)
+    if failed:  # the server still starts: exercises come through the exchange
+        spawner.log.warning("chapters for %s not synced: %s", spawner.user.name, failed)
 
 
 c.Spawner.pre_spawn_hook = configure_role
