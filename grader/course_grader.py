@@ -42,11 +42,14 @@ LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
     """A course folder at `target` with this course's grading configuration and the sources of
-    `assignments` (not its working folders): for tests, benchmarks and a class hub."""
+    `assignments` (not its working folders): for tests, benchmarks and a class hub. Copying
+    again over an earlier copy brings it up to date and keeps its working folders."""
     skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     for assignment in assignments:
-        shutil.copytree(ROOT / SOURCE / assignment, target / SOURCE / assignment, ignore=skip)
-    shutil.copytree(ROOT / "grader" / "safegrade", target / "grader" / "safegrade", ignore=skip)
+        source, copy = ROOT / SOURCE / assignment, target / SOURCE / assignment
+        shutil.copytree(source, copy, ignore=skip, dirs_exist_ok=True)
+    safegrade = Path("grader") / "safegrade"
+    shutil.copytree(ROOT / safegrade, target / safegrade, ignore=skip, dirs_exist_ok=True)
     for path in (ROOT / "grader").glob("*.py"):
         shutil.copy(path, target / "grader")
     shutil.copy(ROOT / "nbgrader_config.py", target)

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HUB = ROOT / "grader" / "hub"
 sys.path.insert(0, str(HUB))
 import classroom  # noqa: E402
+from course_grader import ASSIGNMENTS  # noqa: E402  (classroom put grader/ on sys.path)
 from settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings  # noqa: E402
 
 NBGRADER_EXTENSIONS = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter"
@@ -173,7 +174,7 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     assert config.CourseDirectory.course_id == "fx-course"
     assert config.CourseDirectory.db_url == f"sqlite:///{course / 'grader' / 'gradebook.db'}"
     sources = sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb"))
-    assert sources == list(classroom.ASSIGNMENTS)
+    assert sources == list(ASSIGNMENTS)
     classroom.write_course_folder(course, exchange)  # again, as every `make hub` does
     assert sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb")) == sources
 

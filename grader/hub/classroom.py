@@ -31,14 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from settings import PROXY_PID_FILE, REPO, Settings  # noqa: E402
 
 sys.path.insert(0, str(REPO / "grader"))
-from course_grader import ASSIGNMENTS, SOURCE  # noqa: E402
+from course_grader import copy_course  # noqa: E402
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
-# nbgrader's working folders and caches: the instructor's own, never copied over.
-NOT_COURSE_FILES = shutil.ignore_patterns(
-    "hub", "release", "submitted", "autograded", "feedback", "exports", "exchange",
-    "gradebook.db", "__pycache__", "*.pyc", ".ipynb_checkpoints",
-)  # fmt: skip
 HUB_NBGRADER_CONFIG = '''\
 """Written by `make hub` (grader/hub/classroom.py); rewritten on every start, do not edit.
 
@@ -127,16 +122,10 @@ def create_account(deployment: Settings, name: str, record: dict) -> None:
     record["accounts"][name] = {"password": password}
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, dirs_exist_ok=True, ignore=NOT_COURSE_FILES)
-
-
 def write_course_folder(course: Path, exchange_root: Path) -> None:
     """Copy the course's nbgrader sources and grader configuration into `course`, and write its
     nbgrader_config.py. Runs as the instructor: root never writes into an account's home."""
-    for assignment in ASSIGNMENTS:
-        copy_tree(REPO / SOURCE / assignment, course / SOURCE / assignment)
-    copy_tree(REPO / "grader", course / "grader")
+    copy_course(course)
     config = HUB_NBGRADER_CONFIG.format(exchange=str(exchange_root))
     (course / "nbgrader_config.py").write_text(config)
 

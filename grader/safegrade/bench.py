@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         t_safe = run([*command, f"--workers={args.workers}"], sandboxed)
         print(f"  make autograde (sandbox): {t_safe:7.1f} s  ({args.n / t_safe:.2f} per s)")
         print(f"  throughput ratio: {t_plain / t_safe:.2f}x")
-        a, b = (scores(course / "grader" / "gradebook.db") for course in (plain, sandboxed))
+        a, b = (scores(course / course_grader.GRADEBOOK) for course in (plain, sandboxed))
         differ = sorted(s for s in a.keys() | b.keys() if a.get(s) != b.get(s))
         print(f"  same score for every student: {not differ} ({len(a)} students)")
         for student in differ:
