@@ -228,6 +228,25 @@ def repository_files(root: Path) -> set[str]:
 
 
 @contextmanager
+def reachable_by_every_account(path: Path) -> Iterator[None]:
+    """What a class hub needs of its checkout (grader/hub/README.md: clone it where every account
+    can read it): the folders above `path` may be entered by others (o+x), for as long as the
+    hub runs. A checkout in a private folder (a CI runner's, `mktemp -d`) gets that permission
+    and has its folders' modes put back afterwards."""
+    changed = {}
+    for folder in [path, *path.parents]:
+        mode = folder.stat().st_mode & 0o7777
+        if not mode & 0o001:
+            changed[folder] = mode
+            folder.chmod(mode | 0o001)
+    try:
+        yield
+    finally:
+        for folder, mode in changed.items():
+            folder.chmod(mode)
+
+
+@contextmanager
 def running_class_hub(root: Path, scratch: Path, log_path: Path) -> Iterator[ClassHub]:
     """The hub for one test; afterwards nothing of it may be left, also when the test failed."""
     files_before = repository_files(root)

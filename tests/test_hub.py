@@ -15,7 +15,8 @@ Along the way it checks the boundaries: learners have no formgrader, cannot read
 work or the instructor's course folder, and fetched notebooks hold no solution or hidden test.
 Screenshots of every step are in test-artifacts/hub/. Afterwards (also after a failure) the hub
 and every process of the accounts must be gone, and the accounts, their files and nothing else.
-Needs root (the hub runs each account's server as that account).
+Needs root (the hub runs each account's server as that account). A checkout in a private folder
+is made enterable by every account while the hub runs, then put back.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
-from hub_class import ClassHub, run_as, running_class_hub
+from hub_class import ClassHub, reachable_by_every_account, run_as, running_class_hub
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser
 from submissions.build import read_snippet, reference_solutions
 
@@ -72,8 +73,9 @@ def class_hub(artifacts) -> Iterator[ClassHub]:
         pytest.fail("the class hub runs every account's server as that account: run as root")
     with tempfile.TemporaryDirectory(prefix="fxhub-test-", dir="/tmp") as scratch:
         os.chmod(scratch, 0o755)  # the accounts' homes are inside
-        with running_class_hub(ROOT, Path(scratch), artifacts / "hub.log") as hub:
-            yield hub
+        with reachable_by_every_account(ROOT):
+            with running_class_hub(ROOT, Path(scratch), artifacts / "hub.log") as hub:
+                yield hub
 
 
 @pytest.fixture(scope="module")
