@@ -237,30 +237,34 @@ def fold_verdict(result: BenchResult, fuser: str = "chapter fuser") -> str:
     """How much of BatchNorm's cost the fold recovers, decided by the sign tests above."""
     floor, fused = result.compare(FLOOR), result.compare(fuser)
     against_floor = result.compare(fuser, FLOOR)
+    share = f"BatchNorm's {1 - floor.ratio:.1%}"
     if not (floor.measurable and floor.ratio < 1):
         return (
-            f"Verdict: erasing BatchNorm saves no measurable time in this run, so no saving from "
+            "Verdict: erasing BatchNorm saves no measurable time in this run, so no saving from "
             f"folding can be shown here (the {fuser} is at {fused.ratio:.3f} of unfused)."
         )
-    if not against_floor.measurable:
-        return (
-            f"Verdict: the {fuser} cannot be told apart from the floor: folding recovers all of "
-            f"BatchNorm's {1 - floor.ratio:.1%} that this run can resolve."
-        )
-    if against_floor.ratio < 1:
+    if against_floor.measurable and against_floor.ratio < 1:
         return (
             f"Verdict: the {fuser} ran measurably faster than the floor, which does no more work; "
             "the load changed during this run more than the rounds even out: run it again."
         )
-    if not (fused.measurable and fused.ratio < 1):
+    saves = fused.measurable and fused.ratio < 1
+    if not saves and not against_floor.measurable:
         return (
-            f"Verdict: BatchNorm costs {1 - floor.ratio:.1%}, but the {fuser} saves nothing "
-            "measurable against unfused in this run."
+            f"Verdict: the {fuser} cannot be told apart from unfused nor from the floor: this run "
+            f"cannot say how much of {share} it recovers."
+        )
+    if not saves:
+        return f"Verdict: {share} could be saved, but the {fuser} saves nothing measurable."
+    if not against_floor.measurable:
+        return (
+            f"Verdict: the {fuser} cannot be told apart from the floor: folding recovers all of "
+            f"{share} that this run can resolve."
         )
     recovered = (1 - fused.ratio) / (1 - floor.ratio)
     return (
         f"Verdict: the {fuser} is measurably slower than the floor; it recovers about "
-        f"{recovered:.0%} of BatchNorm's {1 - floor.ratio:.1%} (medians of the round ratios)."
+        f"{recovered:.0%} of {share} (medians of the round ratios)."
     )
 
 
