@@ -128,12 +128,18 @@ def test_a_graph_crosses_as_a_description():
 
 
 def frames(*records, nonce="n1") -> bytes:
-    """Records framed as the sandbox's runner writes them (a str is sent as it is)."""
-    payloads = [
-        r.encode() if isinstance(r, str) else json.dumps(dict(r, nonce=nonce)).encode()
-        for r in records
-    ]
-    return b"".join(len(p).to_bytes(4, "big") + p for p in payloads)
+    """Records framed as the sandbox's runner writes them; bytes are sent as they are, a str
+    is framed as it is."""
+    stream = b""
+    for record in records:
+        if isinstance(record, bytes):
+            stream += record
+            continue
+        payload = (
+            nonce.encode() + (record if isinstance(record, str) else json.dumps(record)).encode()
+        )
+        stream += len(payload).to_bytes(4, "big") + payload
+    return stream
 
 
 def test_records_arrive_one_per_cell_in_order():
@@ -148,24 +154,25 @@ def rejected(records: dict, index: int) -> bool:
     return records[index].get("error", {}).get("ename") == "GraderError"
 
 
+FORGED_LINE = b'{"cell": 2, "probe": "t", "value": 4}\n{"cell": 2, "val'
+
+
 @pytest.mark.parametrize(
     "forged",
     [
         {"cell": 2, "value": 3},  # a later cell's record, ahead of time
-        {"cell": 1, "value": 3, "nonce": "guessed"},  # without the job's nonce
+        frames({"cell": 1, "value": 3}, nonce="guess"),  # without the job's nonce
+        FORGED_LINE,  # the old protocol's lines, then an unterminated one
+        (1 << 31).to_bytes(4, "big"),  # a length that would swallow every later record
         "not json",
         "[1]",
         {"cell": "1"},
     ],
-    ids=["ahead", "no-nonce", "not-json", "not-a-dict", "bad-index"],
+    ids=["ahead", "no-nonce", "lines", "huge-length", "not-json", "not-a-dict", "bad-index"],
 )
 def test_a_forged_record_fails_the_cell_that_wrote_it_and_no_other(forged):
     real = [{"cell": 0, "stdout": ""}, {"cell": 1, "stdout": ""}, {"cell": 2, "value": 4}]
     stream = frames(real[0], forged, real[1], real[2], {"done": True})
-    if isinstance(forged, dict) and "nonce" in forged:
-        payload = json.dumps(forged).encode()
-        stream = frames(real[0]) + len(payload).to_bytes(4, "big") + payload
-        stream += frames(real[1], real[2], {"done": True})
     records = preprocessors.read_records(stream, 3, "n1")
     assert rejected(records, 1) and records[0] == real[0] and records[2] == real[2]
 
@@ -178,10 +185,10 @@ def test_a_duplicated_record_fails_that_cell_and_the_running_one():
 
 
 def test_a_cut_off_or_oversized_frame_fails_its_cell():
-    stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'{"cell": 1'
+    stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
     records = preprocessors.read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
-    huge = frames({"cell": 0}) + (worker.FRAME_CAP + 1).to_bytes(4, "big")
+    huge = frames({"cell": 0}) + (worker.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
     assert rejected(preprocessors.read_records(huge, 2, "n1"), 1)
 
 

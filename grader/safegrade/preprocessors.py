@@ -320,20 +320,23 @@ def forbidden_paths(course: CourseDirectory) -> list[str]:
 
 
 def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
-    """cell index -> its record, from the child's length-prefixed frames. The runner sends one
-    frame per cell, in order, with this job's nonce, then a final one. A frame that is not the
-    next cell's (forged, duplicated, out of order, malformed, without the nonce) fails the cell
-    that was running when it came (and a duplicated cell), never another; a stream cut off by a
-    frame over the cap fails the cell it was for."""
+    """cell index -> its record, from the child's frames: a length, this job's nonce, a JSON
+    record. The runner sends one frame per cell, in order, then a final one. Bytes that are not
+    such a frame (written by the submission's code) are skipped to the next frame with the
+    nonce; they, and a frame that is not the next cell's (duplicated, out of order,
+    malformed), fail the cell that was running when they came, never another."""
     records: dict[int, dict] = {}
-    expected, at = 0, 0
-    while expected < count and at + 4 <= len(stream):
+    expected, at, mark = 0, 0, nonce.encode()
+    while expected < count and at < len(stream):
         size = int.from_bytes(stream[at : at + 4], "big")
-        frame, at = stream[at + 4 : at + 4 + size], at + 4 + size
-        if size > FRAME_CAP or len(frame) < size:
-            records[expected] = rejected(f"its record ({size} bytes) was cut off or over the cap")
-            break
-        record = parse_frame(frame, nonce)
+        frame = stream[at + 4 : at + 4 + size]
+        if not (len(mark) <= size <= FRAME_CAP and len(frame) == size and frame.startswith(mark)):
+            records[expected] = rejected("bytes that are not a record arrived while it ran")
+            found = stream.find(mark, at + 5)
+            at = found - 4 if found >= 4 else len(stream)
+            continue
+        at += 4 + size
+        record = parse_frame(frame[len(mark) :])
         if record is not None and record.get("done") is True:
             break
         index = record.get("cell") if record is not None else None
@@ -347,13 +350,13 @@ def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
     return records
 
 
-def parse_frame(frame: bytes, nonce: str) -> dict | None:
-    """The record in a frame; None if it is malformed or lacks this job's nonce."""
+def parse_frame(payload: bytes) -> dict | None:
+    """The record in a frame; None if it is malformed."""
     try:
-        record = json.loads(frame)
+        record = json.loads(payload)
     except (ValueError, RecursionError):
         return None
-    if type(record) is not dict or record.pop("nonce", None) != nonce:
+    if type(record) is not dict:
         return None
     return record if record.get("done") is True or type(record.get("cell")) is int else None
 

@@ -382,14 +382,15 @@ def run_submission(job: dict, shell, limits: dict) -> None:
 
 
 def send_record(record: dict, nonce: str) -> None:
-    """The record, encoded, capped after encoding: data over the cap becomes an error."""
-    payload = json.dumps(dict(record, nonce=nonce)).encode()
+    """The record, encoded, capped after encoding (data over the cap becomes an error), in a
+    frame that starts with this job's nonce."""
+    payload = json.dumps(record).encode()
     if len(payload) > FRAME_CAP:
         message = f"the data is {len(payload) >> 20} MiB once encoded; at most {FRAME_CAP >> 20}"
         error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
         kept = {key: record[key] for key in ("cell", "probe") if key in record}
-        payload = json.dumps(dict(kept, error=error, nonce=nonce)).encode()
-    write_frame(3, payload)
+        payload = json.dumps(dict(kept, error=error)).encode()
+    write_frame(3, nonce.encode() + payload)
 
 
 def _cell_timed_out(_signum, _frame):

@@ -178,7 +178,12 @@ def checks_reader(course: Path) -> str:
 def cheating_cases(course: Path) -> list[Case]:
     forged, frames, reader = forged_verdicts(), frame_and_gc_walk(), checks_reader(course)
     return [
-        Case("forged_then_exit", with_answer(WRONG + forged + "os._exit(0)\n"), 0, "should be 3"),
+        Case(
+            "forged_then_exit",  # the forged records are rejected; the real ones never come
+            with_answer(WRONG + forged + "os._exit(0)\n"),
+            0,
+            "exited with status 0",
+        ),
         Case("forged_then_wrong", with_answer(WRONG + forged), 0, "should be 3"),
         Case("frame_and_gc_walk", with_answer(frames), 0, "should be 3"),
         Case("reads_the_checks", with_answer(reader), 0, "should be 3"),
@@ -445,3 +450,122 @@ def build_cases(course: Path, port: int = 9) -> list[Case]:
     cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
     cases += runaway_cases() + tmp_cases() + exit_cases() + output_cases()
     return cases + file_cases(course)
+
+
+# ----------------------------------------------------------------------------- one after another
+
+VICTIM_MARK = "VICTIM-ANSWER-TEXT-91c2"  # in the first student's answer only
+SHM_KEY, MSG_KEY = 0x5AFE, 0x5AFF
+IPC = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.shmat.restype = ctypes.c_void_p\n"
+)
+
+
+def neighbour_cases() -> list[Case]:
+    """Graded in this order by ONE sandbox: a victim, a student who leaves IPC objects and
+    files behind, then students who look for what the earlier ones left."""
+    victim = (
+        f"MARK = {VICTIM_MARK!r}\n\n\ndef victim_only_helper(xs):\n    return sum(xs)\n\n\n"
+        "def add_all(xs):\n    return victim_only_helper(xs)\n"
+    )
+    leaves = (
+        CORRECT
+        + IPC
+        + (
+            f"shm = libc.shmget({SHM_KEY}, 1 << 20, 0o1666)\n"
+            "ctypes.memmove(libc.shmat(shm, None, 0), b'left by a2', 10)\n"
+            f"queue = libc.msgget({MSG_KEY}, 0o1666)\n"
+            "message = (ctypes.c_long * 3)(1, int.from_bytes(b'a2 says', 'little'), 0)\n"
+            "print('sent', libc.msgsnd(queue, message, 16, 0), shm >= 0, queue >= 0)\n"
+            "for place in ('/tmp/left_by_a2', '/dev/shm/left_by_a2'):\n"
+            "    open(place, 'w').write('a2')\n"
+        )
+    )
+    return [
+        Case("a1_victim", with_answer(victim), 10, "all 3 tests passed"),
+        Case("a2_leaves_ipc_and_files", with_answer(leaves), 10, "all 3 tests passed"),
+        Case("b1_memory_scan", with_answer(memory_scan() + WRONG), 0, "should be 3"),
+        Case("b2_plagiarist", with_answer(plagiarist()), 0, "should be 3"),
+        Case("b3_looks_for_leftovers", with_answer(CORRECT + leftovers()), 10, "all 3 tests"),
+        Case("b4_shared_mmap_4g", with_answer(CORRECT + shared_mmap()), 10, "all 3 tests"),
+    ]
+
+
+def memory_scan() -> str:
+    """Reads every writable mapping of its own process, looking for the victim's mark."""
+    prefix = VICTIM_MARK[:-4]  # the suffix after it is the victim's alone
+    return (
+        "import ctypes, re\nfound, scanned = set(), 0\n"
+        f"pattern = re.escape({prefix!r}.encode()) + rb'(\\w\\w\\w\\w)'\n"
+        "for line in open('/proc/self/maps'):\n"
+        "    parts = line.split()\n"
+        "    if parts[1].startswith('rw') and (len(parts) < 6 or parts[5][0] == '['):\n"
+        "        if parts[-1] in ('[vvar]', '[vsyscall]', '[vvar_vclock]'):\n"
+        "            continue\n"
+        "        start, end = (int(x, 16) for x in parts[0].split('-'))\n"
+        "        data = ctypes.string_at(start, end - start)\n"
+        "        scanned += len(data)\n"
+        "        found.update(re.findall(pattern, data))\n"
+        "print('scanned MiB', scanned >> 20, 'suffixes', sorted(found))\n"
+    )
+
+
+def plagiarist() -> str:
+    """No code of its own: runs any add_all it finds among the process's objects."""
+    return (
+        "import gc\n\nfor text in [o for o in gc.get_objects() if isinstance(o, dict)]:\n"
+        "    for value in list(text.values()):\n"
+        "        if isinstance(value, str) and 'victim_only_helper' + '(xs)' in value:\n"
+        "            exec(value, globals())\n"
+        "print('copied' if 'victim_only_helper' in globals() else 'nothing to copy')\n"
+        "if 'add_all' not in globals():\n" + "\n".join("    " + line for line in WRONG.split("\n"))
+    )
+
+
+def leftovers() -> str:
+    """Looks for the SysV objects and files an earlier student left."""
+    return IPC + (
+        "import os\n"
+        f"print('shm', libc.shmget({SHM_KEY}, 0, 0), 'msg', libc.msgget({MSG_KEY}, 0))\n"
+        "for kind in ('shm', 'msg', 'sem'):\n"
+        "    print(kind, 'objects', len(open(f'/proc/sysvipc/{kind}').readlines()) - 1)\n"
+        "print('files', os.listdir('/tmp'), os.listdir('/dev/shm'))\n"
+    )
+
+
+def shared_mmap() -> str:
+    """A child process touches every page of a 4 GiB shared mapping."""
+    return (
+        "import mmap, os\npid = os.fork()\nif pid == 0:\n    try:\n"
+        "        area = mmap.mmap(-1, 4 << 30, flags=mmap.MAP_SHARED)\n"
+        "        for at in range(0, 4 << 30, 4096):\n            area[at] = 1\n"
+        "        print('touched all 4 GiB', flush=True)\n    finally:\n        os._exit(0)\n"
+        "print('child', os.waitpid(pid, 0)[1])\n"
+    )
+
+
+def honest_style_cases() -> list[Case]:
+    """Valid ways to write the answer that a kernel (plain nbgrader) accepts."""
+    module = {"helper_mod.py": CORRECT.encode()}
+    package = {"mypkg/__init__.py": b"", "mypkg/sums.py": CORRECT.encode()}
+    writefile = "%%writefile written_mod.py\n" + CORRECT
+    faults = (
+        "import faulthandler, sys\nfaulthandler.enable()\n"
+        "print('fileno', sys.stdout.fileno() > 0, sys.stderr.fileno() > 0)\n" + CORRECT
+    )
+    return [
+        Case("h_module_beside", beside("from helper_mod import add_all\n", module), 10, "all 3"),
+        Case("h_package_beside", beside("from mypkg.sums import add_all\n", package), 10, "all 3"),
+        Case(
+            "h_writefile",
+            edited(added_cell(writefile), "from written_mod import add_all\n"),
+            10,
+            "all 3",
+        ),
+        Case("h_faulthandler", with_answer(faults), 10, "all 3"),
+    ]
+
+
+def beside(answer: str, files: dict) -> dict:
+    return {NOTEBOOK: json.dumps(with_answer(answer)).encode(), **files}
