@@ -252,7 +252,7 @@ def test_failures_are_put_where_they_belong(tmp_path):
 
 
 def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
-    """A sandbox is stopped and started again after a submission it cannot clean up after."""
+    """A stopped sandbox starts again (as after a failure) and serves the next submission."""
     from grader.safegrade.sandbox import Limits, Sandbox
 
     box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))

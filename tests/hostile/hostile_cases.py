@@ -309,7 +309,7 @@ def runaway_cases() -> list[Case]:
 
 
 def tmp_cases() -> list[Case]:
-    """What a submission leaves in the sandbox's /tmp must not stop the next one."""
+    """What a submission leaves in its /tmp (its own, gone with it) must not stop the next one."""
     deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
         "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
         "os.chdir('/tmp/work')\n"
@@ -317,7 +317,7 @@ def tmp_cases() -> list[Case]:
     return [
         Case("deep_tree_in_tmp", with_answer(deep), 10, "all 3 tests passed"),
         Case(
-            "unremovable_tmp",  # the worker cannot empty /tmp after it: a fresh one replaces it
+            "unremovable_tmp",  # nobody could empty it: it is unmounted with the child
             with_answer(
                 CORRECT + "import os\nos.makedirs('/tmp/locked/in')\nos.chmod('/tmp/locked', 0)\n"
             ),
