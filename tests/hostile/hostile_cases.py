@@ -380,6 +380,12 @@ def exit_cases() -> list[Case]:
 
 def output_cases() -> list[Case]:
     return [
+        Case(  # 6 MiB of NUL characters: 36 MiB once JSON-escaped, over the 32 MiB cap
+            "huge_result_after_escaping",
+            with_answer("def add_all(xs):\n    return '\\x00' * (6 << 20)\n"),
+            0,
+            "DataTooLarge: the data is 36 MiB once encoded",
+        ),
         Case(
             "giant_output",
             with_answer(CORRECT + "print('x' * 30_000_000)\n"),
