@@ -44,10 +44,12 @@ os.makedirs(c.Exchange.root, exist_ok=True)
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
 configure(c, ROOT, ROOT / layout.SOURCE)
 # The limits, one place for every way of grading (make autograde, nbgrader autograde, the
-# formgrader's Autograde button): a cell that runs longer than Execute.timeout is interrupted
-# and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget seconds;
-# the submission's processes share memory_mb of memory (RLIMIT_DATA, MiB), at most nproc processes
-# and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB.
+# formgrader's Autograde button), read into one object (safegrade.sandbox.Limits): a cell that runs
+# longer than Execute.timeout is interrupted and fails (also under plain nbgrader); a whole
+# submission gets SandboxExecute.budget seconds; memory_mb MiB of memory beyond the sandbox's own
+# (a memory cgroup per sandbox where the machine allows one, which counts shared memory, /tmp and
+# page cache too; otherwise RLIMIT_AS per process: `make autograde` prints which), at most nproc
+# processes and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB of its own.
 c.Execute.timeout = 60
 c.SandboxExecute.budget = 120
 c.SandboxExecute.memory_mb = 3072

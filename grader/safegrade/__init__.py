@@ -5,4 +5,4 @@
 sandbox side (``worker``, ``data``, ``probing``) never imports nbgrader. See README.md.
 """
 
-VERSION = "2.0"
+VERSION = "3.0"

@@ -20,6 +20,7 @@ import base64
 import fnmatch
 import json
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -40,7 +41,8 @@ from traitlets import Bool, Float, Integer, List
 
 from . import probing
 from .data import DataError, clean_text, decode
-from .sandbox import Pool
+from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
+from .worker import FRAME_CAP
 
 MAX_FILES_BYTES = 32 << 20  # the submission's other files, shipped into the sandbox
 MAX_FILES, MAX_DEPTH = 1000, 16
@@ -88,10 +90,12 @@ class ForgetDuplicates(NbGraderPreprocessor):
 
 class Batch:
     """Set by ``batch.autograde``: a shared pool, and a lock that serialises nbgrader's own
-    bookkeeping while the sandboxes run side by side."""
+    bookkeeping while the sandboxes run side by side; (student, assignment) of the submissions
+    the grader itself failed on."""
 
     pool: Pool | None = None
     lock = threading.Lock()
+    grader_failed: set[tuple[str, str]] = set()
 
 
 class ResilientExecute(Execute):
@@ -116,15 +120,19 @@ class ResilientExecute(Execute):
             return cell, resources
 
 
+class GraderFailure(RuntimeError):
+    """The sandbox failed twice on a submission: the grader's failure, not the learner's."""
+
+
 class SandboxExecute(ResilientExecute):
     """Execute's replacement: learners' code runs in the sandbox, verdicts come from checks."""
 
     unsandboxed = Bool(False, help="Run learners' code unsandboxed (nbgrader's plain Execute)")
     budget = Float(120.0, help="Wall-clock seconds for a whole submission in the sandbox")
-    memory_mb = Integer(3072, help="Memory (RLIMIT_DATA) of the submission's processes, in MiB")
+    memory_mb = Integer(3072, help="Memory of a submission beyond the sandbox's own, in MiB")
     nproc = Integer(64, help="Processes and threads the submission may run")
     file_mb = Integer(64, help="Largest file the submission may write, in MiB")
-    tmp_mb = Integer(256, help="Size of the sandbox's /tmp, in MiB")
+    tmp_mb = Integer(256, help="Size of the submission's /tmp, in MiB")
     preimport = List([], help="Modules a sandbox imports before any submission (default: those "
                       "imported by the source notebooks and probes)")  # fmt: skip
     for trait in (unsandboxed, budget, memory_mb, nproc, file_mb, tmp_mb, preimport):
@@ -148,34 +156,50 @@ class SandboxExecute(ResilientExecute):
             "cells": [step(cell) for cell in cells],
             "probes": probes,
             "files": files_for_sandbox([Path(submitted), folder], course.ignore),
-            "limits": self.limits(),
+            "nonce": secrets.token_hex(16),
         }
-        reply = self.run_job(job, course, folder)
-        records = read_records(reply["records"], len(cells))
+        try:
+            reply = self.run_job(job, course, folder)
+        except GraderFailure:
+            Batch.grader_failed.add((info["student"], info["assignment"]))
+            raise
+        records = read_records(reply["records"], len(cells), job["nonce"])
         missing = stopped(reply, records, cells)
         for index, cell in enumerate(cells):
             cell.outputs = outputs(cell, records.get(index), missing, checks)
         return nb, resources
 
-    def limits(self) -> dict:
-        names = ("budget", "memory_mb", "nproc", "file_mb")
-        return dict({name: getattr(self, name) for name in names}, cell_timeout=self.timeout)
+    def limits(self) -> Limits:
+        names = ("budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
+        return Limits(cell_timeout=self.timeout, **{name: getattr(self, name) for name in names})
 
     def run_job(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
+        """The sandbox's reply; a sandbox that fails is replaced and the job run once more."""
+        failure = None
+        for attempt in ("retrying in a fresh sandbox", "giving up"):
+            try:
+                return self.run_once(job, course, folder)
+            except SandboxError as exc:
+                self.log.warning("safegrade: the sandbox failed (%s); %s", exc, attempt)
+                failure = exc
+        raise GraderFailure(f"the grader's sandbox failed twice: {failure}")
+
+    def run_once(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
         if Batch.pool is not None:
             Batch.lock.release()  # nbgrader's bookkeeping of other submissions goes on meanwhile
             try:
                 with Batch.pool.sandbox() as box:
-                    return box.run(job, self.budget)
+                    return box.run(job)
             finally:
                 Batch.lock.acquire()
                 # nbgrader deletes this when the notebook is done; another thread may have.
                 os.environ["NBGRADER_EXECUTION"] = "autograde"
-
-        pool = Pool(1, self.preimport or preimports([folder]), forbidden_paths(course), self.tmp_mb)
+        self.log.info("safegrade: %s", memory_limit_in_force(self.limits()))
+        imports = self.preimport or preimports([folder])
+        pool = Pool(1, imports, forbidden_paths(course), self.limits())
         try:
             with pool.sandbox() as box:
-                return box.run(job, self.budget)
+                return box.run(job)
         finally:
             pool.close()
 
@@ -295,20 +319,52 @@ def forbidden_paths(course: CourseDirectory) -> list[str]:
 # ----------------------------------------------------------------------------- verdicts
 
 
-def read_records(text: str, count: int) -> dict[int, dict]:
-    """cell index -> its record; a malformed record, or one for a cell that does not exist, is
-    ignored. The last record for a cell wins: a record forged ahead of time is replaced by the
-    real one when the cell runs (a forger's data is judged like any other, by the checks)."""
-    records = {}
-    for line in text.split("\n"):
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
+def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
+    """cell index -> its record, from the child's frames: a length, this job's nonce, a JSON
+    record. The runner sends one frame per cell, in order, then a final one. Bytes that are not
+    such a frame (written by the submission's code) are skipped to the next frame with the
+    nonce; they, and a frame that is not the next cell's (duplicated, out of order,
+    malformed), fail the cell that was running when they came, never another."""
+    records: dict[int, dict] = {}
+    expected, at, mark = 0, 0, nonce.encode()
+    while expected < count and at < len(stream):
+        size = int.from_bytes(stream[at : at + 4], "big")
+        frame = stream[at + 4 : at + 4 + size]
+        if not (len(mark) <= size <= FRAME_CAP and len(frame) == size and frame.startswith(mark)):
+            records[expected] = rejected("bytes that are not a record arrived while it ran")
+            found = stream.find(mark, at + 5)
+            at = found - 4 if found >= 4 else len(stream)
             continue
-        index = record.get("cell") if type(record) is dict else None
-        if type(index) is int and 0 <= index < count:
-            records[index] = record
+        at += 4 + size
+        record = parse_frame(frame[len(mark) :])
+        if record is not None and record.get("done") is True:
+            break
+        index = record.get("cell") if record is not None else None
+        if index == expected:
+            records.setdefault(expected, record)  # a cell failed by a forged frame stays failed
+            expected += 1
+            continue
+        if type(index) is int and 0 <= index < expected:
+            records[index] = rejected("a second record for this cell arrived later")
+        records[expected] = rejected("a record that is not this cell's arrived while it ran")
     return records
+
+
+def parse_frame(payload: bytes) -> dict | None:
+    """The record in a frame; None if it is malformed."""
+    try:
+        record = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if type(record) is not dict:
+        return None
+    return record if record.get("done") is True or type(record.get("cell")) is int else None
+
+
+def rejected(why: str) -> dict:
+    """The record of a cell whose records were tampered with (by the submission's own code)."""
+    message = f"the grader rejected this cell's result: {why} (the submission wrote to the records)"
+    return {"error": {"ename": "GraderError", "evalue": message, "traceback": []}}
 
 
 def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list:
