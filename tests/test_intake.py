@@ -580,3 +580,66 @@ def test_nbgrader_collect_uses_the_course_collector(configured_course: Path, tmp
     assert got[f"{me}/{EX1}/{EX1}.ipynb"] == notebook("ada second")
     assert set(got) == {f"{me}/{EX1}/{EX1}.ipynb", f"{me}/{EX1}/timestamp.txt"}
     assert "links are not followed" in done.stderr and "owned by" in done.stderr
+
+
+# ----------------------------------------------------------------------------- learner HTML
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
+HOSTILE_MARKDOWN = """<script>PWNED()</script> <b>bold</b> <img src=x onerror="PWNED()">
+[link](javascript:PWNED()) <iframe src="http://example.org/"></iframe>
+<svg><script>PWNED()</script></svg> <a href="https://example.org/">fine</a>
+
+```
+code
+
+[after a blank line](javascript:PWNED())
+```
+"""
+
+
+def hostile_notebook():
+    import nbformat.v4 as nbf
+
+    outputs = [
+        nbf.new_output("display_data", {"text/html": '<img src=x onerror="PWNED()">'}),
+        nbf.new_output("display_data", {"application/javascript": "PWNED()"}),
+        nbf.new_output("display_data", {"image/svg+xml": "<svg><script>PWNED()</script></svg>"}),
+        nbf.new_output("display_data", {"text/markdown": "[md](javascript:PWNED())"}),
+        nbf.new_output("display_data", {"image/png": PNG}),
+    ]
+    cells = [nbf.new_markdown_cell(HOSTILE_MARKDOWN), nbf.new_code_cell("1", outputs=outputs)]
+    return nbf.new_notebook(cells=cells)
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_learner_html_is_shown_inert(configured_course: Path, template: str):
+    """nbgrader's pages of a submission (the feedback, the formgrader's view) under the course's
+    configuration: no script, handler, javascript: link, iframe or SVG of the learner's is left;
+    their markup and images are."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(configured_course)).load_config()
+    config.HTMLExporter.template_name = template
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    css = Path(handlers.static_path) / "node_modules" / "bootstrap" / "dist" / "css"
+    config.HTMLExporter.extra_template_paths = [str(css)]  # as GenerateFeedback sets it
+    nbgrader = {"notebook": "n", "score": 1, "max_score": 2, "late_penalty": 0, "student": "a"}
+    resources = {"base_url": "", "submission_id": "s", "notebook_id": "n", "index": 0, "total": 1}
+    resources["nbgrader"] = nbgrader
+    html, _ = HTMLExporter(config=config).from_notebook_node(hostile_notebook(), resources)
+    page = BeautifulSoup(html, "html.parser")
+    assert not [tag for tag in page.find_all("script") if "PWNED" in tag.get_text()]
+    cells = page.select(".cell")  # the template's own page has handlers of its own
+    assert len(cells) == 2
+    assert not [
+        tag for cell in cells for tag in cell.find_all(["iframe", "svg", "object", "embed"])
+    ]
+    for tag in (tag for cell in cells for tag in cell.find_all(True)):
+        assert not [name for name in tag.attrs if name.lower().startswith("on")], tag
+        for name in ("href", "src"):
+            assert not str(tag.get(name, "")).lower().startswith("javascript"), tag
+    assert "<b>bold</b>" in html and f"data:image/png;base64,{PNG}" in html
+    assert 'href="https://example.org/"' in html and "data:image/svg+xml;base64," in html
