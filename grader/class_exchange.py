@@ -12,6 +12,7 @@ same functions).
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 import shutil
@@ -54,11 +55,12 @@ class FeedbackRelease:
         return [*lines, summary + f"; {len(self.not_released)} folder(s) not released"]
 
 
-def release_feedback(feedback: Path, assignment: str, outbound: Path) -> FeedbackRelease:
-    """Copy feedback/<student>/<assignment>/*.html to outbound/<hash>.html, where the learner's
-    own Fetch Feedback finds it (the hash of their submission's secret and the notebook)."""
+def release_feedback(folders: list[Path], assignment: str, outbound: Path) -> FeedbackRelease:
+    """Copy each feedback folder's *.html (one student's feedback on `assignment`) to
+    outbound/<hash>.html, where the learner's own Fetch Feedback finds it (the hash of their
+    submission's secret and the notebook)."""
     result = FeedbackRelease()
-    folders = sorted(p for p in feedback.glob(f"*/{assignment}") if p.is_dir())
+    folders = sorted(folder for folder in folders if folder.is_dir())
     if folders and not outbound.is_dir():
         outbound.mkdir(parents=True)
         outbound.chmod(OUTBOUND_FEEDBACK_MODE)
@@ -75,7 +77,7 @@ def release_feedback(feedback: Path, assignment: str, outbound: Path) -> Feedbac
             shutil.copyfile(page, staged)
             staged.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
             os.replace(staged, target)
-            result.released.append(f"{folder.parent.name}/{assignment}/{page.name}")
+            result.released.append(str(page))
     return result
 
 
@@ -114,7 +116,13 @@ class ReleaseEveryFeedback(ExchangeReleaseFeedback):
     """nbgrader's release_feedback (and the formgrader's button) by release_feedback above."""
 
     def copy_files(self):
-        feedback = Path(self.coursedir.root) / self.coursedir.feedback_directory
-        result = release_feedback(feedback, self.coursedir.assignment_id, Path(self.dest_path))
+        coursedir, excluded = self.coursedir, set(self.coursedir.student_id_exclude.split(","))
+        student = coursedir.student_id or "*"
+        pattern = coursedir.format_path(
+            coursedir.feedback_directory, student, coursedir.assignment_id
+        )
+        folders = [Path(path) for path in glob.glob(pattern)]
+        folders = [folder for folder in folders if folder.parent.name not in excluded]
+        result = release_feedback(folders, coursedir.assignment_id, Path(self.dest_path))
         for line in result.lines():
             (self.log.warning if line.startswith("not released") else self.log.info)(line)

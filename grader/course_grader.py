@@ -170,7 +170,8 @@ def release_feedback(course: Path, assignments: Sequence[str]) -> int:
     outbound = root / course_id / "feedback"
     released, not_released = 0, 0
     for assignment in assignments:
-        result = class_exchange.release_feedback(course / FEEDBACK, assignment, outbound)
+        folders = list((course / FEEDBACK).glob(f"*/{assignment}"))
+        result = class_exchange.release_feedback(folders, assignment, outbound)
         print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
         released += len(result.released)
         not_released += len(result.not_released)
