@@ -165,7 +165,8 @@ class Formgrader:
         """Nbgrader -> Formgrader, as the README tells the instructor (a header that forbids
         the frame leaves it empty, and this waits in vain)."""
         self.user.menu("Nbgrader", "Formgrader")
-        frame = self.user.page.locator("iframe#formgrader-iframe").last
+        # nbgrader's FormgraderWidget: a JupyterLab IFrame widget (a div holding the iframe)
+        frame = self.user.page.locator("#formgrader-iframe iframe").last
         frame.wait_for()
         self.page = frame.element_handle().content_frame()
         self.page.locator("#main-table tr td.name a").first.wait_for()

@@ -16,7 +16,8 @@ learners), ports and folders of its own. In headless Chromium:
 5. each learner fetches their feedback and sees their own score and failure messages, and no
    hidden test; the gradebook export has a row for each;
 6. ada allocates past her server's memory limit: her kernel is killed, her server, bob's and the
-   hub answer on.
+   hub answer on;
+7. a learner added with `make hub-accounts` while the hub runs logs in at once.
 
 Along the way it checks the boundaries: learners have no formgrader, cannot read each other's
 work or the instructor's course folder, and fetched notebooks hold no solution or hidden test.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +42,13 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
-from hub_class import ClassHub, reachable_by_every_account, run_as, running_class_hub
+from hub_class import (
+    ClassHub,
+    load_accounts,
+    reachable_by_every_account,
+    run_as,
+    running_class_hub,
+)
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
@@ -352,7 +360,9 @@ def view_hostile_submission(hub: ClassHub, instructor: HubUser, formgrader: Form
     submissions = instructor.page.request.get(api).json()
     (ada_submission,) = [s for s in submissions if s["student"] == hub.learners[0]]
     formgrader.page.goto(instructor.server_url + f"formgrader/submissions/{ada_submission['id']}/")
-    formgrader.page.get_by_text(HOSTILE_MARKUP).first.wait_for()
+    hostile = formgrader.page.get_by_text(HOSTILE_MARKUP).first
+    hostile.wait_for()
+    hostile.scroll_into_view_if_needed()
     instructor.shot("21-hostile-submission")
     formgrader.page.evaluate(write_file_js("CONTROL.txt"))
     control = hub.home(hub.instructor) / "CONTROL.txt"
@@ -416,6 +426,30 @@ def check_memory_limit(hub: ClassHub, ada: HubUser, bob: HubUser) -> None:
             assert status.ok, f"{person.account}'s server: {status.status}"
         hub_api = ada.page.request.get(hub.url + "hub/api")
         assert hub_api.ok, hub_api.status
+
+
+def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
+    """`make hub-accounts` with one more learner while the hub runs: they log in at once."""
+    newcomer = f"{hub.instructor.split('-')[0]}-cy"
+    environment = {**hub.environment, "FXHUB_LEARNERS": ",".join([*hub.learners, newcomer])}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "hub-accounts"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    load_accounts(hub)
+    person = HubUser(browser, hub.url, newcomer, hub.passwords[newcomer], artifacts)
+    try:
+        with person.step("50-new-learner"):
+            person.start_login()
+            person.wait_for_lab()
+            person.shot("50-new-learner")
+    finally:
+        person.close()
 
 
 def read_feedback(learner: HubUser, prefix: str, message: str | None = None) -> str:
@@ -540,6 +574,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         note(artifacts, f"the whole cycle in the browser: {time.monotonic() - started:.1f} s")
 
         check_memory_limit(hub, ada, bob)
+        add_learner_while_running(hub, browser, artifacts)
 
         steps = autograde_steps(hub)
         assert "SandboxExecute" in steps and "Execute" not in steps, steps
