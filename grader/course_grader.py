@@ -3,6 +3,10 @@
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
                                   a folder or .zip of submissions into grader/submitted (intake.py)
+    python grader/course_grader.py collect [--assignment NAME]
+                                  the submissions in nbgrader's exchange, by the same rules
+    python grader/course_grader.py release-feedback [--assignment NAME]
+                                  feedback through the exchange to every student who can get it
     python grader/course_grader.py autograde [SUBMISSIONS]  collect (if given), then grade
     python grader/course_grader.py feedback                 HTML feedback in grader/feedback
     python grader/course_grader.py export [--out CSV]       grades.csv (a column per exercise) and
@@ -27,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import class_exchange
 import intake
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,6 +134,54 @@ def collect(
     report = intake.collect(Path(submissions), course / SUBMITTED, ASSIGNMENTS, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report
+
+
+def exchange_settings(course: Path) -> tuple[Path, str]:
+    """The exchange root and course id of the course's nbgrader configuration."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return Path(config.Exchange.root), config.CourseDirectory.course_id or COURSE_ID
+
+
+def collect_exchange(course: Path, assignments: Sequence[str]) -> int:
+    """Collect from nbgrader's exchange (class_exchange.collect); prints the report. Exit status:
+    0 all collected, 1 some files or folders refused, 2 nothing to collect."""
+    root, course_id = exchange_settings(course)
+    try:
+        report = class_exchange.collect(root, course_id, course / SUBMITTED, assignments)
+    except intake.IntakeError as error:
+        print(f"collect: {error}", file=sys.stderr)
+        return 2
+    inbound = class_exchange.inbound_folder(root, course_id)
+    print("\n".join(report.lines(str(inbound))), flush=True)
+    if not report.collected and not report.refused:
+        names = ", ".join(assignments)
+        print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
+        return 2
+    return 1 if report.refused or not report.collected else 0
+
+
+def release_feedback(course: Path, assignments: Sequence[str]) -> int:
+    """Release the feedback of `assignments` through the exchange to every student who can get it,
+    naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
+    to release."""
+    root, course_id = exchange_settings(course)
+    outbound = root / course_id / "feedback"
+    released, not_released = 0, 0
+    for assignment in assignments:
+        folders = list((course / FEEDBACK).glob(f"*/{assignment}"))
+        result = class_exchange.release_feedback(folders, assignment, outbound)
+        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
+        released += len(result.released)
+        not_released += len(result.not_released)
+    if not released and not not_released:
+        print(
+            f"release-feedback: no feedback in {course / FEEDBACK}: run make feedback first",
+            file=sys.stderr,
+        )
+        return 2
+    return 1 if not_released else 0
 
 
 def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
@@ -247,9 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
     for name in ("collect", "autograde"):
         command = commands.add_parser(name)
-        command.add_argument("submissions", type=Path, nargs="?" if name == "autograde" else None)
+        command.add_argument("submissions", type=Path, nargs="?")
         command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
         command.add_argument("--timezone", default="UTC", help="zone of times in file names")
+    for command in (commands.choices["collect"], commands.add_parser("release-feedback")):
+        command.add_argument(
+            "--assignment", choices=ASSIGNMENTS, action="append", help="one exercise (default: all)"
+        )
     commands.add_parser("feedback")
     commands.add_parser("export").add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -267,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "collect" or status >= 2:
             return status
         return autograde(course) or status
+    elif args.command == "collect":
+        return collect_exchange(course, args.assignment or ASSIGNMENTS)
+    elif args.command == "release-feedback":
+        return release_feedback(course, args.assignment or ASSIGNMENTS)
     elif args.command == "autograde":
         return autograde(course)
     elif args.command == "feedback":

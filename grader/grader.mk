@@ -14,8 +14,11 @@ SUBMISSIONS ?=
 LMS ?=
 LMS_TZ ?= UTC
 COLLECT = $(GRADER) collect "$(SUBMISSIONS)" --timezone "$(LMS_TZ)" $(if $(LMS),--lms $(LMS))
+# ASSIGNMENT=<name> limits collect (from the exchange) and release-feedback to one exercise.
+ASSIGNMENT ?=
+ONE_ASSIGNMENT = $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
-.PHONY: release gradebook autograde feedback export bench-grading
+.PHONY: release gradebook collect autograde feedback release-feedback export bench-grading
 
 release: env  ## instructor: student versions into chapters/exercises + gradebook entries
 	$(GRADER) release
@@ -33,6 +36,14 @@ autograde: gradebook  ## instructor: grade SUBMISSIONS=folder or .zip (layouts: 
 
 feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
 	$(GRADER) feedback
+
+# From nbgrader's exchange (the hub's, or grader/exchange): the student is the owner of the
+# inbound folder, the time the one the system recorded, links never followed (README).
+collect: env  ## instructor: submissions from the exchange (or SUBMISSIONS=...) into grader/submitted
+	$(if $(SUBMISSIONS),$(COLLECT),$(GRADER) collect $(ONE_ASSIGNMENT))
+
+release-feedback: env  ## instructor: feedback through the exchange; names those it cannot release
+	$(GRADER) release-feedback $(ONE_ASSIGNMENT)
 
 export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
 	$(GRADER) export

@@ -17,7 +17,9 @@ for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
         sys.path.insert(0, str(folder))
 
 import course_grader as layout  # noqa: E402
+from class_exchange import ReleaseEveryFeedback, SafeExchangeCollect  # noqa: E402
 from late_penalty import PercentPerDayLate  # noqa: E402
+from learner_html import LearnerHTML  # noqa: E402
 
 from grader.safegrade.preprocessors import configure  # noqa: E402
 
@@ -39,6 +41,14 @@ c.CourseDirectory.db_url = os.environ.get(
 # same root). nbgrader expects the folder to exist.
 c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
 os.makedirs(c.Exchange.root, exist_ok=True)
+# Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
+# folder's owner is the student, the system's time is the submission's) and Release Feedback
+# releases to everyone it can, naming the others (grader/class_exchange.py).
+c.ExchangeFactory.collect = SafeExchangeCollect
+c.ExchangeFactory.release_feedback = ReleaseEveryFeedback
+# Every page nbgrader renders from a submission (the formgrader's views, feedback) shows the
+# learner's HTML and markdown cleaned: nothing a learner wrote runs in the instructor's browser.
+c.HTMLExporter.preprocessors = [LearnerHTML]
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
