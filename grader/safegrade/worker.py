@@ -28,7 +28,7 @@ import time
 import types
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
-from .data import clean_text, encode
+from .data import clean_text, decode, encode
 from .probing import call_probe
 
 RECORDS_CAP = 16 << 20  # bytes of records one submission may send
@@ -261,7 +261,7 @@ def run_submission(job: dict, shell, limits: dict) -> None:
     for index, cell in enumerate(job["cells"]):
         try:
             if "probe" in cell:
-                record = run_probe(probes, cell["probe"], shell.user_ns, limits["cell_timeout"])
+                record = run_probe(probes, cell, shell.user_ns, limits["cell_timeout"])
             else:
                 record = run_code(shell, cell["code"], limits["cell_timeout"])
         except CellTimeout:  # the alarm went off between the cell and the record
@@ -303,13 +303,15 @@ def run_code(shell, source: str, timeout: float) -> dict:
     return dict(record, error=error) if error else record
 
 
-def run_probe(probes, grade_id: str, namespace: dict, timeout: float) -> dict:
-    """The instructor's probe for grade_id: its data, or the error it raised."""
+def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
+    """The instructor's probe for the cell, on the inputs the grader sent (data, decoded here):
+    its data, or the error it raised."""
     out = Capture()
-    record = {"probe": grade_id}
+    record = {"probe": cell["probe"]}
     try:
         with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
-            record["value"] = encode(call_probe(probes, grade_id, namespace))
+            inputs = decode(cell["inputs"]) if "inputs" in cell else None
+            record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
     except CellTimeout:
         record["error"] = timeout_error(timeout)
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
