@@ -223,12 +223,17 @@ def seed(course: CourseDirectory, student: str, assignment: str) -> int:
     folder = Path(course.format_path(course.autograded_directory, ".", "."))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ".safegrade_secret"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
-    except FileExistsError:
-        pass
+    if not path.exists():  # written whole, then linked: a reader never sees half a secret
+        draft = folder / f".safegrade_secret.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, secrets.token_hex(32).encode())
+        os.close(fd)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     text = f"{path.read_text().strip()}\0{student}\0{assignment}"
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
@@ -382,13 +387,11 @@ def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
         data = decode(record["value"])
     except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
         return "DataError", f"the data your code produced could not be read: {exc}"
+    if getattr(checks, grade_id, None) is None:
+        return "GraderError", f"checks.py has no check for {grade_id!r}"
     try:
         inputs = trusted_inputs(checks, grade_id)
         probing.run_check_function(checks, grade_id, data, inputs)
-    except LookupError as exc:
-        if getattr(checks, grade_id, None) is None:
-            return "GraderError", f"checks.py has no check for {grade_id!r}"
-        return type(exc).__name__, clean_text(str(exc), 2000)
     except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
         return type(exc).__name__, clean_text(str(exc), 2000)
     return None
