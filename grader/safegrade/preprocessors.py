@@ -40,6 +40,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Float, Integer, List
 
+from . import probing
 from .data import clean_text, decode, encode
 from .sandbox import Pool
 
@@ -209,8 +210,6 @@ class Checks:
     checks.py makes each test's inputs."""
 
     def __init__(self, folder: Path, seed: int):
-        from . import probing  # imports torch: only when grading
-
         self.module, self.seed = probing.sibling(folder / "probes.py", "checks"), seed
 
     def __getattr__(self, name: str):
@@ -251,8 +250,6 @@ def step(cell, checks=None) -> dict:
 
 
 def trusted_inputs(checks, grade_id: str):
-    from . import probing
-
     return probing.make_inputs(checks, grade_id, getattr(checks, "seed", 0))
 
 
@@ -379,8 +376,6 @@ def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list
 
 def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
     """Run the trusted check on the probe's data: None when it passes, else (ename, message)."""
-    from . import probing
-
     if record.get("probe") != grade_id or "value" not in record:
         return "GraderError", "the probe for this test sent no data"
     try:

@@ -13,7 +13,7 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.safegrade.probing import MODULE_NAMES, build, describe, function_name
+from grader.safegrade.graphs import MODULE_NAMES, build, describe, function_name
 
 
 class Wrap(nn.Module):

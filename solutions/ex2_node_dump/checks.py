@@ -11,7 +11,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from grader.safegrade.probing import build, describe
+from grader.safegrade.graphs import build, describe
 
 COLUMNS = ("name", "op", "target", "args", "kwargs", "users")
 

@@ -3,7 +3,8 @@ learner's dump_nodes (and, for the table, format_nodes) make of it. It runs besi
 code and holds no graphs or expected values: those are made and judged in checks.py.
 """
 
-from grader.safegrade.probing import build, learner
+from grader.safegrade.graphs import build
+from grader.safegrade.probing import learner
 
 
 def dumps(namespace: dict, inputs: dict) -> dict:

@@ -6,7 +6,8 @@ models or expected values: those are made and judged in checks.py.
 
 import copy
 
-from grader.safegrade.probing import build, learner
+from grader.safegrade.graphs import build
+from grader.safegrade.probing import learner
 
 
 def profile(namespace: dict, case: dict) -> dict:
