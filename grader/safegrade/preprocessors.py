@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import base64
 import fnmatch
+import hashlib
 import json
 import os
 import secrets
@@ -40,7 +41,7 @@ from nbgrader.preprocessors import (
 from traitlets import Bool, Float, Integer, List
 
 from . import probing
-from .data import DataError, clean_text, decode
+from .data import clean_text, decode, encode
 from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
 from .worker import FRAME_CAP
 
@@ -147,13 +148,13 @@ class SandboxExecute(ResilientExecute):
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
         probes = (folder / "probes.py").read_text()
-        checks = probing.sibling(folder / "probes.py", "checks")
+        checks = Checks(folder, seed(course, info["student"], info["assignment"]))
         submitted = course.format_path(
             course.submitted_directory, info["student"], info["assignment"]
         )
         cells = code_cells(nb)
         job = {
-            "cells": [step(cell) for cell in cells],
+            "cells": [step(cell, checks) for cell in cells],
             "probes": probes,
             "files": files_for_sandbox([Path(submitted), folder], course.ignore),
             "nonce": secrets.token_hex(16),
@@ -227,10 +228,52 @@ def is_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def step(cell) -> dict:
-    if is_test(cell):
-        return {"probe": cell.metadata.nbgrader["grade_id"]}
-    return {"code": cell.source}
+class Checks:
+    """An exercise's checks.py (loaded here, never sent), and this submission's seed, from which
+    checks.py makes each test's inputs."""
+
+    def __init__(self, folder: Path, seed: int):
+        self.module, self.seed = probing.sibling(folder / "probes.py", "checks"), seed
+
+    def __getattr__(self, name: str):
+        return getattr(self.module, name)
+
+
+def seed(course: CourseDirectory, student: str, assignment: str) -> int:
+    """The seed of a submission's test inputs: from its student, assignment and a secret kept
+    beside the autograded submissions (made on first use), so a regrade sees the same inputs."""
+    folder = Path(course.format_path(course.autograded_directory, ".", "."))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".safegrade_secret"
+    if not path.exists():  # written whole, then linked: a reader never sees half a secret
+        draft = folder / f".safegrade_secret.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, secrets.token_hex(32).encode())
+        os.close(fd)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    text = f"{path.read_text().strip()}\0{student}\0{assignment}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+def step(cell, checks=None) -> dict:
+    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data."""
+    if not is_test(cell):
+        return {"code": cell.source}
+    grade_id = cell.metadata.nbgrader["grade_id"]
+    try:
+        inputs = trusted_inputs(checks, grade_id)
+    except Exception:  # noqa: BLE001 - the check reports it (judge makes the inputs again)
+        inputs = None
+    return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
+
+
+def trusted_inputs(checks, grade_id: str):
+    return probing.make_inputs(checks, grade_id, getattr(checks, "seed", 0))
 
 
 def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, str]:
@@ -392,15 +435,15 @@ def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
         return "GraderError", "the probe for this test sent no data"
     try:
         data = decode(record["value"])
-    except (DataError, ValueError, TypeError, RecursionError) as exc:
-        return "GraderError", f"the data your code produced could not be read: {exc}"
-    check = getattr(checks, grade_id, None)
-    if check is None:
+    except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
+        return "DataError", f"the data your code produced could not be read: {exc}"
+    if getattr(checks, grade_id, None) is None:
         return "GraderError", f"checks.py has no check for {grade_id!r}"
     try:
-        check(data)
+        inputs = trusted_inputs(checks, grade_id)
+        probing.run_check_function(checks, grade_id, data, inputs)
     except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
-        return type(exc).__name__, str(exc)
+        return type(exc).__name__, clean_text(str(exc), 2000)
     return None
 
 

@@ -33,7 +33,7 @@ import time
 import types
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
-from .data import clean_text, encode
+from .data import clean_text, decode, encode
 from .probing import call_probe
 
 FRAME_CAP = 32 << 20  # bytes of one encoded record (a probe's data); the grader reads no more
@@ -424,13 +424,14 @@ def run_code(shell, source: str, timeout: float) -> dict:
 
 
 def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
-    """The instructor's probe for grade_id: its data, or the error it raised."""
-    grade_id = cell["probe"]
+    """The instructor's probe for the cell, on the inputs the grader sent (data, decoded here):
+    its data, or the error it raised."""
     out = Capture()
-    record = {"probe": grade_id}
+    record = {"probe": cell["probe"]}
     try:
         with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
-            record["value"] = encode(call_probe(probes, grade_id, namespace))
+            inputs = decode(cell["inputs"]) if "inputs" in cell else None
+            record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
     except CellTimeout:
         record["error"] = timeout_error(timeout)
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
