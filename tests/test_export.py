@@ -159,7 +159,7 @@ def test_late_work_is_penalised_and_a_resubmission_is_graded_again(course: Path,
 
 
 def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
-    """course_grader.py as a hub terminal runs it: the venv's python by path, its bin not on PATH."""
+    """course_grader.py as a hub terminal runs it: the venv's python by path, not on PATH."""
     script = ROOT / "grader" / "course_grader.py"
     env = {**os.environ, "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
     command = [sys.executable, str(script), "--course", str(course), *args]
