@@ -111,7 +111,7 @@ def _describe(exc: BaseException, tb) -> str:
 
 
 def _learners_frame(frames: traceback.StackSummary) -> str:
-    """Where in the learner's own code (a notebook cell, not torch's or Python's files) it failed."""
+    """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
     libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
     mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
     frame = (mine or list(frames))[-1]
