@@ -7,7 +7,7 @@ LAB_ARGS ?=
 # nbgrader's instructor tools (formgrader, create-assignment) stay off in the learner's lab.
 LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
-.PHONY: lab workspace env
+.PHONY: lab workspace progress env
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
@@ -15,6 +15,9 @@ lab: workspace  ## open the course in JupyterLab, in your own workspace (see `ma
 
 workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"
+
+progress: env  ## which try-its and exercises you have passed (read from your saved notebooks)
+	$(PY) -m fxcourse.progress "$(WORKSPACE)"
 
 env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)
 	@VENV=$(VENV) env/setup.sh lab

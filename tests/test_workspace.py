@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from fxcourse import workspace
+from fxcourse import progress, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -128,3 +128,32 @@ def test_the_default_workspace_is_ignored_by_git():
     for path in ("workspace/01_symbolic_tracing.ipynb", "workspace/exercises/ex1.ipynb"):
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_notebooks(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws"
+    workspace.sync(mine, ROOT)
+    chapter = mine / "01_symbolic_tracing.ipynb"
+    notebook = nbformat.read(chapter, as_version=4)
+    checks = [cell for cell in notebook.cells if progress.CHECKPOINT.search(cell.source)]
+    first_id = progress.CHECKPOINT.search(checks[0].source).group(1)
+    checks[0].outputs = [
+        new_output("execute_result", {"text/plain": f"Checkpoint {first_id} passed."})
+    ]
+    nbformat.write(notebook, chapter)
+    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
+    notebook = nbformat.read(mine / exercise, as_version=4)
+    for count, cell in enumerate(notebook.cells, 1):
+        cell.execution_count = count if cell.cell_type == "code" else None
+    fetched = mine / Path(exercise).stem / Path(exercise).name  # the submitted copy wins
+    fetched.parent.mkdir()
+    nbformat.write(notebook, fetched)
+
+    assert progress.main([str(mine)]) == 0
+    shown = capsys.readouterr().out
+    assert f"01_symbolic_tracing.ipynb: 1/{len(checks)} try-its passed  {first_id}✓" in shown
+    assert f"{Path(exercise).stem}: passed ({Path(exercise).stem}/" in shown
+    assert progress.main([str(tmp_path / "nowhere")]) == 2
