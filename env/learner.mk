@@ -4,6 +4,9 @@
 # The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it).
 WORKSPACE ?= workspace
 LAB_ARGS ?=
+# The page the lab and the URL it prints open on (not the Launcher); here, not in
+# env/jupyter-learner/, whose settings the hub's learners share (their chapters are elsewhere).
+START_PAGE := 01_symbolic_tracing.ipynb
 # nbgrader's instructor tools (formgrader, create-assignment) stay off in the learner's lab.
 LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
@@ -11,7 +14,8 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
-		--ServerApp.root_dir="$(WORKSPACE)" $(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/01_symbolic_tracing.ipynb"
+		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
+		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
 workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"
