@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +106,17 @@ def _describe(exc: BaseException, tb) -> str:
         return str(exc)
     if isinstance(exc, NameError):
         return f"{exc}: fill in the try-it cell above and run it first."
-    where = traceback.extract_tb(tb)[-1]
-    return f"running your code raised {type(exc).__name__}: {exc} (line {where.lineno})"
+    where = _learners_frame(traceback.extract_tb(tb))
+    return f"running your code raised {type(exc).__name__}: {exc} ({where})"
+
+
+def _learners_frame(frames: traceback.StackSummary) -> str:
+    """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
+    libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
+    mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
+    frame = (mine or list(frames))[-1]
+    shown = f"line {frame.lineno}"
+    return f"{shown}: {frame.line}" if frame.line else shown
 
 
 def _display(result: CheckpointResult) -> None:

@@ -100,3 +100,18 @@ def test_checkpoints_reject_scaffold_and_mistakes_and_accept_the_answer(
             judged = cell.metadata.get("judges", "answer")
             wrong.append(f"try it {marker[0]}, cell {index} after the {judged}: {got}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_an_error_in_the_learners_code_points_at_the_learners_line(capsys):
+    import torch
+
+    from fxcourse.tryit import checkpoint
+
+    def learners_answer():
+        return torch.fx.symbolic_trace(lambda x: x if x.sum() > 0 else -x)  # raises in torch.fx
+
+    with checkpoint("9.9", "a goal"):
+        learners_answer()
+    shown = capsys.readouterr().out
+    assert "TraceError" in shown
+    assert "line " in shown and "x if x.sum() > 0 else -x" in shown, shown
