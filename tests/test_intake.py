@@ -618,6 +618,23 @@ def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
     assert "canvas_123" in done.stderr and len(list(outbound.iterdir())) == 2
 
 
+def test_a_learner_written_feedback_folder_stops_only_its_own_release(tmp_path: Path):
+    """The feedback folder holds the learner's submission_secret.txt and other files (nbgrader
+    copies them): a secret that is not text, or a folder named *.html, is named, not a crash
+    that stops the release for every student after it."""
+    feedback = tmp_path / "feedback"
+    for student in ("ada", "bob", "zoe"):
+        folder = feedback / student / EX1
+        put(folder / f"{EX1}.html", f"<p>{student}</p>".encode())
+        put(folder / "submission_secret.txt", f"secret of {student}".encode())
+    put(feedback / "ada" / EX1 / "submission_secret.txt", b"\xff\xfe")
+    put(feedback / "bob" / EX1 / "notes.html" / "inside", b"a folder named .html")
+    folders = sorted(feedback.glob(f"*/{EX1}"))
+    result = course_grader.class_exchange.release_feedback(folders, EX1, tmp_path / "outbound")
+    assert [Path(page).parts[-3] for page in result.released] == ["bob", "zoe"]
+    assert [Path(folder).parts[-2] for folder, _ in result.not_released] == ["ada"]
+
+
 def test_typos_and_empty_inputs_fail_naming_the_right_ones(
     configured_course: Path, tmp_path: Path, monkeypatch, capsys
 ):
