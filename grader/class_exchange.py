@@ -65,20 +65,30 @@ def release_feedback(folders: list[Path], assignment: str, outbound: Path) -> Fe
         outbound.mkdir(parents=True)
         outbound.chmod(OUTBOUND_FEEDBACK_MODE)
     for folder in folders:
-        pages = sorted(folder.glob("*.html"))
+        # A learner's submission reaches this folder too (nbgrader copies its other files, and
+        # its submission_secret.txt): a folder named *.html or a secret that is not text must
+        # stop only that student's release.
+        pages = sorted(page for page in folder.glob("*.html") if page.is_file())
         reason = release_problem(folder, pages)
+        if not reason:
+            try:
+                secret = (folder / SECRET_FILE).read_text()
+                for page in pages:
+                    release_page(page, secret, outbound)
+                    result.released.append(str(page))
+            except (OSError, UnicodeDecodeError) as error:
+                reason = f"could not be released ({error})"
         if reason:
             result.not_released.append((str(folder), reason))
-            continue
-        secret = (folder / SECRET_FILE).read_text()
-        for page in pages:
-            target = outbound / f"{notebook_hash(secret=secret, notebook_id=page.stem)}.html"
-            staged = target.with_suffix(".tmp")
-            shutil.copyfile(page, staged)
-            staged.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
-            os.replace(staged, target)
-            result.released.append(str(page))
     return result
+
+
+def release_page(page: Path, secret: str, outbound: Path) -> None:
+    target = outbound / f"{notebook_hash(secret=secret, notebook_id=page.stem)}.html"
+    staged = target.with_suffix(".tmp")
+    shutil.copyfile(page, staged)
+    staged.chmod(stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
+    os.replace(staged, target)
 
 
 def release_problem(folder: Path, pages: list[Path]) -> str:

@@ -22,7 +22,9 @@ nbgrader's exchange (`collect_inbound`: `make collect`, the formgrader's Collect
 same rules, except who and when: there the learner writes the folder, so its name and timestamp.txt
 are claims. The student is the account that owns the inbound folder (a folder named for another
 student is refused), and the time is the newest change time (ctime) of the folder and its entries,
-which no process can set back; timestamp.txt is only compared with it.
+which no process can set back, taken again after the copy; timestamp.txt is only compared with it.
+The folder itself is not followed if it was swapped for a link after it was checked, and a file
+its owner does not own (a hard link to another account's file) is not copied.
 """
 
 from __future__ import annotations
@@ -156,10 +158,14 @@ def _kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-def open_regular(path: str) -> BinaryIO:
-    """Open a regular file without following a link or blocking on a FIFO swapped in."""
+def open_regular(path: str, owner: int | None = None) -> BinaryIO:
+    """Open a regular file without following a link or blocking on a FIFO swapped in; with
+    `owner`, only a file that account owns (a hard link keeps its file's owner)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    problem = "" if stat.S_ISREG(os.fstat(fd).st_mode) else "no longer a regular file"
+    info = os.fstat(fd)
+    problem = "" if stat.S_ISREG(info.st_mode) else "no longer a regular file"
+    if not problem and owner is not None and info.st_uid != owner:
+        problem = f"owned by uid {info.st_uid}, not by the submitter (a hard link?): not copied"
     # O_NOFOLLOW covers the last name only: a folder on the way swapped for a link (a learner's
     # process racing the copy) shows as another path to the file that was opened.
     with contextlib.suppress(OSError):
@@ -171,7 +177,7 @@ def open_regular(path: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def _entry(entry: os.DirEntry, parts: tuple[str, ...]) -> Found | tuple[str, ...]:
+def _entry(entry: os.DirEntry, parts: tuple[str, ...], owner=None) -> Found | tuple[str, ...]:
     """A Found for a file, link or special file; the parts of a folder to walk."""
     if entry.is_symlink():
         try:
@@ -182,14 +188,19 @@ def _entry(entry: os.DirEntry, parts: tuple[str, ...]) -> Found | tuple[str, ...
     if entry.is_dir(follow_symlinks=False):
         return parts
     if entry.is_file(follow_symlinks=False):
-        return Found(parts, functools.partial(open_regular, entry.path))
+        return Found(parts, functools.partial(open_regular, entry.path, owner))
     kind = _kind(entry.stat(follow_symlinks=False).st_mode)
     return Found(parts, problem=f"{kind}, not a regular file: not opened")
 
 
-def walk_folder(root: Path) -> Iterator[Found]:
-    """Every file, link and special file under root, without following links."""
-    root = Path(os.path.realpath(root))  # open_regular compares the path it opened with this
+def walk_folder(root: Path, owner: int | None = None, follow_root=True) -> Iterator[Found]:
+    """Every file, link and special file under root, without following links (root itself is
+    followed unless follow_root is False: a learner's folder may be swapped for a link)."""
+    # open_regular compares the path it opened with this one
+    if follow_root:
+        root = Path(os.path.realpath(root))
+    else:
+        root = Path(os.path.realpath(root.parent)) / root.name
     pending: list[tuple[str, ...]] = [()]
     while pending:
         parts = pending.pop()
@@ -201,7 +212,7 @@ def walk_folder(root: Path) -> Iterator[Found]:
             continue
         for entry in entries:
             try:
-                found = _entry(entry, (*parts, entry.name))
+                found = _entry(entry, (*parts, entry.name), owner)
             except OSError as error:
                 found = Found((*parts, entry.name), problem=f"cannot be read ({error.strerror})")
             if isinstance(found, Found):
@@ -530,6 +541,7 @@ class Inbound:
     student: str  # the folder's owner
     assignment: str
     when: datetime  # naive UTC: the newest change time of the folder and everything in it
+    uid: int | None = None  # the owner's
 
 
 def changed_at(path: Path) -> datetime:
@@ -570,6 +582,7 @@ def read_inbound(
                 owner,
                 match["assignment"],
                 changed_at(Path(entry.path)),
+                info.st_uid,
             )
         )
     return found
@@ -613,7 +626,9 @@ def collect_inbound(
     try:
         for index, (key, submission) in enumerate(sorted(newest.items())):
             files = {}
-            for item in walk_folder(submission.path):
+            # The folder is not followed if the learner swapped it for a link since it was
+            # checked; a file that is not the owner's (a hard link) is not copied.
+            for item in walk_folder(submission.path, submission.uid, follow_root=False):
                 parts = (submission.name, *item.parts)
                 if item.open is None:
                     report.refuse(parts, item.problem)
@@ -639,3 +654,12 @@ def install_inbound(key, submission: Inbound, files: dict, submitted: Path, stag
     if copied:
         report.collected.append(key)
         report.files += copied
+        # Changed while it was copied (a learner's process can see the collect start): the time
+        # is the change time after the copy, which no later change can set back.
+        after = changed_at(submission.path)
+        if after > submission.when:
+            (target / TIMESTAMP_FILE).write_text(after.strftime(TIME_FORMAT) + "\n")
+            report.notes.append(
+                f"{shown(submission.name)} changed while it was collected: its time is "
+                f"{after:%Y-%m-%d %H:%M:%S} UTC, the change time after the copy"
+            )

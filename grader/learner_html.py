@@ -8,7 +8,11 @@ itself makes `javascript:` links that a filter of its source would not see; the 
 cleaned by bleach (nbconvert's SanitizeHTML) with an allow-list: plain markup, tables, links to
 http(s)/mailto, images from http(s) and data:image URLs. No <script>, <style>, <iframe>, <svg>,
 event handler or `javascript:` URL survives; SVG output is shown as an <img> (a browser runs no
-script of an SVG loaded as an image); JavaScript and widget outputs are dropped.
+script of an SVG loaded as an image); JavaScript and widget outputs are dropped. An output's
+metadata keeps only numeric image sizes (nbconvert's templates write width and height into the
+page unquoted: `"width": "1 onerror=..."` would be a handler). A markdown cell's pasted images
+(attachments) are shown; a link to an attachment the cell lacks is an empty image, not an error
+that stops the whole page.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import base64
 import re
 
 from bleach.sanitizer import ALLOWED_TAGS, Cleaner
-from nbconvert.filters.markdown import markdown2html
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 
 TAGS = sorted(
@@ -28,6 +32,51 @@ TAGS = sorted(
 PLAIN_ATTRIBUTES = {"class", "title", "alt", "width", "height", "colspan", "rowspan", "align"}
 IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]", re.IGNORECASE)
 WEB = re.compile(r"(https?:|mailto:|#|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
+
+
+IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg", "image/gif")
+SIZE = re.compile(r"\d{1,5}(\.\d{1,3})?(px|%)?")
+
+
+class LearnerMarkdown(IPythonRenderer):
+    """nbconvert's renderer, with a cell's image attachments only: a link to an attachment the
+    cell lacks is an empty image (nbconvert's raises, and the whole page would fail)."""
+
+    def _embed_image_or_attachment(self, src: str) -> str:
+        if src.startswith("attachment:") and src[len("attachment:") :] not in self.attachments:
+            return ""
+        return super()._embed_image_or_attachment(src)
+
+
+def markdown2html(source: str, attachments=None) -> str:
+    images = {}
+    for name, bundle in (attachments if isinstance(attachments, dict) else {}).items():
+        if isinstance(bundle, dict):
+            kept = {t: v for t, v in bundle.items() if t in IMAGE_TYPES and isinstance(v, str)}
+            images.update({name: kept} if kept else {})
+    renderer = LearnerMarkdown(escape=False, attachments=images)
+    return MarkdownWithMath(renderer=renderer).render(source)
+
+
+def shown_metadata(metadata) -> dict:
+    """An output's metadata as the templates read it: image width and height (numbers only:
+    nbconvert writes them into the page unquoted) and `unconfined`; nothing else."""
+    kept: dict = {}
+    for scope, values in [(None, metadata), *((t, metadata.get(t)) for t in IMAGE_TYPES)]:
+        if not isinstance(values, dict):
+            continue
+        sizes = {
+            key: values[key]
+            for key in ("width", "height")
+            if type(values.get(key)) in (int, float) or SIZE.fullmatch(str(values.get(key)))
+        }
+        if values.get("unconfined") is True:
+            sizes["unconfined"] = True
+        if scope is None:
+            kept.update(sizes)
+        elif sizes:
+            kept[scope] = sizes
+    return kept
 
 
 def allowed_attribute(tag: str, name: str, value: str) -> bool:
@@ -63,11 +112,13 @@ class LearnerHTML(SanitizeHTML):
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "markdown":
-            cell.source = clean(markdown2html(cell.source))
+            cell.source = clean(markdown2html(cell.source, cell.get("attachments")))
             cell.pop("attachments", None)  # attachment: images no longer resolve; never scripts
             return cell, resources
         if cell.cell_type == "code":
             for output in cell.outputs:
+                if "metadata" in output:
+                    output["metadata"] = shown_metadata(output["metadata"])
                 if "data" in output:
                     output["data"] = shown_data(output["data"])
         return super().preprocess_cell(cell, resources, cell_index)

@@ -15,6 +15,8 @@ import sys
 import threading
 import zipfile
 from contextlib import contextmanager
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -517,6 +519,69 @@ def test_an_inbound_folder_of_an_unknown_owner_is_refused(tmp_path: Path, course
     assert f"but owned by 'uid {os.getuid()}'" in report.refused[0][1]
 
 
+def test_an_inbound_folder_swapped_for_a_link_while_collected_is_not_followed(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """The learner's process renames its checked folder away and puts a link to the
+    instructor's files (or a classmate's folder) in its place before the copy: nothing of the
+    link's target arrives."""
+    exchange, secrets = tmp_path / "exchange", tmp_path / "instructor" / EX1
+    put(secrets / "checks.py", b"HIDDEN CHECKS")
+    put(secrets / f"{EX1}.ipynb", b"SOLUTIONS")
+    folder = inbound_folder(exchange, f"ada+{EX1}+2026-01-01 10:00:00 UTC", {
+        f"{EX1}.ipynb": notebook("ada"),
+    })  # fmt: skip
+    checked_at = intake.changed_at
+
+    def swapped_after_the_check(path: Path):
+        when = checked_at(path)
+        if path == folder:
+            folder.rename(tmp_path / "aside")
+            folder.symlink_to(secrets)
+        return when
+
+    monkeypatch.setattr(intake, "changed_at", swapped_after_the_check)
+    report = collect_exchange(exchange, course, {os.getuid(): "ada"})
+    assert not {b"HIDDEN CHECKS", b"SOLUTIONS"} & set(arrived(course).values())
+    assert report.collected == [] and "replaced by a link" in report.refused[0][1]
+
+
+def test_an_inbound_file_the_submitter_does_not_own_is_not_copied(tmp_path: Path):
+    """A hard link to someone else's file keeps that file's owner."""
+    put(tmp_path / "theirs", b"NOT YOURS")
+    with pytest.raises(OSError, match="owned by uid"):
+        intake.open_regular(str(tmp_path / "theirs"), owner=os.getuid() + 1)
+    assert intake.open_regular(str(tmp_path / "theirs"), owner=os.getuid()).read() == b"NOT YOURS"
+
+
+def test_an_inbound_folder_changed_while_collected_gets_the_later_time(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """A learner's process that sees the collect start (inotify) and writes a late answer into
+    the folder between the time check and the copy: the copy's time is the later one."""
+    exchange = tmp_path / "exchange"
+    folder = inbound_folder(exchange, f"ada+{EX1}+2026-01-01 10:00:00 UTC", {
+        f"{EX1}.ipynb": notebook("on time"),
+    })  # fmt: skip
+    walk, read = intake.walk_folder, intake.read_inbound
+
+    def rewritten_first(root, *args, **kwargs):
+        put(folder / f"{EX1}.ipynb", notebook("late"))
+        return walk(root, *args, **kwargs)
+
+    def checked_on_time(*args):  # the check saw the on-time folder (its time an hour back)
+        return [replace(found, when=found.when - timedelta(hours=1)) for found in read(*args)]
+
+    monkeypatch.setattr(intake, "read_inbound", checked_on_time)
+    monkeypatch.setattr(intake, "walk_folder", rewritten_first)
+    report = collect_exchange(exchange, course, {os.getuid(): "ada"})
+    got = arrived(course)
+    assert got[f"ada/{EX1}/{EX1}.ipynb"] == notebook("late")
+    after = f"{intake.changed_at(folder):{intake.TIME_FORMAT}}"
+    assert got[f"ada/{EX1}/timestamp.txt"].decode().strip() == after
+    assert any("changed while it was collected" in note for note in report.notes)
+
+
 def feedback_folder(course: Path, student: str, secret: bool) -> None:
     folder = course / course_grader.FEEDBACK / student / EX1
     put(folder / f"{EX1}.html", f"<p>feedback for {student}</p>".encode())
@@ -551,6 +616,23 @@ def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
     done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "canvas_123" in done.stderr and len(list(outbound.iterdir())) == 2
+
+
+def test_a_learner_written_feedback_folder_stops_only_its_own_release(tmp_path: Path):
+    """The feedback folder holds the learner's submission_secret.txt and other files (nbgrader
+    copies them): a secret that is not text, or a folder named *.html, is named, not a crash
+    that stops the release for every student after it."""
+    feedback = tmp_path / "feedback"
+    for student in ("ada", "bob", "zoe"):
+        folder = feedback / student / EX1
+        put(folder / f"{EX1}.html", f"<p>{student}</p>".encode())
+        put(folder / "submission_secret.txt", f"secret of {student}".encode())
+    put(feedback / "ada" / EX1 / "submission_secret.txt", b"\xff\xfe")
+    put(feedback / "bob" / EX1 / "notes.html" / "inside", b"a folder named .html")
+    folders = sorted(feedback.glob(f"*/{EX1}"))
+    result = course_grader.class_exchange.release_feedback(folders, EX1, tmp_path / "outbound")
+    assert [Path(page).parts[-3] for page in result.released] == ["bob", "zoe"]
+    assert [Path(folder).parts[-2] for folder, _ in result.not_released] == ["ada"]
 
 
 def test_typos_and_empty_inputs_fail_naming_the_right_ones(
@@ -608,8 +690,21 @@ def hostile_notebook():
         nbf.new_output("display_data", {"image/svg+xml": "<svg><script>PWNED()</script></svg>"}),
         nbf.new_output("display_data", {"text/markdown": "[md](javascript:PWNED())"}),
         nbf.new_output("display_data", {"image/png": PNG}),
+        # nbconvert writes an image's width and height into the page unquoted
+        nbf.new_output("display_data", {"image/png": PNG}, metadata={"width": "1 onerror=PWNED()"}),
+        nbf.new_output(
+            "display_data",
+            {"image/jpeg": PNG},
+            metadata={"image/jpeg": {"height": "1 onload=PWNED()"}},
+        ),
     ]
-    cells = [nbf.new_markdown_cell(HOSTILE_MARKDOWN), nbf.new_code_cell("1", outputs=outputs)]
+    pasted = nbf.new_markdown_cell("![pasted](attachment:a.png) ![gone](attachment:gone.png)")
+    pasted["attachments"] = {"a.png": {"image/png": PNG}}  # as JupyterLab saves a pasted image
+    cells = [
+        nbf.new_markdown_cell(HOSTILE_MARKDOWN),
+        nbf.new_code_cell("1", outputs=outputs),
+        pasted,
+    ]
     return nbf.new_notebook(cells=cells)
 
 
@@ -635,7 +730,7 @@ def test_learner_html_is_shown_inert(configured_course: Path, template: str):
     page = BeautifulSoup(html, "html.parser")
     assert not [tag for tag in page.find_all("script") if "PWNED" in tag.get_text()]
     cells = page.select(".cell")  # the template's own page has handlers of its own
-    assert len(cells) == 2
+    assert len(cells) == 3
     assert not [
         tag for cell in cells for tag in cell.find_all(["iframe", "svg", "object", "embed"])
     ]
