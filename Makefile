@@ -65,3 +65,7 @@ bench-fusion: env  ## benchmark Conv+BN folding on ResNet-18 (CPU, and CUDA when
 # Instructor targets (nbgrader release, autograde, feedback, export) live beside the course they drive.
 -include grader/grader.mk
 -include grader/hub/hub.mk
+
+.PHONY: site
+site: env  ## dist/site/: the course as a website (chapters executed, cached in build/site/)
+	$(PY) -m fxcourse.website build
