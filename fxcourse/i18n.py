@@ -108,6 +108,23 @@ def message_strings(source: str, asserts: bool) -> list[str]:
     return [s for s in strings if s and re.search(r"[A-Za-z]{2}", s)]
 
 
+def python_messages(package: Path) -> list[Text]:
+    """The messages a package shows through `_("...")` (fxcourse.messages), in file order."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "_"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append(Text(node.lineno, "message", node.args[0].value))
+    return found
+
+
 def texts_of(nb: nbformat.NotebookNode, asserts: bool = False) -> Iterator[Text]:
     """Every translatable text of a notebook, in order (mistake cells are not learner-facing)."""
     for index, cell in enumerate(nb.cells):
@@ -158,6 +175,27 @@ def translate_notebook(
     return translated
 
 
+LANGUAGE_CELL = {
+    "zh": "# 本章的检查点提示使用中文\n"
+    "from fxcourse.messages import use_language\n\n"
+    'use_language("zh")',
+}
+
+
+def add_language_cell(nb: nbformat.NotebookNode, language: str) -> None:
+    """A translated chapter's first code cell switches fxcourse's messages to its language."""
+    nb.cells.insert(1, nbformat.v4.new_code_cell(LANGUAGE_CELL[language]))
+
+
+def refresh_checksums(nb: nbformat.NotebookNode) -> None:
+    """nbgrader's checksums of a translated exercise's cells, so `validate` accepts them."""
+    from nbgrader.utils import compute_checksum
+
+    for cell in nb.cells:
+        if "checksum" in cell.metadata.get("nbgrader", {}):
+            cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
+
+
 # ----------------------------------------------------------------------------- catalogs
 
 
@@ -193,6 +231,7 @@ KIND_NOTES = {
     "markdown": "Markdown: keep markup, code spans, links; in code blocks translate comments only",
     "comment": "a comment in code: one line",
     "string": "a Python string literal: keep its quotes, prefix and every {...} exactly",
+    "message": "a message of fxcourse's helpers: keep every {placeholder} exactly",
 }
 
 
@@ -247,6 +286,8 @@ def problems(name: str, language: str, texts: list[Text]) -> list[str]:
             found.append(f"{name}.po: its English changed (fuzzy), cell {text.cell}: {short!r}")
         elif text.kind == "string" and not same_literal_shape(text.text, entry.msgstr):
             found.append(f"{name}.po: not a string literal with the same {{...}}: {short!r}")
+        elif text.kind == "message" and not same_placeholders(text.text, entry.msgstr):
+            found.append(f"{name}.po: the translation lost or added a {{placeholder}}: {short!r}")
         elif text.kind == "comment" and "\n" in entry.msgstr:
             found.append(f"{name}.po: a comment's translation must be one line: {short!r}")
     return found
@@ -258,6 +299,10 @@ def same_literal_shape(english: str, translated: str) -> bool:
         ast.parse(translated, mode="eval")
     except SyntaxError:
         return False
+    return same_placeholders(english, translated)
+
+
+def same_placeholders(english: str, translated: str) -> bool:
     placeholders = re.compile(r"\{[^{}]*\}")
     return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
 
@@ -279,6 +324,8 @@ class Document:
         return self.path.read_text(encoding="utf-8")
 
     def texts(self) -> list[Text]:
+        if self.path.is_dir():
+            return python_messages(self.path)
         content = self.read()
         if isinstance(content, str):
             return [Text(0, "markdown", block) for block in markdown_blocks(content)]
@@ -299,6 +346,7 @@ def documents(root: Path = ROOT) -> list[Document]:
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
         + [Document("README", root / "env" / "student-edition" / "README.md")]
+        + [Document("fxcourse", root / "fxcourse")]
     )
 
 

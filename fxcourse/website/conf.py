@@ -10,6 +10,15 @@ html_theme = "sphinx_book_theme"
 html_title = "torch.fx graph capture"
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+templates_path = ["_templates"]
+html_sidebars = {
+    "**": [
+        "navbar-logo.html",
+        "search-button-field.html",
+        "language-switch.html",
+        "sbt-sidebar-nav.html",
+    ]
+}
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,
