@@ -69,3 +69,10 @@ bench-fusion: env  ## benchmark Conv+BN folding on ResNet-18 (CPU, and CUDA when
 .PHONY: site
 site: env  ## dist/site/: the course as a website (chapters executed, cached in build/site/)
 	$(PY) -m fxcourse.website build
+
+.PHONY: translations test-site
+translations: env  ## after editing an English source: bring the translation catalogs up to date
+	$(PY) -m fxcourse.i18n update
+
+test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
+	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_site.py

@@ -95,7 +95,10 @@ def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             continue
         if role == "answer":
             cell.metadata.setdefault("tags", []).append("hide-input")
-            cell.metadata["mystnb"] = {"code_prompt_show": "Show a reference answer"}
+            cell.metadata["mystnb"] = {
+                "code_prompt_show": _("Show a reference answer"),
+                "code_prompt_hide": _("Hide the reference answer"),
+            }
         cells.append(cell)
     page.cells = cells
     return page
