@@ -75,4 +75,4 @@ translations: env  ## after editing an English source: bring the translation cat
 	$(PY) -m fxcourse.i18n update
 
 test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
-	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_site.py
+	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_website.py tests/test_site.py
