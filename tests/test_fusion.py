@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -13,7 +14,14 @@ import torch.fx as fx
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from fxcourse.bench_fusion import FLOOR, BenchResult, plot_result, run_fusion_benchmark
+from fxcourse.bench_fusion import (
+    FLOOR,
+    BenchResult,
+    bn_erased,
+    fold_verdict,
+    plot_result,
+    run_fusion_benchmark,
+)
 from fxcourse.fusion import find_candidates, fold_conv_bn, fuse_conv_bn
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,7 +332,7 @@ def test_bench_cli_prints_medians_spreads_and_conclusions():
     assert result.returncode == 0, result.stderr
     assert "device cpu, num_threads=1, wall clock, 6 rounds" in result.stdout
     assert "CUDA_HOME" not in result.stderr
-    for variant in ("unfused", "chapter fuser", "torch fuse", "BN -> Identity"):
+    for variant in ("unfused", "chapter fuser", "torch fuse", FLOOR):
         row = re.search(
             rf"^{re.escape(variant)}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \(([\d.]+) to ([\d.]+)\)$",
             result.stdout,
@@ -336,7 +344,8 @@ def test_bench_cli_prints_medians_spreads_and_conclusions():
     assert re.search(r"^unfused .* 1\.000 \(1\.000 to 1\.000\)$", result.stdout, re.MULTILINE)
     assert "BatchNorm's share of the unfused ResNet-18 forward time here: " in result.stdout
     verdicts = re.findall(r"^chapter fuser vs (.+?): (.+)$", result.stdout, re.MULTILINE)
-    assert [other for other, _ in verdicts] == ["unfused", "torch fuse", "BN -> Identity"]
+    assert [other for other, _ in verdicts] == ["unfused", "torch fuse", FLOOR]
+    assert re.search(r"^Verdict: .+$", result.stdout, re.MULTILINE), result.stdout
 
 
 def test_bench_cli_refuses_the_thread_clock_with_several_threads():
@@ -395,3 +404,36 @@ def test_plot_shows_one_row_of_round_ratios_per_variant():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["chapter fuser", FLOOR]
     dots = [line for line in ax.lines if line.get_marker() == "o"]
     assert [list(line.get_xdata()) for line in dots] == [[0.9] * 15, [0.85] * 15]
+
+
+def test_the_floor_erases_every_batchnorm_and_calls_what_the_folded_network_calls():
+    model = randomize_bn(nested_model()).eval()
+    floor, fused = bn_erased(model), fuse_conv_bn(model)
+    assert bn_targets(floor) == [] and len(bn_targets(fx.symbolic_trace(model))) == 4
+    calls = [[n.target for n in gm.graph.find_nodes(op="call_module")] for gm in (floor, fused)]
+    assert calls[0] == calls[1]
+    without_bn = copy.deepcopy(model)
+    for name in bn_targets(fx.symbolic_trace(model)):
+        without_bn.set_submodule(name, nn.Identity())
+    image = torch.randn(1, 3, 8, 8)
+    torch.testing.assert_close(floor(image), without_bn(image))
+
+
+def test_fold_verdict_follows_the_sign_tests():
+    unfused = [10.0] * 15
+    noisy = [10.0 * (0.9 if i % 2 else 1.1) for i in range(15)]  # 7 faster, 8 slower rounds
+    unclear = _result(unfused=unfused, chapter=[9.0] * 15, floor=noisy)
+    assert fold_verdict(unclear).startswith("Verdict: erasing BatchNorm saves no measurable time")
+    between = [8.0 if i % 2 else 11.0 for i in range(15)]  # beats unfused and floor 7 times
+    unsure = _result(unfused=unfused, chapter=between, floor=[9.0] * 15)
+    assert "cannot be told apart from unfused nor from the floor" in fold_verdict(unsure)
+    reaches = _result(unfused=unfused, chapter=[0.9 * t for t in noisy], floor=[9.0] * 15)
+    assert "recovers all of BatchNorm's 10.0%" in fold_verdict(reaches)
+    half_way = _result(unfused=unfused, chapter=[9.5] * 15, floor=[9.0] * 15)
+    assert fold_verdict(half_way).endswith(
+        "recovers about 50% of BatchNorm's 10.0% (medians of the round ratios)."
+    )
+    no_saving = _result(unfused=unfused, chapter=[10.5] * 15, floor=[9.0] * 15)
+    assert fold_verdict(no_saving).endswith("saves nothing measurable.")
+    below_floor = _result(unfused=unfused, chapter=[8.5] * 15, floor=[9.0] * 15)
+    assert fold_verdict(below_floor).endswith("run it again.")
