@@ -4,17 +4,24 @@
 # The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it).
 WORKSPACE ?= workspace
 LAB_ARGS ?=
+# The page the lab and the URL it prints open on (not the Launcher); here, not in
+# env/jupyter-learner/, whose settings the hub's learners share (their chapters are elsewhere).
+START_PAGE := 01_symbolic_tracing.ipynb
 # nbgrader's instructor tools (formgrader, create-assignment) stay off in the learner's lab.
 LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
-.PHONY: lab workspace env
+.PHONY: lab workspace progress env
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
-		--ServerApp.root_dir="$(WORKSPACE)" $(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/01_symbolic_tracing.ipynb"
+		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
+		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
 workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"
+
+progress: env  ## which try-its and exercises you have passed (read from your saved notebooks)
+	$(PY) -m fxcourse.progress "$(WORKSPACE)"
 
 env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)
 	@VENV=$(VENV) env/setup.sh lab

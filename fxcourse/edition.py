@@ -35,6 +35,16 @@ INCLUDE = [
     "environment.yml",
     "pyproject.toml",
 ]
+# The README's answer paragraph, and what a --no-answers edition says instead.
+README_ANSWERS = (
+    "Stuck? Click **Stuck? Show a reference answer**\n"
+    'under the "Not yet" message (your own cell is never changed), or run\n'
+    '`from fxcourse.tryit import show_answer; show_answer("1.2")` in a new cell.'
+)
+README_NO_ANSWERS = (
+    "This edition ships without\nreference answers: when stuck, reread the section the goal names "
+    "or ask your instructor."
+)
 # Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
 EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py"]
 
@@ -71,6 +81,12 @@ def build(out: Path, answers: bool = True, root: Path = ROOT) -> list[str]:
         shutil.copy2(root / name, out / name)
     for template in TEMPLATES.iterdir():
         shutil.copy2(template, out / template.name)
+    if not answers:
+        readme = out / "README.md"
+        text = readme.read_text()
+        if README_ANSWERS not in text:  # the template was reworded: keep the two in step
+            raise SystemExit(f"{TEMPLATES / 'README.md'} lost the answers paragraph")
+        readme.write_text(text.replace(README_ANSWERS, README_NO_ANSWERS))
     return files
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,10 +117,19 @@ def _describe(exc: BaseException, tb) -> str:
         return str(exc)
     if isinstance(exc, NameError):
         return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
-    where = traceback.extract_tb(tb)[-1]
-    return _("running your code raised {name}: {error} (line {line})").format(
-        name=type(exc).__name__, error=exc, line=where.lineno
+    where = _learners_frame(traceback.extract_tb(tb))
+    return _("running your code raised {name}: {error} ({where})").format(
+        name=type(exc).__name__, error=exc, where=where
     )
+
+
+def _learners_frame(frames: traceback.StackSummary) -> str:
+    """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
+    libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
+    mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
+    frame = (mine or list(frames))[-1]
+    shown = _("line {line}").format(line=frame.lineno)
+    return f"{shown}: {frame.line}" if frame.line else shown
 
 
 def _display(result: CheckpointResult) -> None:

@@ -3,12 +3,22 @@
     python -m fxcourse.workspace sync [--workspace DIR]
     python -m fxcourse.workspace exchange     create the exchange folder if needed, print its path
 
-`make lab` runs `sync` and opens JupyterLab in the workspace (default: ./workspace, git-ignored).
-The first run copies every chapter and exercise starter. Later runs bring in new chapters and
-course updates of the notebooks the learner has not changed since they were copied; a notebook the
-learner changed (edited, saved, ran) is never touched: sync says a newer version exists, and
-deleting or renaming the learner's copy brings the course's version on the next sync. What was
-copied is remembered in the workspace's .fxcourse-sync.json (one SHA-256 per notebook).
+`make lab` runs `sync` and opens JupyterLab in the workspace (default: ./workspace, git-ignored);
+the class hub runs the same sync, as the learner, before each server start. The first run copies
+every chapter and exercise starter. Later runs bring course updates in the way nbgitpuller does:
+
+- a notebook the course did not change since the last sync is not touched (no notice);
+- one the learner only opened or ran (outputs, execution counts, metadata changed; the cells'
+  text unchanged) is replaced by the course's new version;
+- one the learner edited gets the course's changes merged cell by cell (nbdime's three-way
+  merge, the base being the course version the learner's copy came from); where the learner's
+  and the course's changes collide the learner's cells are kept, the course's version is saved
+  beside it (NAME.course-version.ipynb) and a markdown cell at the top of the notebook says so;
+- a notebook the learner deleted or renamed comes back as the course's version.
+
+The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
+folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
+the Assignments tab is submitted (EXERCISE_NOTE).
 
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
@@ -19,16 +29,22 @@ in the workspace). The exchange root is $FXCOURSE_EXCHANGE, else the course's ow
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import json
 import os
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
+
 ROOT = Path(__file__).resolve().parents[1]
-MANIFEST = ".fxcourse-sync.json"
+STATE = ".fxcourse"  # hidden folder of the workspace: course versions (bases), progress
+BASES = f"{STATE}/course"
+LEGACY_MANIFEST = ".fxcourse-sync.json"  # earlier syncs: one SHA-256 per copied notebook
+BESIDE = ".course-version.ipynb"
+NOTICE_KEY = "fxcourse_sync_notice"  # cell metadata marking the notice a sync added
 COURSE_ID = "fx-course"
 NBGRADER_CONFIG = '''\
 """Written by `make lab` (fxcourse.workspace sync); rewritten on every sync, do not edit.
@@ -43,20 +59,33 @@ c.Exchange.assignment_dir = {workspace!r}
 # Importing torch can take ~10 s on a busy machine; nbgrader's default per cell is 30 s.
 c.Execute.timeout = 120
 '''
+EXERCISE_NOTE = """\
+**This is your practice copy: it is not submitted.** What your instructor grades is the copy you
+fetch in JupyterLab's **Assignments** tab (it lands in `{assignment}/{assignment}.ipynb` of your
+workspace): to hand in work done here, paste your answer into the same cells of the fetched copy,
+**Validate** it, then **Submit**. Courses without a hub: upload this notebook as your instructor
+asks."""
+NOTICE = """\
+**Course update ({day}):** the course changed cells of this notebook that you had changed too.
+Your cells are kept as you wrote them; the course's changes that did not collide with yours are
+merged in. The course's new version is saved beside this notebook:
+[{beside}]({beside}). Compare, copy what you need, then delete this cell."""
 
 
 @dataclass
 class SyncReport:
     copied: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # learner's edits, with a newer course version
+    updated: list[str] = field(default_factory=list)  # opened or run only: replaced
+    merged: list[str] = field(default_factory=list)  # edited: the course's changes merged in
+    kept: list[str] = field(default_factory=list)  # edited, colliding: course version beside
 
     def lines(self) -> list[str]:
         found = [f"new: {name}" for name in self.copied]
-        found += [f"updated (you had not changed it): {name}" for name in self.updated]
+        found += [f"updated (you had not edited it): {name}" for name in self.updated]
+        found += [f"course changes merged into your edits: {name}" for name in self.merged]
         found += [
-            f"kept your copy of {name}; the course has a newer version: rename or delete yours "
-            "and run `make lab` (or `make workspace`) again to get it"
+            f"{name}: the course changed cells you had edited; yours are kept, the course's "
+            f"version is beside it as {beside_name(name)} (the notebook's first cell says so)"
             for name in self.kept
         ]
         return found
@@ -70,32 +99,111 @@ def course_notebooks(root: Path = ROOT) -> dict[str, Path]:
     return found
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def beside_name(name: str) -> str:
+    return name.removesuffix(".ipynb") + BESIDE
+
+
+def course_version(name: str, source: Path) -> nbformat.NotebookNode:
+    """The course's notebook as the learner gets it (an exercise opens with EXERCISE_NOTE)."""
+    notebook = nbformat.read(source, as_version=4)
+    if name.startswith("exercises/"):
+        note = EXERCISE_NOTE.format(assignment=Path(name).stem)
+        notebook.cells.insert(0, nbformat.v4.new_markdown_cell(note))
+    return notebook
+
+
+def cells_text(notebook: nbformat.NotebookNode) -> list[tuple]:
+    """What the learner writes: each cell's kind and text (not outputs, counts or metadata)."""
+    return [
+        (cell.cell_type, cell.source, json.dumps(cell.get("attachments"), sort_keys=True))
+        for cell in notebook.cells
+        if NOTICE_KEY not in cell.metadata
+    ]
 
 
 def sync(workspace: Path, root: Path = ROOT) -> SyncReport:
-    """Copy new notebooks, and those the learner left unchanged, into `workspace`."""
+    """Bring the course's notebooks into `workspace` (see the module docstring)."""
     workspace.mkdir(parents=True, exist_ok=True)
-    manifest_path = workspace / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     report = SyncReport()
     for name, source in course_notebooks(root).items():
-        target = workspace / name
-        wanted = _digest(source)
-        if target.exists() and _digest(target) == wanted:
-            manifest[name] = wanted
-            continue
-        if target.exists() and _digest(target) != manifest.get(name):
-            report.kept.append(name)
-            continue
-        (report.updated if target.exists() else report.copied).append(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        manifest[name] = wanted
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        outcome = sync_notebook(workspace, name, course_version(name, source))
+        if outcome:
+            getattr(report, outcome).append(name)
     write_nbgrader_config(workspace, exchange_root(root))
     return report
+
+
+def sync_notebook(workspace: Path, name: str, course: nbformat.NotebookNode) -> str | None:
+    """One notebook: returns the SyncReport list it belongs to, None when nothing changed."""
+    target, base_path = workspace / name, workspace / BASES / name
+    if not target.exists():
+        _write(course, target)
+        _write(course, base_path)
+        return "copied"
+    mine = nbformat.read(target, as_version=4)
+    base = _base(workspace, name, target, mine)
+    if base is not None and cells_text(base) == cells_text(course):
+        outcome = None  # the course did not change this notebook
+    elif cells_text(mine) == cells_text(course):
+        outcome = None  # the learner already has the course's cells
+    elif base is not None and cells_text(mine) == cells_text(base):
+        _write(course, target)
+        outcome = "updated"
+    else:
+        outcome = _merge_into(target, mine, base, course)
+    _write(course, base_path)
+    return outcome
+
+
+def _base(workspace: Path, name: str, target: Path, mine) -> nbformat.NotebookNode | None:
+    """The course version the learner's copy came from; None when unknown."""
+    base_path = workspace / BASES / name
+    if base_path.exists():
+        return nbformat.read(base_path, as_version=4)
+    legacy = workspace / LEGACY_MANIFEST  # an earlier sync: only the copy's hash is known
+    digests = json.loads(legacy.read_text()) if legacy.exists() else {}
+    untouched = digests.get(name) == hashlib.sha256(target.read_bytes()).hexdigest()
+    return mine if untouched else None
+
+
+def _merge_into(target: Path, mine, base, course) -> str:
+    """Three-way merge of the course's changes into the learner's edited copy."""
+    from nbdime.merging import merge_notebooks
+
+    mine.cells = [cell for cell in mine.cells if NOTICE_KEY not in cell.metadata]
+    if base is None:  # nothing to merge against: keep the learner's cells whole
+        merged, collided = mine, True
+    else:
+        _, decisions = merge_notebooks(base, mine, course, _merge_args("mergetool"))
+        collided = any(decision.conflict for decision in decisions)
+        merged, _ = merge_notebooks(base, mine, course, _merge_args("use-local"))
+    if not collided:
+        _write(merged, target)
+        return "merged"
+    beside = target.with_name(beside_name(target.name))
+    _write(course, beside)
+    day = datetime.date.today().isoformat()
+    notice = nbformat.v4.new_markdown_cell(NOTICE.format(day=day, beside=beside.name))
+    notice.metadata[NOTICE_KEY] = True
+    merged.cells.insert(0, notice)
+    _write(merged, target)
+    return "kept"
+
+
+def _merge_args(strategy: str) -> argparse.Namespace:
+    """nbdime's merge options: `strategy` for every conflict; counts and scroll state ignored."""
+    return argparse.Namespace(
+        merge_strategy=strategy,
+        input_strategy=None,
+        output_strategy=None,
+        ignore_transients=True,
+        log_level="WARNING",
+    )
+
+
+def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
 
 
 def exchange_root(root: Path = ROOT) -> Path:

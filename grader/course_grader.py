@@ -3,10 +3,19 @@
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
                                   a folder or .zip of submissions into grader/submitted (intake.py)
+    python grader/course_grader.py collect [--assignment NAME]
+                                  the submissions in nbgrader's exchange, by the same rules
+    python grader/course_grader.py release-feedback [--assignment NAME]
+                                  feedback through the exchange to every student who can get it
     python grader/course_grader.py autograde [SUBMISSIONS]  collect (if given), then grade
+    python grader/course_grader.py submitted [ASSIGNMENT]   fail unless something is there to grade
     python grader/course_grader.py feedback                 HTML feedback in grader/feedback
-    python grader/course_grader.py export [--out CSV]       grades.csv (a column per exercise) and
-                                  grades_by_test.csv (a column per graded cell)
+    python grader/course_grader.py export [ASSIGNMENT ...] [--out CSV]
+                                  grades.csv (a column per exercise) and grades_by_test.csv (a
+                                  column per graded cell); fails when nothing has been graded
+
+An unknown assignment name or an empty input is refused with exit status 2 (1 for "nothing to
+grade or export yet") and a message naming the assignments.
 
 Every command takes --course DIR (default: this repository); nbgrader runs with DIR as its working
 folder, where it reads nbgrader_config.py. `autograde()` is the one grading step: a sandboxed grader
@@ -19,6 +28,7 @@ import argparse
 import csv
 import io
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -27,7 +37,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import class_exchange
 import intake
+
+# nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
+# when this script runs from a login shell that never activated the venv (a hub terminal).
+_BIN = str(Path(sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join(filter(None, [_BIN, os.environ.get("PATH")]))
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ("ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter")
@@ -131,13 +148,95 @@ def collect(
     return report
 
 
+def exchange_settings(course: Path) -> tuple[Path, str]:
+    """The exchange root and course id of the course's nbgrader configuration."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return Path(config.Exchange.root), config.CourseDirectory.course_id or COURSE_ID
+
+
+def collect_exchange(course: Path, assignments: Sequence[str]) -> int:
+    """Collect from nbgrader's exchange (class_exchange.collect); prints the report. Exit status:
+    0 all collected, 1 some files or folders refused, 2 nothing to collect."""
+    root, course_id = exchange_settings(course)
+    try:
+        report = class_exchange.collect(root, course_id, course / SUBMITTED, assignments)
+    except intake.IntakeError as error:
+        print(f"collect: {error}", file=sys.stderr)
+        return 2
+    inbound = class_exchange.inbound_folder(root, course_id)
+    print("\n".join(report.lines(str(inbound))), flush=True)
+    if not report.collected and not report.refused:
+        names = ", ".join(assignments)
+        print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
+        return 2
+    return 1 if report.refused or not report.collected else 0
+
+
+def release_feedback(course: Path, assignments: Sequence[str]) -> int:
+    """Release the feedback of `assignments` through the exchange to every student who can get it,
+    naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
+    to release."""
+    root, course_id = exchange_settings(course)
+    outbound = root / course_id / "feedback"
+    released, not_released = 0, 0
+    for assignment in assignments:
+        folders = list((course / FEEDBACK).glob(f"*/{assignment}"))
+        result = class_exchange.release_feedback(folders, assignment, outbound)
+        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
+        released += len(result.released)
+        not_released += len(result.not_released)
+    if not released and not not_released:
+        print(
+            f"release-feedback: no feedback in {course / FEEDBACK}: run make feedback first",
+            file=sys.stderr,
+        )
+        return 2
+    return 1 if not_released else 0
+
+
+class UsageError(Exception):
+    """A wrong name or an empty input: the message says what would be right."""
+
+
+def check_assignments(names: Iterable[str]) -> list[str]:
+    """`names` (all exercises when empty), refusing a name that is not one of ASSIGNMENTS."""
+    names = list(names)
+    if unknown := [name for name in names if name not in ASSIGNMENTS]:
+        raise UsageError(
+            f"unknown assignment {', '.join(map(repr, unknown))}: "
+            f"the assignments are {', '.join(ASSIGNMENTS)}"
+        )
+    return names or list(ASSIGNMENTS)
+
+
+def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path]:
+    """The submitted notebooks of `assignments` (all when empty); UsageError when there are none."""
+    chosen = check_assignments(assignments)
+    found = sorted(
+        path
+        for assignment in chosen
+        for path in (course / SUBMITTED).glob(f"*/{assignment}/*.ipynb")
+    )
+    if not found:
+        raise UsageError(
+            f"nothing to grade: {course / SUBMITTED} holds no submission of "
+            f"{', '.join(chosen)}; collect first: make autograde SUBMISSIONS=FOLDER-OR-ZIP"
+        )
+    return found
+
+
 def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
     """Grade every submitted notebook of every exercise in one `nbgrader autograde` batch. A
     submission that crashes its kernel or loops is graded, not fatal to the batch. Returns the exit
-    status: non-zero when nbgrader could not grade some submission (its log says which)."""
-    if not any((course / SUBMITTED).glob("*/*/*.ipynb")):
-        print(f"nothing to grade in {course / SUBMITTED}")
-        return 0
+    status: non-zero when nbgrader could not grade some submission (its log says which), or when
+    nothing was submitted."""
+    try:
+        submitted(course)
+    except UsageError as error:
+        print(f"autograde: {error}", file=sys.stderr)
+        return 1
     return nbgrader(course, "autograde", "*", "--force", *extra_args)
 
 
@@ -212,20 +311,27 @@ def by_test_path(grades_csv: Path) -> Path:
     return grades_csv.with_name(f"{grades_csv.stem}_by_test{grades_csv.suffix}")
 
 
-def export(course: Path = ROOT, out: Path | None = None) -> Path:
-    """Write out (grades.csv): student_id, one column per exercise (after any late penalty),
-    total; and beside it grades_by_test.csv: one column per graded cell, then the exercise's
-    late penalty. An empty cell means nothing was submitted; 0 means submitted and scored 0."""
+def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[str] = ()) -> Path:
+    """Write out (grades.csv): student_id, one column per exercise of `assignments` (default:
+    all; after any late penalty), total; and beside it grades_by_test.csv: one column per graded
+    cell, then the exercise's late penalty. An empty cell means nothing was submitted; 0 means
+    submitted and scored 0. UsageError for an unknown name, or when nothing has been graded."""
+    chosen = check_assignments(assignments)
+    table, cells = results(course)
+    if not any(row[a] is not None for row in table.values() for a in chosen):
+        raise UsageError(
+            f"nothing to export: {course / GRADEBOOK} holds no graded submission of "
+            f"{', '.join(chosen)}; grade first: make autograde SUBMISSIONS=FOLDER-OR-ZIP"
+        )
     out = out or course / EXPORT
     out.parent.mkdir(parents=True, exist_ok=True)
-    table, cells = results(course)
     with out.open("w", newline="") as handle, by_test_path(out).open("w", newline="") as tests:
         grades, per_test = csv.writer(handle), csv.writer(tests)
-        grades.writerow(["student_id", *ASSIGNMENTS, "total"])
-        columns = [(a, name) for a in ASSIGNMENTS for name in [*cells[a], "late_penalty"]]
+        grades.writerow(["student_id", *chosen, "total"])
+        columns = [(a, name) for a in chosen for name in [*cells[a], "late_penalty"]]
         per_test.writerow(["student_id", *(f"{a}:{name}" for a, name in columns)])
         for student, row in sorted(table.items()):
-            points = [None if row[a] is None else row[a].score for a in ASSIGNMENTS]
+            points = [None if row[a] is None else row[a].score for a in chosen]
             done = [p for p in points if p is not None]
             total = sum(done) if done else None
             grades.writerow([student, *map(_points, points), _points(total)])
@@ -247,11 +353,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
     for name in ("collect", "autograde"):
         command = commands.add_parser(name)
-        command.add_argument("submissions", type=Path, nargs="?" if name == "autograde" else None)
+        command.add_argument("submissions", type=Path, nargs="?")
         command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
         command.add_argument("--timezone", default="UTC", help="zone of times in file names")
+    for command in (commands.choices["collect"], commands.add_parser("release-feedback")):
+        command.add_argument(
+            "--assignment", choices=ASSIGNMENTS, action="append", help="one exercise (default: all)"
+        )
     commands.add_parser("feedback")
-    commands.add_parser("export").add_argument("--out", type=Path)
+    export_cmd = commands.add_parser("export")
+    export_cmd.add_argument("assignments", nargs="*", help="exercises (default: all)")
+    export_cmd.add_argument("--out", type=Path)
+    commands.add_parser("submitted").add_argument("assignments", nargs="*")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     # A path or a reason may hold any character; the terminal's encoding must not stop us.
@@ -267,14 +380,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "collect" or status >= 2:
             return status
         return autograde(course) or status
+    elif args.command == "collect":
+        return collect_exchange(course, args.assignment or ASSIGNMENTS)
+    elif args.command == "release-feedback":
+        return release_feedback(course, args.assignment or ASSIGNMENTS)
     elif args.command == "autograde":
         return autograde(course)
     elif args.command == "feedback":
         return feedback(course)
-    elif args.command == "export":
-        path = export(course, args.out)
-        for written in (path, by_test_path(path)):
-            print(f"wrote {written}:\n{written.read_text()}", end="")
+    else:
+        return refusing_usage_errors(args, course)
+    return 0
+
+
+def refusing_usage_errors(args: argparse.Namespace, course: Path) -> int:
+    """export and submitted: 2 for an unknown name, 1 when there is nothing to work on."""
+    try:
+        if args.command == "submitted":
+            print(f"{len(submitted(course, args.assignments))} submitted notebooks to grade")
+            return 0
+        path = export(course, args.out, args.assignments)
+    except UsageError as error:
+        print(f"{args.command}: {error}", file=sys.stderr)
+        return 2 if str(error).startswith("unknown") else 1
+    for written in (path, by_test_path(path)):
+        print(f"wrote {written}:\n{written.read_text()}", end="")
     return 0
 
 

@@ -9,13 +9,18 @@ GRADER := $(PY) grader/course_grader.py
 #   nbgrader autograde "*" --SandboxExecute.unsandboxed=True
 AUTOGRADE ?= $(PY) -m grader.safegrade autograde
 SUBMISSIONS ?=
+# ASSIGNMENT=ex1_sigmoid_to_tanh limits autograde and export to one exercise (default: all).
+ASSIGNMENT ?=
 # LMS downloads: LMS=plain|canvas|moodle|blackboard picks a file-name pattern (default: the one in
 # grader/nbgrader_config.py); LMS_TZ is the time zone of times written in file names.
 LMS ?=
 LMS_TZ ?= UTC
 COLLECT = $(GRADER) collect "$(SUBMISSIONS)" --timezone "$(LMS_TZ)" $(if $(LMS),--lms $(LMS))
+# ASSIGNMENT=<name> limits collect (from the exchange) and release-feedback to one exercise.
+ASSIGNMENT ?=
+ONE_ASSIGNMENT = $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
-.PHONY: release gradebook autograde feedback export bench-grading
+.PHONY: release gradebook collect autograde feedback release-feedback export bench-grading
 
 release: env  ## instructor: student versions into chapters/exercises + gradebook entries
 	$(GRADER) release
@@ -24,18 +29,28 @@ gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapt
 	$(GRADER) release --no-publish
 
 # Whatever could be collected is graded; then make fails if some file of SUBMISSIONS was not
-# collected (each is listed, with the reason, before the grading log).
+# collected (each is listed, with the reason, before the grading log), or if nothing at all is
+# there to grade (`submitted` names what is missing).
 autograde: gradebook  ## instructor: grade SUBMISSIONS=folder or .zip (layouts: README), LMS=...
 	@status=0; $(if $(SUBMISSIONS),$(COLLECT) || status=$$?; [ $$status -lt 2 ] || exit $$status;) \
-	$(AUTOGRADE) || exit $$?; \
+	$(GRADER) submitted $(ASSIGNMENT) || exit $$?; \
+	$(AUTOGRADE) $(ASSIGNMENT) || exit $$?; \
 	[ $$status -eq 0 ] || echo "make autograde: not everything was collected (see above)" >&2; \
 	exit $$status
 
 feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
 	$(GRADER) feedback
 
+# From nbgrader's exchange (the hub's, or grader/exchange): the student is the owner of the
+# inbound folder, the time the one the system recorded, links never followed (README).
+collect: env  ## instructor: submissions from the exchange (or SUBMISSIONS=...) into grader/submitted
+	$(if $(SUBMISSIONS),$(COLLECT),$(GRADER) collect $(ONE_ASSIGNMENT))
+
+release-feedback: env  ## instructor: feedback through the exchange; names those it cannot release
+	$(GRADER) release-feedback $(ONE_ASSIGNMENT)
+
 export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
-	$(GRADER) export
+	$(GRADER) export $(ASSIGNMENT)
 
 bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
 	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)

@@ -17,6 +17,12 @@ id that is not printable text, or starts with '.', is reported and nothing of it
 Zip entries that would land outside the upload, links, special files, encrypted entries and entries
 over the size caps are refused. Times come only from a timestamp.txt in the upload (as nbgrader's
 exchange writes it) or from a `timestamp` group of the file-name pattern, never from file dates.
+
+nbgrader's exchange (`collect_inbound`: `make collect`, the formgrader's Collect) is read by the
+same rules, except who and when: there the learner writes the folder, so its name and timestamp.txt
+are claims. The student is the account that owns the inbound folder (a folder named for another
+student is refused), and the time is the newest change time (ctime) of the folder and its entries,
+which no process can set back; timestamp.txt is only compared with it.
 """
 
 from __future__ import annotations
@@ -153,9 +159,15 @@ def _kind(mode: int) -> str:
 def open_regular(path: str) -> BinaryIO:
     """Open a regular file without following a link or blocking on a FIFO swapped in."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    problem = "" if stat.S_ISREG(os.fstat(fd).st_mode) else "no longer a regular file"
+    # O_NOFOLLOW covers the last name only: a folder on the way swapped for a link (a learner's
+    # process racing the copy) shows as another path to the file that was opened.
+    with contextlib.suppress(OSError):
+        if os.readlink(f"/proc/self/fd/{fd}") != os.path.abspath(path):
+            problem = "a folder on its path was replaced by a link: not followed"
+    if problem:
         os.close(fd)
-        raise OSError("no longer a regular file")
+        raise OSError(problem)
     return os.fdopen(fd, "rb")
 
 
@@ -177,6 +189,7 @@ def _entry(entry: os.DirEntry, parts: tuple[str, ...]) -> Found | tuple[str, ...
 
 def walk_folder(root: Path) -> Iterator[Found]:
     """Every file, link and special file under root, without following links."""
+    root = Path(os.path.realpath(root))  # open_regular compares the path it opened with this
     pending: list[tuple[str, ...]] = [()]
     while pending:
         parts = pending.pop()
@@ -323,7 +336,7 @@ def read_timestamp(opener: Callable[[], BinaryIO]) -> datetime:
 
 
 def existing_time(folder: Path) -> datetime | None:
-    path = folder / TIMESTAMP_FILE
+    path = Path(os.path.realpath(folder)) / TIMESTAMP_FILE
     if not path.is_file() or path.is_symlink():
         return None
     try:
@@ -501,3 +514,128 @@ def pattern_hints(groups: dict[tuple, Candidates], pattern: FileNamePattern) -> 
             example = f"student ids such as '{shown(match)}'"
             hints.append(f"{example} look like a {lms} download: try LMS={lms}")
     return hints
+
+
+# nbgrader's exchange: inbound/<student>+<assignment>+<time>[+<random>]/ (nbgrader.exchange)
+INBOUND_NAME = re.compile(r"(?P<student>.+?)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+[^+]*)?$")
+CLOCK_SLACK_S = 120  # timestamp.txt and the change time may differ by the copy's duration
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """One folder a learner submitted into the exchange, with who and when as the system says."""
+
+    name: str
+    path: Path
+    student: str  # the folder's owner
+    assignment: str
+    when: datetime  # naive UTC: the newest change time of the folder and everything in it
+
+
+def changed_at(path: Path) -> datetime:
+    """The newest ctime of path and everything under it (links not followed), as naive UTC."""
+    newest = os.lstat(path).st_ctime
+    for folder, subfolders, files in os.walk(path):
+        for name in subfolders + files:
+            with contextlib.suppress(OSError):
+                newest = max(newest, os.lstat(os.path.join(folder, name)).st_ctime)
+    return datetime.fromtimestamp(newest, UTC).replace(tzinfo=None)
+
+
+def read_inbound(
+    inbound: Path, assignments: Iterable[str], owner_name: Callable[[int], str], report: Report
+) -> list[Inbound]:
+    """The inbound folders of `assignments` whose name and owner agree; the others refused."""
+    found = []
+    for entry in sorted(os.scandir(inbound), key=lambda entry: entry.name):
+        match = INBOUND_NAME.match(entry.name)
+        if not match or match["assignment"] not in assignments:
+            continue  # another assignment's, or not nbgrader's
+        claimed, info = match["student"], entry.stat(follow_symlinks=False)
+        if not stat.S_ISDIR(info.st_mode):
+            report.refuse([entry.name], "not a folder (a link or a file): not followed")
+            continue
+        try:
+            owner = owner_name(info.st_uid)
+        except KeyError:
+            owner = f"uid {info.st_uid}"
+        if owner != claimed:
+            reason = f"named for '{shown(claimed)}' but owned by '{owner}': refused, nothing of it"
+            report.refuse([entry.name], reason + " collected (only a folder's owner submits)")
+            continue
+        found.append(
+            Inbound(
+                entry.name,
+                Path(entry.path),
+                owner,
+                match["assignment"],
+                changed_at(Path(entry.path)),
+            )
+        )
+    return found
+
+
+def cross_check(submission: Inbound, files: dict, report: Report) -> None:
+    """Drop the learner's timestamp.txt (the exchange's time is written instead), noting when
+    it disagrees with the time the system recorded."""
+    stamp = files.pop((TIMESTAMP_FILE,), None)
+    if stamp is None:
+        return
+    try:
+        claimed = read_timestamp(stamp[0].open)
+    except (*COPY_ERRORS, UnicodeDecodeError) as error:
+        report.notes.append(f"{shown(submission.name)}: timestamp.txt unreadable ({error})")
+        return
+    if abs((claimed - submission.when).total_seconds()) > CLOCK_SLACK_S:
+        report.notes.append(
+            f"{shown(submission.name)}: timestamp.txt says {claimed:%Y-%m-%d %H:%M:%S} UTC; the "
+            f"exchange changed it last at {submission.when:%Y-%m-%d %H:%M:%S} UTC: that one is used"
+        )
+
+
+def collect_inbound(
+    inbound: Path, submitted: Path, assignments: Iterable[str], owner_name: Callable[[int], str]
+) -> Report:
+    """Copy each student's newest inbound submission of `assignments` into
+    submitted/<owner>/<assignment>/ by intake's rules, with the time the system recorded."""
+    assignments, report = tuple(assignments), Report()
+    newest: dict[tuple[str, str], Inbound] = {}
+    for submission in read_inbound(inbound, assignments, owner_name, report):
+        key = (submission.student, submission.assignment)
+        # Equal times (within the clock's tick): the learner's own later-named folder.
+        if key not in newest or (submission.when, submission.name) > (
+            newest[key].when,
+            newest[key].name,
+        ):
+            newest[key] = submission
+    submitted.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".collect-", dir=submitted))
+    try:
+        for index, (key, submission) in enumerate(sorted(newest.items())):
+            files = {}
+            for item in walk_folder(submission.path):
+                parts = (submission.name, *item.parts)
+                if item.open is None:
+                    report.refuse(parts, item.problem)
+                    continue
+                inner = tuple(safe_name(part) for part in item.parts)
+                if inner != item.parts:
+                    report.notes.append(f"{shown('/'.join(parts))} copied as {'/'.join(inner)}")
+                files[inner] = (Found(parts, item.open), Place(*key, inner, submission.when))
+            cross_check(submission, files, report)
+            install_inbound(key, submission, files, submitted, staging / str(index), report)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def install_inbound(key, submission: Inbound, files: dict, submitted: Path, stage: Path, report):
+    target = submitted / key[0] / key[1]
+    try:
+        copied = install(files, submission.when, target, stage, report)
+    except OSError as error:
+        report.refuse([submission.name], f"could not be written to {shown(str(target))} ({error})")
+        return
+    if copied:
+        report.collected.append(key)
+        report.files += copied

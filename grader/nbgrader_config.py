@@ -17,7 +17,9 @@ for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
         sys.path.insert(0, str(folder))
 
 import course_grader as layout  # noqa: E402
+from class_exchange import ReleaseEveryFeedback, SafeExchangeCollect  # noqa: E402
 from late_penalty import PercentPerDayLate  # noqa: E402
+from learner_html import LearnerHTML  # noqa: E402
 
 from grader.safegrade.preprocessors import configure  # noqa: E402
 
@@ -39,15 +41,25 @@ c.CourseDirectory.db_url = os.environ.get(
 # same root). nbgrader expects the folder to exist.
 c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
 os.makedirs(c.Exchange.root, exist_ok=True)
+# Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
+# folder's owner is the student, the system's time is the submission's) and Release Feedback
+# releases to everyone it can, naming the others (grader/class_exchange.py).
+c.ExchangeFactory.collect = SafeExchangeCollect
+c.ExchangeFactory.release_feedback = ReleaseEveryFeedback
+# Every page nbgrader renders from a submission (the formgrader's views, feedback) shows the
+# learner's HTML and markdown cleaned: nothing a learner wrote runs in the instructor's browser.
+c.HTMLExporter.preprocessors = [LearnerHTML]
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
 configure(c, ROOT, ROOT / layout.SOURCE)
 # The limits, one place for every way of grading (make autograde, nbgrader autograde, the
-# formgrader's Autograde button): a cell that runs longer than Execute.timeout is interrupted
-# and fails (also under plain nbgrader); a whole submission gets SandboxExecute.budget seconds;
-# the submission's processes share memory_mb of memory (RLIMIT_DATA, MiB), at most nproc processes
-# and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB.
+# formgrader's Autograde button), read into one object (safegrade.sandbox.Limits): a cell that runs
+# longer than Execute.timeout is interrupted and fails (also under plain nbgrader); a whole
+# submission gets SandboxExecute.budget seconds; memory_mb MiB of memory beyond the sandbox's own
+# (a memory cgroup per sandbox where the machine allows one, which counts shared memory, /tmp and
+# page cache too; otherwise RLIMIT_AS per process: `make autograde` prints which), at most nproc
+# processes and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB of its own.
 c.Execute.timeout = 60
 c.SandboxExecute.budget = 120
 c.SandboxExecute.memory_mb = 3072

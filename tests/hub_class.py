@@ -61,6 +61,7 @@ def hub_environment(scratch: Path, tag: str) -> dict[str, str]:
     env.update(
         FXHUB_INSTRUCTORS=f"{tag}-instructor",
         FXHUB_LEARNERS=f"{tag}-ada,{tag}-bob",
+        FXHUB_LEARNERS_UNIX_GROUP=f"{tag}-learners",
         FXHUB_PORT=str(free_loopback_port()),
         FXHUB_HUB_PORT=str(free_loopback_port()),
         FXHUB_PROXY_API_PORT=str(free_loopback_port()),
@@ -188,6 +189,9 @@ def remove_accounts(root: Path, hub: ClassHub) -> list[str]:
     problems = []
     if done.returncode != 0:
         problems.append(f"make hub-remove failed:\n{done.stdout}{done.stderr}")
+    learners_group = hub.environment["FXHUB_LEARNERS_UNIX_GROUP"]
+    if subprocess.run(["getent", "group", learners_group], capture_output=True).returncode == 0:
+        problems.append(f"the system group {learners_group} is still there")
     for name in hub.uids:
         for database in ("passwd", "group", "shadow"):
             if subprocess.run(["getent", database, name], capture_output=True).returncode == 0:

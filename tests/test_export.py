@@ -8,7 +8,9 @@ grading needed to read it back); the late-work test grades three notebooks for r
 from __future__ import annotations
 
 import csv
+import os
 import shutil
+import subprocess
 import sys
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -154,3 +156,26 @@ def test_late_work_is_penalised_and_a_resubmission_is_graded_again(course: Path,
     assert (grades["punctual"][EX1], by_test["punctual"][f"{EX1}:late_penalty"]) == ("10", "0")
     with gradebook(course) as book:
         assert book.find_submission(EX1, "tardy").timestamp == late
+
+
+def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
+    """course_grader.py as a hub terminal runs it: the venv's python by path, not on PATH."""
+    script = ROOT / "grader" / "course_grader.py"
+    env = {**os.environ, "PATH": os.pathsep.join(["/usr/bin", "/bin"])}
+    command = [sys.executable, str(script), "--course", str(course), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_export_and_autograde_refuse_typos_and_empty_inputs(tmp_path: Path):
+    fresh = course_grader.copy_course(tmp_path / "fresh")  # no gradebook yet: nbgrader makes one
+    empty = grader_command(fresh, "export")
+    assert empty.returncode == 1, empty.stderr
+    assert "nothing to export" in empty.stderr and "Traceback" not in empty.stderr
+    assert (fresh / GRADEBOOK).exists()  # made with the venv's alembic although not on PATH
+    for command in (["export", "ex1"], ["submitted", "ex9_typo"]):
+        typo = grader_command(fresh, *command)
+        assert typo.returncode == 2, typo.stderr
+        assert f"the assignments are {', '.join(ASSIGNMENTS)}" in typo.stderr
+    nothing = grader_command(fresh, "submitted", EX2)
+    assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
+    assert course_grader.autograde(fresh) == 1

@@ -3,11 +3,11 @@ the course (the repository's grader/ folders are never touched).
 
 One copy is released and graded as `make autograde` grades (grader/safegrade: the sandbox, the
 probes and the checks): the reference answers, the untouched student versions, the realistic
-answers of tests/submissions/ and the attacks of tests/hostile/attacks/, each with the score its
-docstring predicts. Three more copies, one per exercise, grade the realistic answers with plain
-nbgrader (each test cell's hidden part runs the same probe and check in the kernel): both ways
-must give every cell the same score. Then export, feedback, release_feedback and the formgrader's
-Autograde call.
+answers of tests/submissions/ and the attacks of tests/hostile/attacks/ and
+tests/submissions/forgeries/, each with the score its docstring predicts. Three more copies, one
+per exercise, grade the realistic answers with plain nbgrader (each test cell's hidden part runs
+the same probe and check in the kernel): both ways must give every cell the same score. Then
+export, feedback, release_feedback and the formgrader's Autograde call.
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from submissions.build import Snippet, reference_solutions, snippets, submission, write_submission
+from submissions.build import (
+    HERE,
+    Snippet,
+    reference_solutions,
+    snippets,
+    submission,
+    write_submission,
+)
 
 from fxcourse.notebooks import problems
 
@@ -36,7 +43,8 @@ from course_grader import ASSIGNMENTS, RELEASE  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("grading")
 REALISTIC = snippets()
-ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks")
+# Attacks and forgeries: plain nbgrader protects nothing, so they are graded sandboxed only.
+ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks") + snippets(HERE / "forgeries")
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 # One realistic answer loops forever: each path waits this out once for it (--Execute.timeout).
 CELL_TIMEOUT = {"sandboxed": 20, "plain": 90}  # a plain kernel imports torch in its first cell

@@ -3,13 +3,21 @@
 The hub runs as it would for a class, with throwaway system accounts (an instructor and two
 learners), ports and folders of its own. In headless Chromium:
 
-1. the instructor generates and releases exercise 1 from the formgrader;
+1. the instructor opens the formgrader from JupyterLab's Nbgrader menu, generates and releases
+   exercise 1;
 2. two learners log in, fetch it from the Assignments tab into their home, type an answer (one the
-   reference solution, one a known mistake), save and submit;
-3. the instructor collects, autogrades both submissions and generates and releases feedback in
-   the formgrader;
-4. each learner fetches their feedback and sees their own score and failure messages, and no
-   hidden test; the gradebook export has a row for each.
+   reference solution, one a known mistake), save and submit; ada's notebook also carries HTML
+   that would write a file through the Jupyter API if it ran in a browser;
+3. ada, from her own account, plants links to the hidden checks.py and the gradebook in her inbound
+   submission, back-dates its timestamp.txt and submits a copy under bob's name;
+4. the instructor collects (nothing of the links arrives, bob's work stays his, ada's time is the
+   one the system recorded), autogrades both submissions, opens ada's submission in the formgrader
+   (nothing of hers runs), generates and releases feedback;
+5. each learner fetches their feedback and sees their own score and failure messages, and no
+   hidden test; the gradebook export has a row for each;
+6. ada allocates past her server's memory limit: her kernel is killed, her server, bob's and the
+   hub answer on;
+7. a learner added with `make hub-accounts` while the hub runs logs in at once.
 
 Along the way it checks the boundaries: learners have no formgrader, cannot read each other's
 work or the instructor's course folder, and fetched notebooks hold no solution or hidden test.
@@ -24,6 +32,8 @@ from __future__ import annotations
 import csv
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,11 +42,20 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
-from hub_class import ClassHub, reachable_by_every_account, run_as, running_class_hub
-from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser
+from hub_class import (
+    ClassHub,
+    load_accounts,
+    reachable_by_every_account,
+    run_as,
+    running_class_hub,
+)
+from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "grader"))
+import intake  # noqa: E402
+
 ARTIFACTS = ROOT / "test-artifacts" / "hub"
 HUB_PYTHON = ROOT / os.environ.get("HUB_VENV", ".venv-hub") / "bin" / "python"
 ASSIGNMENT = "ex1_sigmoid_to_tanh"
@@ -45,6 +64,46 @@ MISTAKE = read_snippet(ROOT / "tests" / "submissions" / "ex1_only_torch_sigmoid.
 # What the feedback tells the learner who only rewrote torch.sigmoid (a check's message).
 MISTAKE_MESSAGE = "x.sigmoid(): the rewritten graph still computes a sigmoid"
 KERNEL = "fx-course"
+COURSE_ID = "fx-course"
+
+
+def write_file_js(name: str) -> str:
+    """JavaScript that, run in a page of a user's server, writes ~/name through the Jupyter API
+    with that user's session (what a learner's script in the instructor's browser could do)."""
+    return (
+        "fetch(top.location.pathname.match(/^\\/user\\/[^\\/]+\\//)[0]+'api/contents/" + name + "',"
+        "{method:'PUT',headers:{'Content-Type':'application/json','X-XSRFToken':"
+        "decodeURIComponent((top.document.cookie.match(/_xsrf=([^;]+)/)||[])[1]||'')},"
+        "body:JSON.stringify({type:'file',format:'text',content:'ran'})})"
+    )
+
+
+HOSTILE_MARKUP = "HOSTILE MARKUP"  # visible text of the hostile cell: it reached the page
+HOSTILE_CELL = (
+    f'<b>{HOSTILE_MARKUP}</b> <img src="x" onerror="{write_file_js("PWNED-img.txt")}">\n'
+    f"<script>{write_file_js('PWNED-script.txt')}</script>\n"
+    f'<iframe srcdoc="<script>{write_file_js("PWNED-frame.txt")}</script>"></iframe>'
+)
+PWNED = ("PWNED-img.txt", "PWNED-script.txt", "PWNED-frame.txt")
+ADD_MARKDOWN_CELL = """
+import sys, nbformat
+path, text = sys.argv[1], sys.argv[2]
+notebook = nbformat.read(path, as_version=4)
+notebook.cells.append(nbformat.v4.new_markdown_cell(text))
+nbformat.write(notebook, path)
+"""
+# Run by ada in her own inbound folder after submitting: what any learner's shell can do there.
+PLANT = """set -e
+cd "$1"
+chmod u+w .
+ln -s "$2" checks.py
+ln -s "$3" gradebook.db
+rm -f timestamp.txt
+echo "2020-01-01 00:00:00.000000 UTC" > timestamp.txt
+mkdir "$4"
+cp *.ipynb "$4/"
+echo "2099-01-01 00:00:00.000000 UTC" > "$4/timestamp.txt"
+"""
 
 pytestmark = [
     pytest.mark.xdist_group("class-hub"),
@@ -171,7 +230,7 @@ def release_exercise(instructor: HubUser) -> None:
         instructor.shot("01-instructor-lab")
     formgrader = Formgrader(instructor)
     with instructor.step("02-formgrader-release"):
-        formgrader.open_assignments()
+        formgrader.open_from_menu()
         assert not instructor.warnings_shown(), instructor.warnings_shown()
         instructor.shot("02-formgrader-assignments")
         row = formgrader.row(ASSIGNMENT)
@@ -183,7 +242,10 @@ def release_exercise(instructor: HubUser) -> None:
         row.locator("td.status", has_text="released").wait_for()
 
 
-def fetch_answer_submit(hub: ClassHub, learner: HubUser, answer: str, prefix: str) -> None:
+def fetch_answer_submit(
+    hub: ClassHub, learner: HubUser, answer: str, prefix: str, markdown: str = ""
+) -> None:
+    """Fetch, answer, save and submit; `markdown` is added as a cell from the learner's shell."""
     with learner.step(f"{prefix}-lab"):
         learner.wait_for_lab()
         items = learner.menu_items("Nbgrader")
@@ -207,6 +269,11 @@ def fetch_answer_submit(hub: ClassHub, learner: HubUser, answer: str, prefix: st
         learner.replace_cell(cell, answer)
         learner.save_notebook()
         wait_for_file_content(notebook, answer)
+        if markdown:
+            added = run_as(
+                learner.account, str(HUB_PYTHON), "-c", ADD_MARKDOWN_CELL, str(notebook), markdown
+            )
+            assert added.returncode == 0, added.stderr
         learner.shot(f"{prefix}-answered")
     with learner.step(f"{prefix}-submit"):
         learner.page.locator(".lm-TabBar-tab", has_text="Assignments").click()
@@ -215,18 +282,21 @@ def fetch_answer_submit(hub: ClassHub, learner: HubUser, answer: str, prefix: st
         learner.shot(f"{prefix}-submitted")
 
 
-def grade_and_release_feedback(hub: ClassHub, instructor: HubUser, artifacts: Path) -> None:
+def grade_and_release_feedback(
+    hub: ClassHub, instructor: HubUser, artifacts: Path, ada_time: str
+) -> None:
     formgrader = Formgrader(instructor)
     with instructor.step("20-collect"):
-        formgrader.open_assignments()
+        formgrader.open_from_menu()
         row = formgrader.row(ASSIGNMENT)
         formgrader.click_and_confirm(row, "collect", "Successfully collected")
         formgrader.close_dialog()
+        check_collected(hub, *hub.learners, ada_time)
         row.locator("td.num-submissions a", has_text="2").click()
     with instructor.step("21-autograde"):
         for learner in hub.learners:
-            student = instructor.page.locator("#main-table tr").filter(
-                has=instructor.page.locator("td.student-id", has_text=learner)
+            student = formgrader.page.locator("#main-table tr").filter(
+                has=formgrader.page.locator("td.student-id", has_text=learner)
             )
             started = time.monotonic()
             formgrader.click_and_confirm(student, "autograde", "Successfully autograded")
@@ -237,6 +307,8 @@ def grade_and_release_feedback(hub: ClassHub, instructor: HubUser, artifacts: Pa
             formgrader.close_dialog()
             student.locator("td.score", has_text=re.compile(r"/ 10$")).wait_for()
         instructor.shot("21-autograded")
+    with instructor.step("21-hostile-submission"):
+        view_hostile_submission(hub, instructor, formgrader)
     with instructor.step("22-feedback"):
         formgrader.open_assignments()
         row = formgrader.row(ASSIGNMENT)
@@ -245,6 +317,139 @@ def grade_and_release_feedback(hub: ClassHub, instructor: HubUser, artifacts: Pa
         formgrader.click_and_confirm(row, "release-feedback", "Successfully released feedback")
         instructor.shot("22-feedback-released")
         formgrader.close_dialog()
+
+
+def inbound(hub: ClassHub) -> Path:
+    return hub.scratch / "exchange" / COURSE_ID / "inbound"
+
+
+def plant_in_exchange(hub: ClassHub, ada: str, bob: str) -> tuple[Path, str]:
+    """As ada: links to the hidden checks.py and the gradebook in her inbound submission, a
+    back-dated timestamp.txt, and a copy submitted under bob's name. Returns her folder and the
+    time the system recorded for it, as nbgrader writes times."""
+    (folder,) = inbound(hub).glob(f"{ada}+{ASSIGNMENT}+*")
+    checks = hub.course / "solutions" / ASSIGNMENT / "checks.py"
+    assert checks.is_file(), checks
+    forged = inbound(hub) / f"{bob}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+forged"
+    gradebook = hub.course / "grader" / "gradebook.db"
+    done = run_as(
+        ada, "bash", "-c", PLANT, "plant", str(folder), str(checks), str(gradebook), str(forged)
+    )
+    assert done.returncode == 0, done.stderr
+    return folder, f"{intake.changed_at(folder):{intake.TIME_FORMAT}}"
+
+
+def check_collected(hub: ClassHub, ada: str, bob: str, ada_time: str) -> None:
+    """Nothing the links point at arrived, bob's submission is his own, ada's time is real."""
+    submitted = hub.course / "grader" / "submitted"
+    arrived = [path for path in submitted.rglob("*") if path.is_file()]
+    secrets = {(hub.course / "solutions" / ASSIGNMENT / "checks.py").read_bytes()}
+    assert not [p for p in arrived if p.name in ("checks.py", "gradebook.db")], arrived
+    assert not [p for p in arrived if p.read_bytes() in secrets], "checks.py arrived"
+    bobs = submitted / bob / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert answer_cell(bobs) == MISTAKE.cells["replace_sigmoid_with_tanh"], "bob's work replaced"
+    recorded = (submitted / ada / ASSIGNMENT / "timestamp.txt").read_text().strip()
+    assert recorded == ada_time, f"ada's time: {recorded}, the exchange's: {ada_time}"
+
+
+def view_hostile_submission(hub: ClassHub, instructor: HubUser, formgrader: Formgrader) -> None:
+    """The instructor opens ada's submission in the formgrader's frame: her cell is there and
+    nothing of it ran. The proof that it would have: the same script, run in that frame after the
+    page has loaded, writes its file (so a script of the page would have written first)."""
+    api = instructor.server_url + f"formgrader/api/submitted_notebooks/{ASSIGNMENT}/{ASSIGNMENT}"
+    submissions = instructor.page.request.get(api).json()
+    (ada_submission,) = [s for s in submissions if s["student"] == hub.learners[0]]
+    formgrader.page.goto(instructor.server_url + f"formgrader/submissions/{ada_submission['id']}/")
+    hostile = formgrader.page.get_by_text(HOSTILE_MARKUP).first
+    hostile.wait_for()
+    hostile.scroll_into_view_if_needed()
+    instructor.shot("21-hostile-submission")
+    formgrader.page.evaluate(write_file_js("CONTROL.txt"))
+    control = hub.home(hub.instructor) / "CONTROL.txt"
+    deadline = time.monotonic() + 30
+    while not control.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert control.exists(), "the control script could not write: the check proves nothing"
+    ran = [name for name in PWNED if (hub.home(hub.instructor) / name).exists()]
+    assert not ran, f"ada's HTML ran in the instructor's formgrader: {ran}"
+
+
+def check_feedback_html(hub: ClassHub, ada: str) -> None:
+    """The feedback file ada's browser shows: her markup is there, none of her scripts."""
+    page = hub.course / "grader" / "feedback" / ada / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    html = page.read_text()
+    assert HOSTILE_MARKUP in html, "the hostile cell is not in the feedback"
+    for name in PWNED:
+        lines = [line for line in html.splitlines() if name in line]
+        assert all("&lt;" in line or "<pre" in line for line in lines), lines
+    assert "onerror" not in html and "<iframe" not in html
+    assert not [n for n in PWNED if (hub.home(ada) / n).exists()], "ada's HTML ran in her feedback"
+
+
+def oom_kills(pid: int) -> int:
+    """How often the kernel's OOM killer struck in the memory cgroup of process `pid`."""
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            text = Path("/sys/fs/cgroup/memory", path.lstrip("/"), "memory.oom_control").read_text()
+            return int(re.search(r"oom_kill (\d+)", text).group(1))
+        if controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+            text = Path("/sys/fs/cgroup", path.lstrip("/"), "memory.events").read_text()
+            return int(re.search(r"oom_kill (\d+)", text).group(1))
+    raise AssertionError(f"process {pid} is in no memory cgroup")
+
+
+def server_pid(hub: ClassHub, account: str) -> int:
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if entry.stat().st_uid == hub.uids[account]:
+                if b"jupyterhub-singleuser" in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no server of {account} runs")
+
+
+def check_memory_limit(hub: ClassHub, ada: HubUser, bob: HubUser) -> None:
+    """ada's server is in a cgroup of her own; a kernel of hers that allocates past the limit is
+    killed there; her server, bob's and the hub answer on."""
+    with ada.step("40-memory-limit"):
+        pid = server_pid(hub, ada.account)
+        assert f"fx-hub-{ada.account}" in Path(f"/proc/{pid}/cgroup").read_text()
+        before = oom_kills(pid)
+        result = run_in_new_kernel(ada, "hog = b'x' * (3 << 30)")  # past the 2G of FXHUB_MEM_LIMIT
+        assert result["end"] != "ok", f"3 GiB were allocated under a 2 GiB limit: {result}"
+        assert oom_kills(pid) > before, f"the kernel ended without an OOM kill: {result}"
+        assert server_pid(hub, ada.account) == pid, "ada's server was killed"
+        for person in (ada, bob):
+            status = person.page.request.get(person.server_url + "api/status")
+            assert status.ok, f"{person.account}'s server: {status.status}"
+        hub_api = ada.page.request.get(hub.url + "hub/api")
+        assert hub_api.ok, hub_api.status
+
+
+def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
+    """`make hub-accounts` with one more learner while the hub runs: they log in at once."""
+    newcomer = f"{hub.instructor.split('-')[0]}-cy"
+    environment = {**hub.environment, "FXHUB_LEARNERS": ",".join([*hub.learners, newcomer])}
+    done = subprocess.run(
+        ["make", "--no-print-directory", "hub-accounts"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    load_accounts(hub)
+    person = HubUser(browser, hub.url, newcomer, hub.passwords[newcomer], artifacts)
+    try:
+        with person.step("50-new-learner"):
+            person.start_login()
+            person.wait_for_lab()
+            person.shot("50-new-learner")
+    finally:
+        person.close()
 
 
 def read_feedback(learner: HubUser, prefix: str, message: str | None = None) -> str:
@@ -345,16 +550,19 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
             person.start_login()
         release_exercise(instructor)
         note(artifacts, f"instructor logged in and released: {time.monotonic() - started:.1f} s")
-        fetch_answer_submit(hub, ada, reference["replace_sigmoid_with_tanh"], "10-ada")
+        answer = reference["replace_sigmoid_with_tanh"]
+        fetch_answer_submit(hub, ada, answer, "10-ada", markdown=HOSTILE_CELL)
         fetch_answer_submit(hub, bob, MISTAKE.cells["replace_sigmoid_with_tanh"], "11-bob")
+        _, ada_time = plant_in_exchange(hub, ada_name, bob_name)
         for name in (hub.instructor, ada_name, bob_name):
             note(artifacts, f"memory of {name}'s processes: {memory_mib(hub, name):.0f} MiB")
         check_boundaries(hub, ada, bob_name)
         check_boundaries(hub, bob, ada_name)
 
-        grade_and_release_feedback(hub, instructor, artifacts)
+        grade_and_release_feedback(hub, instructor, artifacts, ada_time)
 
         check_feedback(read_feedback(ada, "30-ada"), 10.0, ada_name)
+        check_feedback_html(hub, ada_name)
         bob_feedback = read_feedback(bob, "31-bob", MISTAKE_MESSAGE)
         check_feedback(bob_feedback, MISTAKE.expected, bob_name)
         assert MISTAKE_MESSAGE in bob_feedback, f"bob's feedback lacks {MISTAKE_MESSAGE!r}"
@@ -364,6 +572,9 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         assert set(by_test) == {ada_name, bob_name}, by_test
         assert by_test[bob_name][f"{ASSIGNMENT}:test_method_and_module"] == "0", by_test
         note(artifacts, f"the whole cycle in the browser: {time.monotonic() - started:.1f} s")
+
+        check_memory_limit(hub, ada, bob)
+        add_learner_while_running(hub, browser, artifacts)
 
         steps = autograde_steps(hub)
         assert "SandboxExecute" in steps and "Execute" not in steps, steps

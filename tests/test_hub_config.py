@@ -14,6 +14,8 @@ import json
 import os
 import pwd
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -183,3 +185,96 @@ def test_classroom_refuses_to_run_without_root(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert classroom.main(["setup"]) == 2
     assert "needs root" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- limits, service
+
+
+def fake_v1(root: Path, writable: bool = True) -> Path:
+    for controller in ("memory", "cpu"):
+        (root / controller / "hubs").mkdir(parents=True)
+    (root / "memory" / "memory.limit_in_bytes").write_text("max")
+    if not writable:
+        (root / "cpu" / "hubs").chmod(0o555)
+    proc = root / "self-cgroup"
+    proc.write_text("4:memory:/hubs\n1:cpu,cpuacct:/hubs\n0::/\n")
+    return proc
+
+
+def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
+    from limits import Cgroups
+
+    cgroups = Cgroups.detect(tmp_path, fake_v1(tmp_path))
+    assert cgroups.version == "v1", cgroups.problem
+    assert "cgroup v1" in cgroups.describe()
+    groups = cgroups.create("ann", 2 * 2**30, 1.5)
+    assert groups == sorted([tmp_path / c / "hubs" / "fx-hub-ann" for c in ("cpu", "memory")])
+    for group in groups:  # a real cgroup folder has every file; the fake one gets them written
+        assert not list(group.iterdir()), "only files the controller provides are written"
+    memory, cpu = (
+        tmp_path / "memory" / "hubs" / "fx-hub-ann",
+        tmp_path / "cpu" / "hubs" / "fx-hub-ann",
+    )
+    (memory / "memory.limit_in_bytes").write_text("")
+    (cpu / "cpu.cfs_quota_us").write_text("")
+    cgroups.create("ann", 2 * 2**30, 1.5)
+    assert (memory / "memory.limit_in_bytes").read_text() == str(2 * 2**30)
+    assert (cpu / "cpu.cfs_quota_us").read_text() == "150000"
+    for path in (memory / "memory.limit_in_bytes", cpu / "cpu.cfs_quota_us"):
+        path.unlink()
+    assert cgroups.remove("ann") == [] and not memory.exists()
+
+
+def test_cgroups_v2_and_none_are_told_apart(tmp_path):
+    from limits import Cgroups
+
+    (tmp_path / "hub.service").mkdir()
+    (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
+    (tmp_path / "hub.service" / "cgroup.controllers").write_text("pids")
+    proc = tmp_path / "self-cgroup"
+    proc.write_text("0::/hub.service\n")
+    none = Cgroups.detect(tmp_path, proc)
+    assert none.version == "none" and "Delegate=yes" in none.describe()
+    (tmp_path / "hub.service" / "cgroup.controllers").write_text("cpu memory pids")
+    assert Cgroups.detect(tmp_path, proc).parents["memory"] == tmp_path / "hub.service"
+    assert Cgroups.detect(tmp_path / "absent", proc).version == "none"
+
+
+def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monkeypatch, tmp_path):
+    config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    from limits import LimitedSpawner
+
+    assert config.JupyterHub.spawner_class is LimitedSpawner
+    assert config.Spawner.mem_limit == "2G" and config.Spawner.cpu_limit == 1.0
+    assert LimitedSpawner.unlimited_groups == {INSTRUCTORS_GROUP}
+    culler = config.JupyterHub.services[0]
+    assert culler["command"][1:] == ["-m", "jupyterhub_idle_culler", "--timeout=3600"]
+    assert any("idle-culler" in role.get("services", []) for role in config.JupyterHub.load_roles)
+    assert config.LocalAuthenticator.allowed_groups == {"fx-learners"}
+
+
+def test_the_instructors_server_may_show_the_formgrader_in_its_own_lab(monkeypatch):
+    config = load(HUB / "jupyter" / "instructor" / "jupyter_server_config.py", {}, monkeypatch)
+    headers = config.ServerApp.tornado_settings["headers"]
+    assert headers["Content-Security-Policy"] == "frame-ancestors 'self'"
+
+
+def test_the_service_unit_runs_make_hub_with_the_deployment(tmp_path):
+    unit = classroom.service_unit(
+        {"FXHUB_LEARNERS": "ann,ben", "FXHUB_IP": "0.0.0.0", "HOME": "/root"},
+        "/usr/bin/make",
+        ".venv-hub",
+    )
+    assert f"WorkingDirectory={ROOT}\n" in unit
+    assert "ExecStart=/usr/bin/make --no-print-directory hub HUB_VENV=.venv-hub\n" in unit
+    assert 'Environment="FXHUB_IP=0.0.0.0"\nEnvironment="FXHUB_LEARNERS=ann,ben"\n' in unit
+    assert "HOME" not in unit and "Delegate=yes" in unit and "WantedBy=multi-user.target" in unit
+    with pytest.raises(classroom.SetupError, match="Environment="):
+        classroom.service_unit({"FXHUB_LEARNERS": 'a"b'}, "/usr/bin/make", ".venv-hub")
+    verify = shutil.which("systemd-analyze")
+    if verify:  # the unit as systemd reads it (no systemd needs to run)
+        (tmp_path / "fx-hub.service").write_text(unit)
+        done = subprocess.run(
+            [verify, "verify", str(tmp_path / "fx-hub.service")], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr

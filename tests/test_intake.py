@@ -8,6 +8,7 @@ arrived in grader/submitted and what the report lists.
 from __future__ import annotations
 
 import os
+import pwd
 import socket
 import subprocess
 import sys
@@ -451,3 +452,196 @@ def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_co
     target = configured_course / SUBMITTED / "bob_smith" / EX1 / f"{EX1}.ipynb"
     assert target.read_bytes() == notebook("zip_collect")
     assert {p.name for p in configured_course.iterdir()} == before, "zip_collect wrote in the root"
+
+
+# ----------------------------------------------------------------------------- nbgrader's exchange
+
+
+def inbound_folder(exchange: Path, name: str, files: dict[str, bytes]) -> Path:
+    folder = exchange / course_grader.COURSE_ID / "inbound" / name
+    for path, content in files.items():
+        put(folder / path, content)
+    return folder
+
+
+def hostile_inbound(exchange: Path, secrets: Path, ada: str = "ada") -> None:
+    """ada's submissions: an honest first one, then a later one with links to the instructor's
+    files and a back-dated timestamp.txt, and one named for bob."""
+    put(secrets / "checks.py", b"HIDDEN CHECKS")
+    put(secrets / "gradebook.db", b"EVERY GRADE")
+    inbound_folder(exchange, f"{ada}+{EX1}+2026-01-01 10:00:00.000000 UTC+aaa", {
+        f"{EX1}.ipynb": notebook("ada first"),
+        "timestamp.txt": b"2026-01-01 10:00:00.000000 UTC",
+    })  # fmt: skip
+    later = inbound_folder(exchange, f"{ada}+{EX1}+2026-01-02 10:00:00.000000 UTC+bbb", {
+        f"{EX1}.ipynb": notebook("ada second"),
+        "timestamp.txt": b"2020-01-01 00:00:00.000000 UTC",  # back-dated
+    })  # fmt: skip
+    (later / "checks.py").symlink_to(secrets / "checks.py")
+    (later / "gradebook.db").symlink_to(secrets / "gradebook.db")
+    inbound_folder(exchange, f"bob+{EX1}+2026-01-03 10:00:00.000000 UTC+ccc", {
+        f"{EX1}.ipynb": notebook("ada as bob"),
+    })  # fmt: skip
+
+
+def collect_exchange(exchange: Path, course: Path, owners: dict[int, str]) -> intake.Report:
+    inbound = exchange / course_grader.COURSE_ID / "inbound"
+    return intake.collect_inbound(inbound, course / SUBMITTED, [EX1], owners.__getitem__)
+
+
+def test_exchange_submissions_are_the_owners_with_the_system_time(tmp_path: Path, course: Path):
+    exchange = tmp_path / "exchange"
+    hostile_inbound(exchange, tmp_path / "instructor")
+    put(course / SUBMITTED / "bob" / EX1 / f"{EX1}.ipynb", notebook("bob's own"))
+    report = collect_exchange(exchange, course, {os.getuid(): "ada"})  # the test owns them all
+    got = arrived(course)
+    assert got[f"ada/{EX1}/{EX1}.ipynb"] == notebook("ada second")
+    assert got[f"bob/{EX1}/{EX1}.ipynb"] == notebook("bob's own"), "a classmate's work replaced"
+    assert not {b"HIDDEN CHECKS", b"EVERY GRADE"} & set(got.values())
+    later = f"ada+{EX1}+2026-01-02 10:00:00.000000 UTC+bbb"
+    problems = refused(report)
+    assert "links are not followed" in problems[f"{later}/checks.py"]
+    assert "links are not followed" in problems[f"{later}/gradebook.db"]
+    assert "owned by 'ada'" in problems[f"bob+{EX1}+2026-01-03 10:00:00.000000 UTC+ccc"]
+    # the time is the one the system recorded for the folder, not the back-dated claim
+    system_time = intake.changed_at(exchange / course_grader.COURSE_ID / "inbound" / later)
+    assert got[f"ada/{EX1}/timestamp.txt"].decode().strip() == f"{system_time:{intake.TIME_FORMAT}}"
+    assert any("timestamp.txt says 2020-01-01" in note for note in report.notes)
+    assert report.collected == [("ada", EX1)]
+
+
+def test_an_inbound_folder_of_an_unknown_owner_is_refused(tmp_path: Path, course: Path):
+    inbound_folder(tmp_path / "exchange", f"ada+{EX1}+2026-01-01 10:00:00 UTC", {"a.ipynb": b"{}"})
+    report = collect_exchange(tmp_path / "exchange", course, {})
+    assert report.collected == [] and not arrived(course)
+    assert f"but owned by 'uid {os.getuid()}'" in report.refused[0][1]
+
+
+def feedback_folder(course: Path, student: str, secret: bool) -> None:
+    folder = course / course_grader.FEEDBACK / student / EX1
+    put(folder / f"{EX1}.html", f"<p>feedback for {student}</p>".encode())
+    put(folder / "timestamp.txt", b"2026-01-01 10:00:00.000000 UTC")
+    if secret:
+        put(folder / "submission_secret.txt", f"secret of {student}".encode())
+
+
+def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
+    configured_course: Path, tmp_path: Path, monkeypatch, capsys
+):
+    """The exchange's students get their feedback through it; LMS uploads (no secret) are named,
+    and do not stop the others, whichever order they come in; also through nbgrader's command."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    for student, secret in [("ada", True), ("canvas_123", False), ("zoe", True)]:
+        feedback_folder(configured_course, student, secret)
+    status = course_grader.release_feedback(configured_course, [EX1])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "canvas_123" in out and "no submission_secret.txt" in out
+    outbound = tmp_path / "exchange" / course_grader.COURSE_ID / "feedback"
+    from nbgrader.utils import notebook_hash
+
+    for student in ("ada", "zoe"):
+        page = outbound / f"{notebook_hash(secret=f'secret of {student}', notebook_id=EX1)}.html"
+        assert page.read_text() == f"<p>feedback for {student}</p>"
+    assert len(list(outbound.iterdir())) == 2
+    for path in outbound.iterdir():
+        path.unlink()
+    command = [sys.executable, "-m", "nbgrader", "release_feedback", EX1]
+    env = {**os.environ, "FXCOURSE_EXCHANGE": str(tmp_path / "exchange")}
+    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "canvas_123" in done.stderr and len(list(outbound.iterdir())) == 2
+
+
+def test_typos_and_empty_inputs_fail_naming_the_right_ones(
+    configured_course: Path, tmp_path: Path, monkeypatch, capsys
+):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course = ["--course", str(configured_course)]
+    with pytest.raises(SystemExit) as typo:
+        course_grader.main([*course, "collect", "--assignment", "ex9"])
+    assert typo.value.code == 2 and EX1 in capsys.readouterr().err
+    (tmp_path / "exchange" / course_grader.COURSE_ID / "inbound").mkdir(parents=True)
+    assert course_grader.main([*course, "collect"]) == 2
+    assert "no submission of" in capsys.readouterr().err
+    assert course_grader.main([*course, "release-feedback"]) == 2
+    assert "make feedback" in capsys.readouterr().err
+
+
+def test_nbgrader_collect_uses_the_course_collector(configured_course: Path, tmp_path: Path):
+    """`nbgrader collect` (the formgrader's Collect button) by the course's rules: links are not
+    followed; a folder named for another account than its owner is refused."""
+    exchange = tmp_path / "exchange"
+    me = pwd.getpwuid(os.getuid()).pw_name
+    hostile_inbound(exchange, tmp_path / "instructor", ada=me)
+    command = [sys.executable, "-m", "nbgrader", "collect", EX1]
+    env = {**os.environ, "FXCOURSE_EXCHANGE": str(exchange)}
+    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = arrived(configured_course)
+    assert got[f"{me}/{EX1}/{EX1}.ipynb"] == notebook("ada second")
+    assert set(got) == {f"{me}/{EX1}/{EX1}.ipynb", f"{me}/{EX1}/timestamp.txt"}
+    assert "links are not followed" in done.stderr and "owned by" in done.stderr
+
+
+# ----------------------------------------------------------------------------- learner HTML
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
+HOSTILE_MARKDOWN = """<script>PWNED()</script> <b>bold</b> <img src=x onerror="PWNED()">
+[link](javascript:PWNED()) <iframe src="http://example.org/"></iframe>
+<svg><script>PWNED()</script></svg> <a href="https://example.org/">fine</a>
+
+```
+code
+
+[after a blank line](javascript:PWNED())
+```
+"""
+
+
+def hostile_notebook():
+    import nbformat.v4 as nbf
+
+    outputs = [
+        nbf.new_output("display_data", {"text/html": '<img src=x onerror="PWNED()">'}),
+        nbf.new_output("display_data", {"application/javascript": "PWNED()"}),
+        nbf.new_output("display_data", {"image/svg+xml": "<svg><script>PWNED()</script></svg>"}),
+        nbf.new_output("display_data", {"text/markdown": "[md](javascript:PWNED())"}),
+        nbf.new_output("display_data", {"image/png": PNG}),
+    ]
+    cells = [nbf.new_markdown_cell(HOSTILE_MARKDOWN), nbf.new_code_cell("1", outputs=outputs)]
+    return nbf.new_notebook(cells=cells)
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_learner_html_is_shown_inert(configured_course: Path, template: str):
+    """nbgrader's pages of a submission (the feedback, the formgrader's view) under the course's
+    configuration: no script, handler, javascript: link, iframe or SVG of the learner's is left;
+    their markup and images are."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(configured_course)).load_config()
+    config.HTMLExporter.template_name = template
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    css = Path(handlers.static_path) / "node_modules" / "bootstrap" / "dist" / "css"
+    config.HTMLExporter.extra_template_paths = [str(css)]  # as GenerateFeedback sets it
+    nbgrader = {"notebook": "n", "score": 1, "max_score": 2, "late_penalty": 0, "student": "a"}
+    resources = {"base_url": "", "submission_id": "s", "notebook_id": "n", "index": 0, "total": 1}
+    resources["nbgrader"] = nbgrader
+    html, _ = HTMLExporter(config=config).from_notebook_node(hostile_notebook(), resources)
+    page = BeautifulSoup(html, "html.parser")
+    assert not [tag for tag in page.find_all("script") if "PWNED" in tag.get_text()]
+    cells = page.select(".cell")  # the template's own page has handlers of its own
+    assert len(cells) == 2
+    assert not [
+        tag for cell in cells for tag in cell.find_all(["iframe", "svg", "object", "embed"])
+    ]
+    for tag in (tag for cell in cells for tag in cell.find_all(True)):
+        assert not [name for name in tag.attrs if name.lower().startswith("on")], tag
+        for name in ("href", "src"):
+            assert not str(tag.get(name, "")).lower().startswith("javascript"), tag
+    assert "<b>bold</b>" in html and f"data:image/png;base64,{PNG}" in html
+    assert 'href="https://example.org/"' in html and "data:image/svg+xml;base64," in html

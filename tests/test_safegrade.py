@@ -16,7 +16,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.safegrade import batch, data, kernel, preprocessors, probing, sandbox  # noqa: E402
+from grader.safegrade import batch, data, kernel, preprocessors, probing, sandbox, worker  # noqa: E402
 
 
 def crossed(value):
@@ -127,9 +127,74 @@ def test_a_graph_crosses_as_a_description():
 # ----------------------------------------------------------------------------- records and verdicts
 
 
-def test_records_the_last_for_each_cell_wins_and_junk_is_ignored():
-    lines = ['{"cell": 1, "value": 1}', "not json", "[1]", '{"cell": 9}', '{"cell": 1, "value": 2}']
-    assert preprocessors.read_records("\n".join(lines), 3) == {1: {"cell": 1, "value": 2}}
+def frames(*records, nonce="n1") -> bytes:
+    """Records framed as the sandbox's runner writes them; bytes are sent as they are, a str
+    is framed as it is."""
+    stream = b""
+    for record in records:
+        if isinstance(record, bytes):
+            stream += record
+            continue
+        payload = (
+            nonce.encode() + (record if isinstance(record, str) else json.dumps(record)).encode()
+        )
+        stream += len(payload).to_bytes(4, "big") + payload
+    return stream
+
+
+def test_records_arrive_one_per_cell_in_order():
+    stream = frames({"cell": 0, "stdout": "a"}, {"cell": 1, "value": 2}, {"done": True})
+    assert preprocessors.read_records(stream, 2, "n1") == {
+        0: {"cell": 0, "stdout": "a"},
+        1: {"cell": 1, "value": 2},
+    }
+
+
+def rejected(records: dict, index: int) -> bool:
+    return records[index].get("error", {}).get("ename") == "GraderError"
+
+
+FORGED_LINE = b'{"cell": 2, "probe": "t", "value": 4}\n{"cell": 2, "val'
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        {"cell": 2, "value": 3},  # a later cell's record, ahead of time
+        frames({"cell": 1, "value": 3}, nonce="guess"),  # without the job's nonce
+        FORGED_LINE,  # the old protocol's lines, then an unterminated one
+        (1 << 31).to_bytes(4, "big"),  # a length that would swallow every later record
+        "not json",
+        "[1]",
+        {"cell": "1"},
+    ],
+    ids=["ahead", "no-nonce", "lines", "huge-length", "not-json", "not-a-dict", "bad-index"],
+)
+def test_a_forged_record_fails_the_cell_that_wrote_it_and_no_other(forged):
+    real = [{"cell": 0, "stdout": ""}, {"cell": 1, "stdout": ""}, {"cell": 2, "value": 4}]
+    stream = frames(real[0], forged, real[1], real[2], {"done": True})
+    records = preprocessors.read_records(stream, 3, "n1")
+    assert rejected(records, 1) and records[0] == real[0] and records[2] == real[2]
+
+
+def test_a_duplicated_record_fails_that_cell_and_the_running_one():
+    stream = frames({"cell": 0}, {"cell": 1}, {"cell": 0}, {"cell": 2}, {"done": True})
+    records = preprocessors.read_records(stream, 4, "n1")
+    assert rejected(records, 0) and records[1] == {"cell": 1} and rejected(records, 2)
+    assert 3 not in records
+
+
+def test_a_cut_off_or_oversized_frame_fails_its_cell():
+    stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
+    records = preprocessors.read_records(stream, 3, "n1")
+    assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
+    huge = frames({"cell": 0}) + (worker.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
+    assert rejected(preprocessors.read_records(huge, 2, "n1"), 1)
+
+
+def test_records_after_the_last_are_ignored():
+    stream = frames({"cell": 0}, {"done": True}, {"cell": 1, "value": 1})
+    assert preprocessors.read_records(stream, 2, "n1") == {0: {"cell": 0}}
 
 
 class Checks:
@@ -220,11 +285,27 @@ def test_preimports_come_from_the_sources(tmp_path):
 
 def test_a_sandbox_that_would_see_the_course_refuses_to_start():
     with pytest.raises(sandbox.SandboxError, match="would see"):
-        sandbox.Sandbox([], [os.path.join(sys.prefix, "course")])
+        sandbox.Sandbox([], [os.path.join(sys.prefix, "course")], sandbox.Limits())
+
+
+def test_the_memory_limit_in_force_is_named():
+    text = sandbox.memory_limit_in_force(sandbox.Limits(memory_mb=100))
+    assert "100 MiB" in text and ("cgroup" in text or "RLIMIT_AS" in text)
+
+
+def test_every_limit_comes_from_the_configuration():
+    from traitlets.config import Config
+
+    config = Config()
+    config.Execute.timeout = 7
+    config.SandboxExecute.budget = 30
+    config.SandboxExecute.tmp_mb = 99
+    limits = preprocessors.SandboxExecute(config=config).limits()
+    assert (limits.cell_timeout, limits.budget, limits.tmp_mb) == (7, 30, 99)
 
 
 def test_the_seccomp_filter_is_well_formed():
-    program = sandbox.seccomp_program()
+    program = worker.seccomp_program()
     if program is None:
         pytest.skip("the seccomp filter is built for x86_64 only")
     assert len(program) % 8 == 0 and len(program) // 8 < 4096

@@ -11,6 +11,7 @@ the formgrader's Autograde call) work on what the batch wrote.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -46,7 +47,7 @@ MEASURED = (
 
 def autograde(course: Path, *args: str, **popen) -> subprocess.CompletedProcess:
     """`make autograde`'s grading step on the course; prints the grader's peak memory."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = popen.pop("env", None) or dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-c", MEASURED, "autograde", *args]
     return subprocess.run(command, cwd=course, env=env, capture_output=True, text=True, **popen)
 
@@ -222,21 +223,104 @@ def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile):
     assert scores(course / "gradebook.db")["wrong"] == 0
 
 
-def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
-    """A sandbox is stopped and started again after a submission it cannot clean up after."""
-    from grader.safegrade.sandbox import Sandbox
+def test_failures_are_put_where_they_belong(tmp_path):
+    """A sandbox that cannot start is the grader's failure: reported so, not kept. A re-upload
+    that cannot be graded leaves no earlier grade or feedback behind."""
+    course = tiny_course.make_course(tmp_path)
+    folder = tiny_course.add_submission(course, "s", tiny_course.with_answer(tiny_course.CORRECT))
+    assert autograde(course).returncode == 0
+    tiny_course.nbgrader(course, "generate_feedback", "tiny")
+    assert scores(course / "gradebook.db") == {"s": 10.0}
+    (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
+    assert autograde(course).returncode == 0
+    assert result(course, "s")["reason"].startswith("0: the grader could not grade")
+    assert scores(course / "gradebook.db").get("s", 0) == 0
+    for kept in ("feedback", "autograded"):
+        assert not (course / kept / "s" / "tiny").exists(), kept
+    tiny_course.nbgrader(course, "export")
+    with (course / "grades.csv").open() as grades:
+        rows = [row for row in csv.DictReader(grades) if row["student_id"] == "s"]
+    assert all(float(row["score"]) == 0 for row in rows), rows
+    no_bwrap = str(Path(sys.executable).parent)  # bubblewrap cannot be found: no sandbox starts
+    (folder / tiny_course.NOTEBOOK).write_text(json.dumps(tiny_course.with_answer("x = 1")))
+    run = autograde(course, env=dict(os.environ, PYTHONPATH=str(ROOT), PATH=no_bwrap))
+    got = result(course, "s")
+    assert got["status"] == "grader-error" and "the grader failed" in got["reason"], got
+    assert "bubblewrap" in got["reason"] and run.returncode == 0
+    again = autograde(course)
+    assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
 
-    box = Sandbox([], [str(tmp_path)])
-    limits = {"budget": 20, "cell_timeout": 10, "memory_mb": 1024, "nproc": 64, "file_mb": 8}
-    job = {"cells": [{"code": "x = 41"}, {"probe": "t"}], "files": {}, "limits": limits}
+
+def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
+    """A stopped sandbox starts again (as after a failure) and serves the next submission."""
+    from grader.safegrade.sandbox import Limits, Sandbox
+
+    box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
+    job = {"cells": [{"code": "x = 41"}, {"probe": "t"}], "files": {}, "nonce": "n"}
     job["probes"] = "def t(namespace):\n    return namespace['x'] + 1\n"
     try:
         for _ in range(4):
-            reply = box.run(job, 20)
-            assert '"value": 42' in reply["records"], reply
+            reply = box.run(job)
+            assert b'"value": 42' in reply["records"], reply
             box.stop()
     finally:
         box.stop()
+
+
+# ----------------------------------------------------------------------------- one sandbox
+
+ONE_AFTER_ANOTHER = hostile_cases.neighbour_cases() + hostile_cases.honest_style_cases()
+
+
+@pytest.fixture(scope="module")
+def one_sandbox(tmp_path_factory):
+    """Students graded one after another by ONE sandbox (victims first, then the attackers)."""
+    course = tiny_course.make_course(tmp_path_factory.mktemp("one-sandbox"))
+    for case in ONE_AFTER_ANOTHER:
+        tiny_course.add_submission(course, case.name, case.submission)
+    run = autograde(course, "--workers=1", timeout=600)
+    print(run.stdout[-3000:], run.stderr[-3000:])
+    assert run.returncode == 0, run.stderr[-3000:]
+    return {"course": course, "run": run}
+
+
+@pytest.mark.parametrize("case", ONE_AFTER_ANOTHER, ids=lambda c: c.name)
+def test_one_sandbox_grades_each_student_on_their_own(one_sandbox, case):
+    got = result(one_sandbox["course"], case.name)
+    assert (got["score"], case.reason in got["reason"]) == (case.score, True), got["reason"]
+
+
+def test_no_student_finds_what_an_earlier_one_left(one_sandbox):
+    course = one_sandbox["course"]
+    assert "sent 0 True True" in printed(course, "a2_leaves_ipc_and_files")
+    scan = printed(course, "b1_memory_scan")
+    assert int(scan.split("scanned MiB")[1].split()[0]) > 10 and "suffixes []" in scan, scan
+    assert "nothing to copy" in printed(course, "b2_plagiarist")
+    left = printed(course, "b3_looks_for_leftovers")
+    assert "shm -1 msg -1" in left and "files ['home', 'work'] []" in left, left
+    for kind in ("shm", "msg", "sem"):
+        assert f"{kind} objects 0" in left, left
+    mapped = printed(course, "b4_shared_mmap_4g")  # stopped by the limit, or still touching
+    assert "child" in mapped and "touched MiB 4096" not in mapped, mapped
+
+
+def test_the_memory_limit_in_force_is_reported(one_sandbox):
+    line = next(x for x in one_sandbox["run"].stdout.splitlines() if "safegrade: memory:" in x)
+    assert "cgroup" in line or "RLIMIT_AS" in line
+
+
+def test_honest_styles_get_plain_nbgraders_scores(one_sandbox, tmp_path):
+    course = tiny_course.make_course(tmp_path)
+    honest = hostile_cases.honest_style_cases()
+    for case in honest:
+        tiny_course.add_submission(course, case.name, case.submission)
+    tiny_course.nbgrader(course, "autograde", "tiny", "--SandboxExecute.unsandboxed=True")
+    plain = scores(course / "gradebook.db")
+    sandboxed = scores(one_sandbox["course"] / "gradebook.db")
+    assert {case.name: plain.get(case.name) for case in honest} == {
+        case.name: sandboxed.get(case.name) for case in honest
+    }
+    assert all(plain[case.name] == case.score for case in honest), plain
 
 
 # ----------------------------------------------------------------------------- interruptions

@@ -85,6 +85,9 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     chapters = sorted(p.name for p in (out / "chapters").glob("[0-9][0-9]_*.ipynb"))
     assert chapters == sorted(p.name for p in authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
     assert (out / "fxcourse" / "answers.json").exists() == answers
+    readme = (out / "README.md").read_text()
+    assert ("Show a reference answer" in readme) == answers
+    assert ".venv/bin/nbgrader validate" in readme and "`nbgrader validate" not in readme
     texts = edition_texts(out)
     leaks = [
         f"{name} contains text of {where}"

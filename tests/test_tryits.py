@@ -134,3 +134,18 @@ def test_a_chinese_learner_chapter_says_not_yet_in_chinese_per_tryit(tmp_path, r
         o["data"]["text/html"] for o in shown if "fxcourse-checkpoint" in o["data"]["text/html"]
     ]
     assert len(boxes) == len(expected) and all("还没有通过" in box for box in boxes), boxes[:1]
+
+
+def test_an_error_in_the_learners_code_points_at_the_learners_line(capsys):
+    import torch
+
+    from fxcourse.tryit import checkpoint
+
+    def learners_answer():
+        return torch.fx.symbolic_trace(lambda x: x if x.sum() > 0 else -x)  # raises in torch.fx
+
+    with checkpoint("9.9", "a goal"):
+        learners_answer()
+    shown = capsys.readouterr().out
+    assert "TraceError" in shown
+    assert "line " in shown and "x if x.sum() > 0 else -x" in shown, shown

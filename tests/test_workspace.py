@@ -2,55 +2,112 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from fxcourse import workspace
+from fxcourse import progress, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _write_chapter(folder: Path, name: str, code: str) -> None:
+def _write_chapter(folder: Path, name: str, *sources: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(new_notebook(cells=[new_code_cell(code)]), folder / name)
+    nbformat.write(new_notebook(cells=[new_code_cell(code) for code in sources]), folder / name)
 
 
-def _source(path: Path) -> str:
-    return nbformat.read(path, as_version=4).cells[0].source
+def _sources(path: Path) -> list[str]:
+    return [cell.source for cell in nbformat.read(path, as_version=4).cells]
 
 
-def test_sync_copies_once_then_updates_only_what_the_learner_left_alone(tmp_path, monkeypatch):
+def _open_and_run(path: Path) -> None:
+    """What opening a notebook and running it does: kernel metadata, outputs, counts."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["language_info"] = {"name": "python", "version": "3.11.2"}
+    for count, cell in enumerate(notebook.cells, 1):
+        cell.execution_count = count
+        cell.outputs = [nbformat.v4.new_output("stream", text=f"ran {count}\n")]
+    nbformat.write(notebook, path)
+
+
+def _edit(path: Path, index: int, source: str) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[index].source = source
+    nbformat.write(notebook, path)
+
+
+def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_path, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course, mine = tmp_path / "course", tmp_path / "workspace"
+    chapters = course / "chapters"
+    _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
+    _write_chapter(chapters, "02_b.ipynb", "b = 1", "b")
+    _write_chapter(chapters, "03_c.ipynb", "c = 1", "c")
+    _write_chapter(chapters / "exercises", "ex1.ipynb", "e = 1")
+    first = workspace.sync(mine, course)
+    assert first.copied == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb", "exercises/ex1.ipynb"]
+    _open_and_run(mine / "01_a.ipynb")
+    _edit(mine / "02_b.ipynb", 1, "b + 1  # mine")
+    _edit(mine / "03_c.ipynb", 0, "c = 'my answer'")
+    opened = (mine / "01_a.ipynb").read_bytes()
+    assert workspace.sync(mine, course).lines() == [], "notices for notebooks nobody updated"
+    assert (mine / "01_a.ipynb").read_bytes() == opened
+
+    _write_chapter(chapters, "01_a.ipynb", "a = 2", "a")  # course updates
+    _write_chapter(chapters, "02_b.ipynb", "b = 2", "b")
+    _write_chapter(chapters, "03_c.ipynb", "c = 2", "c")
+    _write_chapter(chapters, "04_d.ipynb", "d = 1")  # a new chapter
+    report = workspace.sync(mine, course)
+    assert (report.copied, report.updated, report.merged, report.kept) == (
+        ["04_d.ipynb"],
+        ["01_a.ipynb"],
+        ["02_b.ipynb"],
+        ["03_c.ipynb"],
+    )
+    assert _sources(mine / "01_a.ipynb") == ["a = 2", "a"]
+    assert _sources(mine / "02_b.ipynb") == ["b = 2", "b + 1  # mine"]
+    notice, *kept = nbformat.read(mine / "03_c.ipynb", as_version=4).cells
+    assert [cell.source for cell in kept] == ["c = 'my answer'", "c"]
+    assert notice.cell_type == "markdown" and "03_c.course-version.ipynb" in notice.source
+    assert _sources(mine / "03_c.course-version.ipynb") == ["c = 2", "c"]
+    assert workspace.sync(mine, course).lines() == []
+
+    (mine / "03_c.ipynb").rename(mine / "03_c_mine.ipynb")  # deleting or renaming: a fresh copy
+    assert workspace.sync(mine, course).copied == ["03_c.ipynb"]
+    assert _sources(mine / "03_c.ipynb") == ["c = 2", "c"]
+
+
+def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    workspace.sync(tmp_path / "ws", ROOT)
+    for name in workspace.course_notebooks(ROOT):
+        if name.startswith("exercises/"):
+            note = _sources(tmp_path / "ws" / name)[0]
+            assert "not submitted" in note and f"{Path(name).stem}/{Path(name).stem}.ipynb" in note
+
+
+def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     course, mine = tmp_path / "course", tmp_path / "workspace"
     _write_chapter(course / "chapters", "01_a.ipynb", "a = 1")
     _write_chapter(course / "chapters", "02_b.ipynb", "b = 1")
-    _write_chapter(course / "chapters" / "exercises", "ex1.ipynb", "e = 1")
-    first = workspace.sync(mine, course)
-    assert sorted(first.copied) == ["01_a.ipynb", "02_b.ipynb", "exercises/ex1.ipynb"]
-    assert workspace.sync(mine, course).lines() == []
-
-    _write_chapter(mine, "02_b.ipynb", "b = 'my answer'")  # the learner's work
-    _write_chapter(course / "chapters", "01_a.ipynb", "a = 2")  # course updates
+    shutil.copytree(course / "chapters", mine)  # what the earlier sync left: copies, hashes
+    digests = {n: hashlib.sha256((mine / n).read_bytes()).hexdigest() for n in ("01_a.ipynb",)}
+    (mine / workspace.LEGACY_MANIFEST).write_text(json.dumps(digests))
+    _edit(mine / "02_b.ipynb", 0, "b = 'mine'")
+    _write_chapter(course / "chapters", "01_a.ipynb", "a = 2")
     _write_chapter(course / "chapters", "02_b.ipynb", "b = 2")
-    _write_chapter(course / "chapters", "03_c.ipynb", "c = 1")  # a new chapter
     report = workspace.sync(mine, course)
-    assert (report.copied, report.updated, report.kept) == (
-        ["03_c.ipynb"],
-        ["01_a.ipynb"],
-        ["02_b.ipynb"],
-    )
-    assert _source(mine / "01_a.ipynb") == "a = 2"
-    assert _source(mine / "02_b.ipynb") == "b = 'my answer'"
-    assert any("newer version" in line for line in report.lines())
-
-    (mine / "02_b.ipynb").rename(mine / "02_b_mine.ipynb")  # how a learner takes the update
-    assert workspace.sync(mine, course).copied == ["02_b.ipynb"]
-    assert _source(mine / "02_b.ipynb") == "b = 2"
-    assert _source(mine / "02_b_mine.ipynb") == "b = 'my answer'"
+    assert (report.updated, report.kept) == (["01_a.ipynb"], ["02_b.ipynb"])
+    assert _sources(mine / "01_a.ipynb") == ["a = 2"]
+    assert _sources(mine / "02_b.ipynb")[1:] == ["b = 'mine'"]
 
 
 def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypatch):
@@ -61,11 +118,42 @@ def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypat
     config = (tmp_path / "ws" / "nbgrader_config.py").read_text()
     assert f"c.Exchange.root = {str(exchange)!r}" in config
     assert "c.CourseDirectory.course_id = 'fx-course'" in config
-    manifest = json.loads((tmp_path / "ws" / workspace.MANIFEST).read_text())
-    assert set(manifest) == set(workspace.course_notebooks(ROOT))
+    bases = tmp_path / "ws" / workspace.BASES
+    assert {str(p.relative_to(bases)) for p in bases.rglob("*.ipynb")} == set(
+        workspace.course_notebooks(ROOT)
+    )
 
 
 def test_the_default_workspace_is_ignored_by_git():
     for path in ("workspace/01_symbolic_tracing.ipynb", "workspace/exercises/ex1.ipynb"):
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
+
+
+def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_notebooks(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws"
+    workspace.sync(mine, ROOT)
+    chapter = mine / "01_symbolic_tracing.ipynb"
+    notebook = nbformat.read(chapter, as_version=4)
+    checks = [cell for cell in notebook.cells if progress.CHECKPOINT.search(cell.source)]
+    first_id = progress.CHECKPOINT.search(checks[0].source).group(1)
+    checks[0].outputs = [
+        new_output("execute_result", {"text/plain": f"Checkpoint {first_id} passed."})
+    ]
+    nbformat.write(notebook, chapter)
+    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
+    notebook = nbformat.read(mine / exercise, as_version=4)
+    for count, cell in enumerate(notebook.cells, 1):
+        cell.execution_count = count if cell.cell_type == "code" else None
+    fetched = mine / Path(exercise).stem / Path(exercise).name  # the submitted copy wins
+    fetched.parent.mkdir()
+    nbformat.write(notebook, fetched)
+
+    assert progress.main([str(mine)]) == 0
+    shown = capsys.readouterr().out
+    assert f"01_symbolic_tracing.ipynb: 1/{len(checks)} try-its passed  {first_id}✓" in shown
+    assert f"{Path(exercise).stem}: passed ({Path(exercise).stem}/" in shown
+    assert progress.main([str(tmp_path / "nowhere")]) == 2

@@ -3,6 +3,7 @@
     python grader/hub/classroom.py setup       accounts, shared exchange, course folders
     python grader/hub/classroom.py remove      delete what `setup` created (accounts, homes, ...)
     python grader/hub/classroom.py stop-proxy  stop the proxy a hub that failed left running
+    python grader/hub/classroom.py service     install `make hub` as a systemd service
 
 `setup` is safe to repeat. It creates the learner and instructor accounts that do not exist yet
 (system users with a private home and a random password, kept in the hub's state folder, readable
@@ -104,6 +105,17 @@ def make_folder(path: Path, mode: int, record: dict, enforce: bool = False) -> N
         record["created"].append(str(missing[0]))
 
 
+def ensure_learners_group(deployment: Settings, record: dict) -> None:
+    """The system group whose members may log in as learners (jupyterhub_config.py), with every
+    learner in it; created here if missing, and then removed by `remove`."""
+    group = deployment.learners_unix_group
+    if subprocess.run(["getent", "group", group], capture_output=True).returncode != 0:
+        run("groupadd", "--system", group)
+        record.setdefault("groups", []).append(group)
+    for name in deployment.learners:
+        run("usermod", "--append", "--groups", group, name)
+
+
 def create_account(deployment: Settings, name: str, record: dict) -> None:
     home = deployment.home_root / name
     run(
@@ -147,6 +159,7 @@ def setup(deployment: Settings) -> dict:
         if not account_exists(name):
             create_account(deployment, name, record)
             write_record(deployment, record)  # a later failure must not lose the password
+    ensure_learners_group(deployment, record)
     make_folder(deployment.exchange_root, 0o1777, record, enforce=True)
     write_record(deployment, record)
     for instructor in deployment.instructors:
@@ -164,6 +177,11 @@ def remove(deployment: Settings) -> list[str]:
                 run("userdel", "--remove", name)
             except SetupError as error:
                 problems.append(str(error))
+    for group in record.get("groups", []):
+        try:
+            run("groupdel", group)
+        except SetupError as error:
+            problems.append(str(error))
     for folder in [*record["created"], str(deployment.state_dir)]:
         shutil.rmtree(folder, ignore_errors=True)
     return problems
@@ -190,6 +208,59 @@ def stop_proxy(deployment: Settings, grace_s: float = 10) -> str | None:
     return f"{pid}: {command}"
 
 
+SERVICE_NAME = "fx-hub"
+UNIT = """\
+# Written by `make hub-service` (grader/hub/classroom.py); write it again after changing a value.
+[Unit]
+Description=fx-course class hub (JupyterHub, grader/hub/README.md)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+WorkingDirectory={repo}
+ExecStart={make} --no-print-directory hub HUB_VENV={hub_venv}
+{environment}Restart=on-failure
+RestartSec=10
+# The hub puts each learner's server into a cgroup of its own, below the service's (limits.py).
+Delegate=yes
+# Stopping the service stops the hub, every server and kernel, and the proxy.
+KillMode=control-group
+TimeoutStopSec=60
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def service_unit(environ: dict[str, str], make: str, hub_venv: str) -> str:
+    """The systemd unit that runs `make hub` in this checkout with the FXHUB_* values of
+    `environ` (the deployment's), started at boot and restarted when it fails."""
+    values = {name: value for name, value in sorted(environ.items()) if name.startswith("FXHUB_")}
+    for name, value in values.items():
+        if any(char in value for char in '"\\\n%$'):
+            raise SetupError(f"{name}={value!r}: a systemd Environment= line cannot hold it")
+    lines = "".join(f'Environment="{name}={value}"\n' for name, value in values.items())
+    return UNIT.format(repo=REPO, make=make, hub_venv=hub_venv, environment=lines)
+
+
+def install_service(unit_dir: Path, hub_venv: str) -> str:
+    """Write the unit, and enable and start it where systemd runs. Returns what was done."""
+    make = shutil.which("make") or "/usr/bin/make"
+    unit = unit_dir / f"{SERVICE_NAME}.service"
+    unit.write_text(service_unit(dict(os.environ), make, hub_venv))
+    unit.chmod(0o644)
+    if not Path("/run/systemd/system").is_dir():  # systemd's own test for "booted with systemd"
+        return (
+            f"wrote {unit}; systemd does not run on this machine, so nothing was enabled. "
+            f"On a machine with systemd: systemctl daemon-reload && systemctl enable --now "
+            f"{SERVICE_NAME}"
+        )
+    run("systemctl", "daemon-reload")
+    run("systemctl", "enable", "--now", SERVICE_NAME)
+    return f"wrote {unit}, enabled and started {SERVICE_NAME} (journalctl -u {SERVICE_NAME})"
+
+
 def describe(deployment: Settings, record: dict) -> str:
     lines = [f"The class hub: {deployment.url}", "accounts (password):"]
     for name in deployment.accounts:
@@ -210,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("setup", help="accounts, exchange, instructors' course folders")
     commands.add_parser("remove", help="delete what setup created")
     commands.add_parser("stop-proxy", help="stop a proxy a failed hub left running")
+    service = commands.add_parser("service", help="install `make hub` as a systemd service")
+    service.add_argument("--unit-dir", type=Path, default=Path("/etc/systemd/system"))
+    service.add_argument("--hub-venv", default=".venv-hub")
     course_folder = commands.add_parser("course-folder", help="(run as the instructor by setup)")
     course_folder.add_argument("course", type=Path)
     course_folder.add_argument("exchange_root", type=Path)
@@ -228,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         deployment = Settings.from_environ()
         if args.command == "setup":
             print(describe(deployment, setup(deployment)))
+            return 0
+        if args.command == "service":
+            print(install_service(args.unit_dir, args.hub_venv))
             return 0
         if args.command == "stop-proxy":
             stopped = stop_proxy(deployment)

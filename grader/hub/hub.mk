@@ -7,12 +7,23 @@ HUB_VENV ?= .venv-hub
 HUB_PYTHON ?= /usr/bin/python3
 HUB_PY := $(HUB_VENV)/bin/python
 
-.PHONY: hub hub-env hub-remove hub-sizing test-hub
+.PHONY: hub hub-env hub-accounts hub-service hub-remove hub-sizing test-hub
 
 hub: hub-env  ## instructor: a JupyterHub for a class on this machine (accounts, exchange, formgrader)
 	$(HUB_PY) grader/hub/classroom.py setup
 	$(HUB_VENV)/bin/jupyterhub -f grader/hub/jupyterhub_config.py; status=$$?; \
 		$(HUB_PY) grader/hub/classroom.py stop-proxy; exit $$status
+
+# New learners while the hub runs: `make hub-accounts FXHUB_LEARNERS=<all of them>` creates the
+# missing accounts, in the learners' system group; they log in at once (no restart).
+hub-accounts: hub-env  ## instructor: create the accounts of FXHUB_LEARNERS, also while the hub runs
+	$(HUB_PY) grader/hub/classroom.py setup
+
+# The FXHUB_* values of this command line go into the unit: `make hub-service FXHUB_LEARNERS=...`
+# (make exports command-line variables to the recipe).
+SYSTEMD_UNIT_DIR ?= /etc/systemd/system
+hub-service: hub-env  ## instructor: run `make hub` as a systemd service, started at boot (root)
+	$(HUB_PY) grader/hub/classroom.py service --unit-dir $(SYSTEMD_UNIT_DIR) --hub-venv $(HUB_VENV)
 
 hub-env:  ## create or refresh the hub's environment $(HUB_VENV) from the lock
 	@VENV=$(HUB_VENV) PYTHON=$(HUB_PYTHON) env/setup.sh lab

@@ -12,6 +12,8 @@ What this file decides:
 * nbgrader's exchange is one folder shared by all, outside any checkout and any home.
 * Before a learner's server starts, the course's chapters are brought into ~/chapters, as
   `make lab` does for its workspace: new and updated ones copied, the learner's edits kept.
+* Each learner's server, with its kernels, has a memory and a CPU limit (limits.py: cgroups);
+  servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
 """
 
 import asyncio
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from limits import Cgroups, LimitedSpawner  # noqa: E402
 from settings import (  # noqa: E402
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
@@ -55,6 +58,9 @@ c.ConfigurableHTTPProxy.pid_file = str(deployment.state_dir / PROXY_PID_FILE)
 # institution's single sign-on instead (OAuthenticator, or LTIAuthenticator from the LMS).
 c.JupyterHub.authenticator_class = "pam"
 c.Authenticator.allowed_users = set(deployment.accounts)
+# Members of this system group log in too, as learners: a learner added while the hub runs
+# (`make hub-accounts FXHUB_LEARNERS=...`) needs no restart; PAM checks the group at each log-in.
+c.LocalAuthenticator.allowed_groups = {deployment.learners_unix_group}
 c.JupyterHub.load_groups = {
     INSTRUCTORS_GROUP: {"users": list(deployment.instructors)},
     LEARNERS_GROUP: {"users": list(deployment.learners)},
@@ -76,7 +82,16 @@ c.JupyterHub.load_roles = [
 ]
 
 # --- every user's server: the course environment, as that user, in that user's home
-c.JupyterHub.spawner_class = "localprocess"
+c.JupyterHub.spawner_class = LimitedSpawner
+LimitedSpawner.cgroups = Cgroups.detect()
+LimitedSpawner.unlimited_groups = frozenset({INSTRUCTORS_GROUP})
+c.Spawner.mem_limit = deployment.mem_limit
+c.Spawner.cpu_limit = deployment.cpu_limit
+print(
+    f"fx-hub: each learner's server: memory {deployment.mem_limit}, {deployment.cpu_limit:g} CPU: "
+    f"{LimitedSpawner.cgroups.describe()}",
+    file=sys.stderr,
+)
 c.Spawner.cmd = [str(deployment.venv / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
@@ -130,3 +145,24 @@ async def sync_chapters(spawner, home: Path) -> None:
 
 
 c.Spawner.pre_spawn_hook = configure_role
+
+# --- idle servers give their memory back: jupyterhub-idle-culler as a hub service
+if deployment.cull_idle_s:
+    c.JupyterHub.services = [
+        {
+            "name": "idle-culler",
+            "command": [
+                str(deployment.venv / "bin" / "python"),
+                "-m",
+                "jupyterhub_idle_culler",
+                f"--timeout={deployment.cull_idle_s}",
+            ],
+        }
+    ]
+    c.JupyterHub.load_roles.append(
+        {
+            "name": "idle-culler",
+            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+            "services": ["idle-culler"],
+        }
+    )

@@ -14,6 +14,10 @@ of `make hub`:
     FXHUB_HOME_ROOT       where new accounts get their homes  /home
     FXHUB_COURSE_FOLDER   the course folder in an instructor's home  fx-course
     FXHUB_VENV            the environment every server runs   the one running the hub
+    FXHUB_LEARNERS_UNIX_GROUP  the system group whose members may log in as learners  fx-learners
+    FXHUB_MEM_LIMIT       memory of each learner's server and its kernels (cgroups)  2G
+    FXHUB_CPU_LIMIT       CPUs of each learner's server and its kernels (cgroups)    1
+    FXHUB_CULL_IDLE_S     stop a server idle this many seconds (0: never)            3600
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ class Settings:
     home_root: Path
     course_folder: str
     venv: Path
+    learners_unix_group: str = "fx-learners"
+    mem_limit: str = "2G"
+    cpu_limit: float = 1.0
+    cull_idle_s: int = 3600
 
     @classmethod
     def from_environ(cls, environ: os._Environ | dict | None = None) -> Settings:
@@ -69,6 +77,10 @@ class Settings:
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),
             course_folder=env.get("FXHUB_COURSE_FOLDER", "fx-course"),
             venv=Path(env.get("FXHUB_VENV", sys.prefix)).absolute(),
+            learners_unix_group=env.get("FXHUB_LEARNERS_UNIX_GROUP", "fx-learners"),
+            mem_limit=env.get("FXHUB_MEM_LIMIT", "2G"),
+            cpu_limit=float(env.get("FXHUB_CPU_LIMIT", "1")),
+            cull_idle_s=int(env.get("FXHUB_CULL_IDLE_S", "3600")),
         )
         settings.check()
         return settings

@@ -2,7 +2,7 @@
 
 ``preprocessors.SandboxExecute`` replaces nbgrader's Execute step (grader/nbgrader_config.py);
 ``batch`` grades many submissions in parallel (``python -m grader.safegrade autograde``). The
-sandbox side (``worker``, ``data``, ``probing``) never imports nbgrader. See README.md.
+sandbox side (``worker``, ``data``, ``probing``, ``graphs``) never imports nbgrader. See README.md.
 """
 
-VERSION = "2.0"
+VERSION = "3.0"

@@ -19,18 +19,20 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import tempfile
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict
 from pathlib import Path
 
 from . import VERSION, probing
 from .data import clean_text
 from .preprocessors import Batch, SandboxExecute, forbidden_paths, preimports, read_regular, walk
-from .sandbox import Pool
+from .sandbox import Limits, Pool, memory_limit_in_force
 
 MAX_NOTEBOOK_BYTES = 256 << 20
 STRIP_OVER_BYTES = 8 << 20  # notebooks larger than this are staged without their outputs
@@ -49,12 +51,14 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
         return 2
     tasks = find_submissions(course)
     folders = sorted({source_folder(course, assignment) for _, assignment in tasks})
-    key = batch_key(folders, options.limits())
+    limits = options.limits()
+    key = batch_key(folders, limits)
     todo = [task for task in tasks if force or not is_current(course, *task, key)]
     print(f"safegrade: {len(tasks)} submissions, {len(tasks) - len(todo)} unchanged (kept)")
+    print(f"safegrade: {memory_limit_in_force(limits)}")
     size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     imports = options.preimport or preimports(folders)
-    Batch.pool = Pool(size, imports, forbidden_paths(course), options.tmp_mb)
+    Batch.pool = Pool(size, imports, forbidden_paths(course), limits)
     try:
         if todo:
             Batch.pool.warm()  # the sandboxes import torch while this process loads the checks
@@ -141,19 +145,38 @@ def grade_one(app, student: str, assignment: str, key: str, staging: Path, start
         coursedir = CourseDirectory(config=config, student_id=student, assignment_id=assignment)
         converter = Autograde(coursedir=coursedir, config=config, log=log)
         converter.force = True
+        Batch.grader_failed.discard((student, assignment))
         try:
             converter.start()
         except Exception as exc:  # noqa: BLE001 - nbgrader's failure for this submission only
             errors.append(f"{type(exc).__name__}: {exc}" if not errors else "")
+        if errors:  # no earlier grade, autograded notebook or feedback may outlive this one
+            clear_earlier(course, student, assignment)
     if Batch.pool.closed:
         raise KeyboardInterrupt
     result = read_result(course, student, assignment, [e for e in errors if e], notes)
+    if (student, assignment) in Batch.grader_failed:
+        reason = f"0: not graded: the grader failed, not the submission ({last_line(errors)})"
+        result |= {"status": "grader-error", "reason": clean_text(reason + "; rerun", 600)}
     result["key"] = submission_key(course, student, assignment, key)
     path = result_path(course, student, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".tmp").write_text(json.dumps(result, indent=1))
     os.replace(path.with_suffix(".tmp"), path)  # atomic: never half a result
     return result
+
+
+def clear_earlier(course, student: str, assignment: str) -> None:
+    """Remove an earlier grade of this submission: gradebook entry, autograded and feedback."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(course.db_url, course.course_id) as gradebook:
+        try:
+            gradebook.remove_submission(assignment, student)
+        except MissingEntry:
+            pass
+    for folder in (course.autograded_directory, course.feedback_directory):
+        shutil.rmtree(course.format_path(folder, student, assignment), ignore_errors=True)
 
 
 def capturing_logger(student: str, assignment: str) -> tuple[logging.Logger, list[str]]:
@@ -289,8 +312,8 @@ def find_submissions(course) -> list[tuple[str, str]]:
     return [(path.parent.name, path.name) for path in folders if path.is_dir()]
 
 
-def batch_key(folders: list[Path], limits: dict) -> str:
-    digest = hashlib.sha256(json.dumps([VERSION, limits], sort_keys=True).encode())
+def batch_key(folders: list[Path], limits: Limits) -> str:
+    digest = hashlib.sha256(json.dumps([VERSION, asdict(limits)], sort_keys=True).encode())
     for folder in folders:
         for path in sorted(folder.iterdir()):
             if path.is_file() and path.suffix in (".ipynb", ".py"):

@@ -218,7 +218,7 @@ def decode_tensor(body: dict):
     dtype, shape = body.get("dtype"), body.get("shape")
     if dtype not in DTYPES or type(shape) is not list or len(shape) > 16:
         raise DataError("malformed tensor")
-    if not all(type(n) is int and 0 <= n for n in shape):
+    if not all(type(n) is int and 0 <= n <= MAX_TENSOR_BYTES for n in shape):
         raise DataError("malformed tensor shape")
     kind = getattr(torch, dtype)
     count = math.prod(shape)

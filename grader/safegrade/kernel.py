@@ -1,15 +1,17 @@
 """The hidden part of every graded test cell calls ``run_check`` in the learner's kernel (see
-README.md): the probe, its data through the same encoding and decoding as from the sandbox, then
-the check. So plain nbgrader, which runs the cell, and the sandboxed grader, which replaces the
-cell by the probe and runs the check outside, judge the same data. SAFEGRADE_SOURCE (set by the
-course's nbgrader configuration) is where the exercises' probes and checks are; a source notebook
-run in place (cwd solutions/<assignment>) needs none.
+README.md): the test's inputs, made by checks.py for a seed drawn here, then the probe and its
+data through the same encoding and decoding as to and from the sandbox, then the check. So plain
+nbgrader, which runs the cell, and the sandboxed grader, which replaces the cell by the probe and
+runs the check outside, judge the same kind of data. SAFEGRADE_SOURCE (set by the course's
+nbgrader configuration) is where the exercises' probes and checks are; a source notebook run in
+place (cwd solutions/<assignment>) needs none.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 
 from . import probing
@@ -21,9 +23,17 @@ def exercise_folder(assignment: str) -> Path:
     return Path(source, assignment) if source else Path.cwd()
 
 
+def crossed(value):
+    """value as it arrives on the other side of the boundary."""
+    return decode(json.loads(json.dumps(encode(value))))
+
+
 def run_check(assignment: str, grade_id: str, namespace: dict) -> None:
     folder = exercise_folder(assignment)
     probes = probing.load(folder / "probes.py")
     checks = probing.load(folder / "checks.py")
-    data = decode(json.loads(json.dumps(encode(probing.call_probe(probes, grade_id, namespace)))))
-    getattr(checks, grade_id)(data)
+    with probing.torch_defaults():  # the checks too run in the learner's process here
+        inputs = probing.make_inputs(checks, grade_id, random.SystemRandom().getrandbits(32))
+        sent = None if inputs is None else crossed(inputs)
+        data = crossed(probing.call_probe(probes, grade_id, namespace, sent))
+        probing.run_check_function(checks, grade_id, data, inputs)

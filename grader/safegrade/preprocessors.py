@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 import base64
 import fnmatch
+import hashlib
 import json
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -39,8 +41,9 @@ from nbgrader.preprocessors import (
 from traitlets import Bool, Float, Integer, List
 
 from . import probing
-from .data import DataError, clean_text, decode
-from .sandbox import Pool
+from .data import clean_text, decode, encode
+from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
+from .worker import FRAME_CAP
 
 MAX_FILES_BYTES = 32 << 20  # the submission's other files, shipped into the sandbox
 MAX_FILES, MAX_DEPTH = 1000, 16
@@ -88,10 +91,12 @@ class ForgetDuplicates(NbGraderPreprocessor):
 
 class Batch:
     """Set by ``batch.autograde``: a shared pool, and a lock that serialises nbgrader's own
-    bookkeeping while the sandboxes run side by side."""
+    bookkeeping while the sandboxes run side by side; (student, assignment) of the submissions
+    the grader itself failed on."""
 
     pool: Pool | None = None
     lock = threading.Lock()
+    grader_failed: set[tuple[str, str]] = set()
 
 
 class ResilientExecute(Execute):
@@ -116,15 +121,19 @@ class ResilientExecute(Execute):
             return cell, resources
 
 
+class GraderFailure(RuntimeError):
+    """The sandbox failed twice on a submission: the grader's failure, not the learner's."""
+
+
 class SandboxExecute(ResilientExecute):
     """Execute's replacement: learners' code runs in the sandbox, verdicts come from checks."""
 
     unsandboxed = Bool(False, help="Run learners' code unsandboxed (nbgrader's plain Execute)")
     budget = Float(120.0, help="Wall-clock seconds for a whole submission in the sandbox")
-    memory_mb = Integer(3072, help="Memory (RLIMIT_DATA) of the submission's processes, in MiB")
+    memory_mb = Integer(3072, help="Memory of a submission beyond the sandbox's own, in MiB")
     nproc = Integer(64, help="Processes and threads the submission may run")
     file_mb = Integer(64, help="Largest file the submission may write, in MiB")
-    tmp_mb = Integer(256, help="Size of the sandbox's /tmp, in MiB")
+    tmp_mb = Integer(256, help="Size of the submission's /tmp, in MiB")
     preimport = List([], help="Modules a sandbox imports before any submission (default: those "
                       "imported by the source notebooks and probes)")  # fmt: skip
     for trait in (unsandboxed, budget, memory_mb, nproc, file_mb, tmp_mb, preimport):
@@ -139,43 +148,59 @@ class SandboxExecute(ResilientExecute):
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
         probes = (folder / "probes.py").read_text()
-        checks = probing.sibling(folder / "probes.py", "checks")
+        checks = Checks(folder, seed(course, info["student"], info["assignment"]))
         submitted = course.format_path(
             course.submitted_directory, info["student"], info["assignment"]
         )
         cells = code_cells(nb)
         job = {
-            "cells": [step(cell) for cell in cells],
+            "cells": [step(cell, checks) for cell in cells],
             "probes": probes,
             "files": files_for_sandbox([Path(submitted), folder], course.ignore),
-            "limits": self.limits(),
+            "nonce": secrets.token_hex(16),
         }
-        reply = self.run_job(job, course, folder)
-        records = read_records(reply["records"], len(cells))
+        try:
+            reply = self.run_job(job, course, folder)
+        except GraderFailure:
+            Batch.grader_failed.add((info["student"], info["assignment"]))
+            raise
+        records = read_records(reply["records"], len(cells), job["nonce"])
         missing = stopped(reply, records, cells)
         for index, cell in enumerate(cells):
             cell.outputs = outputs(cell, records.get(index), missing, checks)
         return nb, resources
 
-    def limits(self) -> dict:
-        names = ("budget", "memory_mb", "nproc", "file_mb")
-        return dict({name: getattr(self, name) for name in names}, cell_timeout=self.timeout)
+    def limits(self) -> Limits:
+        names = ("budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
+        return Limits(cell_timeout=self.timeout, **{name: getattr(self, name) for name in names})
 
     def run_job(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
+        """The sandbox's reply; a sandbox that fails is replaced and the job run once more."""
+        failure = None
+        for attempt in ("retrying in a fresh sandbox", "giving up"):
+            try:
+                return self.run_once(job, course, folder)
+            except SandboxError as exc:
+                self.log.warning("safegrade: the sandbox failed (%s); %s", exc, attempt)
+                failure = exc
+        raise GraderFailure(f"the grader's sandbox failed twice: {failure}")
+
+    def run_once(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
         if Batch.pool is not None:
             Batch.lock.release()  # nbgrader's bookkeeping of other submissions goes on meanwhile
             try:
                 with Batch.pool.sandbox() as box:
-                    return box.run(job, self.budget)
+                    return box.run(job)
             finally:
                 Batch.lock.acquire()
                 # nbgrader deletes this when the notebook is done; another thread may have.
                 os.environ["NBGRADER_EXECUTION"] = "autograde"
-
-        pool = Pool(1, self.preimport or preimports([folder]), forbidden_paths(course), self.tmp_mb)
+        self.log.info("safegrade: %s", memory_limit_in_force(self.limits()))
+        imports = self.preimport or preimports([folder])
+        pool = Pool(1, imports, forbidden_paths(course), self.limits())
         try:
             with pool.sandbox() as box:
-                return box.run(job, self.budget)
+                return box.run(job)
         finally:
             pool.close()
 
@@ -203,10 +228,52 @@ def is_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def step(cell) -> dict:
-    if is_test(cell):
-        return {"probe": cell.metadata.nbgrader["grade_id"]}
-    return {"code": cell.source}
+class Checks:
+    """An exercise's checks.py (loaded here, never sent), and this submission's seed, from which
+    checks.py makes each test's inputs."""
+
+    def __init__(self, folder: Path, seed: int):
+        self.module, self.seed = probing.sibling(folder / "probes.py", "checks"), seed
+
+    def __getattr__(self, name: str):
+        return getattr(self.module, name)
+
+
+def seed(course: CourseDirectory, student: str, assignment: str) -> int:
+    """The seed of a submission's test inputs: from its student, assignment and a secret kept
+    beside the autograded submissions (made on first use), so a regrade sees the same inputs."""
+    folder = Path(course.format_path(course.autograded_directory, ".", "."))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".safegrade_secret"
+    if not path.exists():  # written whole, then linked: a reader never sees half a secret
+        draft = folder / f".safegrade_secret.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, secrets.token_hex(32).encode())
+        os.close(fd)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    text = f"{path.read_text().strip()}\0{student}\0{assignment}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+def step(cell, checks=None) -> dict:
+    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data."""
+    if not is_test(cell):
+        return {"code": cell.source}
+    grade_id = cell.metadata.nbgrader["grade_id"]
+    try:
+        inputs = trusted_inputs(checks, grade_id)
+    except Exception:  # noqa: BLE001 - the check reports it (judge makes the inputs again)
+        inputs = None
+    return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
+
+
+def trusted_inputs(checks, grade_id: str):
+    return probing.make_inputs(checks, grade_id, getattr(checks, "seed", 0))
 
 
 def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, str]:
@@ -295,20 +362,52 @@ def forbidden_paths(course: CourseDirectory) -> list[str]:
 # ----------------------------------------------------------------------------- verdicts
 
 
-def read_records(text: str, count: int) -> dict[int, dict]:
-    """cell index -> its record; a malformed record, or one for a cell that does not exist, is
-    ignored. The last record for a cell wins: a record forged ahead of time is replaced by the
-    real one when the cell runs (a forger's data is judged like any other, by the checks)."""
-    records = {}
-    for line in text.split("\n"):
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
+def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
+    """cell index -> its record, from the child's frames: a length, this job's nonce, a JSON
+    record. The runner sends one frame per cell, in order, then a final one. Bytes that are not
+    such a frame (written by the submission's code) are skipped to the next frame with the
+    nonce; they, and a frame that is not the next cell's (duplicated, out of order,
+    malformed), fail the cell that was running when they came, never another."""
+    records: dict[int, dict] = {}
+    expected, at, mark = 0, 0, nonce.encode()
+    while expected < count and at < len(stream):
+        size = int.from_bytes(stream[at : at + 4], "big")
+        frame = stream[at + 4 : at + 4 + size]
+        if not (len(mark) <= size <= FRAME_CAP and len(frame) == size and frame.startswith(mark)):
+            records[expected] = rejected("bytes that are not a record arrived while it ran")
+            found = stream.find(mark, at + 5)
+            at = found - 4 if found >= 4 else len(stream)
             continue
-        index = record.get("cell") if type(record) is dict else None
-        if type(index) is int and 0 <= index < count:
-            records[index] = record
+        at += 4 + size
+        record = parse_frame(frame[len(mark) :])
+        if record is not None and record.get("done") is True:
+            break
+        index = record.get("cell") if record is not None else None
+        if index == expected:
+            records.setdefault(expected, record)  # a cell failed by a forged frame stays failed
+            expected += 1
+            continue
+        if type(index) is int and 0 <= index < expected:
+            records[index] = rejected("a second record for this cell arrived later")
+        records[expected] = rejected("a record that is not this cell's arrived while it ran")
     return records
+
+
+def parse_frame(payload: bytes) -> dict | None:
+    """The record in a frame; None if it is malformed."""
+    try:
+        record = json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+    if type(record) is not dict:
+        return None
+    return record if record.get("done") is True or type(record.get("cell")) is int else None
+
+
+def rejected(why: str) -> dict:
+    """The record of a cell whose records were tampered with (by the submission's own code)."""
+    message = f"the grader rejected this cell's result: {why} (the submission wrote to the records)"
+    return {"error": {"ename": "GraderError", "evalue": message, "traceback": []}}
 
 
 def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list:
@@ -336,15 +435,15 @@ def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
         return "GraderError", "the probe for this test sent no data"
     try:
         data = decode(record["value"])
-    except (DataError, ValueError, TypeError, RecursionError) as exc:
-        return "GraderError", f"the data your code produced could not be read: {exc}"
-    check = getattr(checks, grade_id, None)
-    if check is None:
+    except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
+        return "DataError", f"the data your code produced could not be read: {exc}"
+    if getattr(checks, grade_id, None) is None:
         return "GraderError", f"checks.py has no check for {grade_id!r}"
     try:
-        check(data)
+        inputs = trusted_inputs(checks, grade_id)
+        probing.run_check_function(checks, grade_id, data, inputs)
     except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
-        return type(exc).__name__, str(exc)
+        return type(exc).__name__, clean_text(str(exc), 2000)
     return None
 
 

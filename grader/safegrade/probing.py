@@ -1,6 +1,7 @@
 """What instructors' probes and checks use, on both sides of the boundary (README.md, "Writing
-an exercise"). A probe runs beside the learner's code and returns data; a check judges that data
-in a trusted process. Never imports nbgrader.
+an exercise"). The trusted side makes each test's inputs and checks what comes back; a probe,
+beside the learner's code, calls the learner's code on the inputs and returns data. Graphs cross
+as descriptions (graphs.py). Never imports nbgrader, nor torch unless a probe or check does.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import hashlib
 import importlib.util
 import sys
 import warnings
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from .data import Ref
+# ----------------------------------------------------------------------------- loading
 
 
 def load(path: str | Path):
@@ -31,18 +33,41 @@ def load(path: str | Path):
 
 
 def sibling(file: str, stem: str):
-    """The module <stem>.py beside `file` (checks.py uses it to reach its probes.py)."""
+    """The module <stem>.py beside `file`."""
     return load(Path(file).resolve().with_name(f"{stem}.py"))
 
 
-def call_probe(probes, grade_id: str, namespace: dict):
-    """Run one probe; warnings are recorded, never raised or printed (they never cost points)."""
+@contextmanager
+def torch_defaults():
+    """torch's global settings as a fresh process has them (float32, gradients on, no inference
+    mode, one thread), restored afterwards: what a submission set does not change a verdict.
+    Nothing to do where torch was never imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    saved = torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads()
+    with ExitStack() as stack:
+        torch.set_default_dtype(torch.float32)
+        torch.set_num_threads(1)
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.enable_grad())
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(saved[0])
+            torch.set_num_threads(saved[2])
+
+
+def call_probe(probes, grade_id: str, namespace: dict, inputs=None):
+    """Run one probe on its inputs (None for a probe that takes none) under torch's defaults;
+    warnings are recorded, never raised or printed (they never cost points)."""
     probe = getattr(probes, grade_id, None)
     if probe is None:
         raise LookupError(f"probes.py has no probe for {grade_id!r}")
-    with warnings.catch_warnings(record=True):
+    with warnings.catch_warnings(record=True), torch_defaults():
         warnings.simplefilter("always")
-        return probe(namespace)
+        return probe(namespace) if inputs is None else probe(namespace, inputs)
 
 
 def learner(namespace: dict, name: str):
@@ -52,40 +77,26 @@ def learner(namespace: dict, name: str):
     return namespace[name]
 
 
-def target_name(target: object) -> str:
-    """A node's target as text: strings as they are, functions as `print(graph)` names them."""
-    if isinstance(target, str):
-        return target
-    import torch.fx
+def describe(gm, state: bool = False) -> dict:
+    """graphs.describe (imports torch)."""
+    from .graphs import describe
 
-    try:
-        return torch.fx.Node._pretty_print_target(target)
-    except Exception:  # noqa: BLE001 - an odd callable: its repr will do
-        return repr(target)
+    return describe(gm, state)
 
 
-def describe(gm) -> dict:
-    """A GraphModule as data: its nodes (targets named, other nodes as Refs by position, and the
-    type of a call_module's submodule), its code, and the code its graph would generate now."""
-    import torch.fx
+# ----------------------------------------------------------------------------- checks
 
-    if not isinstance(gm, torch.fx.GraphModule):
-        return {"type": type(gm).__qualname__}
-    nodes = list(gm.graph.nodes)
-    position = {node: index for index, node in enumerate(nodes)}
-    described = []
-    for node in nodes:
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: Ref(position[n]))
-        row = {"name": node.name, "op": node.op, "target": target_name(node.target)}
-        row.update(args=args, kwargs=kwargs)
-        if node.op == "call_module":
-            module = gm.get_submodule(node.target)
-            row["module"] = f"{type(module).__module__}.{type(module).__qualname__}"
-        described.append(row)
-    try:
-        gm.graph.lint()
-        lint = None
-    except Exception as exc:  # noqa: BLE001 - reported as data
-        lint = f"{type(exc).__name__}: {exc}"
-    code = {"code": gm.code, "graph_code": gm.graph.python_code("self").src}
-    return {"type": "GraphModule", "nodes": described, "lint": lint, **code}
+
+def make_inputs(checks, grade_id: str, seed: int):
+    """checks.inputs(grade_id, seed): the test's inputs, made on the trusted side; None when
+    checks.py makes none (its probes then take the namespace alone)."""
+    maker = getattr(checks, "inputs", None)
+    return None if maker is None else maker(grade_id, seed)
+
+
+def run_check_function(checks, grade_id: str, data, inputs) -> None:
+    """checks.<grade_id>(data, inputs), or (data) for a test without inputs."""
+    check = getattr(checks, grade_id, None)
+    if check is None:
+        raise LookupError(f"checks.py has no check for {grade_id!r}")
+    check(data) if inputs is None else check(data, inputs)

@@ -1,34 +1,43 @@
 """Start, feed and stop sandboxed workers (the trusted side of the process boundary).
 
-A sandbox is ``bwrap`` running ``worker.main`` as PID 1 of new PID, network, IPC and UTS
-namespaces. It sees read-only system folders, the Python installation and this package, and
-nothing of the course: no sources, no checks, no gradebook, no other submission (``Sandbox``
-refuses to start if a folder it would show contains one of them). Its only writable places are
-two small tmpfs mounts (/tmp, /dev/shm). A seccomp filter refuses namespace, mount, ptrace and
-kernel-module system calls. As root, each sandbox drops to a uid of its own, so that the process
-limit counts one sandbox and sandboxes cannot signal each other.
+A sandbox is ``bwrap`` running ``worker.main``, a warm template, as PID 1 of new PID, network,
+IPC and UTS namespaces. It sees read-only system folders, the Python installation and this
+package, and nothing of the course: no sources, no checks, no gradebook, no other submission
+(``Sandbox`` refuses to start if a folder it would show contains one of them). As root, each
+sandbox drops to a uid of its own, so that the process limit counts one sandbox and sandboxes
+cannot signal each other. Where the machine allows it, each sandbox has a memory cgroup of its own.
+
+The template never receives a submission: for each job this side makes three pipes (the job, the
+records, the output) and passes the child's ends to the template with the command to fork; the
+forked child isolates itself (worker.py) and talks to this side alone. Records come back as
+length-prefixed frames, which ``preprocessors.read_records`` reads.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import queue
 import secrets
+import selectors
 import shutil
-import struct
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .worker import FRAME_CAP, SHM_MB, write_frame
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE_IN_SANDBOX = "/opt/safegrade/grader/safegrade"
 READY_TIMEOUT = 300  # seconds to import torch in a fresh sandbox on a very busy machine
-REPLY_CAP = 64 << 20
+RECORDS_CAP = 2 * FRAME_CAP  # bytes of records kept from one submission
+OUTPUT_CAP = 80_000  # bytes kept of what the submission's processes write to their own fds
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts")
 ENV = dict(PATH="/usr/local/bin:/usr/bin:/bin", HOME="/tmp/home", TMPDIR="/tmp", USER="sandbox")
 ENV |= dict(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
@@ -36,32 +45,99 @@ ENV |= dict(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLCONFIGDIR="/tmp/home/.m
 
 
 class SandboxError(RuntimeError):
-    """The sandbox could not be started, or stopped answering."""
+    """The sandbox could not be started, or stopped answering: the grader's failure."""
 
 
-# x86_64 system calls refused with EPERM: ptrace, syslog, pivot_root, chroot, acct, mount,
-# umount2, swapon/off, reboot, iopl, ioperm, (f)init/delete_module, quotactl, kexec, keys,
-# unshare, perf_event_open, handles, process_vm_*, bpf, userfaultfd, io_uring, new mount API.
-_DENIED = (101, 103, 155, 161, 163, 165, 166, 167, 168, 169, 172, 173, 175, 176, 179, 246, 248)
-_DENIED += (249, 250, 272, 298, 303, 304, 308, 310, 311, 313, 320, 321, 323, 425, 426, 427, 428)
-_DENIED += (429, 430, 431, 432, 433, 442)
-_CLONE, _CLONE3 = 56, 435
-_NEW_NAMESPACES = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
+@dataclass(frozen=True)
+class Limits:
+    """Every limit on a submission (grader/nbgrader_config.py sets them: Execute.timeout and
+    SandboxExecute's traits)."""
+
+    cell_timeout: float = 60.0  # seconds per cell
+    budget: float = 120.0  # seconds for the whole submission
+    memory_mb: int = 3072  # memory of the submission (beyond the template's own)
+    nproc: int = 64  # processes and threads
+    file_mb: int = 64  # largest file written
+    tmp_mb: int = 256  # size of its /tmp
+
+    def for_worker(self, memory_cgroup: bool) -> dict:
+        return asdict(self) | {"memory_cgroup": memory_cgroup}
 
 
-def seccomp_program() -> bytes | None:
-    """A classic-BPF filter for bwrap's --seccomp (x86_64 only; None elsewhere)."""
-    if platform.machine() != "x86_64":
+class Cgroup:
+    """A memory cgroup for one sandbox: cgroup v2 ``memory.max`` or v1
+    ``memory.limit_in_bytes``, made under this process's own cgroup where that is writable."""
+
+    def __init__(self, path: Path, limit_file: str, usage_file: str):
+        self.path, self.limit_file, self.usage_file = path, limit_file, usage_file
+
+    @classmethod
+    def create(cls) -> Cgroup | None:
+        """A new, empty cgroup, or None where the machine does not let this process make one."""
+        for base, limit_file, usage_file in cgroup_bases():
+            path = base / f"safegrade-{secrets.token_hex(6)}"
+            try:
+                path.mkdir()
+            except OSError:
+                continue
+            if (path / limit_file).exists():
+                return cls(path, limit_file, usage_file)
+            path.rmdir()
         return None
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050001, 0x00050026
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, 0xC000003E), (ret, 0, 0, kill), (ld, 0, 0, 0)]
-    prog += [(0x35, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # x32 system calls
-    for number in _DENIED:
-        prog += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
-    prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, enosys), (jeq, 0, 3, _CLONE), (ld, 0, 0, 16)]
-    prog += [(jset, 0, 1, _NEW_NAMESPACES), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in prog)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """argv started inside the cgroup (before it can fork anything)."""
+        procs = str(self.path / "cgroup.procs")
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
+
+    def usage(self) -> int:
+        return int((self.path / self.usage_file).read_text().split()[0])
+
+    def limit(self, size: int) -> None:
+        (self.path / self.limit_file).write_text(str(size))
+        swap = self.path / "memory.memsw.limit_in_bytes"  # v1: no escape into swap
+        with suppress(OSError):
+            swap.write_text(str(size))
+
+    def remove(self) -> None:
+        for _ in range(50):  # the cgroup empties as the killed processes are reaped
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def cgroup_bases() -> list[tuple[Path, str, str]]:
+    """Where this process's cgroups are: (folder, limit file, usage file), v1 memory first."""
+    bases = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            folder = Path("/sys/fs/cgroup/memory", path.lstrip("/"))
+            bases.insert(0, (folder, "memory.limit_in_bytes", "memory.usage_in_bytes"))
+        elif controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+            bases.append((Path("/sys/fs/cgroup", path.lstrip("/")), "memory.max", "memory.current"))
+    return bases
+
+
+def memory_limit_in_force(limits: Limits) -> str:
+    """Which memory limit sandboxes get on this machine, in words (logged by the grader)."""
+    cgroup = Cgroup.create()
+    if cgroup is None:
+        return (
+            f"memory: RLIMIT_AS of {limits.memory_mb} MiB per process beyond the template's, "
+            f"/tmp {limits.tmp_mb} MiB, /dev/shm {SHM_MB} MiB (no writable memory cgroup here)"
+        )
+    cgroup.remove()
+    kind = "v1 memory.limit_in_bytes" if "memory/" in str(cgroup.path) else "v2 memory.max"
+    return (
+        f"memory: a cgroup ({kind}) per sandbox: the template's own memory + "
+        f"{limits.memory_mb} MiB + /tmp {limits.tmp_mb} MiB + /dev/shm {SHM_MB} MiB, shared "
+        "memory and page cache included"
+    )
 
 
 def python_folders() -> list[str]:
@@ -84,7 +160,7 @@ def python_folders() -> list[str]:
     return [f for f in ordered if not any(f.startswith(o.rstrip("/") + "/") for o in ordered)]
 
 
-def bwrap_argv(folders: list[str], uid: int | None, tmp_mb: int, extra: list[str]) -> list[str]:
+def bwrap_argv(folders: list[str], uid: int | None, extra: list[str]) -> list[str]:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         raise SandboxError("bubblewrap is not installed: 'apt-get install bubblewrap'")
@@ -105,8 +181,9 @@ def bwrap_argv(folders: list[str], uid: int | None, tmp_mb: int, extra: list[str
         argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     argv += ["--dev", "/dev", "--proc", "/proc"]
     # tmpfs first, binds after: a venv that lives under /tmp is then mounted over the new /tmp.
-    argv += ["--perms", "1777", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp"]
-    argv += ["--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
+    # The template's own; each submission's process mounts its own /tmp and /dev/shm over them.
+    argv += ["--perms", "1777", "--size", str(16 << 20), "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/dev/shm"]
     made = {"/tmp", "/dev", "/dev/shm", "/etc", "/proc"}
     for dest in [*folders, PACKAGE_IN_SANDBOX]:
         for parent in reversed(Path(dest).parents):  # bwrap would create them as 0700
@@ -139,22 +216,23 @@ def _pipe_holding(data: bytes) -> int:
     return read_end
 
 
-def _read(stream, lines: queue.Queue) -> None:
-    while line := stream.readline(REPLY_CAP):
-        lines.put(line)
-    lines.put(None)
-
-
 def _drain(stream, tail: deque) -> None:
     for line in stream:
         tail.append(line.decode("utf-8", "replace").rstrip()[:300])
 
 
-class Sandbox:
-    """One sandboxed worker: started once, then one submission at a time."""
+def _feed(fd: int, payload: bytes) -> None:
+    """Write the job to the child's pipe (a child that dies unread ends it: EPIPE)."""
+    with suppress(OSError):
+        write_frame(fd, payload)
+    os.close(fd)
 
-    def __init__(self, preimport: list[str], forbidden: list[str], tmp_mb: int = 256):
-        self.preimport, self.tmp_mb = preimport, tmp_mb
+
+class Sandbox:
+    """One sandboxed template, started once; a fresh child of it for every submission."""
+
+    def __init__(self, preimport: list[str], forbidden: list[str], limits: Limits):
+        self.preimport, self.limits = preimport, limits
         self.folders = python_folders()
         for secret in map(os.path.realpath, forbidden):
             for folder in self.folders + [str(PACKAGE_DIR)]:
@@ -163,7 +241,7 @@ class Sandbox:
         # As root: a uid no other sandbox (of this or a concurrent run) has.
         self.uid = 2_000_000 + secrets.randbelow(1 << 24) if os.geteuid() == 0 else None
         self.proc: subprocess.Popen | None = None
-        self.jobs = 0
+        self.cgroup: Cgroup | None = None
         self.cancelled = False
         self.starting: threading.Thread | None = None
 
@@ -174,46 +252,46 @@ class Sandbox:
         for name, text in (("passwd", passwd), ("group", f"root:x:0:\nsandbox:x:{uid}:\n")):
             fds.append(_pipe_holding(text.encode()))
             extra += ["--perms", "0644", "--ro-bind-data", str(fds[-1]), f"/etc/{name}"]
-        argv = bwrap_argv(self.folders, self.uid, self.tmp_mb, extra)
-        if (program := seccomp_program()) is not None:
-            fds.append(_pipe_holding(program))
-            argv[1:1] = ["--seccomp", str(fds[-1])]
+        argv = bwrap_argv(self.folders, self.uid, extra)
+        self.cgroup = Cgroup.create()
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=fds, start_new_session=True,
+            self.cgroup.wrap(argv) if self.cgroup else argv, stdin=theirs,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds, start_new_session=True,
         )  # fmt: skip
-        for fd in fds:
+        for fd in [*fds, theirs.detach()]:
             os.close(fd)
         if self.cancelled:
             self.cancel()
-        self.lines: queue.Queue = queue.Queue()
         self.stderr: deque[str] = deque(maxlen=10)
-        # Each reader holds on to this process's queue: one left from a stopped process must not
-        # announce its end into the queue of the next.
-        threading.Thread(target=_read, args=(self.proc.stdout, self.lines), daemon=True).start()
         threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
         keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
         self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
         reply = self._receive(READY_TIMEOUT)
         if not reply.get("ready"):
             raise SandboxError(f"the sandbox did not start: {reply.get('error')}")
+        if self.cgroup is not None:  # the template's own memory, and the submission's
+            tmpfs = (self.limits.tmp_mb + SHM_MB) << 20
+            self.cgroup.limit(self.cgroup.usage() + (self.limits.memory_mb << 20) + tmpfs)
 
-    def _send(self, message: dict) -> None:
+    def _send(self, message: dict, fds: list[int] = ()) -> None:
         try:
-            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-            self.proc.stdin.flush()
+            socket.send_fds(self.control, [json.dumps(message).encode()], list(fds))
         except OSError as exc:
             raise SandboxError(f"the sandbox is gone ({exc}); {self.log()}") from exc
 
     def _receive(self, timeout: float) -> dict:
+        self.control.settimeout(timeout)
         try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
+            data = self.control.recv(1 << 16)
+        except TimeoutError:
             raise SandboxError(f"the sandbox gave no answer within {timeout:.0f} s") from None
-        if line is None:
+        except OSError as exc:
+            raise SandboxError(f"the sandbox is gone ({exc}); {self.log()}") from exc
+        if not data:
             raise SandboxError(f"the sandbox exited; {self.log()}")
         try:
-            reply = json.loads(line)
+            reply = json.loads(data)
         except ValueError:
             reply = None
         if type(reply) is not dict:
@@ -233,21 +311,59 @@ class Sandbox:
         self.starting = threading.Thread(target=start, daemon=True)
         self.starting.start()
 
-    def run(self, job: dict, budget: float) -> dict:
-        """Send one submission's job; its reply (records as text) or SandboxError."""
+    def run(self, job: dict) -> dict:
+        """One submission in a fresh child: how it ended, its records (framed bytes) and the
+        output its processes wrote to their own file descriptors; SandboxError if the sandbox
+        failed (never the submission's doing)."""
         if self.starting is not None:
             self.starting.join()
             self.starting = None
         if self.proc is None:
             self.start()
-        self.jobs += 1
-        self._send(dict(job, job=self.jobs))
-        reply = self._receive(budget + 60)  # the worker itself stops the job at `budget`
-        if reply.get("job") != self.jobs:
-            raise SandboxError("the sandbox answered another job")
-        if reply.get("clean") is not True:  # its /tmp is not empty: a fresh one for the next job
+        job_r, job_w = os.pipe()
+        records_r, records_w = os.pipe()
+        output_r, output_w = os.pipe()
+        try:
+            command = {"limits": self.limits.for_worker(self.cgroup is not None)}
+            self._send(command, [job_r, records_w, output_w])
+        finally:
+            for fd in (job_r, records_w, output_w):
+                os.close(fd)
+        payload = json.dumps(job).encode()
+        threading.Thread(target=_feed, args=(job_w, payload), daemon=True).start()
+        reply, records, output = self._collect(records_r, output_r)
+        if not reply.get("isolated", False):
             self.stop()
-        return reply
+            raise SandboxError(f"the submission's process could not be isolated: {output!r}")
+        return reply | {"records": records, "output": output.decode("utf-8", "replace")}
+
+    def _collect(self, records_r: int, output_r: int) -> tuple[dict, bytes, bytes]:
+        """The template's reply and both streams (capped), read until the child is gone."""
+        streams, caps = {records_r: bytearray(), output_r: bytearray()}, {records_r: RECORDS_CAP}
+        selector = selectors.DefaultSelector()
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        selector.register(self.control, selectors.EVENT_READ)
+        deadline = time.monotonic() + self.limits.budget + 60  # the template stops it at budget
+        reply = None
+        try:
+            while selector.get_map():
+                if time.monotonic() > deadline:
+                    raise SandboxError("the sandbox did not end the submission within its budget")
+                for key, _ in selector.select(1.0):
+                    if key.fileobj is self.control:
+                        selector.unregister(self.control)
+                        reply = self._receive(5)
+                    elif data := os.read(key.fd, 1 << 16):
+                        room = caps.get(key.fd, OUTPUT_CAP) - len(streams[key.fd])
+                        streams[key.fd] += data[: max(0, room)]
+                    else:
+                        selector.unregister(key.fd)
+        finally:
+            selector.close()
+            for fd in streams:
+                os.close(fd)
+        return reply, bytes(streams[records_r]), bytes(streams[output_r])
 
     def cancel(self) -> None:
         """Kill the sandbox from another thread: the job it runs fails at once."""
@@ -257,23 +373,27 @@ class Sandbox:
 
     def stop(self) -> None:
         if self.proc is not None:
+            with suppress(OSError):
+                self.control.close()
             try:
-                self.proc.stdin.close()
                 self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
 
 class Pool:
     """Up to `size` warm sandboxes, each serving one submission at a time."""
 
-    def __init__(self, size: int, preimport: list[str], forbidden: list[str], tmp_mb: int = 256):
+    def __init__(self, size: int, preimport: list[str], forbidden: list[str], limits: Limits):
         self.idle: queue.Queue = queue.Queue()
         for _ in range(size):
             self.idle.put(None)  # started when first taken, in the thread that takes it
-        self.options = (preimport, forbidden, tmp_mb)
+        self.options = (preimport, forbidden, limits)
         self.busy: set[Sandbox] = set()
         self.closed = False
 

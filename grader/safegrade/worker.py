@@ -1,13 +1,16 @@
-"""The sandbox side: a warm worker that runs inside bubblewrap as PID 1 of its own namespaces.
+"""The sandbox side: a warm template inside bubblewrap that forks one fresh process per submission.
 
-It imports torch (and what the course's cells import) once, then serves jobs read as JSON lines
-on stdin, one submission each. For a job it forks a process that runs the notebook's code cells
-in order in an IPython shell (so magics work as in a kernel; an error in one cell does not stop
-the next), with each graded test cell replaced by the instructor's probe for it. That process
-writes one record per cell (output, error, or the probe's encoded data) to a pipe. The worker
-gives the whole submission one wall-clock budget, kills every process left in the namespace,
-empties /tmp, and answers with the records as text. It decides nothing: the trusted grader reads
-the records as data and runs the checks. Never imports nbgrader.
+The template (PID 1 of the sandbox's namespaces) imports torch and what the course's cells import
+once, then waits for commands on its control socket. It never reads a submission: a command
+brings only the limits and three pipe ends (the job, the records, the output), passed as file
+descriptors, which the template hands to a forked child and closes. The child makes its own user,
+IPC and mount namespaces (so its SysV objects, /tmp and /dev/shm are its own and vanish with it),
+drops every capability, sets its limits and seccomp filter, and only then reads its job from the
+trusted grader. It runs the notebook's code cells in order in an IPython shell (magics work; an
+error in one cell does not stop the next), each graded test cell replaced by the instructor's
+probe, and writes one length-prefixed record per cell, in order, straight to the grader. The
+template gives the submission its wall-clock budget, kills every process left in the namespace
+and reports how the child ended. It decides nothing. Never imports nbgrader.
 """
 
 from __future__ import annotations
@@ -19,59 +22,68 @@ import importlib
 import io
 import json
 import os
+import platform
 import resource
-import selectors
-import shutil
+import select
 import signal
+import socket
+import struct
 import sys
 import time
 import types
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
-from .data import clean_text, encode
+from .data import clean_text, decode, encode
 from .probing import call_probe
 
-RECORDS_CAP = 16 << 20  # bytes of records one submission may send
-OUTPUT_CAP = 20_000  # characters of output kept per cell (and for the process's own fds)
+FRAME_CAP = 32 << 20  # bytes of one encoded record (a probe's data); the grader reads no more
+OUTPUT_CAP = 20_000  # characters of output kept per cell
 WORK = "/tmp/work"
+SHM_MB = 64  # the size of each submission's /dev/shm
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
-KEEP: set[str] = set()  # folders bound under /tmp (the Python installation of a checkout there)
+NOT_ISOLATED = 71  # the exit status of a child that could not make its own namespaces
+KEEP: list[str] = []  # folders bound under /tmp (the Python installation of a checkout there)
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 0x2, 0x4, 0x1000, 0x4000
+libc = ctypes.CDLL(None, use_errno=True)
 
 
 class CellTimeout(BaseException):
     """Raised in a cell that runs past the cell timeout (a BaseException, like an interrupt)."""
 
 
-# ----------------------------------------------------------------------------- the worker
+# ----------------------------------------------------------------------------- the template
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # PID 1 ignores signals it has no handler for
-    init = read_message()
+    control = socket.socket(fileno=0)
+    init, _ = receive(control)
     if os.getpid() != 1:  # kill(-1) below must only ever reach this sandbox's processes
-        send({"ready": False, "error": "the worker is not PID 1 of its own PID namespace"})
+        send(control, {"ready": False, "error": "the worker is not PID 1 of its own namespace"})
         return
     drop_privileges(init.get("uid"))
-    KEEP.update(init.get("keep", []))
+    KEEP[:] = init.get("keep", [])
     os.umask(0o077)
     started = time.monotonic()
-    os.makedirs("/tmp/home", exist_ok=True)
     failed = preimport(init.get("preimport", []))
     shell = make_shell()
-    gc.freeze()  # forked processes then leave the worker's objects (and pages) alone
-    send({"ready": True, "seconds": round(time.monotonic() - started, 2), "failed": failed})
-    while (job := read_message()) is not None:
-        send(serve(job, shell))
+    problem = isolation_problem()
+    gc.freeze()  # forked processes then leave the template's objects (and pages) alone
+    seconds = round(time.monotonic() - started, 2)
+    send(control, {"ready": not problem, "error": problem, "seconds": seconds, "failed": failed})
+    while (message := receive(control)) is not None:
+        command, fds = message
+        send(control, serve(command["limits"], fds, shell))
 
 
-def read_message() -> dict | None:
-    line = sys.stdin.buffer.readline()
-    return json.loads(line) if line else None
+def receive(control: socket.socket) -> tuple[dict, list[int]] | None:
+    data, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+    return (json.loads(data), fds) if data else None
 
 
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+def send(control: socket.socket, message: dict) -> None:
+    control.sendall(json.dumps(message).encode())
 
 
 def drop_privileges(uid: int | None) -> None:
@@ -79,8 +91,12 @@ def drop_privileges(uid: int | None) -> None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    pr_set_dumpable = 4  # not dumpable: the submission's processes cannot read our memory
-    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+    set_dumpable(0)  # not dumpable: the submission's processes cannot read our memory
+
+
+def set_dumpable(flag: int) -> None:
+    pr_set_dumpable = 4
+    if libc.prctl(pr_set_dumpable, flag, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
 
 
@@ -118,81 +134,41 @@ def make_shell():
     return Shell.instance(config=config)
 
 
-# ----------------------------------------------------------------------------- one submission
-
-
-def serve(job: dict, shell) -> dict:
-    limits = job["limits"]
-    write_files(job.get("files", {}))
-    records_r, records_w = os.pipe()
-    output_r, output_w = os.pipe()
-    started = time.monotonic()
+def isolation_problem() -> str | None:
+    """Why a child could not make its own namespaces here (None: it can)."""
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-            os.dup2(records_w, 3)
-            os.dup2(output_w, 1)
-            os.dup2(output_w, 2)
-            os.closerange(4, 1 << 16)
-            run_submission(job, shell, limits)
-        finally:
-            os._exit(RUNNER_FAILED)
-    os.close(records_w)
-    os.close(output_w)
-    status, timed_out, (records, output) = supervise(pid, [records_r, output_r], limits["budget"])
-    reply = {
-        "job": job["job"],
-        "records": records.decode("utf-8", "replace"),
-        "clean": empty("/tmp") & empty("/dev/shm"),
-    }
-    reply["output"] = clean_text(output.decode("utf-8", "replace"), OUTPUT_CAP)
-    reply["status"] = "" if timed_out else describe_status(status)
-    return reply | {"timed_out": timed_out, "seconds": round(time.monotonic() - started, 3)}
+            isolate(1)
+        except OSError as exc:
+            os.write(write_end, str(exc).encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end, "rb") as pipe:
+        problem = pipe.read().decode()
+    return f"a submission cannot get namespaces of its own: {problem}" if problem else None
 
 
-def write_files(files: dict) -> None:
-    os.makedirs(WORK, exist_ok=True)
-    os.makedirs("/tmp/home", exist_ok=True)
-    for name, payload in files.items():
-        parts = name.split("/")
-        if ".." in parts or name.startswith("/"):
-            continue
-        target = os.path.join(WORK, *parts)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(os.fsencode(target), "wb") as handle:
-            handle.write(base64.b64decode(payload))
-
-
-def supervise(pid: int, fds: list[int], budget: float) -> tuple[int, bool, list[bytes]]:
-    """Collect the process's records and output until it exits or the budget is spent."""
-    caps = [RECORDS_CAP, 4 * OUTPUT_CAP]
-    streams = [bytearray(), bytearray()]
-    selector = selectors.DefaultSelector()
-    for index, fd in enumerate(fds):
-        selector.register(fd, selectors.EVENT_READ, index)
-    deadline = time.monotonic() + budget
-    status, timed_out = None, False
-    while status is None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 and not timed_out:
-            os.kill(pid, signal.SIGKILL)
-            timed_out = True
-        for key, _ in selector.select(min(max(remaining, 0.05), 0.5)):
-            data = os.read(key.fd, 65536)
-            if not data:
-                selector.unregister(key.fd)
-            streams[key.data] += data[: max(0, caps[key.data] - len(streams[key.data]))]
-        done, code = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = code
-    kill_everything()  # nothing can write any more: read what is left, then close
-    for key in list(selector.get_map().values()):
-        while data := os.read(key.fd, 65536):
-            streams[key.data] += data[: max(0, caps[key.data] - len(streams[key.data]))]
+def serve(limits: dict, fds: list[int], shell) -> dict:
+    """Fork the child that runs one submission, wait for it within the budget, clean up."""
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child(fds, limits, shell)
     for fd in fds:
         os.close(fd)
-    return status, timed_out, [bytes(s) for s in streams]
+    pidfd = os.pidfd_open(pid)
+    finished, _, _ = select.select([pidfd], [], [], limits["budget"])
+    os.close(pidfd)
+    if not finished:
+        os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    kill_everything()
+    reply = {"timed_out": not finished, "seconds": round(time.monotonic() - started, 3)}
+    isolated = not os.WIFEXITED(status) or os.WEXITSTATUS(status) != NOT_ISOLATED
+    return reply | {"status": describe_status(status), "isolated": isolated}
 
 
 def describe_status(status: int) -> str:
@@ -221,31 +197,80 @@ def kill_everything() -> None:
             continue
 
 
-def empty(folder: str) -> bool:
-    """Remove what the submission left in folder (but the bound folders of a checkout in /tmp,
-    and their parents); False when something is left, a tree too deep to remove, say: the grader
-    then replaces this worker with a fresh one."""
-    clean = True
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if any(kept == path or kept.startswith(path + "/") for kept in KEEP):
-            clean &= path in KEEP or empty(path)
-            continue
+# ----------------------------------------------------------------------------- the child
+
+
+def child(fds: list[int], limits: dict, shell) -> None:
+    """The forked process of one submission (never returns)."""
+    try:
+        job_fd, records_fd, output_fd = fds
+        for fd, target in ((job_fd, 0), (records_fd, 3), (output_fd, 1), (output_fd, 2)):
+            os.dup2(fd, target)
+        os.closerange(4, 1 << 16)
         try:
-            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(
-                path
-            )
-        except (OSError, RecursionError):
-            clean = False
-    return clean
+            isolate(limits["tmp_mb"])
+        except OSError as exc:
+            os.write(2, f"the submission could not be isolated: {exc}\n".encode())
+            os._exit(NOT_ISOLATED)
+        set_limits(limits)
+        install_seccomp()
+        run_submission(read_job(0), shell, limits)
+    finally:
+        os._exit(RUNNER_FAILED)
 
 
-# ----------------------------------------------------------------------------- the forked process
+def isolate(tmp_mb: int) -> None:
+    """Own user, IPC and mount namespaces; a fresh /tmp and /dev/shm; no capabilities left."""
+    uid, gid = os.getuid(), os.getgid()
+    kept = [os.open(path, os.O_PATH) for path in KEEP]
+    check(libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNS), "unshare")
+    set_dumpable(1)  # our /proc/self files belong to root while we are not dumpable
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+    for name, text in (("gid_map", f"{gid} {gid} 1"), ("oom_score_adj", "1000")):
+        with open(f"/proc/self/{name}", "w") as handle:  # the OOM killer takes us, not PID 1
+            handle.write(text)
+    set_dumpable(0)
+    for folder, mb in (("/tmp", tmp_mb), ("/dev/shm", SHM_MB)):
+        options, flags = f"size={mb}m,mode=1777".encode(), MS_NOSUID | MS_NODEV
+        check(libc.mount(b"tmpfs", folder.encode(), b"tmpfs", flags, options), folder)
+    for path, fd in zip(KEEP, kept, strict=True):  # bound again over the new /tmp, read-only
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        source = f"/proc/self/fd/{fd}".encode()
+        check(libc.mount(source, path.encode(), None, MS_BIND | MS_REC, None), path)
+        os.close(fd)
+    drop_capabilities()
 
 
-def run_submission(job: dict, shell, limits: dict) -> None:
+def check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
+
+
+def drop_capabilities() -> None:
+    """Our capabilities (full, in our new user namespace) all cleared."""
+    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()
+    check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def set_limits(limits: dict) -> None:
+    memory = limits["memory_mb"] << 20
+    if limits["memory_cgroup"]:  # the cgroup counts everything; this makes a MemoryError first
+        memory_limit = (resource.RLIMIT_DATA, memory)
+    else:  # no cgroup: address space, which counts shared mappings too
+        memory_limit = (resource.RLIMIT_AS, memory + address_space())
     for limit, value in (
-        (resource.RLIMIT_DATA, limits["memory_mb"] << 20),
+        memory_limit,
         (resource.RLIMIT_NPROC, limits["nproc"]),
         (resource.RLIMIT_FSIZE, limits["file_mb"] << 20),
         (resource.RLIMIT_NOFILE, 256),
@@ -253,24 +278,119 @@ def run_submission(job: dict, shell, limits: dict) -> None:
         (resource.RLIMIT_CPU, int(limits["budget"]) + 1),
     ):
         resource.setrlimit(limit, (value, value))
+
+
+def address_space() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmSize:"))
+    return int(line.split()[1]) << 10
+
+
+# x86_64 system calls refused with EPERM: ptrace, syslog, pivot_root, chroot, acct, mount,
+# umount2, swapon/off, reboot, iopl, ioperm, (f)init/delete_module, quotactl, kexec, keys,
+# unshare, setns, perf_event_open, handles, process_vm_*, bpf, userfaultfd, io_uring, new mount
+# API; clone with a namespace flag; clone3 (ENOSYS: libraries fall back to clone).
+_DENIED = (101, 103, 155, 161, 163, 165, 166, 167, 168, 169, 172, 173, 175, 176, 179, 246, 248)
+_DENIED += (249, 250, 272, 298, 303, 304, 308, 310, 311, 313, 320, 321, 323, 425, 426, 427, 428)
+_DENIED += (429, 430, 431, 432, 433, 442)
+_CLONE, _CLONE3 = 56, 435
+_NEW_NAMESPACES = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
+
+
+def seccomp_program() -> bytes | None:
+    """A classic-BPF seccomp filter (x86_64 only; None elsewhere)."""
+    if platform.machine() != "x86_64":
+        return None
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, kill, eperm, enosys = 0x7FFF0000, 0x80000000, 0x00050001, 0x00050026
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, 0xC000003E), (ret, 0, 0, kill), (ld, 0, 0, 0)]
+    prog += [(0x35, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # x32 system calls
+    for number in _DENIED:
+        prog += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
+    prog += [(jeq, 0, 1, _CLONE3), (ret, 0, 0, enosys), (jeq, 0, 3, _CLONE), (ld, 0, 0, 16)]
+    prog += [(jset, 0, 1, _NEW_NAMESPACES), (ret, 0, 0, eperm), (ret, 0, 0, allow)]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in prog)
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install_seccomp() -> None:
+    program = seccomp_program()
+    if program is None:
+        return
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _Program(len(program) // 8, ctypes.addressof(buffer))
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+    check(libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0), "no_new_privs")
+    check(libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def read_exactly(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_job(fd: int) -> dict:
+    size = int.from_bytes(read_exactly(fd, 4), "big")
+    return json.loads(read_exactly(fd, size))
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    """One length-prefixed frame (the job to the child, a record to the grader)."""
+    view = memoryview(len(payload).to_bytes(4, "big") + payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_files(files: dict) -> None:
+    for folder in (WORK, "/tmp/home"):
+        os.makedirs(folder, exist_ok=True)
+    for name, payload in files.items():
+        parts = name.split("/")
+        if ".." in parts or name.startswith("/"):
+            continue
+        target = os.path.join(WORK, *parts)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(os.fsencode(target), "wb") as handle:
+            handle.write(base64.b64decode(payload))
+
+
+def run_submission(job: dict, shell, limits: dict) -> None:
+    write_files(job.get("files", {}))
     os.chdir(WORK)
+    sys.path.insert(0, "")  # as in a kernel: modules beside the notebook (or %%writefile) import
     signal.signal(signal.SIGALRM, _cell_timed_out)
     probes = types.ModuleType("probes")
     exec(compile(job["probes"], "probes.py", "exec"), probes.__dict__)
-    records = os.fdopen(3, "w", encoding="utf-8")
+    nonce, timeout = job["nonce"], limits["cell_timeout"]
     for index, cell in enumerate(job["cells"]):
         try:
             if "probe" in cell:
-                record = run_probe(probes, cell["probe"], shell.user_ns, limits["cell_timeout"])
+                record = run_probe(probes, cell, shell.user_ns, timeout)
             else:
-                record = run_code(shell, cell["code"], limits["cell_timeout"])
+                record = run_code(shell, cell["code"], timeout)
         except CellTimeout:  # the alarm went off between the cell and the record
-            record = {"error": timeout_error(limits["cell_timeout"])}
-        records.write(json.dumps(dict(record, cell=index)) + "\n")
-        records.flush()
-    records.write('{"done": true}\n')
-    records.flush()
+            record = {"error": timeout_error(timeout)}
+        send_record(dict(record, cell=index), nonce)
+    send_record({"done": True}, nonce)
     os._exit(0)
+
+
+def send_record(record: dict, nonce: str) -> None:
+    """The record, encoded, capped after encoding (data over the cap becomes an error), in a
+    frame that starts with this job's nonce."""
+    payload = json.dumps(record).encode()
+    if len(payload) > FRAME_CAP:
+        message = f"the data is {len(payload) >> 20} MiB once encoded; at most {FRAME_CAP >> 20}"
+        error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
+        kept = {key: record[key] for key in ("cell", "probe") if key in record}
+        payload = json.dumps(dict(kept, error=error)).encode()
+    write_frame(3, nonce.encode() + payload)
 
 
 def _cell_timed_out(_signum, _frame):
@@ -292,7 +412,7 @@ def timeout_error(seconds: float) -> dict:
 
 
 def run_code(shell, source: str, timeout: float) -> dict:
-    out, err = Capture(), Capture()
+    out, err = Capture(1), Capture(2)
     shell.last_error = None
     with redirect_stdout(out), redirect_stderr(err), time_limit(timeout):
         shell.run_cell(source, store_history=True)
@@ -303,13 +423,15 @@ def run_code(shell, source: str, timeout: float) -> dict:
     return dict(record, error=error) if error else record
 
 
-def run_probe(probes, grade_id: str, namespace: dict, timeout: float) -> dict:
-    """The instructor's probe for grade_id: its data, or the error it raised."""
+def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
+    """The instructor's probe for the cell, on the inputs the grader sent (data, decoded here):
+    its data, or the error it raised."""
     out = Capture()
-    record = {"probe": grade_id}
+    record = {"probe": cell["probe"]}
     try:
         with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
-            record["value"] = encode(call_probe(probes, grade_id, namespace))
+            inputs = decode(cell["inputs"]) if "inputs" in cell else None
+            record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
     except CellTimeout:
         record["error"] = timeout_error(timeout)
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
@@ -331,9 +453,17 @@ def error_record(exc: BaseException, traceback: list) -> dict:
 
 
 class Capture(io.StringIO):
-    """A text stream that keeps the first OUTPUT_CAP characters written to it."""
+    """A text stream that keeps the first OUTPUT_CAP characters written to it. Like a kernel's
+    stream, it has a file descriptor (what is written there goes to the process's output)."""
 
     dropped = 0
+
+    def __init__(self, fd: int = 1):
+        super().__init__()
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
 
     def write(self, text) -> int:
         text = text if isinstance(text, str) else str(text)

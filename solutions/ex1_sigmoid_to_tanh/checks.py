@@ -1,120 +1,219 @@
-"""Exercise 1's checks: judge the data probes.py returned. They run only in the grader (or in
-the kernel under plain nbgrader), never in the sandbox; the expected outputs come from the same
-models written with tanh, computed here. Each check covers its test cell's visible asserts too,
-so a cell's sandboxed verdict and its verdict under plain nbgrader agree.
+"""Exercise 1's inputs and checks, on the trusted side only (never in the sandbox, never
+released). `inputs` makes each test's models from the submission's seed (weights, width, sample)
+and sends them as descriptions; each check compares the graph that comes back, node for node,
+with the reference rewrite of the graph it sent, and runs both here on the sample. Each check
+covers its test cell's visible asserts too, so that the sandboxed verdict and plain nbgrader's
+agree.
 """
+
+import operator
 
 import torch
 import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.safegrade.data import Ref
-from grader.safegrade.probing import describe, sibling, target_name
+from grader.safegrade.graphs import MODULE_NAMES, build, describe, function_name
 
-probes = sibling(__file__, "probes")
-Wrap, Deep = probes.Wrap, probes.Deep
 
-# For each model a probe rewrites, the same model written with tanh.
-TANH_MODELS = {
-    "x.sigmoid()": lambda: Wrap(lambda t: t.tanh()),
-    "nn.Sigmoid()": lambda: Wrap(nn.Tanh()),
-    "nn.Sigmoid nested three levels deep": lambda: Deep(nn.Tanh),
-    "torch.special.expit": lambda: Wrap(torch.tanh),
-    "a call_function node of F.sigmoid": lambda: lambda t: torch.tanh(t) * 2.0,
-    "a chain": lambda: Wrap(lambda t: torch.tanh(torch.tanh(torch.tanh(t))).tanh()),
-    "x.sigmoid_()": lambda: Wrap(lambda t: t.tanh_()),
-    "x.sigmoid_() with its result ignored": lambda: Wrap(probes.tanh_in_place),
-    "torch.sigmoid": lambda: Wrap(torch.tanh),
-    "a model without a sigmoid": lambda: Wrap(torch.relu),
+class Wrap(nn.Module):
+    """A linear layer, then `activation` (the spelling under test), then * 2."""
+
+    def __init__(self, width, activation):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.activation(self.lin(x)) * 2
+
+
+class Deep(nn.Module):
+    """nn.Sigmoid three levels deep, inside nn.Sequential and nn.ModuleList."""
+
+    def __init__(self, width):
+        super().__init__()
+        inner = nn.Sequential(nn.Linear(width, width), nn.Sigmoid())
+        self.encoder = nn.Sequential(nn.Linear(width, width), inner)
+        self.heads = nn.ModuleList(nn.Sequential(nn.Linear(width, 2), nn.Sigmoid()) for _ in "ab")
+
+    def forward(self, x):
+        h = self.encoder(x)
+        return torch.cat([head(h) for head in self.heads], dim=1)
+
+
+class Mixed(nn.Module):
+    """Sigmoids among nodes that must stay as they are."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(width, width)
+        self.act = nn.Sigmoid()
+        self.register_buffer("scale", torch.full((width,), 0.5))
+
+    def forward(self, x):
+        h = torch.relu(self.lin(x)) + self.scale
+        gated = self.act(h) * torch.sigmoid(h).sum(dim=1, keepdim=True)
+        return torch.cat([gated, h.sigmoid()], dim=1)
+
+
+def sigmoid_in_place(t):
+    t.sigmoid_()
+    return t
+
+
+def by_hand(width) -> torch.fx.GraphModule:
+    """sigmoid(x) * 2.0 as a call_function node of F.sigmoid (tracing never makes one)."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(operator.mul, (graph.call_function(F.sigmoid, (x,)), 2.0)))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
+def chain(t):
+    return torch.special.expit(F.sigmoid(torch.sigmoid(t))).sigmoid()
+
+
+# The models each test sends: the checks' name for each, and how to make it for a width.
+CASES = {
+    "test_torch_sigmoid": {"torch.sigmoid": lambda w: Wrap(w, torch.sigmoid)},
+    "test_method_and_module": {
+        "x.sigmoid()": lambda w: Wrap(w, lambda t: t.sigmoid()),
+        "nn.Sigmoid()": lambda w: Wrap(w, nn.Sigmoid()),
+        "nn.Sigmoid nested three levels deep": Deep,
+    },
+    "test_functional_spellings": {
+        "torch.special.expit": lambda w: Wrap(w, torch.special.expit),
+        "a call_function node of F.sigmoid": by_hand,
+        "a chain": lambda w: Wrap(w, chain),
+    },
+    "test_in_place": {
+        "x.sigmoid_()": lambda w: Wrap(w, lambda t: t.sigmoid_()),
+        "x.sigmoid_() with its result ignored": lambda w: Wrap(w, sigmoid_in_place),
+    },
+    "test_graph_hygiene": {
+        "torch.sigmoid": lambda w: Wrap(w, torch.sigmoid),
+        "a model without a sigmoid": lambda w: Wrap(w, torch.relu),
+        "Mixed": Mixed,
+    },
 }
 
 
-SIGMOIDS = {
-    ("call_function", name)
-    for name in map(target_name, (torch.sigmoid, F.sigmoid, torch.special.expit))
-} | {("call_method", "sigmoid"), ("call_method", "sigmoid_")}
-
-
-def check_graph_module(graph: dict) -> None:
-    assert graph.get("type") == "GraphModule", f"return a GraphModule, not {graph.get('type')}"
-
-
-def sigmoids_left(graph: dict) -> list[str]:
-    """The nodes of the rewritten graph that still compute a sigmoid."""
-    sigmoid_module = f"{nn.Sigmoid.__module__}.{nn.Sigmoid.__qualname__}"
-    return [
-        node["name"]
-        for node in graph["nodes"]
-        if (node["op"], node["target"]) in SIGMOIDS or node.get("module") == sigmoid_module
-    ]
-
-
-def check_outputs(runs: dict) -> None:
-    """Every rewritten model gives exactly what the model written with tanh gives."""
-    for what, run in runs.items():
-        if what not in TANH_MODELS:
-            continue
-        check_graph_module(run["graph"])
-        left = sigmoids_left(run["graph"])
-        assert not left, f"{what}: the rewritten graph still computes a sigmoid in {left}"
+def inputs(grade_id: str, seed: int) -> dict:
+    """Each model of the test, traced, with weights and a sample drawn from the seed."""
+    generator = torch.Generator().manual_seed(seed)
+    width = 3 + seed % 4
+    made = {}
+    for what, make in CASES[grade_id].items():
+        model = make(width)
         with torch.no_grad():
-            expected = TANH_MODELS[what]()(probes.sample())
-        got = run["output"]
-        same = isinstance(got, torch.Tensor) and got.shape == expected.shape
-        assert same and torch.equal(got, expected), (
+            for tensor in model.state_dict().values():
+                tensor.copy_(torch.randn(tensor.shape, generator=generator))
+        gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
+        sample = torch.randn(3, width, generator=generator)
+        made[what] = {"graph": describe(gm, state=True), "sample": sample}
+    return made
+
+
+def reference(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The rewrite the exercise asks for."""
+    functions = {torch.sigmoid: torch.tanh, F.sigmoid: torch.tanh, torch.special.expit: torch.tanh}
+    methods = {"sigmoid": "tanh", "sigmoid_": "tanh_"}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target in functions:
+            node.target = functions[node.target]
+        elif node.op == "call_method" and node.target in methods:
+            node.target = methods[node.target]
+        elif node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.Sigmoid):
+            parent, _, name = node.target.rpartition(".")
+            setattr(gm.get_submodule(parent), name, nn.Tanh())
+    gm.recompile()
+    return gm
+
+
+SIGMOIDS = {("call_function", function_name(f)) for f in (torch.sigmoid, F.sigmoid)} | {
+    ("call_function", function_name(torch.special.expit)),
+    ("call_method", "sigmoid"),
+    ("call_method", "sigmoid_"),
+}
+TANHS = {("call_function", function_name(torch.tanh)), ("call_method", "tanh")}
+SIGMOID_MODULE, TANH_MODULE = MODULE_NAMES[id(nn.Sigmoid)], MODULE_NAMES[id(nn.Tanh)]
+
+
+def normal(node: dict) -> tuple:
+    """What a node computes: a tanh as a function, method or module is one and the same."""
+    op, target = node.get("op"), node.get("target")
+    if (op, target) in TANHS or (op == "call_module" and node.get("module") == TANH_MODULE):
+        return ("tanh", node.get("args"), node.get("kwargs"))
+    return (op, target, node.get("args"), node.get("kwargs"), node.get("module"))
+
+
+def is_sigmoid(node: dict) -> bool:
+    return (node["op"], node["target"]) in SIGMOIDS or node.get("module") == SIGMOID_MODULE
+
+
+def same(got, want) -> bool:
+    return isinstance(got, torch.Tensor) and got.dtype == want.dtype and torch.equal(got, want)
+
+
+def check_case(what: str, case: dict, run: dict, outputs=True, sigmoids=True) -> None:
+    """The returned graph is the reference rewrite of the graph sent, node for node (without
+    `sigmoids`, the nodes that are not sigmoids only); with `outputs`, it and the module the pass
+    returned give the reference's output."""
+    graph, sent = run["graph"], case["graph"]
+    assert graph.get("type") == "GraphModule", f"return a GraphModule, not {graph.get('type')}"
+    received = [normal(node) for node in run["received"]]
+    assert received == [normal(node) for node in sent["nodes"]], (
+        f"{what}: the graph your pass was given is not the one the grader sent"
+    )
+    left = [node["name"] for node in graph["nodes"] if is_sigmoid(node)]
+    assert not (sigmoids and left), (
+        f"{what}: the rewritten graph still computes a sigmoid in {left}"
+    )
+    expected = reference(build(sent))
+    want, got = [normal(n) for n in describe(expected)["nodes"]], list(map(normal, graph["nodes"]))
+    assert len(got) == len(want), f"{what}: the pass added or removed nodes"
+    for old, new, before in zip(want, got, sent["nodes"], strict=True):
+        if not sigmoids and is_sigmoid(before):
+            continue
+        kind = "a sigmoid must become a tanh of" if is_sigmoid(before) else "a node changed:"
+        assert new == old, f"{what}: {kind} {before['name']} should be {old[:3]}, not {new[:3]}"
+    if outputs:
+        with torch.no_grad():
+            want_output = expected(case["sample"].clone())
+            rebuilt = build(graph, sent)(case["sample"].clone())
+        assert same(rebuilt, want_output) and same(run["output"], want_output), (
             f"{what}: the output differs from the tanh model's"
         )
 
 
-def layout(graph: dict) -> list[tuple]:
-    return [(n["op"], n["target"], n["args"], n["kwargs"]) for n in graph["nodes"]]
+def check_all(data: dict, cases: dict, outputs: bool = True) -> None:
+    for what, case in cases.items():
+        check_case(what, case, data[what], outputs=outputs)
 
 
-def test_torch_sigmoid(data):
-    graph = data["graph"]
-    check_graph_module(graph)
-    calls = [node for node in graph["nodes"] if node["op"] == "call_function"]
-    targets = [node["target"] for node in calls]
-    assert target_name(torch.sigmoid) not in targets, "a torch.sigmoid node is still in the graph"
-    tanh = target_name(torch.tanh)
-    assert targets.count(tanh) == 1, f"expected one torch.tanh node, found targets {targets}"
-    names = [
-        graph["nodes"][a.position]["name"] if isinstance(a, Ref) else str(a)
-        for a in calls[targets.index(tanh)]["args"]
-    ]
-    assert names == ["lin"], "the tanh must read what the sigmoid read"
+def test_torch_sigmoid(data, cases):
+    check_all(data, cases, outputs=False)
 
 
-def test_method_and_module(data):
-    check_outputs(data)
+def test_method_and_module(data, cases):
+    check_all(data, cases)
 
 
-def test_functional_spellings(data):
-    check_outputs(data)
+def test_functional_spellings(data, cases):
+    check_all(data, cases)
 
 
-def test_in_place(data):
-    check_outputs(data)
+def test_in_place(data, cases):
+    check_all(data, cases)
 
 
-def test_graph_hygiene(data):
+def test_graph_hygiene(data, cases):
     graph = data["torch.sigmoid"]["graph"]
-    check_graph_module(graph)
+    assert graph.get("type") == "GraphModule", f"return a GraphModule, not {graph.get('type')}"
     assert graph["lint"] is None, f"gm.graph.lint() fails: {graph['lint']}"
     stale = graph["code"] != graph["graph_code"]
     assert not stale, "gm.code does not match the graph: call gm.recompile() after editing it"
-    check_outputs(data)
-    before, after = (
-        layout(describe(torch.fx.symbolic_trace(probes.Mixed()))),
-        layout(data["Mixed"]["graph"]),
-    )
-    assert len(after) == len(before), "the pass added or removed nodes"
-    sigmoids = (target_name(torch.sigmoid), "sigmoid", "act")
-    for old, new in zip(before, after, strict=True):
-        if old[1] not in sigmoids:
-            assert new == old, f"a node that is not a sigmoid changed: {old} became {new}"
-    plain = layout(describe(torch.fx.symbolic_trace(Wrap(torch.relu))))
-    assert layout(data["a model without a sigmoid"]["graph"]) == plain, (
-        "a sigmoid-free graph changed"
-    )
+    mixed = cases.pop("Mixed")  # its sigmoids are other tests' business: the rest must stay
+    check_all(data, cases)
+    check_case("Mixed", mixed, data["Mixed"], outputs=False, sigmoids=False)

@@ -178,7 +178,12 @@ def checks_reader(course: Path) -> str:
 def cheating_cases(course: Path) -> list[Case]:
     forged, frames, reader = forged_verdicts(), frame_and_gc_walk(), checks_reader(course)
     return [
-        Case("forged_then_exit", with_answer(WRONG + forged + "os._exit(0)\n"), 0, "should be 3"),
+        Case(
+            "forged_then_exit",  # the forged records are rejected; the real ones never come
+            with_answer(WRONG + forged + "os._exit(0)\n"),
+            0,
+            "exited with status 0",
+        ),
         Case("forged_then_wrong", with_answer(WRONG + forged), 0, "should be 3"),
         Case("frame_and_gc_walk", with_answer(frames), 0, "should be 3"),
         Case("reads_the_checks", with_answer(reader), 0, "should be 3"),
@@ -304,7 +309,7 @@ def runaway_cases() -> list[Case]:
 
 
 def tmp_cases() -> list[Case]:
-    """What a submission leaves in the sandbox's /tmp must not stop the next one."""
+    """What a submission leaves in its /tmp (its own, gone with it) must not stop the next one."""
     deep = CORRECT + (  # the answer first: a slow machine may stop the loop at the cell timeout
         "import os\nos.chdir('/tmp')\nfor _ in range(3000):\n    os.mkdir('d')\n    os.chdir('d')\n"
         "os.chdir('/tmp/work')\n"
@@ -312,7 +317,7 @@ def tmp_cases() -> list[Case]:
     return [
         Case("deep_tree_in_tmp", with_answer(deep), 10, "all 3 tests passed"),
         Case(
-            "unremovable_tmp",  # the worker cannot empty /tmp after it: a fresh one replaces it
+            "unremovable_tmp",  # nobody could empty it: it is unmounted with the child
             with_answer(
                 CORRECT + "import os\nos.makedirs('/tmp/locked/in')\nos.chmod('/tmp/locked', 0)\n"
             ),
@@ -375,6 +380,12 @@ def exit_cases() -> list[Case]:
 
 def output_cases() -> list[Case]:
     return [
+        Case(  # 6 MiB of NUL characters: 36 MiB once JSON-escaped, over the 32 MiB cap
+            "huge_result_after_escaping",
+            with_answer("def add_all(xs):\n    return '\\x00' * (6 << 20)\n"),
+            0,
+            "DataTooLarge: the data is 36 MiB once encoded",
+        ),
         Case(
             "giant_output",
             with_answer(CORRECT + "print('x' * 30_000_000)\n"),
@@ -445,3 +456,123 @@ def build_cases(course: Path, port: int = 9) -> list[Case]:
     cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
     cases += runaway_cases() + tmp_cases() + exit_cases() + output_cases()
     return cases + file_cases(course)
+
+
+# ----------------------------------------------------------------------------- one after another
+
+VICTIM_MARK = "VICTIM-ANSWER-TEXT-91c2"  # in the first student's answer only
+SHM_KEY, MSG_KEY = 0x5AFE, 0x5AFF
+IPC = (
+    "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.shmat.restype = ctypes.c_void_p\n"
+)
+
+
+def neighbour_cases() -> list[Case]:
+    """Graded in this order by ONE sandbox: a victim, a student who leaves IPC objects and
+    files behind, then students who look for what the earlier ones left."""
+    victim = (
+        f"MARK = {VICTIM_MARK!r}\n\n\ndef victim_only_helper(xs):\n    return sum(xs)\n\n\n"
+        "def add_all(xs):\n    return victim_only_helper(xs)\n"
+    )
+    leaves = (
+        CORRECT
+        + IPC
+        + (
+            f"shm = libc.shmget({SHM_KEY}, 1 << 20, 0o1666)\n"
+            "ctypes.memmove(libc.shmat(shm, None, 0), b'left by a2', 10)\n"
+            f"queue = libc.msgget({MSG_KEY}, 0o1666)\n"
+            "message = (ctypes.c_long * 3)(1, int.from_bytes(b'a2 says', 'little'), 0)\n"
+            "print('sent', libc.msgsnd(queue, message, 16, 0), shm >= 0, queue >= 0)\n"
+            "for place in ('/tmp/left_by_a2', '/dev/shm/left_by_a2'):\n"
+            "    open(place, 'w').write('a2')\n"
+        )
+    )
+    return [
+        Case("a1_victim", with_answer(victim), 10, "all 3 tests passed"),
+        Case("a2_leaves_ipc_and_files", with_answer(leaves), 10, "all 3 tests passed"),
+        Case("b1_memory_scan", with_answer(memory_scan() + WRONG), 0, "should be 3"),
+        Case("b2_plagiarist", with_answer(plagiarist()), 0, "should be 3"),
+        Case("b3_looks_for_leftovers", with_answer(CORRECT + leftovers()), 10, "all 3 tests"),
+        Case("b4_shared_mmap_4g", with_answer(CORRECT + shared_mmap()), 10, "all 3 tests"),
+    ]
+
+
+def memory_scan() -> str:
+    """Reads every writable mapping of its own process, looking for the victim's mark."""
+    prefix = VICTIM_MARK[:-4]  # the suffix after it is the victim's alone
+    return (
+        "import ctypes, re\nfound, scanned = set(), 0\n"
+        f"pattern = re.escape({prefix!r}.encode()) + rb'(\\w\\w\\w\\w)'\n"
+        "for line in open('/proc/self/maps'):\n"
+        "    parts = line.split()\n"
+        "    if parts[1].startswith('rw') and (len(parts) < 6 or parts[5][0] == '['):\n"
+        "        if parts[-1] in ('[vvar]', '[vsyscall]', '[vvar_vclock]'):\n"
+        "            continue\n"
+        "        start, end = (int(x, 16) for x in parts[0].split('-'))\n"
+        "        data = ctypes.string_at(start, end - start)\n"
+        "        scanned += len(data)\n"
+        "        found.update(re.findall(pattern, data))\n"
+        "print('scanned MiB', scanned >> 20, 'suffixes', sorted(found))\n"
+    )
+
+
+def plagiarist() -> str:
+    """No code of its own: runs any add_all it finds among the process's objects."""
+    return (
+        "import gc\n\nfor text in [o for o in gc.get_objects() if isinstance(o, dict)]:\n"
+        "    for value in list(text.values()):\n"
+        "        if isinstance(value, str) and 'victim_only_helper' + '(xs)' in value:\n"
+        "            exec(value, globals())\n"
+        "print('copied' if 'victim_only_helper' in globals() else 'nothing to copy')\n"
+        "if 'add_all' not in globals():\n" + "\n".join("    " + line for line in WRONG.split("\n"))
+    )
+
+
+def leftovers() -> str:
+    """Looks for the SysV objects and files an earlier student left."""
+    return IPC + (
+        "import os\n"
+        f"print('shm', libc.shmget({SHM_KEY}, 0, 0), 'msg', libc.msgget({MSG_KEY}, 0))\n"
+        "for kind in ('shm', 'msg', 'sem'):\n"
+        "    print(kind, 'objects', len(open(f'/proc/sysvipc/{kind}').readlines()) - 1)\n"
+        "print('files', os.listdir('/tmp'), os.listdir('/dev/shm'))\n"
+    )
+
+
+def shared_mmap() -> str:
+    """A child process touches a 4 GiB shared mapping, noting its progress in a file."""
+    return (
+        "import mmap, os, time\npid = os.fork()\nif pid == 0:\n    try:\n"
+        "        area = mmap.mmap(-1, 4 << 30, flags=mmap.MAP_SHARED)\n"
+        "        chunk = b'x' * (64 << 20)\n        for mib in range(64, 4097, 64):\n"
+        "            area.write(chunk)\n            open('progress', 'w').write(str(mib))\n"
+        "    finally:\n        os._exit(0)\n"
+        "for _ in range(150):\n    done, status = os.waitpid(pid, os.WNOHANG)\n"
+        "    if done:\n        break\n    time.sleep(0.01)\n"
+        "touched = open('progress').read() if os.path.exists('progress') else 0\n"
+        "print('child', 'ended' if done else 'running', status, 'touched MiB', touched)\n"
+    )
+
+
+def honest_style_cases() -> list[Case]:
+    """Valid ways to write the answer that a kernel (plain nbgrader) accepts."""
+    module = {"helper_mod.py": CORRECT.encode()}
+    package = {"mypkg/__init__.py": b"", "mypkg/sums.py": CORRECT.encode()}
+    writefile = "%%writefile written_mod.py\n" + CORRECT
+    faults = "import faulthandler\nfaulthandler.enable()\n" + CORRECT
+    return [
+        Case("h_module_beside", beside("from helper_mod import add_all\n", module), 10, "all 3"),
+        Case("h_package_beside", beside("from mypkg.sums import add_all\n", package), 10, "all 3"),
+        Case(
+            "h_writefile",
+            edited(added_cell(writefile), "from written_mod import add_all\n"),
+            10,
+            "all 3",
+        ),
+        Case("h_faulthandler", with_answer(faults), 10, "all 3"),
+    ]
+
+
+def beside(answer: str, files: dict) -> dict:
+    return {NOTEBOOK: json.dumps(with_answer(answer)).encode(), **files}

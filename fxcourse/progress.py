@@ -1,0 +1,91 @@
+"""Progress at a glance: which try-its and exercises a learner has passed, from their notebooks.
+
+    python -m fxcourse.progress [WORKSPACE ...]     (`make progress`: the learner's own workspace)
+
+It reads what the notebooks saved (JupyterLab autosaves them): a try-it counts as passed when its
+checkpoint cell's saved output says "Checkpoint N passed."; an exercise when every visible test
+cell of the copy that is submitted (the one fetched in the Assignments tab, else the practice copy
+in exercises/) ran without an error. Nothing is run. Given several workspaces (an instructor on
+the class hub: /home/*/chapters), it prints one block per learner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from fxcourse.workspace import course_notebooks
+
+CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
+PASSED = re.compile(r"^Checkpoint (\S+) passed\.")
+
+
+def tryits(notebook: nbformat.NotebookNode) -> dict[str, bool]:
+    """Try-it id -> passed, for every checkpoint cell of a chapter."""
+    found = {}
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or not (match := CHECKPOINT.search(cell.source)):
+            continue
+        texts = [out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])]
+        found[match.group(1)] = any(PASSED.match(text) for text in texts)
+    return found
+
+
+def exercise_state(notebook: nbformat.NotebookNode) -> str:
+    """'passed' (every visible test cell ran cleanly), 'failing' or 'not run'."""
+    tests = [
+        cell
+        for cell in notebook.cells
+        if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code"
+    ]
+    if any(out.get("output_type") == "error" for cell in tests for out in cell.get("outputs", [])):
+        return "failing"
+    if tests and all(cell.get("execution_count") for cell in tests):
+        return "passed"
+    return "not run"
+
+
+def report(workspace: Path) -> list[str]:
+    """The lines shown for one workspace."""
+    lines, passed, total = [], 0, 0
+    for name in course_notebooks():
+        path = workspace / name
+        if name.startswith("exercises/"):
+            assignment = Path(name).stem
+            fetched = workspace / assignment / f"{assignment}.ipynb"
+            chosen = fetched if fetched.exists() else path
+            state = exercise_state(_read(chosen)) if chosen.exists() else "not opened"
+            lines.append(f"  {assignment}: {state} ({chosen.relative_to(workspace)})")
+            continue
+        found = tryits(_read(path)) if path.exists() else {}
+        passed, total = passed + sum(found.values()), total + len(found)
+        marks = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in found.items())
+        lines.append(f"  {name}: {sum(found.values())}/{len(found)} try-its passed  {marks}")
+    return [f"{workspace}: {passed}/{total} try-its passed", *lines]
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("workspaces", nargs="*", type=Path, default=[Path("workspace")])
+    args = parser.parse_args(argv)
+    missing = [str(folder) for folder in args.workspaces if not folder.is_dir()]
+    if missing:
+        print(
+            f"progress: no workspace at {', '.join(missing)} (make lab creates it)", file=sys.stderr
+        )
+        return 2
+    for folder in args.workspaces:
+        print("\n".join(report(folder)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
