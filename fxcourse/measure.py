@@ -1,4 +1,4 @@
-"""How accurate, how big and how fast models are: the measurements behind chapter 7's table.
+"""How accurate, how big and how fast models are: the measurements behind chapter 8's table.
 
     rows = measure({"float32": model, "int8": quantized}, inputs, labels)
     print(comparison_table(rows))      # accuracy, size of the constants, time per call

@@ -1,4 +1,4 @@
-"""A small classification task made up on the spot, so chapter 7 needs no data set download.
+"""A small classification task made up on the spot, so chapter 8 needs no data set download.
 
     points, labels = labelled_points(4096, features=8, classes=4, seed=0)
     train_classifier(model, points[:3072], labels[:3072], steps=60)
