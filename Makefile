@@ -38,8 +38,8 @@ lock: env  ## re-resolve env/requirements.in into the lock, then derive environm
 environment.yml: env/requirements.lock env/environment_yml.py  ## derive the conda file from the lock
 	python3 env/environment_yml.py > $@
 
-student-edition: env  ## dist/student-edition/: the learners' copy of the course (ANSWERS=no: no try-it answers)
-	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers)
+student-edition: env  ## dist/student-edition/: the learners' copy (ANSWERS=no: no try-it answers; LANG=zh: Chinese README first)
+	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers) $(if $(filter zh%,$(LANG)),--language zh)
 
 chapters: env  ## regenerate the learner chapters and answers.json from solutions/
 	$(PY) -m fxcourse.authoring build

@@ -350,8 +350,10 @@ def documents(root: Path = ROOT) -> list[Document]:
     )
 
 
-def update(language: str) -> None:
+def update(language: str, names: list[str] | None = None) -> None:
     for document in documents():
+        if names and document.name not in names:
+            continue
         catalog = merged_catalog(document.name, language, document.texts())
         path = catalog_path(document.name, language)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -396,9 +398,9 @@ def main(argv: list[str]) -> int:
         translations = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
         print(f"{fill(argv[1], 'zh', translations)} entries set in {argv[1]}.po")
         return 0
-    if command == "update":
+    if command == "update":  # update [NAME ...]: all catalogs, or the ones named
         for language in LANGUAGES:
-            update(language)
+            update(language, argv[1:])
         return 0
     if command == "check":
         found = [p for language in LANGUAGES for p in all_problems(language)]

@@ -40,3 +40,13 @@ def _catalog(language: str) -> dict[str, str]:
 def _(message: str) -> str:
     """`message` in the current language (a format string keeps its {placeholders})."""
     return _catalog(_language).get(message, message)
+
+
+def in_every_language(message: str) -> list[str]:
+    """`message` and each of its translations (to read what a chapter in any language printed)."""
+    found = [message]
+    for path in sorted(LOCALES.glob("*/fxcourse.po")):
+        translated = _catalog(path.parent.name).get(message)
+        if translated and translated not in found:
+            found.append(translated)
+    return found
