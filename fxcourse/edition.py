@@ -27,9 +27,6 @@ INCLUDE = [
     "chapters/[0-9][0-9]_*.ipynb",
     "chapters/exercises/*.ipynb",
     "chapters/exercises/nbgrader_config.py",
-    "chapters/zh/*.ipynb",
-    "fxcourse/answers.zh.json",
-    "fxcourse/locale/zh/fxcourse.po",
     "fxcourse/*.py",
     "fxcourse/answers.json",
     "env/requirements.in",
@@ -60,6 +57,8 @@ def readme_no_answers() -> str:
 # Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
 EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py", "fxcourse/i18n.py"]
 EXCLUDE_FOLDERS = ("fxcourse/website/", "fxcourse/locale/")
+# The Chinese edition's files: its chapters and, at run time, its answers and messages.
+TRANSLATED = ["chapters/zh/*.ipynb", "fxcourse/answers.zh.json", "fxcourse/locale/zh/fxcourse.po"]
 
 
 def course_files(root: Path = ROOT) -> list[str]:
@@ -78,8 +77,8 @@ def selected(names: list[str], answers: bool) -> list[str]:
     exclude = EXCLUDE + ([] if answers else ["fxcourse/answers.json", "fxcourse/answers.zh.json"])
 
     def wanted(name: str) -> bool:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE[-3:]):
-            return name not in exclude  # the translations' runtime files, named one by one
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in TRANSLATED):
+            return name not in exclude
         included = any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE)
         return included and name not in exclude and not name.startswith(EXCLUDE_FOLDERS)
 
@@ -110,8 +109,8 @@ def build(out: Path, answers: bool = True, root: Path = ROOT, language: str = "e
     for template in TEMPLATES.iterdir():
         shutil.copy2(template, out / template.name)
     if not answers:
-        for language, readme in (("en", out / "README.md"), ("zh", out / "README.zh.md")):
-            without_answers(readme, language)
+        for readme_language, readme in (("en", out / "README.md"), ("zh", out / "README.zh.md")):
+            without_answers(readme, readme_language)
     if language != "en":  # the learner's language first: README.md, the English beside it
         (out / "README.md").rename(out / "README.en.md")
         (out / f"README.{language}.md").rename(out / "README.md")
