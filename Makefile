@@ -38,8 +38,8 @@ lock: env  ## re-resolve env/requirements.in into the lock, then derive environm
 environment.yml: env/requirements.lock env/environment_yml.py  ## derive the conda file from the lock
 	python3 env/environment_yml.py > $@
 
-student-edition: env  ## dist/student-edition/: the learners' copy of the course (ANSWERS=no: no try-it answers)
-	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers)
+student-edition: env  ## dist/student-edition/: the learners' copy (ANSWERS=no: no try-it answers; LANG=zh: Chinese README first)
+	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers) $(if $(filter zh%,$(LANG)),--language zh)
 
 chapters: env  ## regenerate the learner chapters and answers.json from solutions/
 	$(PY) -m fxcourse.authoring build
@@ -65,3 +65,14 @@ bench-fusion: env  ## benchmark Conv+BN folding on ResNet-18 (CPU, and CUDA when
 # Instructor targets (nbgrader release, autograde, feedback, export) live beside the course they drive.
 -include grader/grader.mk
 -include grader/hub/hub.mk
+
+.PHONY: site
+site: env  ## dist/site/: the course as a website (chapters executed, cached in build/site/)
+	$(PY) -m fxcourse.website build
+
+.PHONY: translations test-site
+translations: env  ## after editing an English source: bring the translation catalogs up to date
+	$(PY) -m fxcourse.i18n update
+
+test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
+	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_website.py tests/test_site.py

@@ -1,8 +1,14 @@
 # The learner's targets, shared by the course's Makefile and the student edition's (one source).
 # Needs VENV, BIN, PY and ROOT_FLAG from the including Makefile.
 
-# The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it).
-WORKSPACE ?= workspace
+# The course's language: Simplified Chinese when your locale is Chinese (LANG=zh_CN.UTF-8) or
+# when asked (`make lab LANG=zh`), English otherwise.
+COURSE_LANGUAGE := $(if $(filter zh%,$(LANG)),zh,en)
+# The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it),
+# one folder per language.
+WORKSPACE ?= $(if $(filter zh,$(COURSE_LANGUAGE)),workspace-zh,workspace)
+# JupyterLab's own interface in that language (the workspace holds its language setting).
+LAB_SETTINGS_ENV := $(if $(filter zh,$(COURSE_LANGUAGE)),JUPYTERLAB_SETTINGS_DIR="$(WORKSPACE)/.fxcourse/lab-settings")
 LAB_ARGS ?=
 # The page the lab and the URL it prints open on (not the Launcher); here, not in
 # env/jupyter-learner/, whose settings the hub's learners share (their chapters are elsewhere).
@@ -13,12 +19,12 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 .PHONY: lab workspace progress env
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
-	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(BIN)/jupyter lab \
+	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
 workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
-	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)"
+	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
 progress: env  ## which try-its and exercises you have passed (read from your saved notebooks)
 	$(PY) -m fxcourse.progress "$(WORKSPACE)"

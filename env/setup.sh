@@ -85,6 +85,15 @@ enable_nbgrader_extensions() {
     done
 }
 
+ensure_chinese_font() {  # the browser tests read the Chinese pages: without a font, boxes
+    [ -n "$(fc-list :lang=zh 2>/dev/null)" ] && return 0
+    if can_apt; then
+        say "installing fonts-wqy-microhei (a Chinese font, for the browser tests) with apt-get"
+        apt_install fonts-wqy-microhei && return 0
+    fi
+    say "WARNING: no Chinese font: the Chinese pages' screenshots show boxes. Install one: 'sudo apt-get install fonts-wqy-microhei'."
+}
+
 check_python
 graphviz_hint="Install Graphviz: 'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install -c conda-forge graphviz'. Without it graph pictures fall back to text."
 if [ "$purpose" = test ]; then
@@ -93,6 +102,7 @@ if [ "$purpose" = test ]; then
         "The browser tests need Chromium: 'sudo apt-get install chromium' (Debian), or FXCOURSE_CHROMIUM=/path/to/chromium."
     ensure_system_tool bwrap bubblewrap yes \
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
+    ensure_chinese_font
 else
     ensure_system_tool dot graphviz no "$graphviz_hint"
     ensure_system_tool bwrap bubblewrap no \

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import nbformat
 
+from fxcourse import i18n
 from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +94,8 @@ def answers_of(nb: nbformat.NotebookNode, chapter: str) -> dict[str, dict[str, s
 
 
 def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
-    """Every derived file (path -> text): the learner chapters and answers.json."""
+    """Every derived file (path -> text): the learner chapters and answers.json, and the same in
+    each translation (chapters/<lang>/, answers.<lang>.json, the exercise starters, the README)."""
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
     errors = []
@@ -105,6 +107,33 @@ def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
     if errors:
         raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
     derived[ANSWERS] = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
+    for language in i18n.LANGUAGES:
+        derived.update(translated_files(language))
+    return derived
+
+
+def translated_files(language: str) -> dict[Path, str]:
+    """The learner's files in `language`, from the English ones and the catalogs."""
+    derived: dict[Path, str] = {}
+    answers: dict[str, dict[str, str]] = {}
+    folder = CHAPTERS / language
+    for document in i18n.documents(ROOT):
+        if document.path.is_dir():
+            continue
+        translated = document.translated(language)
+        if isinstance(translated, str):
+            derived[document.path.with_suffix(f".{language}.md")] = translated
+        elif document.path.parent == SOURCES:
+            i18n.add_language_cell(translated, language)
+            derived[folder / document.path.name] = nbformat.writes(learner_version(translated))
+            answers.update(answers_of(translated, document.name))
+        else:
+            i18n.refresh_checksums(translated)
+            derived[folder / "exercises" / document.path.name] = nbformat.writes(translated)
+    derived = {path: text if text.endswith("\n") else text + "\n" for path, text in derived.items()}
+    derived[ANSWERS.with_suffix(f".{language}.json")] = (
+        json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
+    )
     return derived
 
 
@@ -113,17 +142,18 @@ def stale_files() -> list[Path]:
     that no source produces any more."""
     derived = derived_files()
     stale = [p for p, text in derived.items() if not p.exists() or p.read_text() != text]
-    orphans = [p for p in CHAPTERS.glob("[0-9][0-9]_*.ipynb") if p not in derived]
+    orphans = [p for p in CHAPTERS.glob("**/[0-9][0-9]_*.ipynb") if p not in derived]
     return stale + orphans
 
 
 def build() -> None:
     derived = derived_files()
-    for orphan in set(CHAPTERS.glob("[0-9][0-9]_*.ipynb")) - set(derived):
+    for orphan in set(CHAPTERS.glob("**/[0-9][0-9]_*.ipynb")) - set(derived):
         orphan.unlink()
         print(f"removed {orphan.relative_to(ROOT)} (no source)")
     for path, text in derived.items():
         if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT)}")
 

@@ -18,6 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fxcourse.i18n import lookup_of
+from fxcourse.messages import _, use_language
+
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "env" / "student-edition"
 INCLUDE = [
@@ -35,18 +38,27 @@ INCLUDE = [
     "environment.yml",
     "pyproject.toml",
 ]
-# The README's answer paragraph, and what a --no-answers edition says instead.
+# The README's answer paragraph (a paragraph of its own, also in the translations).
 README_ANSWERS = (
-    "Stuck? Click **Stuck? Show a reference answer**\n"
-    'under the "Not yet" message (your own cell is never changed), or run\n'
+    'Stuck? Click **Stuck? Show a reference answer** under the "Not yet" message (your own '
+    "cell is\nnever changed), or run "
     '`from fxcourse.tryit import show_answer; show_answer("1.2")` in a new cell.'
 )
-README_NO_ANSWERS = (
-    "This edition ships without\nreference answers: when stuck, reread the section the goal names "
-    "or ask your instructor."
-)
+
+
+def readme_no_answers() -> str:
+    """What a --no-answers edition's README says instead of README_ANSWERS."""
+    return _(
+        "This edition ships without reference answers: when stuck, reread the section the goal "
+        "names or ask your instructor."
+    )
+
+
 # Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
-EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py"]
+EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py", "fxcourse/i18n.py"]
+EXCLUDE_FOLDERS = ("fxcourse/website/", "fxcourse/locale/")
+# The Chinese edition's files: its chapters and, at run time, its answers and messages.
+TRANSLATED = ["chapters/zh/*.ipynb", "fxcourse/answers.zh.json", "fxcourse/locale/zh/fxcourse.po"]
 
 
 def course_files(root: Path = ROOT) -> list[str]:
@@ -62,16 +74,31 @@ def course_files(root: Path = ROOT) -> list[str]:
 
 
 def selected(names: list[str], answers: bool) -> list[str]:
-    exclude = EXCLUDE + ([] if answers else ["fxcourse/answers.json"])
+    exclude = EXCLUDE + ([] if answers else ["fxcourse/answers.json", "fxcourse/answers.zh.json"])
 
     def wanted(name: str) -> bool:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in TRANSLATED):
+            return name not in exclude
         included = any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE)
-        return included and name not in exclude
+        return included and name not in exclude and not name.startswith(EXCLUDE_FOLDERS)
 
     return sorted(name for name in names if wanted(name))
 
 
-def build(out: Path, answers: bool = True, root: Path = ROOT) -> list[str]:
+def without_answers(readme: Path, language: str) -> None:
+    """Replace the README's answer paragraph (in its language) by what a no-answers edition says."""
+    use_language(language)
+    paragraph = (
+        README_ANSWERS if language == "en" else lookup_of("README", language)[README_ANSWERS]
+    )
+    text = readme.read_text(encoding="utf-8")
+    if paragraph not in text:  # the template was reworded: keep the two in step
+        raise SystemExit(f"{readme.name} lost the answers paragraph")
+    readme.write_text(text.replace(paragraph, readme_no_answers()), encoding="utf-8")
+    use_language("en")
+
+
+def build(out: Path, answers: bool = True, root: Path = ROOT, language: str = "en") -> list[str]:
     """Write the edition to `out` (replacing it); returns the files copied from the course."""
     files = selected(course_files(root), answers)
     if out.exists():
@@ -82,11 +109,11 @@ def build(out: Path, answers: bool = True, root: Path = ROOT) -> list[str]:
     for template in TEMPLATES.iterdir():
         shutil.copy2(template, out / template.name)
     if not answers:
-        readme = out / "README.md"
-        text = readme.read_text()
-        if README_ANSWERS not in text:  # the template was reworded: keep the two in step
-            raise SystemExit(f"{TEMPLATES / 'README.md'} lost the answers paragraph")
-        readme.write_text(text.replace(README_ANSWERS, README_NO_ANSWERS))
+        for readme_language, readme in (("en", out / "README.md"), ("zh", out / "README.zh.md")):
+            without_answers(readme, readme_language)
+    if language != "en":  # the learner's language first: README.md, the English beside it
+        (out / "README.md").rename(out / "README.en.md")
+        (out / f"README.{language}.md").rename(out / "README.md")
     return files
 
 
@@ -94,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "student-edition")
     parser.add_argument("--no-answers", action="store_true", help="leave out the try-it answers")
+    parser.add_argument("--language", choices=["en", "zh"], default="en", help="README.md's")
     args = parser.parse_args(argv)
-    files = build(args.out, answers=not args.no_answers)
+    files = build(args.out, answers=not args.no_answers, language=args.language)
     kind = "without" if args.no_answers else "with"
     print(f"wrote {args.out}: {len(files)} course files, {kind} the try-its' reference answers")
     return 0

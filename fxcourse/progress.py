@@ -18,10 +18,15 @@ from pathlib import Path
 
 import nbformat
 
+from fxcourse.messages import in_every_language
 from fxcourse.workspace import course_notebooks
 
 CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
-PASSED = re.compile(r"^Checkpoint (\S+) passed\.")
+# "Checkpoint N passed." as a chapter in any of the course's languages prints it.
+PASSED = [
+    re.compile("^" + re.escape(text).replace(re.escape("{id}"), r"(\S+?)"))
+    for text in in_every_language("Checkpoint {id} passed.")
+]
 
 
 def tryits(notebook: nbformat.NotebookNode) -> dict[str, bool]:
@@ -31,7 +36,7 @@ def tryits(notebook: nbformat.NotebookNode) -> dict[str, bool]:
         if cell.cell_type != "code" or not (match := CHECKPOINT.search(cell.source)):
             continue
         texts = [out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])]
-        found[match.group(1)] = any(PASSED.match(text) for text in texts)
+        found[match.group(1)] = any(p.match(text) for p in PASSED for text in texts)
     return found
 
 

@@ -26,11 +26,19 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse.messages import _, language
+
 ANSWERS_FILE = Path(__file__).with_name("answers.json")
-NO_ANSWERS = (
-    "This edition of the course ships without reference answers: ask your instructor, or reread "
-    "the section the goal names."
-)
+
+
+def no_answers() -> str:
+    return _(
+        "This edition of the course ships without reference answers: ask your instructor, or "
+        "reread the section the goal names."
+    )
+
+
+NO_ANSWERS = no_answers()  # in English: the language is chosen later, by a chapter
 
 
 class NotYet(Exception):
@@ -51,20 +59,23 @@ class CheckpointResult:
 
     def __repr__(self) -> str:
         if self.passed:
-            return f"Checkpoint {self.tryit_id} passed."
+            return _("Checkpoint {id} passed.").format(id=self.tryit_id)
         return (
-            f"Not yet (try it {self.tryit_id}): {self.problem}\n"
-            f"  Goal: {self.goal}\n"
-            "  Stuck? To see a reference answer, run in a new cell:\n"
+            _("Not yet (try it {id}): {problem}").format(id=self.tryit_id, problem=self.problem)
+            + "\n  "
+            + _("Goal: {goal}").format(goal=self.goal)
+            + "\n  "
+            + _("Stuck? To see a reference answer, run in a new cell:")
+            + "\n"
             f'  from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
         )
 
     def _repr_html_(self) -> str:
         if self.passed:
-            return _box("#e8f5e9", "#2e7d32", f"&#10004; Checkpoint {self.tryit_id} passed.")
-        body = (
-            f"<b>Not yet</b> (try it {self.tryit_id}): {html.escape(self.problem or '')}<br>"
-            f"<b>Goal:</b> {html.escape(self.goal)}"
+            passed = _("Checkpoint {id} passed.").format(id=self.tryit_id)
+            return _box("#e8f5e9", "#2e7d32", f"&#10004; {html.escape(passed)}")
+        body = _("<b>Not yet</b> (try it {id}): {problem}<br><b>Goal:</b> {goal}").format(
+            id=self.tryit_id, problem=html.escape(self.problem or ""), goal=html.escape(self.goal)
         )
         return _box("#fff8e1", "#f9a825", body + show_answer(self.tryit_id).as_details())
 
@@ -105,9 +116,11 @@ def _describe(exc: BaseException, tb) -> str:
     if isinstance(exc, NotYet):
         return str(exc)
     if isinstance(exc, NameError):
-        return f"{exc}: fill in the try-it cell above and run it first."
+        return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
     where = _learners_frame(traceback.extract_tb(tb))
-    return f"running your code raised {type(exc).__name__}: {exc} ({where})"
+    return _("running your code raised {name}: {error} ({where})").format(
+        name=type(exc).__name__, error=exc, where=where
+    )
 
 
 def _learners_frame(frames: traceback.StackSummary) -> str:
@@ -115,7 +128,7 @@ def _learners_frame(frames: traceback.StackSummary) -> str:
     libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
     mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
     frame = (mine or list(frames))[-1]
-    shown = f"line {frame.lineno}"
+    shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown
 
 
@@ -128,8 +141,11 @@ def _display(result: CheckpointResult) -> None:
         display(result)
 
 
-def load_answers(path: Path = ANSWERS_FILE) -> dict[str, dict]:
+def load_answers(path: Path | None = None) -> dict[str, dict]:
     """Try-it id -> {"chapter", "code"}; empty when this edition ships without answers."""
+    if path is None:  # a translated chapter's answers carry translated comments
+        translated = ANSWERS_FILE.with_suffix(f".{language()}.json")
+        path = translated if translated.exists() else ANSWERS_FILE
     if not path.exists():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))
@@ -144,26 +160,26 @@ class Answer:
 
     def __repr__(self) -> str:
         if self.code is None:
-            return NO_ANSWERS
-        return f"# A reference answer for try it {self.tryit_id}\n{self.code}"
+            return no_answers()
+        title = _("A reference answer for try it {id}").format(id=self.tryit_id)
+        return f"# {title}\n{self.code}"
 
     def as_details(self) -> str:
         """A collapsed HTML block: the answer shows only when the learner clicks its summary."""
         if self.code is None:
-            return f"<br><small>{html.escape(NO_ANSWERS)}</small>"
+            return f"<br><small>{html.escape(no_answers())}</small>"
+        summary = html.escape(_("Stuck? Show a reference answer"))
+        note = html.escape(_("One way to do it (yours may differ and still pass):"))
         return (
-            '<details class="fxcourse-answer"><summary>Stuck? Show a reference answer</summary>'
-            "<small>One way to do it (yours may differ and still pass):</small>"
+            f'<details class="fxcourse-answer"><summary>{summary}</summary><small>{note}</small>'
             f"<pre>{html.escape(self.code)}</pre></details>"
         )
 
     def _repr_markdown_(self) -> str:
         if self.code is None:
-            return NO_ANSWERS
-        return (
-            f"A reference answer for try it {self.tryit_id} (yours may differ and still pass):"
-            f"\n\n```python\n{self.code}\n```"
-        )
+            return no_answers()
+        title = _("A reference answer for try it {id} (yours may differ and still pass):")
+        return title.format(id=self.tryit_id) + f"\n\n```python\n{self.code}\n```"
 
 
 def show_answer(tryit_id: str) -> Answer:

@@ -18,7 +18,8 @@ every chapter and exercise starter. Later runs bring course updates in the way n
 
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
-the Assignments tab is submitted (EXERCISE_NOTE).
+the Assignments tab is submitted (exercise_note). `--language zh` syncs the Chinese chapters
+(chapters/zh/) and sets JupyterLab's interface to Chinese for this workspace.
 
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+
+from fxcourse.messages import _, use_language
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ".fxcourse"  # hidden folder of the workspace: course versions (bases), progress
@@ -59,17 +62,32 @@ c.Exchange.assignment_dir = {workspace!r}
 # Importing torch can take ~10 s on a busy machine; nbgrader's default per cell is 30 s.
 c.Execute.timeout = 120
 '''
-EXERCISE_NOTE = """\
-**This is your practice copy: it is not submitted.** What your instructor grades is the copy you
-fetch in JupyterLab's **Assignments** tab (it lands in `{assignment}/{assignment}.ipynb` of your
-workspace): to hand in work done here, paste your answer into the same cells of the fetched copy,
-**Validate** it, then **Submit**. Courses without a hub: upload this notebook as your instructor
-asks."""
-NOTICE = """\
-**Course update ({day}):** the course changed cells of this notebook that you had changed too.
-Your cells are kept as you wrote them; the course's changes that did not collide with yours are
-merged in. The course's new version is saved beside this notebook:
-[{beside}]({beside}). Compare, copy what you need, then delete this cell."""
+
+
+def exercise_note(assignment: str) -> str:
+    """Opens each practice copy of an exercise (the fetched copy is the one submitted)."""
+    return _(
+        "**This is your practice copy: it is not submitted.** What your instructor grades is the "
+        "copy you fetch in JupyterLab's **Assignments** tab (it lands in "
+        "`{assignment}/{assignment}.ipynb` of your workspace): to hand in work done here, paste "
+        "your answer into the same cells of the fetched copy, **Validate** it, then **Submit**. "
+        "Courses without a hub: upload this notebook as your instructor asks."
+    ).format(assignment=assignment)
+
+
+def update_notice(day: str, beside: str) -> str:
+    """The markdown cell a colliding course update puts at the top of the learner's notebook."""
+    return _(
+        "**Course update ({day}):** the course changed cells of this notebook that you had "
+        "changed too. Your cells are kept as you wrote them; the course's changes that did not "
+        "collide with yours are merged in. The course's new version is saved beside this "
+        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell."
+    ).format(day=day, beside=beside)
+
+
+# JupyterLab's own interface in the learner's language (its Simplified Chinese language pack).
+LAB_LOCALES = {"zh": "zh_CN"}
+LAB_SETTINGS = f"{STATE}/lab-settings"
 
 
 @dataclass
@@ -91,9 +109,10 @@ class SyncReport:
         return found
 
 
-def course_notebooks(root: Path = ROOT) -> dict[str, Path]:
-    """Workspace-relative name -> the course's learner notebook it is copied from."""
-    chapters = root / "chapters"
+def course_notebooks(root: Path = ROOT, language: str = "en") -> dict[str, Path]:
+    """Workspace-relative name -> the course's learner notebook it is copied from (chapters/ in
+    English, chapters/<language>/ in a translation)."""
+    chapters = root / "chapters" if language == "en" else root / "chapters" / language
     found = {p.name: p for p in sorted(chapters.glob("[0-9][0-9]_*.ipynb"))}
     found |= {f"exercises/{p.name}": p for p in sorted((chapters / "exercises").glob("*.ipynb"))}
     return found
@@ -104,10 +123,10 @@ def beside_name(name: str) -> str:
 
 
 def course_version(name: str, source: Path) -> nbformat.NotebookNode:
-    """The course's notebook as the learner gets it (an exercise opens with EXERCISE_NOTE)."""
+    """The course's notebook as the learner gets it (an exercise opens with exercise_note)."""
     notebook = nbformat.read(source, as_version=4)
     if name.startswith("exercises/"):
-        note = EXERCISE_NOTE.format(assignment=Path(name).stem)
+        note = exercise_note(Path(name).stem)
         notebook.cells.insert(0, nbformat.v4.new_markdown_cell(note))
     return notebook
 
@@ -121,16 +140,29 @@ def cells_text(notebook: nbformat.NotebookNode) -> list[tuple]:
     ]
 
 
-def sync(workspace: Path, root: Path = ROOT) -> SyncReport:
-    """Bring the course's notebooks into `workspace` (see the module docstring)."""
+def sync(workspace: Path, root: Path = ROOT, language: str = "en") -> SyncReport:
+    """Bring the course's notebooks in `language` into `workspace` (see the module docstring)."""
     workspace.mkdir(parents=True, exist_ok=True)
+    use_language(language)
     report = SyncReport()
-    for name, source in course_notebooks(root).items():
+    for name, source in course_notebooks(root, language).items():
         outcome = sync_notebook(workspace, name, course_version(name, source))
         if outcome:
             getattr(report, outcome).append(name)
     write_nbgrader_config(workspace, exchange_root(root))
+    write_lab_language(workspace, language)
     return report
+
+
+def write_lab_language(workspace: Path, language: str) -> None:
+    """JupyterLab's interface language for this workspace (`make lab` points JupyterLab's user
+    settings at this folder when the course language is not English)."""
+    if language not in LAB_LOCALES:
+        return
+    plugin = workspace / LAB_SETTINGS / "@jupyterlab" / "translation-extension"
+    plugin.mkdir(parents=True, exist_ok=True)
+    setting = json.dumps({"locale": LAB_LOCALES[language]}, indent=2)
+    (plugin / "plugin.jupyterlab-settings").write_text(setting + "\n")
 
 
 def sync_notebook(workspace: Path, name: str, course: nbformat.NotebookNode) -> str | None:
@@ -183,7 +215,7 @@ def _merge_into(target: Path, mine, base, course) -> str:
     beside = target.with_name(beside_name(target.name))
     _write(course, beside)
     day = datetime.date.today().isoformat()
-    notice = nbformat.v4.new_markdown_cell(NOTICE.format(day=day, beside=beside.name))
+    notice = nbformat.v4.new_markdown_cell(update_notice(day, beside.name))
     notice.metadata[NOTICE_KEY] = True
     merged.cells.insert(0, notice)
     _write(merged, target)
@@ -232,11 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["sync", "exchange"])
     parser.add_argument("--workspace", type=Path, default=ROOT / "workspace")
+    parser.add_argument("--language", choices=["en", "zh"], default="en")
     args = parser.parse_args(argv)
     if args.command == "exchange":
         print(ensure_exchange(exchange_root()))
         return 0
-    report = sync(args.workspace.resolve())
+    report = sync(args.workspace.resolve(), language=args.language)
     for line in report.lines():
         print(f"[workspace] {line}")
     print(f"[workspace] {args.workspace} is up to date")

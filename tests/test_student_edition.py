@@ -74,6 +74,7 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
             ".gitignore",
             "Makefile",
             "README.md",
+            "README.zh.md",
             "chapters",
             "env",
             "environment.yml",
@@ -85,6 +86,12 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     chapters = sorted(p.name for p in (out / "chapters").glob("[0-9][0-9]_*.ipynb"))
     assert chapters == sorted(p.name for p in authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
     assert (out / "fxcourse" / "answers.json").exists() == answers
+    assert (out / "fxcourse" / "answers.zh.json").exists() == answers
+    zh = sorted(p.name for p in (out / "chapters" / "zh").glob("[0-9][0-9]_*.ipynb"))
+    assert zh == chapters and (out / "fxcourse" / "locale" / "zh" / "fxcourse.po").exists()
+    assert (
+        not (out / "fxcourse" / "website").exists() and not (out / "fxcourse" / "i18n.py").exists()
+    )
     readme = (out / "README.md").read_text()
     assert ("Show a reference answer" in readme) == answers
     assert ".venv/bin/nbgrader validate" in readme and "`nbgrader validate" not in readme
@@ -99,6 +106,16 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     if answers:  # the same search does find the answers, where they are allowed
         allowed = secrets(answers_allowed=False).keys() - secrets(answers_allowed=True).keys()
         assert allowed and all(answer in texts["fxcourse/answers.json"] for answer in allowed)
+
+
+@pytest.mark.parametrize("answers", [True, False], ids=["with-answers", "no-answers"])
+def test_a_chinese_edition_opens_with_the_chinese_readme(tmp_path, answers):
+    out = tmp_path / "edition"
+    edition.build(out, answers=answers, language="zh")
+    readme, english = (out / "README.md").read_text(), (out / "README.en.md").read_text()
+    assert "动手试试" in readme and "make lab LANG=zh" in readme
+    assert "How the course works" in english
+    assert ("显示参考答案" in readme) == answers and ("不附带参考答案" in readme) != answers
 
 
 @pytest.mark.xdist_group("student-edition")

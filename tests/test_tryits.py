@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from notebook_runner import error_outputs, execute
 
-from fxcourse import authoring
+from fxcourse import authoring, messages
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
@@ -25,12 +25,28 @@ PASSED = re.compile(r"^Checkpoint (\S+) passed\.")
 NOT_YET = re.compile(r"^Not yet \(try it (\S+)\)")
 
 
-def checkpoint_verdicts(cell: nbformat.NotebookNode) -> list[tuple[str, str]]:
+def verdict_patterns(language: str) -> tuple[re.Pattern, re.Pattern]:
+    """The English patterns above, from the messages as a chapter in `language` shows them."""
+    messages.use_language(language)
+    try:
+        passed = re.escape(messages._("Checkpoint {id} passed."))
+        not_yet = messages._("Not yet (try it {id}): {problem}").partition("{problem}")[0]
+    finally:
+        messages.use_language("en")
+    any_id = r"(\S+?)"
+    return (
+        re.compile("^" + passed.replace(re.escape("{id}"), any_id)),
+        re.compile("^" + re.escape(not_yet).replace(re.escape("{id}"), any_id)),
+    )
+
+
+def checkpoint_verdicts(cell: nbformat.NotebookNode, language: str = "en") -> list[tuple[str, str]]:
     """(verdict, try-it id) for each checkpoint result a cell displayed."""
     found = []
+    passed, not_yet = (PASSED, NOT_YET) if language == "en" else verdict_patterns(language)
     for output in cell.get("outputs", []):
         text = output.get("data", {}).get("text/plain", "")
-        for pattern, verdict in ((PASSED, "passed"), (NOT_YET, "not yet")):
+        for pattern, verdict in ((passed, "passed"), (not_yet, "not yet")):
             if match := pattern.match(text):
                 found.append((verdict, match.group(1)))
     return found
@@ -100,6 +116,24 @@ def test_checkpoints_reject_scaffold_and_mistakes_and_accept_the_answer(
             judged = cell.metadata.get("judges", "answer")
             wrong.append(f"try it {marker[0]}, cell {index} after the {judged}: {got}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_chinese_learner_chapter_says_not_yet_in_chinese_per_tryit(tmp_path, record_property):
+    """One translated chapter (they share code with the English ones, which all run above)."""
+    name = "02_fx_ir.ipynb"
+    learner = nbformat.read(authoring.CHAPTERS / "zh" / name, as_version=4)
+    expected = sorted(authoring.tryits(nbformat.read(authoring.CHAPTERS / name, as_version=4)))
+    executed = run_notebook(learner, tmp_path, name, record_property)
+    assert not error_outputs(executed), error_outputs(executed)
+    verdicts = [v for cell in executed.cells for v in checkpoint_verdicts(cell, "zh")]
+    assert verdicts == [("not yet", tryit) for tryit in expected], verdicts
+    shown = [
+        o for c in executed.cells for o in c.get("outputs", []) if "text/html" in o.get("data", {})
+    ]
+    boxes = [
+        o["data"]["text/html"] for o in shown if "fxcourse-checkpoint" in o["data"]["text/html"]
+    ]
+    assert len(boxes) == len(expected) and all("还没有通过" in box for box in boxes), boxes[:1]
 
 
 def test_an_error_in_the_learners_code_points_at_the_learners_line(capsys):

@@ -157,3 +157,33 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert f"01_symbolic_tracing.ipynb: 1/{len(checks)} try-its passed  {first_id}✓" in shown
     assert f"{Path(exercise).stem}: passed ({Path(exercise).stem}/" in shown
     assert progress.main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path, monkeypatch):
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws-zh"
+    workspace.sync(mine, ROOT, language="zh")
+    chapter = nbformat.read(mine / "02_fx_ir.ipynb", as_version=4)
+    assert chapter.cells[0].source.startswith("# 第 2 章")
+    assert 'use_language("zh")' in chapter.cells[1].source
+    note = _sources(mine / "exercises" / "ex1_sigmoid_to_tanh.ipynb")[0]
+    assert "不会被提交" in note and "ex1_sigmoid_to_tanh/ex1_sigmoid_to_tanh.ipynb" in note
+    setting = mine / workspace.LAB_SETTINGS / "@jupyterlab/translation-extension"
+    assert json.loads((setting / "plugin.jupyterlab-settings").read_text()) == {"locale": "zh_CN"}
+    workspace.sync(tmp_path / "ws-en", ROOT)
+    assert not (tmp_path / "ws-en" / workspace.LAB_SETTINGS).exists()
+
+
+def test_make_lab_follows_the_learners_language():
+    def dry_run(lang: str) -> str:
+        command = ["make", "-n", "lab", f"LANG={lang}"]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True).stdout
+
+    chinese, english = dry_run("zh_CN.UTF-8"), dry_run("C.UTF-8")
+    assert (
+        "--language zh" in chinese
+        and "workspace-zh" in chinese
+        and "JUPYTERLAB_SETTINGS_DIR" in chinese
+    )
+    assert "--language en" in english and "workspace-zh" not in english
+    assert "JUPYTERLAB_SETTINGS_DIR" not in english

@@ -1,0 +1,416 @@
+"""Translations of what learners read, kept as gettext catalogs (fxcourse/locale/<lang>/*.po).
+
+    python -m fxcourse.i18n update   extract the English texts into the catalogs: new texts get
+                                     empty entries, changed ones keep their old translation marked
+                                     fuzzy (with the previous English), vanished ones are dropped
+    python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy
+    python -m fxcourse.i18n todo NAME         what NAME.po still needs, as JSON
+    python -m fxcourse.i18n fill NAME F.json  set translations from {english: translation}
+
+A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
+the comments in its code, and in checkpoint cells the goal and the hints (the second argument of
+`checkpoint(...)` and `check(...)`, and `goal = ...`); in exercise starters also the messages of
+the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
+(the "Not yet" box and its friends) are in fxcourse.po, read at run time by `gettext_for`.
+Translators edit the .po files (any PO editor, or by hand) and clear the `fuzzy` flag once an
+entry matches its English again.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import json
+import re
+import sys
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCALES = Path(__file__).with_name("locale")
+LANGUAGES = ("zh",)
+FENCE = re.compile(r"^\s*(```|~~~|:::)")
+CHECK_CALLS = {"check": 1, "checkpoint": 1}
+
+
+@dataclass(frozen=True)
+class Text:
+    """One translatable piece: where it is (cell, kind) and its English text."""
+
+    cell: int
+    kind: str  # "markdown", "comment" or "string" (the source of a string literal)
+    text: str
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+def markdown_blocks(source: str) -> list[str]:
+    """A Markdown cell split at blank lines; a fenced block (code, admonition) stays whole."""
+    blocks, current, fence = [], [], None
+    for line in source.splitlines():
+        opened = FENCE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None and line.strip().startswith(fence) and line.strip() == fence:
+            fence = None
+        if not line.strip() and fence is None:
+            blocks.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    blocks.append("\n".join(current))
+    return [block for block in blocks if block.strip()]
+
+
+def comments(source: str) -> list[tuple[int, int, str]]:
+    """(line, column, text after '# ') of each comment with words in it."""
+    found = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                text = token.string.lstrip("#").strip()
+                if re.search(r"[A-Za-z]{2}", text) and not text.startswith(("noqa", "type:")):
+                    found.append((*token.start, text))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return found
+
+
+def message_strings(source: str, asserts: bool) -> list[str]:
+    """Source text of the learner-facing strings: checkpoint goals and hints, assert messages."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            position = CHECK_CALLS.get(node.func.id)
+            if position is not None and len(node.args) > position:
+                found.append(node.args[position])
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "goal" for t in node.targets
+        ):
+            found.append(node.value)
+        elif asserts and isinstance(node, ast.Assert) and node.msg is not None:
+            found.append(node.msg)
+    strings = [
+        ast.get_source_segment(source, n)
+        for n in found
+        if isinstance(n, ast.JoinedStr | ast.Constant)
+    ]
+    return [s for s in strings if s and re.search(r"[A-Za-z]{2}", s)]
+
+
+def python_messages(package: Path) -> list[Text]:
+    """The messages a package shows through `_("...")` (fxcourse.messages), in file order."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "_"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append(Text(node.lineno, "message", node.args[0].value))
+    return found
+
+
+def texts_of(nb: nbformat.NotebookNode, asserts: bool = False) -> Iterator[Text]:
+    """Every translatable text of a notebook, in order (mistake cells are not learner-facing)."""
+    for index, cell in enumerate(nb.cells):
+        if cell.metadata.get("tryit", {}).get("role") == "mistake":
+            continue
+        if cell.cell_type == "markdown":
+            for block in markdown_blocks(cell.source):
+                yield Text(index, "markdown", block)
+        elif cell.cell_type == "code":
+            for _, _, text in comments(cell.source):
+                yield Text(index, "comment", text)
+            for text in message_strings(cell.source, asserts):
+                yield Text(index, "string", text)
+
+
+# ----------------------------------------------------------------------------- applying
+
+
+def translate_markdown(source: str, lookup: dict[str, str]) -> str:
+    for block in markdown_blocks(source):
+        if lookup.get(block):
+            source = source.replace(block, lookup[block], 1)
+    return source
+
+
+def translate_code(source: str, lookup: dict[str, str], asserts: bool) -> str:
+    lines = source.split("\n")
+    for line, column, text in comments(source):
+        if lookup.get(text):
+            lines[line - 1] = lines[line - 1][:column] + "# " + lookup[text]
+    source = "\n".join(lines)
+    for text in message_strings(source, asserts):
+        if lookup.get(text):
+            source = source.replace(text, lookup[text])
+    return source
+
+
+def translate_notebook(
+    nb: nbformat.NotebookNode, lookup: dict[str, str], asserts: bool = False
+) -> nbformat.NotebookNode:
+    """A copy of nb with every text that has a translation replaced; code stays as it is."""
+    translated = nbformat.reads(nbformat.writes(nb), as_version=4)
+    for cell in translated.cells:
+        if cell.cell_type == "markdown":
+            cell.source = translate_markdown(cell.source, lookup)
+        elif cell.cell_type == "code":
+            cell.source = translate_code(cell.source, lookup, asserts)
+    return translated
+
+
+LANGUAGE_CELL = {
+    "zh": "# 本章的检查点提示使用中文\n"
+    "from fxcourse.messages import use_language\n\n"
+    'use_language("zh")',
+}
+
+
+def add_language_cell(nb: nbformat.NotebookNode, language: str) -> None:
+    """A translated chapter's first code cell switches fxcourse's messages to its language."""
+    nb.cells.insert(1, nbformat.v4.new_code_cell(LANGUAGE_CELL[language]))
+
+
+def refresh_checksums(nb: nbformat.NotebookNode) -> None:
+    """nbgrader's checksums of a translated exercise's cells, so `validate` accepts them."""
+    from nbgrader.utils import compute_checksum
+
+    for cell in nb.cells:
+        if "checksum" in cell.metadata.get("nbgrader", {}):
+            cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
+
+
+# ----------------------------------------------------------------------------- catalogs
+
+
+def catalog_path(name: str, language: str) -> Path:
+    return LOCALES / language / f"{name}.po"
+
+
+def load_catalog(name: str, language: str):
+    import polib
+
+    path = catalog_path(name, language)
+    if path.exists():
+        return polib.pofile(str(path), wrapwidth=0)
+    catalog = polib.POFile(wrapwidth=0)
+    catalog.metadata = {
+        "Content-Type": "text/plain; charset=UTF-8",
+        "Language": language,
+        "Project-Id-Version": "fxcourse",
+    }
+    return catalog
+
+
+def lookup_of(name: str, language: str) -> dict[str, str]:
+    """English -> translation for the entries that are translated and not fuzzy."""
+    return {
+        entry.msgid: entry.msgstr
+        for entry in load_catalog(name, language)
+        if entry.msgstr and "fuzzy" not in entry.flags and not entry.obsolete
+    }
+
+
+KIND_NOTES = {
+    "markdown": "Markdown: keep markup, code spans, links; in code blocks translate comments only",
+    "comment": "a comment in code: one line",
+    "string": "a Python string literal: keep its quotes, prefix and every {...} exactly",
+    "message": "a message of fxcourse's helpers: keep every {placeholder} exactly",
+}
+
+
+def translation_memory(language: str) -> dict:
+    """Every translated entry of every catalog of the language, so a text that moves to another
+    chapter keeps its translation."""
+    import polib
+
+    memory = {}
+    for path in sorted((LOCALES / language).glob("*.po")):
+        for entry in polib.pofile(str(path), wrapwidth=0):
+            if entry.msgstr and "fuzzy" not in entry.flags and not entry.obsolete:
+                memory.setdefault(entry.msgid, entry)
+    return memory
+
+
+def merged_catalog(name: str, language: str, texts: list[Text]):
+    """The catalog for texts: translations kept, changed texts fuzzy with the old translation."""
+    import polib
+
+    old = load_catalog(name, language)
+    done = translation_memory(language) | {e.msgid: e for e in old if e.msgstr and not e.obsolete}
+    catalog = polib.POFile(wrapwidth=0)
+    catalog.metadata = old.metadata
+    seen: dict[str, polib.POEntry] = {}
+    for text in texts:
+        if text.text in seen:
+            seen[text.text].occurrences.append((name, str(text.cell)))
+            continue
+        entry = polib.POEntry(msgid=text.text, msgstr="", occurrences=[(name, str(text.cell))])
+        entry.comment = KIND_NOTES[text.kind]
+        if text.text in done:
+            entry.msgstr, entry.flags = done[text.text].msgstr, list(done[text.text].flags)
+        elif close := difflib.get_close_matches(text.text, list(done), n=1, cutoff=0.6):
+            entry.msgstr, entry.flags = done[close[0]].msgstr, ["fuzzy"]
+            entry.previous_msgid = close[0]
+        seen[text.text] = entry
+        catalog.append(entry)
+    return catalog
+
+
+def problems(name: str, language: str, texts: list[Text]) -> list[str]:
+    """Entries missing or stale (fuzzy), and translated strings that would break the code."""
+    catalog = {e.msgid: e for e in load_catalog(name, language) if not e.obsolete}
+    found = []
+    for text in dict.fromkeys(texts):
+        entry = catalog.get(text.text)
+        short = text.text.replace("\n", " ")[:70]
+        if entry is None or not entry.msgstr:
+            found.append(f"{name}.po: missing ({text.kind}, cell {text.cell}): {short!r}")
+        elif "fuzzy" in entry.flags:
+            found.append(f"{name}.po: its English changed (fuzzy), cell {text.cell}: {short!r}")
+        elif text.kind == "string" and not same_literal_shape(text.text, entry.msgstr):
+            found.append(f"{name}.po: not a string literal with the same {{...}}: {short!r}")
+        elif text.kind == "message" and not same_placeholders(text.text, entry.msgstr):
+            found.append(f"{name}.po: the translation lost or added a {{placeholder}}: {short!r}")
+        elif text.kind == "comment" and "\n" in entry.msgstr:
+            found.append(f"{name}.po: a comment's translation must be one line: {short!r}")
+    return found
+
+
+def same_literal_shape(english: str, translated: str) -> bool:
+    """A translated string literal parses, and keeps the English one's {placeholders}."""
+    try:
+        ast.parse(translated, mode="eval")
+    except SyntaxError:
+        return False
+    return same_placeholders(english, translated)
+
+
+def same_placeholders(english: str, translated: str) -> bool:
+    placeholders = re.compile(r"\{[^{}]*\}")
+    return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
+
+
+# ----------------------------------------------------------------------------- the documents
+
+
+@dataclass(frozen=True)
+class Document:
+    """Something learners read, its catalog's name, and whether assert messages count."""
+
+    name: str
+    path: Path
+    asserts: bool = False
+
+    def read(self) -> nbformat.NotebookNode | str:
+        if self.path.suffix == ".ipynb":
+            return nbformat.read(self.path, as_version=4)
+        return self.path.read_text(encoding="utf-8")
+
+    def texts(self) -> list[Text]:
+        if self.path.is_dir():
+            return python_messages(self.path)
+        content = self.read()
+        if isinstance(content, str):
+            return [Text(0, "markdown", block) for block in markdown_blocks(content)]
+        return list(texts_of(content, self.asserts))
+
+    def translated(self, language: str) -> nbformat.NotebookNode | str:
+        content, lookup = self.read(), lookup_of(self.name, language)
+        if isinstance(content, str):
+            return translate_markdown(content, lookup)
+        return translate_notebook(content, lookup, self.asserts)
+
+
+def documents(root: Path = ROOT) -> list[Document]:
+    """Chapter sources (answers included, mistakes not), exercise starters, the learner README."""
+    chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
+    starters = sorted((root / "chapters" / "exercises").glob("*.ipynb"))
+    return (
+        [Document(path.stem, path) for path in chapters]
+        + [Document(path.stem, path, asserts=True) for path in starters]
+        + [Document("README", root / "env" / "student-edition" / "README.md")]
+        + [Document("fxcourse", root / "fxcourse")]
+    )
+
+
+def update(language: str, names: list[str] | None = None) -> None:
+    for document in documents():
+        if names and document.name not in names:
+            continue
+        catalog = merged_catalog(document.name, language, document.texts())
+        path = catalog_path(document.name, language)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        catalog.save(str(path))
+        todo = sum(1 for e in catalog if not e.msgstr or "fuzzy" in e.flags)
+        print(f"{path.relative_to(ROOT)}: {len(catalog)} entries, {todo} to translate")
+
+
+def all_problems(language: str) -> list[str]:
+    return [p for doc in documents() for p in problems(doc.name, language, doc.texts())]
+
+
+def export_todo(name: str, language: str) -> list[dict]:
+    """The entries of one catalog still to translate (missing or fuzzy), as JSON-able dicts."""
+    return [
+        {"english": e.msgid, "kind": e.comment, "draft": e.msgstr}
+        for e in load_catalog(name, language)
+        if not e.msgstr or "fuzzy" in e.flags
+    ]
+
+
+def fill(name: str, language: str, translations: dict[str, str]) -> int:
+    """Set translations (English -> text) in one catalog, clearing their fuzzy flag."""
+    catalog = load_catalog(name, language)
+    count = 0
+    for entry in catalog:
+        if translations.get(entry.msgid):
+            entry.msgstr = translations[entry.msgid]
+            entry.flags = [flag for flag in entry.flags if flag != "fuzzy"]
+            entry.previous_msgid = None
+            count += 1
+    catalog.save(str(catalog_path(name, language)))
+    return count
+
+
+def main(argv: list[str]) -> int:
+    command = argv[0] if argv else ""
+    if command == "todo" and len(argv) == 2:  # todo NAME: what is left in NAME.po, as JSON
+        print(json.dumps(export_todo(argv[1], "zh"), ensure_ascii=False, indent=1))
+        return 0
+    if command == "fill" and len(argv) == 3:  # fill NAME FILE.json: {english: translation}
+        translations = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
+        print(f"{fill(argv[1], 'zh', translations)} entries set in {argv[1]}.po")
+        return 0
+    if command == "update":  # update [NAME ...]: all catalogs, or the ones named
+        for language in LANGUAGES:
+            update(language, argv[1:])
+        return 0
+    if command == "check":
+        found = [p for language in LANGUAGES for p in all_problems(language)]
+        print("\n".join(found) or "every translation is present and current")
+        if found:
+            print(f"{len(found)} entries to translate: edit fxcourse/locale/*/ (see its README)")
+        return 1 if found else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

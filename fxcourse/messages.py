@@ -1,0 +1,52 @@
+"""The language of fxcourse's own messages (the try-its' "Not yet" box and its friends).
+
+A Chinese chapter starts with `use_language("zh")`; `_()` then looks each English message up in
+fxcourse/locale/zh/fxcourse.po, and falls back to the English when a message has no translation.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+LOCALES = Path(__file__).with_name("locale")
+_language = "en"
+
+
+def use_language(language: str) -> None:
+    """Show fxcourse's messages in `language` ("en" or "zh") from now on, in this kernel."""
+    global _language
+    _language = language
+
+
+def language() -> str:
+    return _language
+
+
+@cache
+def _catalog(language: str) -> dict[str, str]:
+    path = LOCALES / language / "fxcourse.po"
+    if language == "en" or not path.exists():
+        return {}
+    import polib
+
+    return {
+        entry.msgid: entry.msgstr
+        for entry in polib.pofile(str(path))
+        if entry.msgstr and "fuzzy" not in entry.flags
+    }
+
+
+def _(message: str) -> str:
+    """`message` in the current language (a format string keeps its {placeholders})."""
+    return _catalog(_language).get(message, message)
+
+
+def in_every_language(message: str) -> list[str]:
+    """`message` and each of its translations (to read what a chapter in any language printed)."""
+    found = [message]
+    for path in sorted(LOCALES.glob("*/fxcourse.po")):
+        translated = _catalog(path.parent.name).get(message)
+        if translated and translated not in found:
+            found.append(translated)
+    return found

@@ -1,0 +1,194 @@
+"""The course as a static website, built with Sphinx and MyST-NB from the same sources.
+
+    python -m fxcourse.website build [--out dist/site]
+
+Sources are generated into build/site/src (chapters from solutions/, with each try-it shown as its
+task, its reference answer folded away and its checkpoint run; the exercises' task text from the
+released starters, never executed; a start page with the table of contents), then Sphinx builds
+them with warnings as errors. Executed outputs are cached in build/site/cache, keyed by each
+notebook's code: a rebuild after one chapter changed re-runs that chapter only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from fxcourse import i18n
+from fxcourse.authoring import SOURCES, tryit_of
+from fxcourse.messages import _, use_language
+from fxcourse.notebooks import clean
+
+ROOT = Path(__file__).resolve().parents[2]
+CONF = Path(__file__).with_name("conf.py").parent
+BUILD = ROOT / "build" / "site"
+EXERCISES = ROOT / "chapters" / "exercises"
+LANGUAGE_CODES = {"en": "en", "zh": "zh_CN"}
+
+
+def how_to_run() -> str:
+    note = _(
+        "This page was executed on the course's pinned PyTorch. To run and edit it: clone the "
+        "course and run `make lab` (it sets everything up and opens JupyterLab in your own "
+        "`workspace/`), or unpack the student edition your instructor gives you and run "
+        "`make lab` there, or open it on your class hub. The download button at the top gives "
+        "this page as a notebook."
+    )
+    return f":::{{admonition}} {_('Run this page yourself')}\n:class: tip\n{note}\n:::"
+
+
+def start_page(chapters: list[str], exercises: list[str]) -> str:
+    intro = _(
+        "A hands-on course on how PyTorch turns Python programs into graphs and what you can do "
+        "with them: symbolic tracing, the FX IR, graph transforms, operator fusion, the "
+        "Interpreter, graph capture with TorchDynamo and `torch.export`, and FX in practice. "
+        "Every output on these pages was produced by running the code on the course's pinned "
+        "PyTorch."
+    )
+    read = _(
+        '**Read** the chapters here, in order. Each "Try it" shows its task; the reference '
+        "answer is folded under it (try first!), followed by the checkpoint that judges it."
+    )
+    run = _(
+        "**Run** the course: clone it and run `make lab` (set-up included), or use the student "
+        "edition or your class hub. The three graded exercises are submitted through nbgrader "
+        "in a class."
+    )
+    tocs = [toctree(_("Chapters"), chapters), toctree(_("Graded exercises"), exercises)]
+    title = _("torch.fx graph capture")
+    return "\n\n".join([f"# {title}", intro, read, run, *tocs]) + "\n"
+
+
+def toctree(caption: str, pages: list[str]) -> str:
+    return f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n" + "\n".join(pages) + "\n```"
+
+
+def exercises_page(exercises: list[str]) -> str:
+    """exercises/index: what chapters link to as `exercises/`."""
+    text = _(
+        "Three exercises, graded by nbgrader with hidden tests: the task text is here; fetch and "
+        "submit them through your class, or open them with `make lab` and press Validate."
+    )
+    return f"# {_('Graded exercises')}\n\n{text}\n\n" + toctree(_("Exercises"), exercises) + "\n"
+
+
+def with_page_links(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Links to the exercises folder point at its page."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("](exercises/)", "](exercises/index.md)")
+    return nb
+
+
+def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A chapter source as a site page: mistakes dropped, answers folded, a how-to-run note."""
+    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
+    cells = [page.cells[0], nbformat.v4.new_markdown_cell(how_to_run())]
+    for cell in page.cells[1:]:
+        marker = tryit_of(cell)
+        role = marker[1] if marker else None
+        if role == "mistake":
+            continue
+        if role == "answer":
+            cell.metadata.setdefault("tags", []).append("hide-input")
+            cell.metadata["mystnb"] = {
+                "code_prompt_show": _("Show a reference answer"),
+                "code_prompt_hide": _("Hide the reference answer"),
+            }
+        cells.append(cell)
+    page.cells = cells
+    return page
+
+
+def site_exercise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """An exercise starter as task text: shown as released, with the how-to-run note."""
+    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
+    page.cells.insert(1, nbformat.v4.new_markdown_cell(how_to_run()))
+    return page
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Unchanged pages keep their time stamps, so Sphinx re-reads only what changed."""
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def chapter_sources(language: str) -> dict[str, nbformat.NotebookNode]:
+    """Chapter sources (answers included) in `language`, by file name."""
+    if language == "en":
+        return {p.name: nbformat.read(p, as_version=4) for p in SOURCES.glob("[0-9][0-9]_*.ipynb")}
+    return {
+        document.path.name: document.translated(language)
+        for document in i18n.documents(ROOT)
+        if document.path.parent == SOURCES and document.path.suffix == ".ipynb"
+    }
+
+
+def write_sources(src: Path, language: str) -> list[Path]:
+    """Every page of the site in `language` under src; returns the pages written."""
+    use_language(language)
+    starters = EXERCISES if language == "en" else ROOT / "chapters" / language / "exercises"
+    pages: dict[Path, str] = {}
+    chapters = dict(sorted(chapter_sources(language).items()))
+    for name, nb in chapters.items():
+        pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb))) + "\n"
+    exercises = sorted(starters.glob("*.ipynb"))
+    for starter in exercises:
+        page = site_exercise(nbformat.read(starter, as_version=4))
+        pages[src / "exercises" / starter.name] = nbformat.writes(page) + "\n"
+    pages[src / "exercises" / "index.md"] = exercises_page([p.stem for p in exercises])
+    pages[src / "index.md"] = start_page(
+        [Path(name).stem for name in chapters], ["exercises/index"]
+    )
+    for stale in set(src.rglob("*.ipynb")) | set(src.rglob("*.md")):
+        if stale not in pages:
+            stale.unlink()
+    for path, text in pages.items():
+        write_if_changed(path, text)
+    use_language("en")
+    return list(pages)
+
+
+def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
+    """Sphinx with warnings as errors; the other edition is linked from every page."""
+    other = {"en": ("zh/", "zh", "中文"), "zh": ("../", "en", "English")}[language]
+    options = {
+        "language": LANGUAGE_CODES[language],
+        "nb_execution_cache_path": str(build_dir / "cache"),
+    }
+    context = dict(zip(("root", "code", "label"), other, strict=True))
+    defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
+    defines += [
+        arg for key, value in context.items() for arg in ("-A", f"other_language_{key}={value}")
+    ]
+    return [
+        *(sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n", "-q"),
+        *("-c", str(CONF), "-d", str(build_dir / "doctrees"), *defines, str(src), str(out)),
+    ]
+
+
+def build(out: Path, build_dir: Path = BUILD) -> int:
+    """The English site in out, the Chinese one in out/zh; returns Sphinx's exit status."""
+    for language, target in (("en", out), ("zh", out / "zh")):
+        folder = build_dir / language
+        write_sources(folder / "src", language)
+        command = sphinx_command(folder / "src", target, folder, language)
+        if status := subprocess.call(command, cwd=ROOT):
+            return status
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["build"])
+    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "site")
+    args = parser.parse_args(argv)
+    status = build(args.out)
+    if status == 0:
+        print(f"wrote {args.out}: open {args.out / 'index.html'} in a browser")
+    return status

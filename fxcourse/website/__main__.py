@@ -1,0 +1,5 @@
+import sys
+
+from fxcourse.website import main
+
+sys.exit(main())

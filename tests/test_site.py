@@ -1,0 +1,145 @@
+"""The course website (`make site`) in a real browser, read as a reader would.
+
+Runs in `make test-site` (after the site is built; `make test` skips it, as building executes
+every chapter twice). Serves dist/site on loopback and drives Debian's headless Chromium: the start
+page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3;
+the language switch goes to the Chinese page and back; a chapter with graph pictures and try-its
+shows every picture whole and a reference answer folded until clicked. Every page visited is
+checked for missing images, pictures wider than the page, raw markup and Sphinx's error boxes.
+Screenshots: test-artifacts/site/.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from browser_lab import CHROMIUM, CHROMIUM_ARGS
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("FXCOURSE_SITE", ROOT / "dist" / "site"))
+ARTIFACTS = ROOT / "test-artifacts" / "site"
+RAW_MARKUP = ["```", ":::", "{toctree}", "{admonition}", "\\(", "$$", "<div", "**"]
+
+pytestmark = [
+    pytest.mark.xdist_group("site"),
+    pytest.mark.skipif(
+        not os.environ.get("FXCOURSE_SITE_TEST"), reason="the website is tested by make test-site"
+    ),
+]
+
+JS_PAGE_PROBLEMS = """
+() => {
+  const main = document.querySelector('main') || document.body;
+  const broken = Array.from(main.querySelectorAll('img'))
+    .filter((img) => !img.complete || img.naturalWidth === 0).map((img) => img.src);
+  const room = main.querySelector('article, .bd-article') || main;
+  const scrolls = (el) => {
+    for (let up = el.parentElement; up && up !== room; up = up.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(up).overflowX)) return true;
+    }
+    return false;
+  };
+  const wide = Array.from(room.querySelectorAll('img, svg'))
+    .filter((el) => el.getBoundingClientRect().width > room.getBoundingClientRect().width + 1)
+    .filter((el) => !scrolls(el))
+    .map((el) => el.outerHTML.slice(0, 80));
+  const errors = Array.from(main.querySelectorAll('.system-message, .problematic'))
+    .map((el) => el.textContent.slice(0, 120));
+  const text = Array.from(main.querySelectorAll('p, li, h1, h2, h3, td'))
+    .map((el) => el.innerText).join('\\n');
+  return {broken, wide, errors, text};
+}
+"""
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    assert (SITE / "index.html").exists(), f"no site in {SITE}: run `make site` first"
+    handler = functools.partial(QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def page(site_url):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.set_default_timeout(30_000)
+        tab.goto(site_url + "index.html")
+        yield tab
+        browser.close()
+
+
+def looked_at(page, name: str) -> dict:
+    """Screenshot the page and return what is wrong with it (asserted by the caller)."""
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=False)
+    found = page.evaluate(JS_PAGE_PROBLEMS)
+    assert not found["broken"], f"{name}: images that did not load: {found['broken']}"
+    assert not found["wide"], f"{name}: pictures wider than the page: {found['wide']}"
+    assert not found["errors"], f"{name}: Sphinx error boxes: {found['errors']}"
+    raw = [mark for mark in RAW_MARKUP if mark in found["text"]]
+    assert not raw, f"{name}: raw markup shown as text: {raw}"
+    return found
+
+
+def test_table_of_contents_leads_to_the_chapters(page, site_url):
+    page.goto(site_url + "index.html")
+    looked_at(page, "01-start-page")
+    page.locator("article a", has_text="Chapter 1").first.click()
+    assert page.url.endswith("01_symbolic_tracing.html")
+    found = looked_at(page, "02-chapter-1")
+    assert "symbolic_trace" in found["text"]
+    assert page.locator("a.reference", has_text="Chapter 2").count() > 0, "no link onwards"
+
+
+def test_search_finds_replace_all_uses_with(page, site_url):
+    page.goto(site_url + "search.html?q=replace_all_uses_with")
+    results = page.locator("#search-results li a")
+    results.first.wait_for()
+    looked_at(page, "03-search")
+    hrefs = [link.get_attribute("href") for link in results.all()]
+    assert any("03_graph_transforms" in href for href in hrefs), hrefs
+
+
+def test_language_switch_goes_to_chinese_and_back(page, site_url):
+    page.goto(site_url + "02_fx_ir.html")
+    page.locator(".fxcourse-language a", has_text="中文").click()
+    assert page.url.endswith("/zh/02_fx_ir.html"), page.url
+    found = looked_at(page, "04-chapter-2-chinese")
+    assert "图" in found["text"] and "GraphModule" in found["text"]
+    page.locator(".fxcourse-language a", has_text="English").click()
+    assert page.url.endswith("/02_fx_ir.html") and "/zh/" not in page.url, page.url
+    looked_at(page, "05-chapter-2-english-again")
+
+
+@pytest.mark.parametrize("language", ["", "zh/"])
+def test_graph_pictures_whole_and_answers_folded(page, site_url, language):
+    page.goto(site_url + language + "04_operator_fusion.html")
+    pictures = page.locator("article .cell_output img")
+    assert pictures.count() > 0, "chapter 4 shows no graph picture"
+    pictures.first.scroll_into_view_if_needed()
+    looked_at(page, f"06-chapter-4-picture{'-zh' if language else ''}")
+    answer = page.locator(".tag_hide-input details").first
+    code = answer.locator(".cell_input")
+    assert not code.is_visible(), "a reference answer is shown before it is asked for"
+    answer.locator("summary").click()
+    code.wait_for(state="visible")
+    answer.scroll_into_view_if_needed()
+    looked_at(page, f"07-chapter-4-answer-open{'-zh' if language else ''}")
