@@ -184,7 +184,8 @@ LANGUAGE_CELL = {
 
 def add_language_cell(nb: nbformat.NotebookNode, language: str) -> None:
     """A translated chapter's first code cell switches fxcourse's messages to its language."""
-    nb.cells.insert(1, nbformat.v4.new_code_cell(LANGUAGE_CELL[language]))
+    cell = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=f"fxcourse-language-{language}")
+    nb.cells.insert(1, cell)  # a fixed id: the derived chapter is the same on every build
 
 
 def refresh_checksums(nb: nbformat.NotebookNode) -> None:

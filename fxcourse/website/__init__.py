@@ -87,7 +87,7 @@ def with_page_links(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A chapter source as a site page: mistakes dropped, answers folded, a how-to-run note."""
     page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
-    cells = [page.cells[0], nbformat.v4.new_markdown_cell(how_to_run())]
+    cells = [page.cells[0], nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run")]
     for cell in page.cells[1:]:
         marker = tryit_of(cell)
         role = marker[1] if marker else None
@@ -107,7 +107,7 @@ def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def site_exercise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """An exercise starter as task text: shown as released, with the how-to-run note."""
     page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
-    page.cells.insert(1, nbformat.v4.new_markdown_cell(how_to_run()))
+    page.cells.insert(1, nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run"))
     return page
 
 
