@@ -222,8 +222,9 @@ def child(fds: list[int], limits: dict, shell) -> None:
 def isolate(tmp_mb: int) -> None:
     """Own user, IPC and mount namespaces; a fresh /tmp and /dev/shm; no capabilities left."""
     uid, gid = os.getuid(), os.getgid()
-    kept = [os.open(path, os.O_PATH) for path in KEEP]
     check(libc.unshare(CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWNS), "unshare")
+    # Opened in the new namespace: a bind mount's source must be a mount of our own namespace.
+    kept = [os.open(path, os.O_PATH) for path in KEEP]
     set_dumpable(1)  # our /proc/self files belong to root while we are not dumpable
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1")):
         with open(f"/proc/self/{name}", "w") as handle:
