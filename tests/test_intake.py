@@ -806,3 +806,20 @@ def test_learner_html_is_shown_inert(configured_course: Path, template: str):
             assert not str(tag.get(name, "")).lower().startswith("javascript"), tag
     assert "<b>bold</b>" in html and f"data:image/png;base64,{PNG}" in html
     assert 'href="https://example.org/"' in html and "data:image/svg+xml;base64," in html
+
+
+def test_a_feedback_folder_keeps_only_the_pages_made_from_notebooks(configured_course: Path):
+    """The course's GenerateFeedback hook, called as nbgrader calls it after writing a
+    student's feedback: the learner's own files (evil.html, a folder) are removed."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(configured_course)).load_config()
+    hook = config.GenerateFeedback.post_convert_hook
+    graded = configured_course / course_grader.AUTOGRADED / "ada" / EX1 / f"{EX1}.ipynb"
+    folder = configured_course / course_grader.FEEDBACK / "ada" / EX1
+    put(folder / f"{EX1}.html", b"<p>made from the notebook</p>")
+    put(folder / "submission_secret.txt", b"secret")
+    put(folder / "evil.html", b"<script>PWNED()</script>")
+    put(folder / "pages" / "more.svg", b"<svg><script>PWNED()</script></svg>")
+    hook(assignment="*", student="*", notebooks=[str(graded)])
+    assert {path.name for path in folder.iterdir()} == {f"{EX1}.html", "submission_secret.txt"}
