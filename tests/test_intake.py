@@ -380,6 +380,21 @@ def test_a_submission_over_the_total_byte_cap_is_refused_whole(
     assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
 
 
+def test_a_submission_that_grew_after_its_sizes_were_read_is_refused_whole(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """The copy counts the bytes again (a learner's process can grow a file after the sizes
+    were read): past the cap, nothing of the submission is left."""
+    folder = tmp_path / "up" / "ada" / EX1
+    put(folder / f"{EX1}.ipynb", notebook("ada"))
+    put(folder / "data.bin", b"x" * 4096)
+    monkeypatch.setattr(intake, "MAX_SUBMISSION_BYTES", 4096)
+    monkeypatch.setattr(intake, "over_caps", lambda files: "")  # the sizes read before it grew
+    report = collect(tmp_path / "up", course)
+    assert "4096 bytes per submission" in refused(report)[f"ada/{EX1}"]
+    assert report.collected == [] and not arrived(course)
+
+
 def test_an_exchange_submission_over_the_caps_is_refused_whole(
     tmp_path: Path, course: Path, monkeypatch
 ):
