@@ -15,8 +15,10 @@ and devices are reported without being opened. A file name that is not printable
 copied under a safe name (each offending byte written as %XX) and the rename is reported; a student
 id that is not printable text, or starts with '.', is reported and nothing of it is collected.
 Zip entries that would land outside the upload, links, special files, encrypted entries and entries
-over the size caps are refused. Times come only from a timestamp.txt in the upload (as nbgrader's
-exchange writes it) or from a `timestamp` group of the file-name pattern, never from file dates.
+over the size caps are refused; a submission whose files pass the per-submission caps (total
+bytes, number of files) is refused whole before anything of it is copied. Times come only from a
+timestamp.txt in the upload (as nbgrader's exchange writes it) or from a `timestamp` group of the
+file-name pattern, never from file dates.
 
 nbgrader's exchange (`collect_inbound`: `make collect`, the formgrader's Collect) is read by the
 same rules, except who and when: there the learner writes the folder, so its name and timestamp.txt
@@ -39,7 +41,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -47,6 +49,11 @@ from typing import BinaryIO
 MAX_FILE_BYTES = 256 * 2**20  # per file taken from a zip
 MAX_ZIP_BYTES = 4 * 2**30  # all files taken from one zip, uncompressed
 MAX_ZIP_ENTRIES = 50_000
+# One student's submission of one assignment, from any source (an upload, a zip, the exchange):
+# refused whole, before anything is copied, when its files' sizes (sparse files count in full:
+# the copy is not sparse) or their number pass these.
+MAX_SUBMISSION_BYTES = 2**30
+MAX_SUBMISSION_FILES = 2_000
 TIMESTAMP_FILE = "timestamp.txt"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's exchange format, in UTC
 COPY_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, zlib.error)
@@ -54,6 +61,10 @@ COPY_ERRORS = (OSError, EOFError, ValueError, RuntimeError, zipfile.BadZipFile, 
 
 class IntakeError(Exception):
     """The upload as a whole cannot be read (nothing was collected from it)."""
+
+
+class OverCap(Exception):
+    """One submission passes a per-submission cap (nothing of it was collected)."""
 
 
 def lms_patterns(assignments: Iterable[str]) -> dict[str, str]:
@@ -90,6 +101,7 @@ class Found:
     parts: tuple[str, ...]  # may hold undecodable bytes as surrogates (os.fsdecode)
     open: Callable[[], BinaryIO] | None = None
     problem: str = ""
+    size: int = 0  # bytes, as the folder or the zip says (the copy counts them again)
 
 
 @dataclass(frozen=True)
@@ -188,7 +200,8 @@ def _entry(entry: os.DirEntry, parts: tuple[str, ...], owner=None) -> Found | tu
     if entry.is_dir(follow_symlinks=False):
         return parts
     if entry.is_file(follow_symlinks=False):
-        return Found(parts, functools.partial(open_regular, entry.path, owner))
+        size = entry.stat(follow_symlinks=False).st_size
+        return Found(parts, functools.partial(open_regular, entry.path, owner), size=size)
     kind = _kind(entry.stat(follow_symlinks=False).st_mode)
     return Found(parts, problem=f"{kind}, not a regular file: not opened")
 
@@ -254,7 +267,7 @@ def read_zip(archive: zipfile.ZipFile) -> Iterator[Found]:
             yield Found(parts or (info.filename,), problem=problem)
             continue
         total += info.file_size
-        yield Found(parts, functools.partial(archive.open, info))
+        yield Found(parts, functools.partial(archive.open, info), size=info.file_size)
 
 
 def strip_zip_root(found: list[Found], assignments: Iterable[str]) -> list[Found]:
@@ -264,7 +277,7 @@ def strip_zip_root(found: list[Found], assignments: Iterable[str]) -> list[Found
     student_folder = any(len(f.parts) > 2 and f.parts[1] in assignments for f in content)
     if len(roots) != 1 or student_folder or any(len(f.parts) < 2 for f in content):
         return found
-    return [f if f.parts[0] == "__MACOSX" else Found(f.parts[1:], f.open, f.problem) for f in found]
+    return [f if f.parts[0] == "__MACOSX" else replace(f, parts=f.parts[1:]) for f in found]
 
 
 @dataclass
@@ -412,8 +425,19 @@ def submission_time(files: dict, report: Report) -> datetime | None:
     return max(times, default=None)
 
 
-def copy_file(found: Found, target: Path) -> None:
-    """Copy one file, at most MAX_FILE_BYTES of it, into a new file (none when it fails)."""
+def over_caps(files: dict) -> str:
+    """Why a submission of `files` passes a per-submission cap ("" when it does not)."""
+    total = sum(item.size for item, _ in files.values())
+    if len(files) > MAX_SUBMISSION_FILES:
+        return f"{len(files)} files, over the cap of {MAX_SUBMISSION_FILES} files per submission"
+    if total > MAX_SUBMISSION_BYTES:
+        return f"{total} bytes, over the cap of {MAX_SUBMISSION_BYTES} bytes per submission"
+    return ""
+
+
+def copy_file(found: Found, target: Path, room: int) -> int:
+    """Copy one file, at most MAX_FILE_BYTES of it, into a new file (none when it fails).
+    Returns its size; OverCap when it passes the `room` left in its submission (it grew)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         with found.open() as source, open(target, "xb") as sink:
@@ -422,7 +446,10 @@ def copy_file(found: Found, target: Path) -> None:
                 copied += len(chunk)
                 if copied > MAX_FILE_BYTES:
                     raise ValueError(f"over the {MAX_FILE_BYTES}-byte cap per file")
+                if copied > room:
+                    raise OverCap(f"over the cap of {MAX_SUBMISSION_BYTES} bytes per submission")
                 sink.write(chunk)
+        return copied
     except BaseException:
         target.unlink(missing_ok=True)
         raise
@@ -430,20 +457,27 @@ def copy_file(found: Found, target: Path) -> None:
 
 def install(files: dict, when: datetime | None, target: Path, stage: Path, report: Report) -> int:
     """Copy one submission's files to stage, then put stage in target's place (replacing an
-    earlier submission unless that one is newer). Returns the number of files copied."""
+    earlier submission unless that one is newer). Returns the number of files copied; OverCap
+    (nothing copied) when the submission passes a per-submission cap."""
     before = existing_time(target)
     if when and before and when < before:
         reason = f"older ({when:%Y-%m-%d %H:%M} UTC) than the submission already collected "
         for item, _ in files.values():
             report.refuse(item.parts, reason + f"({before:%Y-%m-%d %H:%M} UTC): that one is kept")
         return 0
-    copied = 0
-    for inner, (item, _) in sorted(files.items()):
-        try:
-            copy_file(item, stage.joinpath(*inner))
-            copied += 1
-        except COPY_ERRORS as error:
-            report.refuse(item.parts, f"could not be copied ({error})")
+    if problem := over_caps(files):
+        raise OverCap(problem)
+    copied, room = 0, MAX_SUBMISSION_BYTES
+    try:
+        for inner, (item, _) in sorted(files.items()):
+            try:
+                room -= copy_file(item, stage.joinpath(*inner), room)
+                copied += 1
+            except COPY_ERRORS as error:
+                report.refuse(item.parts, f"could not be copied ({error})")
+    except OverCap:
+        shutil.rmtree(stage, ignore_errors=True)  # nothing of it stays on the disk
+        raise
     if not copied:
         return 0
     if when and not (stage / TIMESTAMP_FILE).exists():
@@ -500,6 +534,9 @@ def collect_one(key: tuple[str, str], files: dict, submitted: Path, stage: Path,
     target = submitted / student / assignment
     try:
         copied = install(files, when, target, stage, report)
+    except OverCap as error:
+        report.refuse([student, assignment], f"{error}: refused, nothing of it collected")
+        return
     except OSError as error:
         for item, _ in files.values():
             report.refuse(item.parts, f"could not be written to {shown(str(target))} ({error})")
@@ -636,7 +673,7 @@ def collect_inbound(
                 inner = tuple(safe_name(part) for part in item.parts)
                 if inner != item.parts:
                     report.notes.append(f"{shown('/'.join(parts))} copied as {'/'.join(inner)}")
-                files[inner] = (Found(parts, item.open), Place(*key, inner, submission.when))
+                files[inner] = (replace(item, parts=parts), Place(*key, inner, submission.when))
             cross_check(submission, files, report)
             install_inbound(key, submission, files, submitted, staging / str(index), report)
     finally:
@@ -648,6 +685,9 @@ def install_inbound(key, submission: Inbound, files: dict, submitted: Path, stag
     target = submitted / key[0] / key[1]
     try:
         copied = install(files, submission.when, target, stage, report)
+    except OverCap as error:
+        report.refuse([submission.name], f"{error}: refused, nothing of it collected")
+        return
     except OSError as error:
         report.refuse([submission.name], f"could not be written to {shown(str(target))} ({error})")
         return

@@ -13,12 +13,20 @@ metadata keeps only numeric image sizes (nbconvert's templates write width and h
 page unquoted: `"width": "1 onerror=..."` would be a handler). A markdown cell's pasted images
 (attachments) are shown; a link to an attachment the cell lacks is an empty image, not an error
 that stops the whole page.
+
+FeedbackOnly (GenerateFeedback's post_convert_hook) removes from each feedback folder what nbgrader
+did not make from a notebook (it copies a submission's other files there, a learner's .html too).
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from bleach.sanitizer import ALLOWED_TAGS, Cleaner
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
@@ -135,3 +143,39 @@ def shown_data(data: dict) -> dict:
         encoded = base64.b64encode(svg.encode()).decode()
         data.setdefault("text/html", f'<img src="data:image/svg+xml;base64,{encoded}" alt="SVG">')
     return data
+
+
+# Files of a feedback folder that nbgrader writes itself (release-feedback reads them).
+FEEDBACK_KEEPS = frozenset({"timestamp.txt", "submission_secret.txt"})
+
+
+@dataclass(frozen=True)
+class FeedbackOnly:
+    """GenerateFeedback's post_convert_hook (grader/nbgrader_config.py): a feedback folder keeps
+    only the pages nbgrader made from the graded notebooks. nbgrader copies a submission's other
+    files there too, and a learner's own .html (or .svg, .htm) would be handed out uncleaned."""
+
+    autograded: Path
+    feedback: Path
+
+    def __call__(self, assignment: str, student: str, notebooks: list[str]) -> None:
+        # assignment and student are nbgrader's patterns ("*"): the notebooks' folder names them
+        for folder in sorted({Path(notebook).parent for notebook in notebooks}):
+            pages = {f"{Path(notebook).stem}.html" for notebook in notebooks}
+            target = self.feedback / folder.relative_to(self.autograded)
+            if removed := keep_only(target, FEEDBACK_KEEPS | pages):
+                print(f"feedback: removed {', '.join(removed)} from {target}: not feedback")
+
+
+def keep_only(folder: Path, names: Iterable[str]) -> list[str]:
+    """Remove everything in folder but the regular files called `names`; the names removed."""
+    removed = []
+    for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+        if entry.name in names and entry.is_file(follow_symlinks=False):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+        removed.append(entry.name)
+    return removed

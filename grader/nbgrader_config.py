@@ -19,7 +19,7 @@ for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
 import course_grader as layout  # noqa: E402
 from class_exchange import ReleaseEveryFeedback, SafeExchangeCollect  # noqa: E402
 from late_penalty import PercentPerDayLate  # noqa: E402
-from learner_html import LearnerHTML  # noqa: E402
+from learner_html import FeedbackOnly, LearnerHTML  # noqa: E402
 
 from grader.safegrade.preprocessors import configure  # noqa: E402
 
@@ -49,6 +49,11 @@ c.ExchangeFactory.release_feedback = ReleaseEveryFeedback
 # Every page nbgrader renders from a submission (the formgrader's views, feedback) shows the
 # learner's HTML and markdown cleaned: nothing a learner wrote runs in the instructor's browser.
 c.HTMLExporter.preprocessors = [LearnerHTML]
+# A feedback folder keeps only the pages made from the notebooks (and timestamp.txt,
+# submission_secret.txt): nbgrader copies a submission's other files there, a learner's .html too.
+c.GenerateFeedback.post_convert_hook = FeedbackOnly(
+    ROOT / layout.AUTOGRADED, ROOT / layout.FEEDBACK
+)
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).

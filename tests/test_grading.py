@@ -61,6 +61,9 @@ def released(tmp_path_factory) -> Path:
     return course
 
 
+EVIL_PAGE = "<script>PWNED()</script><p>the learner's own page</p>"
+
+
 def write_submissions(
     course: Path, folder: Path, answers: list[Snippet], assignments, untouched: bool = True
 ) -> None:
@@ -75,6 +78,8 @@ def write_submissions(
             assignment,
             submission(student, reference, Snippet("", assignment, 10, {})),
         )
+        # a file of the learner's own beside the notebook (nbgrader copies it to the feedback)
+        (folder / "reference" / assignment / "evil.html").write_text(EVIL_PAGE)
         if untouched:
             write_submission(folder, "untouched", assignment, student)
         for snippet in (s for s in answers if s.assignment == assignment):
@@ -224,6 +229,21 @@ def test_feedback_keeps_a_learners_quoted_marker(graded):
     assert "the grader keeps a" in feedback_text(
         course, "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
     )
+
+
+def test_feedback_holds_only_the_pages_made_from_notebooks(graded):
+    """The reference submissions came with an evil.html of their own, which nbgrader copies into
+    the feedback folder: after make feedback none is left there to hand out uncleaned."""
+    course = graded["sandboxed"]
+    assert course_grader.feedback(course, ["reference"]) == 0
+    autograded = course / course_grader.AUTOGRADED / "reference"
+    assert (autograded / ASSIGNMENTS[0] / "evil.html").read_text() == EVIL_PAGE
+    for assignment in ASSIGNMENTS:
+        folder = course / course_grader.FEEDBACK / "reference" / assignment
+        names = {path.name for path in folder.iterdir()}
+        assert f"{assignment}.html" in names, names
+        assert names <= {f"{assignment}.html", "timestamp.txt", "submission_secret.txt"}, names
+        assert "PWNED" not in (folder / f"{assignment}.html").read_text()
 
 
 def test_release_feedback_through_the_exchange(graded):

@@ -337,6 +337,87 @@ def test_zip_caps_encryption_and_damage(tmp_path: Path, course: Path, monkeypatc
         collect(tmp_path / "up.zip", tmp_path / "c4")
 
 
+def sparse(path: Path, size: int) -> None:
+    """A file of `size` bytes that takes no room on the disk (its copy would)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+
+
+def plant_sparse_files(folder: Path) -> int:
+    """Files each under the per-file cap, together over the per-submission cap; their count."""
+    count = intake.MAX_SUBMISSION_BYTES // (intake.MAX_FILE_BYTES - 2**20) + 1
+    put(folder / f"{EX1}.ipynb", notebook("big"))
+    for index in range(count):
+        sparse(folder / f"data{index}.bin", intake.MAX_FILE_BYTES - 2**20)
+    return count
+
+
+def copies_made(monkeypatch) -> list[str]:
+    """The files intake copies from now on (a refusal must come before any of ada's)."""
+    copied, copy_file = [], intake.copy_file
+
+    def counted(found, target, room):
+        copied.append("/".join(found.parts))
+        return copy_file(found, target, room)
+
+    monkeypatch.setattr(intake, "copy_file", counted)
+    return copied
+
+
+def test_a_submission_over_the_total_byte_cap_is_refused_whole(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """Many files under the per-file cap (sparse: no room on the disk until copied) that pass
+    the per-submission cap together: nothing of them is copied, the reason names the cap."""
+    plant_sparse_files(tmp_path / "up" / "ada" / EX1)
+    put(tmp_path / "up" / "bob" / EX1 / f"{EX1}.ipynb", notebook("bob"))
+    copied = copies_made(monkeypatch)
+    report = collect(tmp_path / "up", course)
+    assert copied == [f"bob/{EX1}/{EX1}.ipynb"]
+    assert f"{intake.MAX_SUBMISSION_BYTES} bytes per submission" in refused(report)[f"ada/{EX1}"]
+    assert set(arrived(course)) == {f"bob/{EX1}/{EX1}.ipynb"}, "the others are still collected"
+    assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
+
+
+def test_a_submission_that_grew_after_its_sizes_were_read_is_refused_whole(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """The copy counts the bytes again (a learner's process can grow a file after the sizes
+    were read): past the cap, nothing of the submission is left."""
+    folder = tmp_path / "up" / "ada" / EX1
+    put(folder / f"{EX1}.ipynb", notebook("ada"))
+    put(folder / "data.bin", b"x" * 4096)
+    monkeypatch.setattr(intake, "MAX_SUBMISSION_BYTES", 4096)
+    monkeypatch.setattr(intake, "over_caps", lambda files: "")  # the sizes read before it grew
+    report = collect(tmp_path / "up", course)
+    assert "4096 bytes per submission" in refused(report)[f"ada/{EX1}"]
+    assert report.collected == [] and not arrived(course)
+
+
+def test_an_exchange_submission_over_the_caps_is_refused_whole(
+    tmp_path: Path, course: Path, monkeypatch
+):
+    """The exchange by the same caps: total bytes, and number of files."""
+    name = f"ada+{EX1}+2026-01-01 10:00:00.000000 UTC+aaa"
+    folder = inbound_folder(tmp_path / "exchange", name, {})
+    plant_sparse_files(folder)
+    copied = copies_made(monkeypatch)
+    report = collect_exchange(tmp_path / "exchange", course, {os.getuid(): "ada"})
+    assert f"{intake.MAX_SUBMISSION_BYTES} bytes per submission" in refused(report)[name]
+    assert not copied, "copied before it was refused"
+    assert report.collected == [] and not arrived(course)
+    for path in folder.glob("data*.bin"):
+        path.unlink()
+    for index in range(5):
+        put(folder / f"small{index}.txt", b"x")
+    monkeypatch.setattr(intake, "MAX_SUBMISSION_FILES", 5)  # the notebook makes 6
+    report = collect_exchange(tmp_path / "exchange", course, {os.getuid(): "ada"})
+    assert "6 files, over the cap of 5 files per submission" in refused(report)[name]
+    assert report.collected == [] and not arrived(course) and not copied
+    assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
+
+
 def test_a_resubmission_replaces_the_earlier_copy_unless_older(tmp_path: Path, course: Path):
     first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
     put(first / "ann" / EX1 / f"{EX1}.ipynb", notebook("draft"))
@@ -740,3 +821,20 @@ def test_learner_html_is_shown_inert(configured_course: Path, template: str):
             assert not str(tag.get(name, "")).lower().startswith("javascript"), tag
     assert "<b>bold</b>" in html and f"data:image/png;base64,{PNG}" in html
     assert 'href="https://example.org/"' in html and "data:image/svg+xml;base64," in html
+
+
+def test_a_feedback_folder_keeps_only_the_pages_made_from_notebooks(configured_course: Path):
+    """The course's GenerateFeedback hook, called as nbgrader calls it after writing a
+    student's feedback: the learner's own files (evil.html, a folder) are removed."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(configured_course)).load_config()
+    hook = config.GenerateFeedback.post_convert_hook
+    graded = configured_course / course_grader.AUTOGRADED / "ada" / EX1 / f"{EX1}.ipynb"
+    folder = configured_course / course_grader.FEEDBACK / "ada" / EX1
+    put(folder / f"{EX1}.html", b"<p>made from the notebook</p>")
+    put(folder / "submission_secret.txt", b"secret")
+    put(folder / "evil.html", b"<script>PWNED()</script>")
+    put(folder / "pages" / "more.svg", b"<svg><script>PWNED()</script></svg>")
+    hook(assignment="*", student="*", notebooks=[str(graded)])
+    assert {path.name for path in folder.iterdir()} == {f"{EX1}.html", "submission_secret.txt"}
