@@ -11,7 +11,8 @@ What this file decides:
   editor over the course folder in their home; "learners" get the Assignments tab only.
 * nbgrader's exchange is one folder shared by all, outside any checkout and any home.
 * Before a learner's server starts, the course's chapters are brought into ~/chapters, as
-  `make lab` does for its workspace: new and updated ones copied, the learner's edits kept.
+  `make lab` does for its workspace: new chapters copied, course updates merged into the
+  learner's copies (fxcourse/workspace.py).
 * Each learner's server, with its kernels, has a memory and a CPU limit (limits.py: cgroups);
   servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
 """
