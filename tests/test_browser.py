@@ -61,7 +61,9 @@ KERNEL = "fx-course"
 CHAPTER_1 = "01_symbolic_tracing.ipynb"  # in the workspace
 # The try-it the learner answers, with the answer typed; the one whose answer is revealed.
 TRYIT_ANSWERED = "1.2"
-TRYIT_TYPED = 'mean_pool = fx.symbolic_trace(pool, concrete_args={"mode": "mean"})'
+TRYIT_TYPED = (
+    'plain_gelu = fx.symbolic_trace(scaled_act, concrete_args={"act": "gelu", "scale": None})'
+)
 TRYIT_REVEALED = "1.1"
 ASSIGNMENTS = ["ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter"]
 CHAPTER_RUN_TIMEOUT_S = 150

@@ -11,6 +11,7 @@ the formgrader's Autograde call) work on what the batch wrote.
 
 from __future__ import annotations
 
+import ast
 import csv
 import hashlib
 import json
@@ -35,6 +36,7 @@ import tiny_course  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from grader.safegrade.bench import scores  # noqa: E402
+from grader.safegrade.sandbox import python_folders  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
@@ -297,7 +299,13 @@ def test_no_student_finds_what_an_earlier_one_left(one_sandbox):
     assert int(scan.split("scanned MiB")[1].split()[0]) > 10 and "suffixes []" in scan, scan
     assert "nothing to copy" in printed(course, "b2_plagiarist")
     left = printed(course, "b3_looks_for_leftovers")
-    assert "shm -1 msg -1" in left and "files ['home', 'work'] []" in left, left
+    assert "shm -1 msg -1" in left, left
+    listed = left.split("files ", 1)[1].split("\n")[0]  # files [in /tmp] [in /dev/shm]
+    end = listed.index("] ") + 1
+    tmp, shm = ast.literal_eval(listed[:end]), ast.literal_eval(listed[end:].strip())
+    # The sandbox's own folders, and the top folders of a Python installation bound under /tmp.
+    bound = {Path(f).parts[2] for f in python_folders() if Path(f).parts[1:2] == ("tmp",)}
+    assert (set(tmp), shm) == ({"home", "work"} | bound, []), left
     for kind in ("shm", "msg", "sem"):
         assert f"{kind} objects 0" in left, left
     mapped = printed(course, "b4_shared_mmap_4g")  # stopped by the limit, or still touching
