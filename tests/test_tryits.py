@@ -1,10 +1,13 @@
 """The chapters' "Try it" prompts: blanks in the learner chapters, checkpoints that check the task.
 
-For every chapter source in solutions/ (see fxcourse/authoring.py for the format):
-- the learner chapter, run top to bottom in a fresh kernel, reaches its last cell with no error,
-  shows one "Not yet" per try-it and passes no checkpoint by itself;
-- the source, run top to bottom with the checkpoint also run right after the scaffold and after
-  every written-down mistake, says "Not yet" to each of those and passes on the reference answer.
+For every chapter source in solutions/ (see fxcourse/authoring.py for the format), the learner
+chapter runs top to bottom in one fresh kernel, with cells added after each try-it's checkpoint:
+every written-down mistake from the source, each followed by the checkpoint; the reference answer,
+followed by the checkpoint twice (re-running it changes nothing); then the learner's scaffold
+again and the checkpoint. So one run shows that the checkpoint says "Not yet" to the blank, to
+each mistake and to the blank after an answer, passes the answer, and that the chapter reaches its
+last cell with nothing filled in (the later cells see the blank). The sources run to their end
+with every answer in place when the website is built (`make test-site`, errors stop the build).
 """
 
 from __future__ import annotations
@@ -52,24 +55,40 @@ def checkpoint_verdicts(cell: nbformat.NotebookNode, language: str = "en") -> li
     return found
 
 
-def with_extra_checkpoints(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A copy of a source chapter whose checkpoint also runs after the scaffold and each mistake,
-    each copy tagged with the role it judges."""
-    probe = copy.deepcopy(nb)
-    cells = []
-    checks = {
+def with_mistakes_and_answers(
+    learner: nbformat.NotebookNode, source: nbformat.NotebookNode
+) -> nbformat.NotebookNode:
+    """A copy of the learner chapter with, after each try-it's checkpoint, the source's mistakes
+    and answer and the learner's scaffold again, each followed by the checkpoint tagged with what
+    it judges (see the module's docstring)."""
+    probe = copy.deepcopy(learner)
+    roles = {marker: [] for marker in ("mistake", "answer")}
+    in_source = {}
+    for cell in source.cells:
+        if (marker := authoring.tryit_of(cell)) and marker[1] in roles:
+            in_source.setdefault(marker[0], []).append((marker[1], cell))
+    scaffolds = {
         marker[0]: cell
-        for cell in nb.cells
-        if (marker := authoring.tryit_of(cell)) and marker[1] == "check"
+        for cell in learner.cells
+        if (marker := authoring.tryit_of(cell)) and marker[1] == "scaffold"
     }
+    cells = []
     for cell in probe.cells:
         cells.append(cell)
         marker = authoring.tryit_of(cell)
-        if marker and marker[1] in ("scaffold", "mistake"):
-            extra = copy.deepcopy(checks[marker[0]])
-            extra.metadata["judges"] = marker[1]
-            extra["id"] = f"{extra['id']}-{len(cells)}"
-            cells.append(extra)
+        if not marker or marker[1] != "check":
+            continue
+        tryit = marker[0]
+        # ("answer", None): the checkpoint once more, right after its verdict on the answer
+        added = [*in_source.get(tryit, []), ("answer", None), ("scaffold", scaffolds[tryit])]
+        for role, body in added:
+            if body is not None:
+                cells.append(copy.deepcopy(body))
+                cells[-1]["id"] = f"{body['id']}-{len(cells)}"
+            judge = copy.deepcopy(cell)
+            judge.metadata["judges"] = role
+            judge["id"] = f"{cell['id']}-{len(cells)}"
+            cells.append(judge)
     probe.cells = cells
     return probe
 
@@ -85,37 +104,29 @@ def run_notebook(nb: nbformat.NotebookNode, tmp_path: Path, name: str, record_pr
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_learner_chapter_runs_to_the_end_with_a_not_yet_per_tryit(
+def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
     source, tmp_path, record_property
 ):
     learner = nbformat.read(authoring.CHAPTERS / source.name, as_version=4)
-    expected = sorted(authoring.tryits(learner))
-    executed = run_notebook(learner, tmp_path, source.name, record_property)
+    probe = with_mistakes_and_answers(learner, nbformat.read(source, as_version=4))
+    executed = run_notebook(probe, tmp_path, source.name, record_property)
     assert not error_outputs(executed), error_outputs(executed)
-    verdicts = [v for cell in executed.cells for v in checkpoint_verdicts(cell)]
-    passed = [tryit for verdict, tryit in verdicts if verdict == "passed"]
-    assert not passed, f"checkpoints passed with nothing filled in: {passed}"
-    assert sorted(tryit for _, tryit in verdicts) == expected
-
-
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_checkpoints_reject_scaffold_and_mistakes_and_accept_the_answer(
-    source, tmp_path, record_property
-):
-    nb = nbformat.read(source, as_version=4)
-    executed = run_notebook(with_extra_checkpoints(nb), tmp_path, source.name, record_property)
-    assert not error_outputs(executed), error_outputs(executed)
-    wrong = []
+    wrong, judged = [], []
     for index, cell in enumerate(executed.cells):
         marker = authoring.tryit_of(cell)
         if not marker or marker[1] != "check":
             continue
-        want = "not yet" if cell.metadata.get("judges") else "passed"
+        role = cell.metadata.get("judges", "learner's blank")
+        want = "passed" if role == "answer" else "not yet"
         got = checkpoint_verdicts(cell)
+        judged.append((marker[0], role))
         if got != [(want, marker[0])]:
-            judged = cell.metadata.get("judges", "answer")
-            wrong.append(f"try it {marker[0]}, cell {index} after the {judged}: {got}")
+            wrong.append(f"try it {marker[0]}, cell {index}, after the {role}: {got}")
     assert not wrong, "\n".join(wrong)
+    expected = sorted(authoring.tryits(learner))
+    assert sorted({tryit for tryit, _ in judged}) == expected
+    answered = sorted({tryit for tryit, role in judged if role == "answer"})
+    assert answered == expected, f"a try-it without a reference answer: {answered}"
 
 
 def test_a_chinese_learner_chapter_says_not_yet_in_chinese_per_tryit(tmp_path, record_property):
