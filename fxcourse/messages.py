@@ -6,6 +6,7 @@ fxcourse/locale/zh/fxcourse.po, and falls back to the English when a message has
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -40,6 +41,12 @@ def _catalog(language: str) -> dict[str, str]:
 def _(message: str) -> str:
     """`message` in the current language (a format string keeps its {placeholders})."""
     return _catalog(_language).get(message, message)
+
+
+def printed_pattern(text: str) -> re.Pattern:
+    """Matches a line that starts as `text` prints (up to its {problem}), capturing its {id}."""
+    head = text.partition("{problem}")[0]
+    return re.compile("^" + re.escape(head).replace(re.escape("{id}"), r"(\S+?)"))
 
 
 def in_every_language(message: str) -> list[str]:

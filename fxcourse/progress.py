@@ -18,15 +18,12 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse.messages import in_every_language
+from fxcourse.messages import in_every_language, printed_pattern
 from fxcourse.workspace import course_notebooks
 
 CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
 # "Checkpoint N passed." as a chapter in any of the course's languages prints it.
-PASSED = [
-    re.compile("^" + re.escape(text).replace(re.escape("{id}"), r"(\S+?)"))
-    for text in in_every_language("Checkpoint {id} passed.")
-]
+PASSED = [printed_pattern(text) for text in in_every_language("Checkpoint {id} passed.")]
 
 
 def tryits(notebook: nbformat.NotebookNode) -> dict[str, bool]:

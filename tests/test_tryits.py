@@ -24,29 +24,23 @@ from fxcourse import authoring, messages
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
-PASSED = re.compile(r"^Checkpoint (\S+) passed\.")
-NOT_YET = re.compile(r"^Not yet \(try it (\S+)\)")
 
 
 def verdict_patterns(language: str) -> tuple[re.Pattern, re.Pattern]:
-    """The English patterns above, from the messages as a chapter in `language` shows them."""
+    """The checkpoint's "passed" and "not yet" lines as a chapter in `language` prints them."""
     messages.use_language(language)
     try:
-        passed = re.escape(messages._("Checkpoint {id} passed."))
-        not_yet = messages._("Not yet (try it {id}): {problem}").partition("{problem}")[0]
+        passed = messages._("Checkpoint {id} passed.")
+        not_yet = messages._("Not yet (try it {id}): {problem}")
     finally:
         messages.use_language("en")
-    any_id = r"(\S+?)"
-    return (
-        re.compile("^" + passed.replace(re.escape("{id}"), any_id)),
-        re.compile("^" + re.escape(not_yet).replace(re.escape("{id}"), any_id)),
-    )
+    return messages.printed_pattern(passed), messages.printed_pattern(not_yet)
 
 
 def checkpoint_verdicts(cell: nbformat.NotebookNode, language: str = "en") -> list[tuple[str, str]]:
     """(verdict, try-it id) for each checkpoint result a cell displayed."""
     found = []
-    passed, not_yet = (PASSED, NOT_YET) if language == "en" else verdict_patterns(language)
+    passed, not_yet = verdict_patterns(language)
     for output in cell.get("outputs", []):
         text = output.get("data", {}).get("text/plain", "")
         for pattern, verdict in ((passed, "passed"), (not_yet, "not yet")):
