@@ -52,6 +52,10 @@ ensure_venv_module() {  # Debian and Ubuntu ship `venv`/`ensurepip` as a package
     die "$PYTHON cannot create virtual environments. On Debian/Ubuntu: 'sudo apt-get install python3-venv'; or set PYTHON=/path/to/another/python3.11+."
 }
 
+install_stamp() {  # the lock and the project's own packaging (what `-e .` installs)
+    cat "$LOCK" pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
 install_packages() {
     say "installing the locked packages into $VENV (first time: several GB, a few minutes)"
     if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then  # none yet, or a broken one
@@ -66,7 +70,7 @@ install_packages() {
     "$VENV/bin/python" -m ipykernel install --sys-prefix \
         --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >/dev/null
     enable_nbgrader_extensions
-    sha256sum "$LOCK" | cut -d' ' -f1 >"$STAMP"
+    install_stamp >"$STAMP"
 }
 
 enable_nbgrader_extensions() {
@@ -109,7 +113,7 @@ else
         "Only instructors need it: 'make autograde' runs submissions inside bubblewrap ('sudo apt-get install bubblewrap')."
 fi
 
-want=$(sha256sum "$LOCK" | cut -d' ' -f1)
+want=$(install_stamp)
 have=$(cat "$STAMP" 2>/dev/null || true)
 if [ "$want" != "$have" ] || [ ! -x "$VENV/bin/jupyter" ]; then
     install_packages

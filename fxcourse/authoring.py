@@ -34,6 +34,26 @@ CHAPTERS = ROOT / "chapters"
 ANSWERS = Path(__file__).with_name("answers.json")
 ROLES = ("scaffold", "mistake", "answer", "check")
 LEARNER_ROLES = {"scaffold", "check"}
+# A learner chapter's first code cell: a kernel without torch or fxcourse (Jupyter's default
+# "Python 3", a kernel of another environment) stops here, saying which kernel to pick.
+KERNEL_CHECK = """\
+# {comment}
+import importlib.util
+
+if not (importlib.util.find_spec("torch") and importlib.util.find_spec("fxcourse")):
+    raise ModuleNotFoundError(
+        "{hint}"
+    )"""
+KERNEL_HINT = {
+    "en": (
+        "a kernel without the course's packages stops here, saying which kernel to pick",
+        "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)",
+    ),
+    "zh": (
+        "若内核里没有课程的包，这里立即停下并说明怎么做",
+        "这个内核没有课程的包：请选 Kernel > Change Kernel > Python 3 (fx-course)",
+    ),
+}
 
 
 def tryit_of(cell: nbformat.NotebookNode) -> tuple[str, str] | None:
@@ -74,14 +94,20 @@ def problems(nb: nbformat.NotebookNode, chapter: str) -> list[str]:
     return found
 
 
-def learner_version(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The chapter as learners get it: no answers, no mistakes, no outputs."""
+def learner_version(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
+    """The chapter as learners get it: no answers, no mistakes, no outputs, the kernel check
+    first."""
     learner = nbformat.reads(nbformat.writes(nb), as_version=4)
     learner.cells = [
         cell
         for cell in learner.cells
         if (marker := tryit_of(cell)) is None or marker[1] in LEARNER_ROLES
     ]
+    comment, hint = KERNEL_HINT[language]
+    check = KERNEL_CHECK.format(comment=comment, hint=hint)
+    first_code = next(i for i, cell in enumerate(learner.cells) if cell.cell_type == "code")
+    # a fixed id: the derived chapter is the same on every build
+    learner.cells.insert(first_code, nbformat.v4.new_code_cell(check, id="fxcourse-kernel-check"))
     return clean(learner)
 
 
@@ -125,7 +151,8 @@ def translated_files(language: str) -> dict[Path, str]:
             derived[document.path.with_suffix(f".{language}.md")] = translated
         elif document.path.parent == SOURCES:
             i18n.add_language_cell(translated, language)
-            derived[folder / document.path.name] = nbformat.writes(learner_version(translated))
+            learner = learner_version(translated, language)
+            derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))
         else:
             i18n.refresh_checksums(translated)

@@ -48,6 +48,7 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ("ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter")
+EXERCISE_FOLDERS = "ex[0-9]_*"  # matches ASSIGNMENTS and no chapter (tests/test_export.py)
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = Path("solutions")  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -83,8 +84,9 @@ def nbgrader(course: Path, *args: str) -> int:
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise (gradebook entries, grader/release/), then copy the
     student versions, stripped, to publish_to/<assignment>.ipynb. Returns the copies."""
-    # One nbgrader process for all (each start costs seconds); "*": every folder of solutions/.
-    if nbgrader(course, "generate_assignment", "*", "--force") != 0:
+    # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
+    # folders only: "*" would also try each chapter of solutions/ and warn about every one.
+    if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force") != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
         return []

@@ -6,6 +6,7 @@ nbgrader reads the repository root's nbgrader_config.py, which loads this file, 
 there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,14 @@ from learner_html import FeedbackOnly, LearnerHTML  # noqa: E402
 from grader.safegrade.preprocessors import configure  # noqa: E402
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
+
+
+def _not_a_replaced_release(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Removing existing assignment")
+
+
+# Releasing again replaces the earlier student version, as asked (--force): not worth a warning.
+logging.getLogger("GenerateAssignmentApp").addFilter(_not_a_replaced_release)
 
 c.CourseDirectory.course_id = layout.COURSE_ID
 c.CourseDirectory.root = str(ROOT)
@@ -57,7 +66,7 @@ c.GenerateFeedback.post_convert_hook = FeedbackOnly(
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
-configure(c, ROOT, ROOT / layout.SOURCE)
+configure(c, ROOT / layout.SOURCE)
 # The limits, one place for every way of grading (make autograde, nbgrader autograde, the
 # formgrader's Autograde button), read into one object (safegrade.sandbox.Limits): a cell that runs
 # longer than Execute.timeout is interrupted and fails (also under plain nbgrader); a whole

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -63,7 +65,25 @@ def test_learner_version_keeps_scaffold_and_check_only():
     cells += [_tryit("1.1", "mistake", "# no\nx = 2"), _tryit("1.1", "answer", "x = 3")]
     cells += [_tryit("1.1", "check", "check(x)")]
     learner = authoring.learner_version(new_notebook(cells=cells))
-    assert [c.source for c in learner.cells] == ["import torch", "x = ...", "check(x)"]
+    assert learner.cells[0].id == "fxcourse-kernel-check"
+    assert [c.source for c in learner.cells[1:]] == ["import torch", "x = ...", "check(x)"]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_kernel_without_the_course_stops_at_the_first_cell_and_says_which_to_pick(
+    language, tmp_path
+):
+    folder = authoring.CHAPTERS / ("" if language == "en" else language)
+    chapter = nbformat.read(folder / SOURCES[0].name, as_version=4)
+    first = next(cell for cell in chapter.cells if cell.cell_type == "code")
+    assert first.id == "fxcourse-kernel-check"
+    # -S: no site-packages, so neither torch nor fxcourse, as in a kernel of another Python
+    bare = [sys.executable, "-I", "-S", "-c", first.source]
+    run = subprocess.run(bare, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "Python 3 (fx-course)" in run.stderr, run.stderr
+    assert run.stderr.strip().splitlines()[-1].startswith("ModuleNotFoundError: ")
+    course = subprocess.run([sys.executable, "-c", first.source], cwd=tmp_path, timeout=60)
+    assert course.returncode == 0
 
 
 @pytest.mark.parametrize("readme", ["README.md", "env/student-edition/README.md"])

@@ -226,6 +226,25 @@ def test_the_kernel_runs_the_same_probe_and_check(tmp_path, monkeypatch):
         kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x})
 
 
+def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkeypatch):
+    class BrokenChecks:
+        seed = 7
+
+        @staticmethod
+        def inputs(grade_id, seed):
+            raise KeyError("a case the instructor forgot")
+
+    cell = nbformat.v4.new_code_cell("assert True")
+    cell.metadata.nbgrader = {"grade": True, "grade_id": "test_x", "points": 1, "locked": True}
+    with pytest.raises(preprocessors.GraderFailure, match="could not make the inputs of test_x"):
+        preprocessors.step(cell, BrokenChecks)
+    (tmp_path / "probes.py").write_text("def test_x(ns, inputs):\n    return 1\n")
+    (tmp_path / "checks.py").write_text("def inputs(grade_id, seed):\n    return {}[grade_id]\n")
+    monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
+    with pytest.raises(kernel.GraderError, match="could not make the inputs of test_x"):
+        kernel.run_check(tmp_path.name, "test_x", {})
+
+
 # ----------------------------------------------------------------------------- staging
 
 

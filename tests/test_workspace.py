@@ -165,7 +165,8 @@ def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_pat
     workspace.sync(mine, ROOT, language="zh")
     chapter = nbformat.read(mine / "02_fx_ir.ipynb", as_version=4)
     assert chapter.cells[0].source.startswith("# 第 2 章")
-    assert 'use_language("zh")' in chapter.cells[1].source
+    assert chapter.cells[1].id == "fxcourse-kernel-check" and "请选" in chapter.cells[1].source
+    assert 'use_language("zh")' in chapter.cells[2].source
     note = _sources(mine / "exercises" / "ex1_sigmoid_to_tanh.ipynb")[0]
     assert "不会被提交" in note and "ex1_sigmoid_to_tanh/ex1_sigmoid_to_tanh.ipynb" in note
     setting = mine / workspace.LAB_SETTINGS / "@jupyterlab/translation-extension"

@@ -28,12 +28,19 @@ def crossed(value):
     return decode(json.loads(json.dumps(encode(value))))
 
 
+class GraderError(RuntimeError):
+    """The exercise's checks.py failed: the grader's fault, not the submission's."""
+
+
 def run_check(assignment: str, grade_id: str, namespace: dict) -> None:
     folder = exercise_folder(assignment)
     probes = probing.load(folder / "probes.py")
     checks = probing.load(folder / "checks.py")
     with probing.torch_defaults():  # the checks too run in the learner's process here
-        inputs = probing.make_inputs(checks, grade_id, random.SystemRandom().getrandbits(32))
+        try:
+            inputs = probing.make_inputs(checks, grade_id, random.SystemRandom().getrandbits(32))
+        except Exception as exc:
+            raise GraderError(f"checks.py could not make the inputs of {grade_id}") from exc
         sent = None if inputs is None else crossed(inputs)
         data = crossed(probing.call_probe(probes, grade_id, namespace, sent))
         probing.run_check_function(checks, grade_id, data, inputs)

@@ -54,13 +54,13 @@ UNSANDBOXED = (
 )
 
 
-def configure(c, root: Path, source: Path) -> None:
+def configure(c, source: Path) -> None:
     """The grading settings of a course's nbgrader configuration (grader/nbgrader_config.py):
     Autograde's Execute step replaced by SandboxExecute, deleted test cells put back, probes and
-    checks never released, feedback without hidden tests, the two variables the hidden part of
-    each test cell reads (kernel.py), and this interpreter's folder on PATH (for nbgrader's
-    `alembic`). Limits: Execute.timeout (per cell) and the traits of
-    SandboxExecute, set after this call."""
+    checks never released, feedback without hidden tests, where the hidden part of each test cell
+    finds the exercises' probes and checks (SAFEGRADE_SOURCE, kernel.py), and this interpreter's
+    folder on PATH (for nbgrader's `alembic`). Limits: Execute.timeout (per cell) and the traits
+    of SandboxExecute, set after this call."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.converters import Autograde
 
@@ -73,7 +73,6 @@ def configure(c, root: Path, source: Path) -> None:
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
     c.CourseDirectory.ignore += ["probes.py", "checks.py"]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
-    os.environ["SAFEGRADE_COURSE"] = str(root)
     os.environ["SAFEGRADE_SOURCE"] = str(source)
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
@@ -122,7 +121,8 @@ class ResilientExecute(Execute):
 
 
 class GraderFailure(RuntimeError):
-    """The sandbox failed twice on a submission: the grader's failure, not the learner's."""
+    """The grader's failure, not the learner's: the sandbox failed twice on a submission, or the
+    exercise's checks.py could not make a test's inputs."""
 
 
 class SandboxExecute(ResilientExecute):
@@ -153,13 +153,13 @@ class SandboxExecute(ResilientExecute):
             course.submitted_directory, info["student"], info["assignment"]
         )
         cells = code_cells(nb)
-        job = {
-            "cells": [step(cell, checks) for cell in cells],
-            "probes": probes,
-            "files": files_for_sandbox([Path(submitted), folder], course.ignore),
-            "nonce": secrets.token_hex(16),
-        }
         try:
+            job = {
+                "cells": [step(cell, checks) for cell in cells],
+                "probes": probes,
+                "files": files_for_sandbox([Path(submitted), folder], course.ignore),
+                "nonce": secrets.token_hex(16),
+            }
             reply = self.run_job(job, course, folder)
         except GraderFailure:
             Batch.grader_failed.add((info["student"], info["assignment"]))
@@ -267,8 +267,9 @@ def step(cell, checks=None) -> dict:
     grade_id = cell.metadata.nbgrader["grade_id"]
     try:
         inputs = trusted_inputs(checks, grade_id)
-    except Exception:  # noqa: BLE001 - the check reports it (judge makes the inputs again)
-        inputs = None
+    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
+        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
     return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
 
 

@@ -151,16 +151,38 @@ def test_run_output(data, cases):
         )
 
 
+def is_seconds(value) -> bool:
+    """A time a timer gives: a real number (float, NumPy's float64, int), finite, >= 0."""
+    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return real and math.isfinite(value) and value >= 0
+
+
+def times_problem(name: str, times, calls: int) -> str | None:
+    """What is wrong with one node's list of times after `calls` runs, said as what to fix."""
+    if not isinstance(times, list):
+        return f"timings[{name!r}] should be a list of times, one per run, not {times!r}"
+    if len(times) != calls:
+        return (
+            f"{name}: {len(times)} time(s) after {calls} run(s): append one time per run in "
+            "run_node (and start each interpreter with empty timings)"
+        )
+    wrong = [t for t in times if not is_seconds(t)]
+    if wrong:
+        return (
+            f"{name}: each time is the seconds a node took (time.perf_counter() after minus "
+            f"before, >= 0), not {wrong[0]!r}"
+        )
+    return None
+
+
 def check_timed(timings, case: dict, calls: int) -> None:
-    """One float per run for each call node of the graph, each sleeping node at least its nap."""
+    """One time per run for each call node of the graph, each sleeping node at least its nap."""
     want = sorted(timed_nodes(case["graph"]))
     assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
     assert sorted(timings, key=str) == want, f"the timed nodes are {want}, not {sorted(timings)}"
     for name, times in timings.items():
-        ok = isinstance(times, list) and len(times) == calls
-        assert ok and all(type(t) is float and t >= 0 for t in times), (
-            f"{name}: want {calls} time(s), floats >= 0, got {times}"
-        )
+        problem = times_problem(name, times, calls)
+        assert problem is None, problem
     check_slept(timings, case)
 
 
@@ -168,9 +190,10 @@ def check_slept(timings, case: dict) -> None:
     """Each node that sleeps (a function node) is timed at least as long as it sleeps."""
     for name, seconds in slept(case["graph"]).items():
         times = timings.get(name) if isinstance(timings, dict) else None
-        ok = isinstance(times, list) and times and all(type(t) is float for t in times)
+        ok = isinstance(times, list) and times and all(is_seconds(t) for t in times)
         assert ok and min(times) >= seconds * 0.99, (
-            f"{name} (a function node) sleeps {seconds} s in every run, but its times are {times}"
+            f"{name} (a function node) sleeps {seconds} s in every run, but its times are "
+            f"{times}: time the whole of super().run_node(n), function nodes too"
         )
 
 

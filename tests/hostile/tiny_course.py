@@ -15,15 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "tiny"
 NOTEBOOK = "tiny.ipynb"
 SECRET_MARK = "SECRET-HIDDEN-CHECK-MARK"
 HIDDEN = """### BEGIN HIDDEN TESTS
-import os
-import sys
-
-sys.path.insert(0, os.environ["SAFEGRADE_COURSE"])
 from grader.safegrade.kernel import run_check
 
 run_check("tiny", "{grade_id}", globals())
@@ -63,14 +58,11 @@ def test_hidden(data):
     value = data["floats"]
     assert type(value) is float and math.isclose(value, 8.5), "floats"
 """
-CONFIG = """import sys
-
-sys.path.insert(0, {repo!r})
-from grader.safegrade.preprocessors import configure
+CONFIG = """from grader.safegrade.preprocessors import configure
 
 c = get_config()
 c.CourseDirectory.course_id = "tiny-course"
-configure(c, {repo!r}, {source!r})
+configure(c, {source!r})
 c.Execute.timeout = {cell_timeout}
 c.SandboxExecute.budget = {budget}
 c.SandboxExecute.memory_mb = 1024
@@ -151,7 +143,7 @@ def make_course(root: Path, cell_timeout: float = 2, budget: float = 10) -> Path
     (folder / NOTEBOOK).write_text(json.dumps(source_notebook(), indent=1))
     (folder / "probes.py").write_text(PROBES)
     (folder / "checks.py").write_text(CHECKS)
-    values = {"repo": str(REPO), "source": str(root / "source")}
+    values = {"source": str(root / "source")}
     config = CONFIG.format(cell_timeout=cell_timeout, budget=budget, **values)
     (root / "nbgrader_config.py").write_text(config)
     nbgrader(root, "generate_assignment", ASSIGNMENT)
