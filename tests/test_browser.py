@@ -510,8 +510,13 @@ def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
 def _learn_with_autosave(lab: LabPage) -> None:
     """Open one chapter, edit the first code cell of two others; autosave writes all three."""
     folder = lab.server.workspace
-    open_notebook(lab, OPENED_ONLY, "20-autosave-chapter-opened")
-    assert_no_banners(lab, "a chapter opened with autosave on")
+    with lab.step("20-autosave-chapter-opened"):
+        # The URL `make lab` prints, in a fresh browser profile: the chapter opens on the course's
+        # kernel (wait_for_notebook), with no "Select Kernel" dialog (a banner).
+        lab.page.goto(f"{lab.server.url}lab/tree/{OPENED_ONLY}?token={lab.server.token}")
+        lab.wait_for_notebook(OPENED_ONLY, KERNEL)
+        lab.shot("20-autosave-chapter-opened")
+        assert_no_banners(lab, "a chapter opened from the printed URL with autosave on")
     _saved(
         folder / OPENED_ONLY,
         lambda nb: "version" in nb.metadata.get("language_info", {}),
@@ -550,10 +555,7 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
     server = autosave_lab_server
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
-        lab = LabPage(context.new_page(), server, artifacts)
-        with lab.step("20-autosave-lab-start"):
-            lab.open_lab()
-        _learn_with_autosave(lab)
+        _learn_with_autosave(LabPage(context.new_page(), server, artifacts))
     finally:
         context.close()  # no tab left to autosave over the sync
 
