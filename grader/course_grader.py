@@ -55,6 +55,9 @@ RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
 AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
 GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+# nbgrader's glob over solutions/ for every exercise folder and no chapter: "*" made nbgrader warn
+# once for each chapter notebook that it is not an assignment folder.
+ASSIGNMENT_GLOB = "ex[0-9]_*"
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -83,8 +86,9 @@ def nbgrader(course: Path, *args: str) -> int:
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise (gradebook entries, grader/release/), then copy the
     student versions, stripped, to publish_to/<assignment>.ipynb. Returns the copies."""
-    # One nbgrader process for all (each start costs seconds); "*": every folder of solutions/.
-    if nbgrader(course, "generate_assignment", "*", "--force") != 0:
+    _clear(course / RELEASE / a for a in ASSIGNMENTS)
+    # One nbgrader process for all (each start costs seconds).
+    if nbgrader(course, "generate_assignment", ASSIGNMENT_GLOB, "--force") != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
         return []
@@ -227,6 +231,13 @@ def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path
     return found
 
 
+def _clear(outputs: Iterable[Path]) -> None:
+    """Remove the folders a command regenerates. nbgrader's --force removes them too, but warns
+    about each ("Removing existing assignment"), which asks nothing of the instructor."""
+    for output in outputs:
+        shutil.rmtree(output, ignore_errors=True)
+
+
 def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
     """Grade every submitted notebook of every exercise in one `nbgrader autograde` batch. A
     submission that crashes its kernel or loops is graded, not fatal to the batch. Returns the exit
@@ -243,6 +254,12 @@ def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
 def feedback(course: Path = ROOT, students: Iterable[str] = ()) -> int:
     """HTML feedback for every autograded submission (or only `students`) in grader/feedback."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
+    chosen = set(students)
+    _clear(
+        course / FEEDBACK / graded.relative_to(course / AUTOGRADED)
+        for graded in (course / AUTOGRADED).glob("[!.]*/*")
+        if not chosen or graded.parent.name in chosen
+    )
     return max(nbgrader(course, "generate_feedback", "*", "--force", *s) for s in selections)
 
 
