@@ -25,6 +25,7 @@ left nothing in the repository.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -510,6 +511,10 @@ def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
 def _learn_with_autosave(lab: LabPage) -> None:
     """Open one chapter, edit the first code cell of two others; autosave writes all three."""
     folder = lab.server.workspace
+    # JupyterLab falls back on the server's default kernel (Jupyter's own: python3), which the
+    # learner's lab does not offer: the default must be the course's kernel.
+    specs = json.loads(lab.server.request("api/kernelspecs"))
+    assert (specs["default"], list(specs["kernelspecs"])) == (KERNEL, [KERNEL]), specs
     with lab.step("20-autosave-chapter-opened"):
         # The URL `make lab` prints, in a fresh browser profile: the chapter opens on the course's
         # kernel (wait_for_notebook), with no "Select Kernel" dialog (a banner).
@@ -523,16 +528,18 @@ def _learn_with_autosave(lab: LabPage) -> None:
         "the kernel's language_info into the chapter the learner only opened",
     )
     for name in (EDITED, COLLIDING):
+        shot = f"21-autosave-{name.removesuffix('.ipynb')}"
         lab.menu("File", "application:close-all")  # one notebook in the page: cell(i) is its
-        open_notebook(lab, name, f"21-autosave-{name.removesuffix('.ipynb')}")
-        first_code = nbformat.read(folder / name, as_version=4).cells[1]
-        lab.replace_cell_source(1, f"{first_code.source}\n{LEARNER_LINE}")
-        _saved(
-            folder / name,
-            lambda nb: nb.cells[1].source.endswith(LEARNER_LINE),
-            f"the learner's edit of {name}",
-        )
-        assert_no_banners(lab, f"{name} edited with autosave on")
+        open_notebook(lab, name, shot)
+        with lab.step(f"{shot}-edited"):
+            first_code = nbformat.read(folder / name, as_version=4).cells[1]
+            lab.replace_cell_source(1, f"{first_code.source}\n{LEARNER_LINE}")
+            _saved(
+                folder / name,
+                lambda nb: nb.cells[1].source.endswith(LEARNER_LINE),
+                f"the learner's edit of {name}",
+            )
+            assert_no_banners(lab, f"{name} edited with autosave on")
 
 
 def _course_update(chapters: Path) -> dict[str, nbformat.NotebookNode]:
