@@ -48,7 +48,7 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = ("ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter")
-EXERCISE_FOLDERS = "ex[0-9]_*"  # matches ASSIGNMENTS and no chapter (tests/test_export.py)
+EXERCISE_FOLDERS = "ex[0-9]_*"  # matches ASSIGNMENTS and no chapter (tests/test_grading.py)
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = Path("solutions")  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -84,6 +84,7 @@ def nbgrader(course: Path, *args: str) -> int:
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise (gradebook entries, grader/release/), then copy the
     student versions, stripped, to publish_to/<assignment>.ipynb. Returns the copies."""
+    _clear(course / RELEASE / a for a in ASSIGNMENTS)
     # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
     # folders only: "*" would also try each chapter of solutions/ and warn about every one.
     if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force") != 0:
@@ -229,6 +230,13 @@ def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path
     return found
 
 
+def _clear(outputs: Iterable[Path]) -> None:
+    """Remove the folders a command regenerates. nbgrader's --force removes them too, but warns
+    about each ("Removing existing assignment"), which asks nothing of the instructor."""
+    for output in outputs:
+        shutil.rmtree(output, ignore_errors=True)
+
+
 def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
     """Grade every submitted notebook of every exercise in one `nbgrader autograde` batch. A
     submission that crashes its kernel or loops is graded, not fatal to the batch. Returns the exit
@@ -245,6 +253,12 @@ def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
 def feedback(course: Path = ROOT, students: Iterable[str] = ()) -> int:
     """HTML feedback for every autograded submission (or only `students`) in grader/feedback."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
+    chosen = set(students)
+    _clear(
+        course / FEEDBACK / graded.relative_to(course / AUTOGRADED)
+        for graded in (course / AUTOGRADED).glob("[!.]*/*")
+        if not chosen or graded.parent.name in chosen
+    )
     return max(nbgrader(course, "generate_feedback", "*", "--force", *s) for s in selections)
 
 

@@ -6,7 +6,6 @@ nbgrader reads the repository root's nbgrader_config.py, which loads this file, 
 there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
 
-import logging
 import os
 import sys
 from pathlib import Path
@@ -26,13 +25,6 @@ from grader.safegrade.preprocessors import configure  # noqa: E402
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
-
-def _not_a_replaced_release(record: logging.LogRecord) -> bool:
-    return not record.getMessage().startswith("Removing existing assignment")
-
-
-# Releasing again replaces the earlier student version, as asked (--force): not worth a warning.
-logging.getLogger("GenerateAssignmentApp").addFilter(_not_a_replaced_release)
 
 c.CourseDirectory.course_id = layout.COURSE_ID
 c.CourseDirectory.root = str(ROOT)

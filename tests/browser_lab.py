@@ -2,10 +2,11 @@
 
 Used by tests/test_browser.py. The server is started with `make lab` (the learner's lab, in a
 scratch workspace) or `make formgrader` (the instructor's), on loopback with token auth, scratch
-Jupyter/IPython/Matplotlib folders and exchange, autosave off and checkpoints kept outside the
-repository, so a run leaves nothing behind. `stop_lab` asks the server to shut
-down (which stops its kernels), then kills whatever is left of its process tree: kernels run in
-sessions of their own, so killing the server's process group alone would miss them.
+Jupyter/IPython/Matplotlib folders and exchange, autosave off (unless a test asks for
+JupyterLab's default, AUTOSAVE_SETTINGS) and checkpoints kept outside the repository, so a
+run leaves nothing behind. `stop_lab` asks the server to shut down (which stops its kernels),
+then kills whatever is left of its process tree: kernels run in sessions of their own, so
+killing the server's process group alone would miss them.
 """
 
 from __future__ import annotations
@@ -40,15 +41,21 @@ SERVER_START_TIMEOUT_S = 120
 UI_TIMEOUT_MS = 60_000
 RUN_ALL_COMMAND = "runmenu:run-all"  # the Run menu's "Run All Cells"
 
-# User settings a learner could set too: no autosave (the test must never write into the repo), and
-# no news/update toasts covering the screenshots.
+DOCMANAGER = "@jupyterlab/docmanager-extension/plugin"
+# User settings a learner could set too: no autosave, and no news/update toasts covering the
+# screenshots. Autosave is off because the formgrader's lab serves the repository itself (a save
+# would write into it) and because the learner's tests assert that their edits stay in the
+# browser; it also hides what autosave does to a chapter the learner only opens (the kernel fills
+# its metadata, autosave writes it), which AUTOSAVE_SETTINGS tests on its own lab.
 LAB_SETTINGS = {
-    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+    DOCMANAGER: {"autosave": False},
     "@jupyterlab/apputils-extension/notification": {
         "fetchNews": "false",
         "checkForUpdates": False,
     },
 }
+# JupyterLab's default autosave (on), its interval lowered from 120 s so the test need not wait.
+AUTOSAVE_SETTINGS = {**LAB_SETTINGS, DOCMANAGER: {"autosave": True, "autosaveInterval": 2}}
 
 
 # ----------------------------------------------------------------------------- processes
@@ -167,8 +174,8 @@ def scratch_environment(scratch: Path) -> dict[str, str]:
     return env
 
 
-def write_lab_settings(settings_dir: Path) -> None:
-    for plugin, values in LAB_SETTINGS.items():
+def write_lab_settings(settings_dir: Path, settings: dict = LAB_SETTINGS) -> None:
+    for plugin, values in settings.items():
         path = settings_dir / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
@@ -189,7 +196,9 @@ def start_make(command: list[str], root: Path, env: dict, log_path: Path) -> sub
         )
 
 
-def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") -> LabServer:
+def start_lab(
+    root: Path, scratch: Path, log_path: Path, target: str = "lab", settings: dict = LAB_SETTINGS
+) -> LabServer:
     """Start the course's JupyterLab with `make lab` (or `make formgrader`) in `root` and wait
     until its API answers.
 
@@ -198,7 +207,7 @@ def start_lab(root: Path, scratch: Path, log_path: Path, target: str = "lab") ->
     (WORKSPACE=...), so a real workspace is never touched; LAB_ARGS adds what a test needs.
     """
     env = scratch_environment(scratch)
-    write_lab_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
+    write_lab_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]), settings)
     for variable in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # when run from `make test`
         env.pop(variable, None)
     token, port = secrets.token_hex(24), free_loopback_port()
@@ -276,9 +285,9 @@ def _signal_group(pid: int, sig: int) -> None:
 
 @contextmanager
 def running_lab(
-    root: Path, scratch: Path, log_path: Path, target: str = "lab"
+    root: Path, scratch: Path, log_path: Path, target: str = "lab", settings: dict = LAB_SETTINGS
 ) -> Iterator[LabServer]:
-    server = start_lab(root, scratch, log_path, target)
+    server = start_lab(root, scratch, log_path, target, settings)
     try:
         yield server
     finally:

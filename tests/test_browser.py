@@ -25,17 +25,20 @@ left nothing in the repository.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 from browser_lab import (
+    AUTOSAVE_SETTINGS,
     CHROMIUM,
     CHROMIUM_ARGS,
     JS_PICTURES_WIDER_THAN_OUTPUT,
@@ -51,6 +54,8 @@ from browser_lab import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
 import course_grader  # noqa: E402
+
+from fxcourse import workspace  # noqa: E402
 
 # One worker runs them all: they share the two lab servers and the browser.
 pytestmark = pytest.mark.xdist_group("browser")
@@ -473,3 +478,120 @@ def lab_server_log_errors(lab: LabPage) -> str:
     log = lab.server.log_tail(20_000)
     start = log.rfind("Traceback")
     return log[start : start + 3000] if start >= 0 else log[-3000:]
+
+
+# ----------------------------------------------------------------------------- course updates
+
+# Three chapters as a learner leaves them with JupyterLab's default autosave on: one only opened,
+# one edited where the course's update does not touch, one edited where it does.
+OPENED_ONLY, EDITED, COLLIDING = CHAPTER_1, "02_fx_ir.ipynb", "03_graph_transforms.ipynb"
+LEARNER_LINE = "# my own note"
+AUTOSAVE_WAIT_S = 90
+
+
+@pytest.fixture(scope="module")
+def autosave_lab_server(repo_guard, artifacts):
+    log_path = artifacts / "lab-autosave.log"
+    with tempfile.TemporaryDirectory(prefix="fxcourse-lab-autosave-") as scratch:
+        with running_lab(ROOT, Path(scratch), log_path, "lab", AUTOSAVE_SETTINGS) as server:
+            yield server
+
+
+def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
+    """The notebook at `path` once `written(notebook)` holds: autosave wrote it."""
+    deadline = time.monotonic() + AUTOSAVE_WAIT_S
+    while time.monotonic() < deadline:
+        notebook = nbformat.read(path, as_version=4)
+        if written(notebook):
+            return notebook
+        time.sleep(0.5)
+    raise AssertionError(f"JupyterLab's autosave did not write {what} in {AUTOSAVE_WAIT_S} s")
+
+
+def _learn_with_autosave(lab: LabPage) -> None:
+    """Open one chapter, edit the first code cell of two others; autosave writes all three."""
+    folder = lab.server.workspace
+    # JupyterLab falls back on the server's default kernel (Jupyter's own: python3), which the
+    # learner's lab does not offer: the default must be the course's kernel.
+    specs = json.loads(lab.server.request("api/kernelspecs"))
+    assert (specs["default"], list(specs["kernelspecs"])) == (KERNEL, [KERNEL]), specs
+    with lab.step("20-autosave-chapter-opened"):
+        # The URL `make lab` prints, in a fresh browser profile: the chapter opens on the course's
+        # kernel (wait_for_notebook), with no "Select Kernel" dialog (a banner).
+        lab.page.goto(f"{lab.server.url}lab/tree/{OPENED_ONLY}?token={lab.server.token}")
+        lab.wait_for_notebook(OPENED_ONLY, KERNEL)
+        lab.shot("20-autosave-chapter-opened")
+        assert_no_banners(lab, "a chapter opened from the printed URL with autosave on")
+    _saved(
+        folder / OPENED_ONLY,
+        lambda nb: "version" in nb.metadata.get("language_info", {}),
+        "the kernel's language_info into the chapter the learner only opened",
+    )
+    for name in (EDITED, COLLIDING):
+        shot = f"21-autosave-{name.removesuffix('.ipynb')}"
+        lab.menu("File", "application:close-all")  # one notebook in the page: cell(i) is its
+        open_notebook(lab, name, shot)
+        with lab.step(f"{shot}-edited"):
+            first_code = nbformat.read(folder / name, as_version=4).cells[1]
+            lab.replace_cell_source(1, f"{first_code.source}\n{LEARNER_LINE}")
+            _saved(
+                folder / name,
+                lambda nb: nb.cells[1].source.endswith(LEARNER_LINE),
+                f"the learner's edit of {name}",
+            )
+            assert_no_banners(lab, f"{name} edited with autosave on")
+
+
+def _course_update(chapters: Path) -> dict[str, nbformat.NotebookNode]:
+    """A copy of the course whose three chapters changed: text added to a markdown cell of the
+    first two, and to the cell the learner edited in the third."""
+    (chapters / "exercises").mkdir(parents=True)
+    updated = {}
+    for name in (OPENED_ONLY, EDITED, COLLIDING):
+        notebook = nbformat.read(ROOT / "chapters" / name, as_version=4)
+        changed = notebook.cells[1 if name == COLLIDING else 2]
+        changed.source += "\nprint('new in the course')" if name == COLLIDING else " Updated."
+        nbformat.write(notebook, chapters / name)
+        updated[name] = notebook
+    return updated
+
+
+def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
+    browser, autosave_lab_server, artifacts, tmp_path, monkeypatch
+):
+    server = autosave_lab_server
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        _learn_with_autosave(LabPage(context.new_page(), server, artifacts))
+    finally:
+        context.close()  # no tab left to autosave over the sync
+
+    # The sync `make lab` runs before it starts JupyterLab, from a course whose chapters changed.
+    course = _course_update(tmp_path / "course" / "chapters")
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(server.exchange))
+    report = workspace.sync(server.workspace, root=tmp_path / "course")
+    assert (report.updated, report.merged, report.kept) == ([OPENED_ONLY], [EDITED], [COLLIDING])
+
+    opened = nbformat.read(server.workspace / OPENED_ONLY, as_version=4)
+    assert workspace.cells_text(opened) == workspace.cells_text(course[OPENED_ONLY])
+    edited = nbformat.read(server.workspace / EDITED, as_version=4)
+    assert edited.cells[1].source.endswith(LEARNER_LINE)
+    assert edited.cells[2].source == course[EDITED].cells[2].source
+    kept = nbformat.read(server.workspace / COLLIDING, as_version=4)
+    assert kept.cells[2].source.endswith(LEARNER_LINE), "the learner's cell was not kept"
+    beside = server.workspace / workspace.beside_name(COLLIDING)
+    assert workspace.cells_text(nbformat.read(beside, as_version=4)) == workspace.cells_text(
+        course[COLLIDING]
+    )
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        lab = LabPage(context.new_page(), server, artifacts)
+        with lab.step("22-update-notice"):
+            lab.open_lab()
+            open_notebook(lab, COLLIDING, "22-update-notice-at-the-top")
+            notice = lab.cell(0)
+            assert beside.name in notice.text_content(), notice.text_content()
+            assert_no_banners(lab, "the notebook with the course update notice")
+    finally:
+        context.close()

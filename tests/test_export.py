@@ -179,13 +179,3 @@ def test_export_and_autograde_refuse_typos_and_empty_inputs(tmp_path: Path):
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
     assert course_grader.autograde(fresh) == 1
-
-
-def test_releasing_again_warns_about_nothing(course: Path, capfd):
-    exercises = sorted(p.name for p in (course / "solutions").glob(course_grader.EXERCISE_FOLDERS))
-    assert exercises == sorted(ASSIGNMENTS)
-    course_grader.release(course)
-    shown = capfd.readouterr()
-    warnings = [line for line in (shown.out + shown.err).splitlines() if "WARNING" in line]
-    assert not warnings, warnings
-    assert all((course / RELEASE / name / f"{name}.ipynb").exists() for name in ASSIGNMENTS)

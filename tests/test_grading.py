@@ -246,6 +246,25 @@ def test_feedback_holds_only_the_pages_made_from_notebooks(graded):
         assert "PWNED" not in (folder / f"{assignment}.html").read_text()
 
 
+def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd):
+    """Release and feedback run again, as after a fix to an exercise, in a course whose solutions/
+    holds a chapter notebook too (as the repository's does): nbgrader warned once per chapter that
+    it is no assignment folder, and once per folder its --force replaced."""
+    course = shutil.copytree(graded["sandboxed"], tmp_path / "course")
+    shutil.copy(ROOT / "solutions" / "01_symbolic_tracing.ipynb", course / "solutions")
+    capfd.readouterr()
+    course_grader.release(course)
+    assert course_grader.feedback(course, ["reference"]) == 0
+    assert course_grader.feedback(course, ["reference"]) == 0
+    printed = capfd.readouterr()
+    warnings = [
+        line
+        for line in (printed.out + printed.err).splitlines()
+        if re.search(r"warn|error", line, re.IGNORECASE)
+    ]
+    assert not warnings, "\n".join(warnings)
+
+
 def test_release_feedback_through_the_exchange(graded):
     course = graded["sandboxed"]
     assert course_grader.feedback(course, ["reference"]) == 0
