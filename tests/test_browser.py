@@ -501,8 +501,11 @@ def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
     """The notebook at `path` once `written(notebook)` holds: autosave wrote it."""
     deadline = time.monotonic() + AUTOSAVE_WAIT_S
     while time.monotonic() < deadline:
-        notebook = nbformat.read(path, as_version=4)
-        if written(notebook):
+        try:
+            notebook = nbformat.read(path, as_version=4)
+        except nbformat.reader.NotJSONError:  # read while the server was writing it: look again
+            notebook = None
+        if notebook is not None and written(notebook):
             return notebook
         time.sleep(0.5)
     raise AssertionError(f"JupyterLab's autosave did not write {what} in {AUTOSAVE_WAIT_S} s")
