@@ -534,6 +534,14 @@ def _learn_with_autosave(lab: LabPage) -> None:
         shot = f"21-autosave-{name.removesuffix('.ipynb')}"
         lab.menu("File", "application:close-all")  # one notebook in the page: cell(i) is its
         open_notebook(lab, name, shot)
+        # The kernel's language_info makes the opened notebook dirty and autosave writes it; an
+        # edit typed while that save is in flight can be marked saved with it (JupyterLab), so
+        # type once that first save is on disk.
+        _saved(
+            folder / name,
+            lambda nb: "version" in nb.metadata.get("language_info", {}),
+            f"the kernel's language_info into {name}",
+        )
         with lab.step(f"{shot}-edited"):
             first_code = nbformat.read(folder / name, as_version=4).cells[1]
             lab.replace_cell_source(1, f"{first_code.source}\n{LEARNER_LINE}")
