@@ -254,11 +254,19 @@ def feedback(course: Path = ROOT, students: Iterable[str] = ()) -> int:
     """HTML feedback for every autograded submission (or only `students`) in grader/feedback."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
-    _clear(
-        course / FEEDBACK / graded.relative_to(course / AUTOGRADED)
-        for graded in (course / AUTOGRADED).glob("[!.]*/*")
-        if not chosen or graded.parent.name in chosen
-    )
+    graded = [
+        folder
+        for folder in (course / AUTOGRADED).glob("[!.]*/*")
+        if folder.is_dir() and (not chosen or folder.parent.name in chosen)
+    ]
+    if not graded:
+        print(
+            f"feedback: nothing autograded yet in {course / AUTOGRADED}: "
+            "run make autograde SUBMISSIONS=FOLDER-OR-ZIP first",
+            file=sys.stderr,
+        )
+        return 1
+    _clear(course / FEEDBACK / folder.relative_to(course / AUTOGRADED) for folder in graded)
     return max(nbgrader(course, "generate_feedback", "*", "--force", *s) for s in selections)
 
 

@@ -166,7 +166,7 @@ def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_export_and_autograde_refuse_typos_and_empty_inputs(tmp_path: Path):
+def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: Path):
     fresh = course_grader.copy_course(tmp_path / "fresh")  # no gradebook yet: nbgrader makes one
     empty = grader_command(fresh, "export")
     assert empty.returncode == 1, empty.stderr
@@ -179,3 +179,7 @@ def test_export_and_autograde_refuse_typos_and_empty_inputs(tmp_path: Path):
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
     assert course_grader.autograde(fresh) == 1
+    before_grading = grader_command(fresh, "feedback")
+    assert before_grading.returncode == 1, before_grading.stderr
+    assert "nothing autograded yet" in before_grading.stderr
+    assert "ERROR" not in before_grading.stderr and "Traceback" not in before_grading.stderr
