@@ -49,6 +49,7 @@ LEGACY_MANIFEST = ".fxcourse-sync.json"  # earlier syncs: one SHA-256 per copied
 BESIDE = ".course-version.ipynb"
 NOTICE_KEY = "fxcourse_sync_notice"  # cell metadata marking the notice a sync added
 COURSE_ID = "fx-course"
+START_PAGE = "01_symbolic_tracing.ipynb"  # where a learner's lab opens (make lab, the hub)
 NBGRADER_CONFIG = '''\
 """Written by `make lab` (fxcourse.workspace sync); rewritten on every sync, do not edit.
 nbgrader's Assignments tab and Validate button read it from the workspace."""

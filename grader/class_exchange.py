@@ -20,9 +20,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import intake
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash
+
+from grader import intake
 
 SECRET_FILE = "submission_secret.txt"
 OUTBOUND_FEEDBACK_MODE = 0o711  # nbgrader's: learners reach their own file by its hashed name

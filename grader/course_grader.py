@@ -37,8 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import class_exchange
-import intake
+from grader import class_exchange, intake
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this script runs from a login shell that never activated the venv (a hub terminal).

@@ -7,21 +7,15 @@ there: the instructor's make targets (grader/grader.mk) and `make formgrader` do
 """
 
 import os
-import sys
 from pathlib import Path
 
-GRADER = Path(__file__).resolve().parent
-ROOT = GRADER.parent
-for folder in (GRADER, ROOT):  # course_grader (the layout) and grader.safegrade
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
+from grader import course_grader as layout
+from grader.class_exchange import ReleaseEveryFeedback, SafeExchangeCollect
+from grader.late_penalty import PercentPerDayLate
+from grader.learner_html import FeedbackOnly, LearnerHTML
+from grader.safegrade.preprocessors import configure
 
-import course_grader as layout  # noqa: E402
-from class_exchange import ReleaseEveryFeedback, SafeExchangeCollect  # noqa: E402
-from late_penalty import PercentPerDayLate  # noqa: E402
-from learner_html import FeedbackOnly, LearnerHTML  # noqa: E402
-
-from grader.safegrade.preprocessors import configure  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -40,7 +34,7 @@ c.CourseDirectory.db_url = os.environ.get(
 # nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
 # not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
 # same root). nbgrader expects the folder to exist.
-c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(GRADER / "exchange"))
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(ROOT / "grader" / "exchange"))
 os.makedirs(c.Exchange.root, exist_ok=True)
 # Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
 # folder's owner is the student, the system's time is the submission's) and Release Feedback

@@ -61,8 +61,20 @@ class HubUser(BrowserSteps):
         self.page.locator("#login_submit").click()
 
     def wait_for_lab(self) -> None:
+        """Until the lab shows its first page: the Launcher, or the notebook it opens on."""
         self.page.wait_for_url(f"**/user/{self.account}/lab**", timeout=SPAWN_TIMEOUT_MS)
-        self.page.locator(".jp-LauncherCard").first.wait_for(timeout=SPAWN_TIMEOUT_MS)
+        launcher = self.page.locator(".jp-LauncherCard").first
+        launcher.or_(self.page.locator(".jp-NotebookPanel").first).wait_for(
+            timeout=SPAWN_TIMEOUT_MS
+        )
+
+    def current_tab(self) -> str:
+        """The label of the main area's current tab."""
+        tab = self.page.locator(".jp-MainAreaWidget:visible").first
+        tab.wait_for()
+        return self.page.locator(
+            ".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
+        ).first.inner_text()
 
     # --- JupyterLab
 

@@ -52,10 +52,8 @@ from browser_lab import (
     warning_outputs,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grader"))
-import course_grader  # noqa: E402
-
-from fxcourse import workspace  # noqa: E402
+from fxcourse import workspace
+from grader import course_grader
 
 # One worker runs them all: they share the two lab servers and the browser.
 pytestmark = pytest.mark.xdist_group("browser")

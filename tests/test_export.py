@@ -19,10 +19,10 @@ import nbformat
 import pytest
 from submissions.build import fill, reference_solutions, write_submission
 
+from grader import course_grader
+from grader.course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
-import course_grader  # noqa: E402
-from course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE  # noqa: E402
 
 EX1, EX2, EX3 = ASSIGNMENTS
 pytestmark = pytest.mark.xdist_group("gintake_export")

@@ -35,11 +35,10 @@ from submissions.build import (
 )
 
 from fxcourse.notebooks import problems
+from grader import course_grader
+from grader.course_grader import ASSIGNMENTS, RELEASE
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
-import course_grader  # noqa: E402
-from course_grader import ASSIGNMENTS, RELEASE  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("grading")
 REALISTIC = snippets()

@@ -33,7 +33,6 @@ import csv
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -52,9 +51,9 @@ from hub_class import (
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
+from grader import intake
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
-import intake  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts" / "hub"
 HUB_PYTHON = ROOT / os.environ.get("HUB_VENV", ".venv-hub") / "bin" / "python"
@@ -447,6 +446,7 @@ def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
         with person.step("50-new-learner"):
             person.start_login()
             person.wait_for_lab()
+            assert person.current_tab() == "01_symbolic_tracing.ipynb", person.current_tab()
             person.shot("50-new-learner")
     finally:
         person.close()

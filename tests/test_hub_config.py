@@ -23,12 +23,13 @@ from types import SimpleNamespace
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
+from fxcourse.workspace import START_PAGE
+from grader.course_grader import ASSIGNMENTS
+from grader.hub import classroom
+from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings
+
 ROOT = Path(__file__).resolve().parents[1]
 HUB = ROOT / "grader" / "hub"
-sys.path.insert(0, str(HUB))
-import classroom  # noqa: E402
-from course_grader import ASSIGNMENTS  # noqa: E402  (classroom put grader/ on sys.path)
-from settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings  # noqa: E402
 
 NBGRADER_EXTENSIONS = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter"
 LAB_SCHEMAS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
@@ -171,7 +172,6 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     classroom.write_course_folder(course, exchange)
     monkeypatch.setenv("FXHUB_COURSE_DIR", str(course))
     monkeypatch.setenv("PATH", os.environ["PATH"])  # the course's config prepends its venv
-    monkeypatch.setattr(sys, "path", list(sys.path))  # and its grader folder
     config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
     assert config.Exchange.root == str(exchange)
     assert config.CourseDirectory.root == str(course)
@@ -204,7 +204,7 @@ def fake_v1(root: Path, writable: bool = True) -> Path:
 
 
 def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
-    from limits import Cgroups
+    from grader.hub.limits import Cgroups
 
     cgroups = Cgroups.detect(tmp_path, fake_v1(tmp_path))
     assert cgroups.version == "v1", cgroups.problem
@@ -228,7 +228,7 @@ def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
 
 
 def test_cgroups_v2_and_none_are_told_apart(tmp_path):
-    from limits import Cgroups
+    from grader.hub.limits import Cgroups
 
     (tmp_path / "hub.service").mkdir()
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
@@ -244,7 +244,7 @@ def test_cgroups_v2_and_none_are_told_apart(tmp_path):
 
 def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monkeypatch, tmp_path):
     config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
-    from limits import LimitedSpawner
+    from grader.hub.limits import LimitedSpawner
 
     assert config.JupyterHub.spawner_class is LimitedSpawner
     assert config.Spawner.mem_limit == "2G" and config.Spawner.cpu_limit == 1.0
@@ -253,6 +253,24 @@ def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monk
     assert culler["command"][1:] == ["-m", "jupyterhub_idle_culler", "--timeout=3600"]
     assert any("idle-culler" in role.get("services", []) for role in config.JupyterHub.load_roles)
     assert config.LocalAuthenticator.allowed_groups == {"fx-learners"}
+
+
+def test_a_learners_lab_opens_on_the_first_chapter_an_instructors_on_the_launcher(
+    monkeypatch, tmp_path
+):
+    config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
+    configure_role = config.Spawner.pre_spawn_hook
+    opened = {}
+    for role in (LEARNERS_GROUP, INSTRUCTORS_GROUP):
+        user = SimpleNamespace(name="root", groups=[SimpleNamespace(name=role)])
+        spawner = SimpleNamespace(user=user, environment={}, default_url=config.Spawner.default_url)
+        sync = configure_role(spawner)
+        if sync is not None:
+            sync.close()  # the chapters' sync, not run here
+        opened[role] = spawner.default_url
+    assert opened[LEARNERS_GROUP] == "/lab/tree/chapters/01_symbolic_tracing.ipynb"
+    assert opened[INSTRUCTORS_GROUP] == "/lab"
+    assert f"START_PAGE := {START_PAGE}" in (ROOT / "env" / "learner.mk").read_text()
 
 
 def test_the_instructors_server_may_show_the_formgrader_in_its_own_lab(monkeypatch):

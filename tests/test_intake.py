@@ -21,11 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from grader import course_grader, intake
+from grader.course_grader import SUBMITTED
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "grader"))
-import course_grader  # noqa: E402
-import intake  # noqa: E402
-from course_grader import SUBMITTED  # noqa: E402
 
 EX1, EX2, EX3 = course_grader.ASSIGNMENTS
 

@@ -13,10 +13,9 @@ import nbformat
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from grader.safegrade import batch, data, kernel, preprocessors, probing, sandbox, worker
 
-from grader.safegrade import batch, data, kernel, preprocessors, probing, sandbox, worker  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def crossed(value):

@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
 from grader.safegrade.bench import scores  # noqa: E402
 from grader.safegrade.sandbox import python_folders  # noqa: E402
 

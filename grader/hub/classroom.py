@@ -28,11 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from settings import PROXY_PID_FILE, REPO, Settings  # noqa: E402
-
-sys.path.insert(0, str(REPO / "grader"))
-from course_grader import copy_course  # noqa: E402
+from grader.course_grader import copy_course
+from grader.hub.settings import PROXY_PID_FILE, REPO, Settings
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
 HUB_NBGRADER_CONFIG = '''\

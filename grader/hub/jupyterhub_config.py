@@ -23,9 +23,9 @@ import shutil
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from limits import Cgroups, LimitedSpawner  # noqa: E402
-from settings import (  # noqa: E402
+from fxcourse.workspace import START_PAGE
+from grader.hub.limits import Cgroups, LimitedSpawner
+from grader.hub.settings import (
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
     PROXY_PID_FILE,
@@ -119,6 +119,8 @@ def configure_role(spawner):
     home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
     if role == INSTRUCTORS_GROUP:
         environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)
+    else:  # a learner's lab opens on the course's first chapter, as `make lab` does
+        spawner.default_url = f"/lab/tree/{LEARNERS_CHAPTERS}/{START_PAGE}"
     spawner.environment = {**spawner.environment, **environment}
     return None if role == INSTRUCTORS_GROUP else sync_chapters(spawner, home)
 

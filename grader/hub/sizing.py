@@ -28,9 +28,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.safegrade.bench import make_course
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from grader.safegrade.bench import make_course  # noqa: E402
 
 # A learner's heaviest step: chapter 4 traces and runs ResNet-18.
 LEARNER_KERNEL = """

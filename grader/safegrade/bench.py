@@ -23,9 +23,9 @@ from pathlib import Path
 
 import nbformat
 
+from grader import course_grader
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "grader"))
-import course_grader  # noqa: E402  (the course layout, beside this package)
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
