@@ -5,13 +5,15 @@
 It reads what the notebooks saved (JupyterLab autosaves them): a try-it counts as passed when its
 checkpoint cell's saved output says "Checkpoint N passed."; an exercise when every visible test
 cell of the copy that is submitted (the one fetched in the Assignments tab, else the practice copy
-in exercises/) ran without an error. Nothing is run. Given several workspaces (an instructor on
-the class hub: /home/*/chapters), it prints one block per learner.
+in exercises/) ran without an error. Nothing is run. Given several workspaces, it prints one
+block each; `--json` prints the same as data (what the class hub's progress page reads, running
+as each learner: grader/hub/progress_service.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -51,9 +53,9 @@ def exercise_state(notebook: nbformat.NotebookNode) -> str:
     return "not run"
 
 
-def report(workspace: Path) -> list[str]:
-    """The lines shown for one workspace."""
-    lines, passed, total = [], 0, 0
+def progress(workspace: Path) -> dict:
+    """{"tryits": {chapter: {try-it id: passed}}, "exercises": {assignment: [state, copy read]}}."""
+    found = {"tryits": {}, "exercises": {}}
     for name in course_notebooks():
         path = workspace / name
         if name.startswith("exercises/"):
@@ -61,22 +63,38 @@ def report(workspace: Path) -> list[str]:
             fetched = workspace / assignment / f"{assignment}.ipynb"
             chosen = fetched if fetched.exists() else path
             state = exercise_state(_read(chosen)) if chosen.exists() else "not opened"
-            lines.append(f"  {assignment}: {state} ({chosen.relative_to(workspace)})")
-            continue
-        found = tryits(_read(path)) if path.exists() else {}
-        passed, total = passed + sum(found.values()), total + len(found)
-        marks = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in found.items())
-        lines.append(f"  {name}: {sum(found.values())}/{len(found)} try-its passed  {marks}")
-    return [f"{workspace}: {passed}/{total} try-its passed", *lines]
+            found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
+        else:
+            found["tryits"][name] = tryits(_read(path)) if path.exists() else {}
+    return found
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
-    return nbformat.read(path, as_version=4)
+    """The notebook at path; an empty one for a file that is not a notebook (the learner's)."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as error:
+        print(f"progress: {path} is not readable as a notebook: {error}", file=sys.stderr)
+        return nbformat.v4.new_notebook()
+
+
+def report(workspace: Path) -> list[str]:
+    """The lines shown for one workspace."""
+    found = progress(workspace)
+    lines, passed, total = [], 0, 0
+    for name, marks in found["tryits"].items():
+        passed, total = passed + sum(marks.values()), total + len(marks)
+        shown = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in marks.items())
+        lines.append(f"  {name}: {sum(marks.values())}/{len(marks)} try-its passed  {shown}")
+    for assignment, (state, copy) in found["exercises"].items():
+        lines.append(f"  {assignment}: {state} ({copy})")
+    return [f"{workspace}: {passed}/{total} try-its passed", *lines]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workspaces", nargs="*", type=Path, default=[Path("workspace")])
+    parser.add_argument("--json", action="store_true", help="one JSON object per workspace")
     args = parser.parse_args(argv)
     missing = [str(folder) for folder in args.workspaces if not folder.is_dir()]
     if missing:
@@ -85,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     for folder in args.workspaces:
-        print("\n".join(report(folder)))
+        print(json.dumps(progress(folder)) if args.json else "\n".join(report(folder)))
     return 0
 
 

@@ -5,9 +5,11 @@ the lab's JavaScript objects), and every wait has a reason to end.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from browser_lab import BrowserSteps, exact
+from playwright.sync_api import expect
 
 SPAWN_TIMEOUT_MS = 240_000  # a server imports the lab and nbgrader: slow on a busy machine
 GRADING_TIMEOUT_MS = 300_000  # the formgrader's autograde runs the notebook, torch included
@@ -68,13 +70,21 @@ class HubUser(BrowserSteps):
             timeout=SPAWN_TIMEOUT_MS
         )
 
-    def current_tab(self) -> str:
-        """The label of the main area's current tab."""
-        tab = self.page.locator(".jp-MainAreaWidget:visible").first
-        tab.wait_for()
-        return self.page.locator(
-            ".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
-        ).first.inner_text()
+    def current_document(self) -> str:
+        """The name of the document in the main area's current tab ("Name: ..." in its title)."""
+        tab = self.page.locator('li.lm-TabBar-tab.lm-mod-current[data-type="document-title"]').first
+        expect(tab).to_have_attribute("title", re.compile("^Name: "))  # set once it has loaded
+        return tab.get_attribute("title").splitlines()[0].removeprefix("Name: ")
+
+    def open_progress(self):
+        """The hub's home page, Services -> progress (as the hub README says), in a tab of its
+        own; returns that tab."""
+        tab = self.context.new_page()
+        tab.goto(self.hub_url + "hub/home")
+        tab.locator("a.dropdown-toggle", has_text=exact("Services")).click()
+        tab.locator("a.dropdown-item", has_text=exact("progress")).click()
+        tab.locator("h1", has_text="Learners' progress").wait_for(timeout=SPAWN_TIMEOUT_MS)
+        return tab
 
     # --- JupyterLab
 

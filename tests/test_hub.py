@@ -51,6 +51,7 @@ from hub_class import (
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
+from fxcourse.workspace import START_PAGE
 from grader import intake
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -446,10 +447,33 @@ def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
         with person.step("50-new-learner"):
             person.start_login()
             person.wait_for_lab()
-            assert person.current_tab() == "01_symbolic_tracing.ipynb", person.current_tab()
+            assert person.current_document() == START_PAGE, person.current_document()
             person.shot("50-new-learner")
     finally:
         person.close()
+
+
+def check_progress_page(hub: ClassHub, instructor: HubUser, ada: str, bob: str) -> None:
+    """The instructors' progress page lists both learners' chapters; a link ada plants in her
+    chapters to a file only root may read shows nothing of it (her files are read as her)."""
+    planted = hub.home(ada) / "chapters" / "03_graph_transforms.ipynb"
+    planted.unlink()
+    planted.symlink_to("/etc/shadow")
+    os.lchown(planted, hub.uids[ada], -1)
+    with instructor.step("40-progress"):
+        tab = instructor.open_progress()
+        rows = {
+            row.locator("td").first.inner_text(): row.locator("td").all_inner_texts()[1:]
+            for row in tab.locator("tr").all()
+            if row.locator("td").count()
+        }
+        tab.screenshot(path=instructor.artifacts / "40-progress.png", full_page=True)
+        text = tab.locator("body").inner_text()
+        tab.close()
+    assert set(rows) == {ada, bob}, rows
+    assert "root:" not in text, "the progress page showed a file only root may read"
+    assert all(cell.startswith("0/") for cell in rows[bob][:9]), rows[bob]
+    assert rows[ada][2] == "0/0", rows[ada]  # the planted link reads as an empty chapter
 
 
 def read_feedback(learner: HubUser, prefix: str, message: str | None = None) -> str:
@@ -573,6 +597,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         assert by_test[bob_name][f"{ASSIGNMENT}:test_method_and_module"] == "0", by_test
         note(artifacts, f"the whole cycle in the browser: {time.monotonic() - started:.1f} s")
 
+        check_progress_page(hub, instructor, ada_name, bob_name)
         check_memory_limit(hub, ada, bob)
         add_learner_while_running(hub, browser, artifacts)
 

@@ -23,9 +23,10 @@ from types import SimpleNamespace
 import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
+from fxcourse import workspace
 from fxcourse.workspace import START_PAGE
 from grader.course_grader import ASSIGNMENTS
-from grader.hub import classroom
+from grader.hub import classroom, progress_service
 from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -249,10 +250,32 @@ def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monk
     assert config.JupyterHub.spawner_class is LimitedSpawner
     assert config.Spawner.mem_limit == "2G" and config.Spawner.cpu_limit == 1.0
     assert LimitedSpawner.unlimited_groups == {INSTRUCTORS_GROUP}
-    culler = config.JupyterHub.services[0]
+    services = {service["name"]: service for service in config.JupyterHub.services}
+    culler = services["idle-culler"]
     assert culler["command"][1:] == ["-m", "jupyterhub_idle_culler", "--timeout=3600"]
     assert any("idle-culler" in role.get("services", []) for role in config.JupyterHub.load_roles)
     assert config.LocalAuthenticator.allowed_groups == {"fx-learners"}
+    assert services["progress"]["command"][1:] == ["-m", "grader.hub.progress_service"]
+    instructor = next(role for role in config.JupyterHub.load_roles if role["name"] == "instructor")
+    assert "access:services!service=progress" in instructor["scopes"]
+
+
+def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_data():
+    chapters = [name for name in workspace.course_notebooks() if "/" not in name]
+    claim = {
+        "tryits": {name: {} for name in chapters},
+        "exercises": {"ex1_sigmoid_to_tanh": ["passed", "x"], "<b>ex9</b>": ["<i>", "y"]},
+    }
+    claim["tryits"][chapters[0]] = {"1.1": True, "1.2": False, "1.3": "yes"}
+    row = progress_service.checked(json.dumps(claim).encode())
+    assert row["tryits"][chapters[0]] == {"1.1": True, "1.2": False}  # "yes" is not a verdict
+    assert row["exercises"] == {"ex1_sigmoid_to_tanh": "passed"}  # the course's, in known states
+    del claim["tryits"][chapters[-1]]
+    for bad in (b"not json", json.dumps(claim).encode(), b" " * (progress_service.MAX_OUTPUT + 1)):
+        assert progress_service.checked(bad).startswith("could not be read")
+    shown = progress_service.page({"<script>ann": row, "ben": "no chapters yet"})
+    assert "<script>" not in shown and "&lt;script&gt;ann" in shown and "1/2" in shown
+    assert "no chapters yet" in shown and "ex1_sigmoid_to_tanh" in shown
 
 
 def test_a_learners_lab_opens_on_the_first_chapter_an_instructors_on_the_launcher(

@@ -156,6 +156,13 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     shown = capsys.readouterr().out
     assert f"01_symbolic_tracing.ipynb: 1/{len(checks)} try-its passed  {first_id}✓" in shown
     assert f"{Path(exercise).stem}: passed ({Path(exercise).stem}/" in shown
+    assert progress.main(["--json", str(mine)]) == 0  # what the hub's progress page reads
+    claim = json.loads(capsys.readouterr().out)
+    assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is True
+    assert claim["exercises"][Path(exercise).stem][0] == "passed"
+    (mine / "02_fx_ir.ipynb").write_text("not a notebook")
+    assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: read as empty
+    assert json.loads(capsys.readouterr().out)["tryits"]["02_fx_ir.ipynb"] == {}
     assert progress.main([str(tmp_path / "nowhere")]) == 2
 
 

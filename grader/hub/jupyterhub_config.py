@@ -78,6 +78,7 @@ c.JupyterHub.load_roles = [
             f"read:users!group={LEARNERS_GROUP}",
             f"admin:servers!group={LEARNERS_GROUP}",
             f"access:servers!group={LEARNERS_GROUP}",
+            "access:services!service=progress",
         ],
     }
 ]
@@ -149,9 +150,21 @@ async def sync_chapters(spawner, home: Path) -> None:
 
 c.Spawner.pre_spawn_hook = configure_role
 
+# --- the instructors' progress page (progress_service.py), in the hub's Services menu
+c.JupyterHub.services = [
+    {
+        "name": "progress",
+        "display": True,
+        "oauth_no_confirm": True,
+        "url": f"http://127.0.0.1:{deployment.progress_port}",
+        "command": [str(deployment.venv / "bin" / "python"), "-m", "grader.hub.progress_service"],
+        "environment": {"FXHUB_LEARNERS_UNIX_GROUP": deployment.learners_unix_group},
+    }
+]
+
 # --- idle servers give their memory back: jupyterhub-idle-culler as a hub service
 if deployment.cull_idle_s:
-    c.JupyterHub.services = [
+    c.JupyterHub.services.append(
         {
             "name": "idle-culler",
             "command": [
@@ -161,7 +174,7 @@ if deployment.cull_idle_s:
                 f"--timeout={deployment.cull_idle_s}",
             ],
         }
-    ]
+    )
     c.JupyterHub.load_roles.append(
         {
             "name": "idle-culler",

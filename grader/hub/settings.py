@@ -9,6 +9,7 @@ of `make hub`:
     FXHUB_IP / FXHUB_PORT where the hub listens              127.0.0.1 / 8000
     FXHUB_HUB_PORT        the hub's internal API              8081
     FXHUB_PROXY_API_PORT  the proxy's REST API                8001
+    FXHUB_PROGRESS_PORT   the instructors' progress page      8002
     FXHUB_STATE_DIR       hub database, cookie secret, demo passwords   /srv/fx-course/hub
     FXHUB_EXCHANGE_ROOT   nbgrader's shared exchange          /srv/nbgrader/exchange
     FXHUB_HOME_ROOT       where new accounts get their homes  /home
@@ -52,6 +53,7 @@ class Settings:
     port: int
     hub_port: int
     proxy_api_port: int
+    progress_port: int
     state_dir: Path
     exchange_root: Path
     home_root: Path
@@ -72,6 +74,7 @@ class Settings:
             port=int(env.get("FXHUB_PORT", "8000")),
             hub_port=int(env.get("FXHUB_HUB_PORT", "8081")),
             proxy_api_port=int(env.get("FXHUB_PROXY_API_PORT", "8001")),
+            progress_port=int(env.get("FXHUB_PROGRESS_PORT", "8002")),
             state_dir=Path(env.get("FXHUB_STATE_DIR", "/srv/fx-course/hub")),
             exchange_root=Path(env.get("FXHUB_EXCHANGE_ROOT", "/srv/nbgrader/exchange")),
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),

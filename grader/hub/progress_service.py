@@ -1,0 +1,155 @@
+"""The instructors' progress page on the class hub: each learner's passed try-its and exercises,
+without opening their notebooks. A JupyterHub service (jupyterhub_config.py starts it, as root);
+only instructors may open it (the `access:services!service=progress` scope of their role).
+
+Learners' homes are theirs alone (0700), and everything in them is the learner's to shape. So
+each learner's notebooks are read by `python -I -m fxcourse.progress --json` running *as that
+learner* (runuser, in /, with a clean environment): a link in a home reaches only what its owner
+could read anyway. What that process prints is a claim about the learner's own work: read with a
+time limit and a size cap, checked for shape against the course's chapters and exercises, and
+shown HTML-escaped. The page reads the learners' group at every request: new learners appear.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import grp
+import html
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from fxcourse.workspace import course_notebooks
+
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
+TIME_LIMIT_S = 60
+MAX_OUTPUT = 256 * 1024
+EXERCISE_STATES = {"passed", "failing", "not run", "not opened"}
+CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
+ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
+
+
+def learners(unix_group: str) -> list[str]:
+    """The accounts in the learners' system group, now."""
+    try:
+        return sorted(grp.getgrnam(unix_group).gr_mem)
+    except KeyError:
+        return []
+
+
+def read_as(account: str, folder: str = "chapters") -> dict | str:
+    """The progress of `account`'s ~/folder, read by a process running as `account`: the checked
+    data, or a one-line reason it could not be read."""
+    try:
+        home = pwd.getpwnam(account).pw_dir
+    except KeyError:
+        return "no such account"
+    command = [RUNUSER, "-u", account, "--", sys.executable, "-I", "-m", "fxcourse.progress"]
+    command += ["--json", os.path.join(home, folder)]
+    environment = {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"}
+    try:
+        done = subprocess.run(
+            command, cwd="/", env=environment, capture_output=True, timeout=TIME_LIMIT_S
+        )
+    except subprocess.TimeoutExpired:
+        return f"not read within {TIME_LIMIT_S} s"
+    if done.returncode != 0:
+        return "no chapters yet" if done.returncode == 2 else "could not be read"
+    return checked(done.stdout)
+
+
+def checked(output: bytes) -> dict | str:
+    """fxcourse.progress's JSON as this course can have it, or a reason it is not."""
+    if len(output) > MAX_OUTPUT:
+        return "could not be read (too large)"
+    try:
+        claim = json.loads(output)
+        tryits = {name: booleans(claim["tryits"][name]) for name in CHAPTERS}
+        exercises = {
+            name: state
+            for name, (state, _copy) in claim["exercises"].items()
+            if name in ASSIGNMENTS and state in EXERCISE_STATES
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "could not be read (not the course's progress)"
+    return {"tryits": tryits, "exercises": exercises}
+
+
+def booleans(marks: dict) -> dict[str, bool]:
+    return {str(tid): ok for tid, ok in marks.items() if isinstance(ok, bool)}
+
+
+def page(rows: dict[str, dict | str]) -> str:
+    """The HTML page: one row per learner, a column per chapter (try-its passed) and exercise."""
+    exercises = sorted(ASSIGNMENTS)
+    head = "".join(f"<th>{html.escape(name.split('_')[0])}</th>" for name in CHAPTERS)
+    head += "".join(f"<th>{html.escape(name)}</th>" for name in exercises)
+    body = []
+    for account, row in rows.items():
+        cells = f"<td>{html.escape(account)}</td>"
+        if isinstance(row, str):
+            cells += f'<td colspan="{len(CHAPTERS) + len(exercises)}">{html.escape(row)}</td>'
+        else:
+            for name in CHAPTERS:
+                marks = row["tryits"][name]
+                cells += f"<td>{sum(marks.values())}/{len(marks)}</td>"
+            cells += "".join(
+                f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}</td>"
+                for name in exercises
+            )
+        body.append(f"<tr>{cells}</tr>")
+    return PAGE.format(head=head, body="\n".join(body) or NOBODY)
+
+
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Learners' progress</title>
+<style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px}}
+table{{border-collapse:collapse}}</style></head><body><h1>Learners' progress</h1>
+<p>Try-its passed per chapter (from each learner's saved chapters in ~/chapters) and the state of
+each exercise's submitted copy (its visible tests), as the learner's notebooks say; grades come
+from the formgrader.</p>
+<table><tr><th>learner</th>{head}</tr>
+{body}
+</table></body></html>"""
+NOBODY = "<tr><td>no learners yet</td></tr>"
+CSP = "default-src 'none'; style-src 'unsafe-inline'"  # the page runs no script at all
+
+
+def progress_of_everyone(unix_group: str) -> dict[str, dict | str]:
+    accounts = learners(unix_group)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(accounts, pool.map(read_as, accounts), strict=True))
+
+
+def main() -> None:
+    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from tornado import ioloop, web
+
+    unix_group = os.environ["FXHUB_LEARNERS_UNIX_GROUP"]
+
+    class ProgressPage(HubOAuthenticated, web.RequestHandler):
+        @web.authenticated
+        async def get(self):
+            loop = ioloop.IOLoop.current()
+            rows = await loop.run_in_executor(None, progress_of_everyone, unix_group)
+            self.set_header(
+                "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"
+            )
+            self.write(page(rows))
+
+    prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
+    app = web.Application(
+        [(prefix, ProgressPage), (prefix + "oauth_callback", HubOAuthCallbackHandler)],
+        cookie_secret=os.urandom(32),
+    )
+    url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
+    app.listen(url.port, url.hostname)
+    ioloop.IOLoop.current().start()
+
+
+if __name__ == "__main__":
+    main()
