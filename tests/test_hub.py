@@ -30,6 +30,7 @@ is made enterable by every account while the hub runs, then put back.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -428,6 +429,55 @@ def check_memory_limit(hub: ClassHub, ada: HubUser, bob: HubUser) -> None:
         assert hub_api.ok, hub_api.status
 
 
+AUTOSAVE_S = 2  # JupyterLab's autosave stays on, only sooner than its default of 120 s
+UPDATE_MARKER = "This line came with a course update."
+
+
+def autosave_soon(hub: ClassHub, account: str) -> None:
+    """As a learner may in Settings: autosave every AUTOSAVE_S seconds (the learner's own file)."""
+    folder = hub.home(account) / ".jupyter/lab/user-settings/@jupyterlab/docmanager-extension"
+    setting = json.dumps({"autosaveInterval": AUTOSAVE_S})
+    write = 'mkdir -p "$1" && printf %s "$2" > "$1/plugin.jupyterlab-settings"'
+    done = run_as(account, "sh", "-c", write, "sh", str(folder), setting)
+    assert done.returncode == 0, done.stderr
+
+
+def saved_language_info(path: Path) -> bool:
+    try:
+        return "version" in json.loads(path.read_text())["metadata"].get("language_info", {})
+    except (OSError, ValueError, KeyError):  # not written yet, or being written
+        return False
+
+
+def check_course_update_reaches_an_opened_chapter(hub: ClassHub, ada: HubUser) -> None:
+    """ada's lab opened chapter 1 at log-in and autosave wrote the kernel's language_info into
+    it: opened, never edited. A course update to chapter 1 reaches her at her next server start
+    (the hub's Stop My Server, Start My Server), and the chapter shows it."""
+    mine = hub.home(ada.account) / "chapters" / START_PAGE
+    deadline = time.monotonic() + 120
+    while not saved_language_info(mine) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert saved_language_info(mine), "autosave never wrote the chapter ada only opened"
+    course_chapter = ROOT / "chapters" / START_PAGE
+    original = course_chapter.read_bytes()
+    try:
+        updated = nbformat.reads(original.decode(), as_version=4)
+        updated.cells[0].source += f"\n\n{UPDATE_MARKER}"
+        nbformat.write(updated, course_chapter)
+        with ada.step("45-course-update"):
+            ada.page.goto(hub.url + "hub/home")
+            ada.page.locator("#stop").click()
+            ada.page.locator("#stop").wait_for(state="hidden", timeout=GRADING_TIMEOUT_MS)
+            ada.page.locator("#start", has_text="Start My Server").click()
+            ada.wait_for_lab()
+            assert ada.current_document() == START_PAGE, ada.current_document()
+            ada.page.locator(".jp-Notebook").get_by_text(UPDATE_MARKER).wait_for()
+            ada.shot("45-course-update")
+    finally:
+        course_chapter.write_bytes(original)
+    assert UPDATE_MARKER in mine.read_text(), "the update did not reach ada's chapter"
+
+
 def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
     """`make hub-accounts` with one more learner while the hub runs: they log in at once."""
     newcomer = f"{hub.instructor.split('-')[0]}-cy"
@@ -460,14 +510,14 @@ def check_progress_page(hub: ClassHub, instructor: HubUser, ada: str, bob: str) 
     planted.unlink()
     planted.symlink_to("/etc/shadow")
     os.lchown(planted, hub.uids[ada], -1)
-    with instructor.step("40-progress"):
+    with instructor.step("38-progress"):
         tab = instructor.open_progress()
         rows = {
             row.locator("td").first.inner_text(): row.locator("td").all_inner_texts()[1:]
             for row in tab.locator("tr").all()
             if row.locator("td").count()
         }
-        tab.screenshot(path=instructor.artifacts / "40-progress.png", full_page=True)
+        tab.screenshot(path=instructor.artifacts / "38-progress.png", full_page=True)
         text = tab.locator("body").inner_text()
         tab.close()
     assert set(rows) == {ada, bob}, rows
@@ -568,6 +618,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
     }
     instructor, ada, bob = people[hub.instructor], people[ada_name], people[bob_name]
     reference = reference_solutions(nbformat.read(SOURCE, as_version=4))
+    autosave_soon(hub, ada_name)
     try:
         started = time.monotonic()
         for person in (instructor, ada, bob):  # three servers start at once, as in a class
@@ -599,6 +650,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
 
         check_progress_page(hub, instructor, ada_name, bob_name)
         check_memory_limit(hub, ada, bob)
+        check_course_update_reaches_an_opened_chapter(hub, ada)
         add_learner_while_running(hub, browser, artifacts)
 
         steps = autograde_steps(hub)
