@@ -242,6 +242,25 @@ def test_failures_are_put_where_they_belong(tmp_path):
     with (course / "grades.csv").open() as grades:
         rows = [row for row in csv.DictReader(grades) if row["student_id"] == "s"]
     assert all(float(row["score"]) == 0 for row in rows), rows
+    # The same through plain `nbgrader autograde` (what the formgrader's button runs).
+    correct = tiny_course.with_answer(tiny_course.CORRECT)
+    (folder / tiny_course.NOTEBOOK).write_text(json.dumps(correct))
+    for step in (["autograde", "tiny", "--force"], ["generate_feedback", "tiny", "--force"]):
+        tiny_course.nbgrader(course, *step)
+    assert scores(course / "gradebook.db") == {"s": 10.0}
+    (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
+    failed = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "autograde", "tiny", "--force"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert failed.returncode != 0 and "JSONDecodeError" in failed.stderr, failed.stderr[-2000:]
+    earlier = scores(course / "gradebook.db").get("s", 0)
+    assert earlier == 0, f"the earlier upload's grade outlived it: {earlier}"
+    for kept in ("feedback", "autograded"):
+        assert not (course / kept / "s" / "tiny").exists(), kept
     no_bwrap = str(Path(sys.executable).parent)  # bubblewrap cannot be found: no sandbox starts
     (folder / tiny_course.NOTEBOOK).write_text(json.dumps(tiny_course.with_answer("x = 1")))
     run = autograde(course, env=dict(os.environ, PYTHONPATH=str(ROOT), PATH=no_bwrap))

@@ -21,6 +21,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 import sys
@@ -73,9 +74,39 @@ def configure(c, source: Path) -> None:
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
     c.CourseDirectory.ignore += ["probes.py", "checks.py"]
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+    c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
     os.environ["SAFEGRADE_SOURCE"] = str(source)
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+
+
+class ClearUnreadableUpload:
+    """Autograde's pre-convert hook (also under plain `nbgrader autograde` and the formgrader's
+    button): before a submission whose notebooks cannot be read is graded (and fails), its
+    earlier grade, autograded notebook and feedback are removed, so that no grade of an earlier
+    upload outlives it (nbgrader's own failure handling removes only the autograded folder)."""
+
+    def __init__(self, config):
+        self.config = config
+
+    def __call__(self, assignment: str, student: str, notebooks: list[str]) -> None:
+        import nbformat
+        from nbgrader.coursedir import CourseDirectory
+
+        from .batch import clear_earlier
+
+        course = CourseDirectory(config=self.config)
+        # nbgrader passes the command line's ids ("*" for every student): each notebook's folder
+        # says whose it is
+        folder = course.format_path(
+            course.submitted_directory, "(?P<s>[^/]+)", "(?P<a>[^/]+)", escape=True
+        )
+        for path in notebooks:
+            try:
+                nbformat.read(path, as_version=4)
+            except Exception:  # noqa: BLE001 - whatever makes a learner's file unreadable
+                if found := re.fullmatch(folder, os.path.dirname(os.path.abspath(path))):
+                    clear_earlier(course, found["s"], found["a"])
 
 
 class ForgetDuplicates(NbGraderPreprocessor):
