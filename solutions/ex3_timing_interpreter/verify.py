@@ -1,7 +1,6 @@
-"""The checks of Exercise 3's test cells, and the two helpers the task names (TIMED_OPS and
-target_text). The cells call the checks on `net`; the grader calls the very same functions on
-what your TimingInterpreter did with its own hidden models. Each raises an AssertionError that
-says what to fix.
+"""The checks of Exercise 3's test cells. The cells call them on `net`; the grader calls the very
+same functions on what your TimingInterpreter did with its own hidden models. Each raises an
+AssertionError that says what to fix. TIMED_OPS and target_text are the notebook's setup cell's.
 """
 
 import math
