@@ -144,7 +144,7 @@ def test_timed_nodes(data, cases):
 
 def test_repeated_runs(data, cases):
     timings = data["net"]["timings"]
-    verify.check_timed(timings, build(cases["net"]["graph"]), 3)
+    verify.check_times_per_run(timings, build(cases["net"]["graph"]), 3)
     check_slept(timings, cases["net"])
     naps = data["slow_second"]["timings"].get("nap")
     assert isinstance(naps, list) and len(naps) == 3, f"nap: want 3 times, got {naps}"

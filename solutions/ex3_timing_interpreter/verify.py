@@ -84,6 +84,15 @@ def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
         assert problem is None, problem
 
 
+def check_times_per_run(timings, gm: torch.fx.GraphModule, calls: int) -> None:
+    """timings after `calls` runs on gm: each node whose op is in TIMED_OPS has `calls` times."""
+    assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    for name in timed_names(gm):
+        times = timings.get(name)
+        ok = isinstance(times, list) and len(times) == calls
+        assert ok, f"{name}: want {calls} times after {calls} runs, got {times}"
+
+
 def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
     """rows (summary()) has one well-formed row per node in timings, slowest first."""
     nodes = {node.name: node for node in gm.graph.nodes}
