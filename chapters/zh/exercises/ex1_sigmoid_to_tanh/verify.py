@@ -47,7 +47,8 @@ def computes(gm: torch.fx.GraphModule, names: list[str]) -> list[tuple]:
             found.append(("tanh", args))
         else:
             module = gm.get_submodule(node.target) if node.op == "call_module" else None
-            found.append((node.op, node.target, args, module and type(module).__name__))
+            kind = None if module is None else type(module).__name__
+            found.append((node.op, node.target, args, kind))
     return found
 
 
