@@ -150,6 +150,23 @@ def test_reference_scores_full_marks_and_the_starter_zero(graded, assignment):
     assert "NotImplementedError" in reason(course, "untouched", assignment)
 
 
+@pytest.mark.parametrize("how", ["sandboxed", "plain"])
+def test_the_reference_runs_every_cell_cleanly(graded, how):
+    """Every cell of the reference, the ones that import verify.py from beside the notebook
+    included, runs without an error: in the sandbox (the submission's folder on sys.path) as in
+    plain nbgrader's kernel."""
+    for assignment in ASSIGNMENTS:
+        course = graded["sandboxed" if how == "sandboxed" else f"plain:{assignment}"]
+        path = course / course_grader.AUTOGRADED / "reference" / assignment / f"{assignment}.ipynb"
+        errors = [
+            (cell.source[:60], output.get("evalue"))
+            for cell in nbformat.read(path, as_version=4).cells
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "error"
+        ]
+        assert not errors, (how, assignment, errors)
+
+
 @pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
 def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
     course = graded["sandboxed"]
