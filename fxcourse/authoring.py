@@ -154,9 +154,12 @@ def translated_files(language: str) -> dict[Path, str]:
             learner = learner_version(translated, language)
             derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))
-        else:
+        else:  # an exercise starter, and the files beside it (verify.py) as they are
             i18n.refresh_checksums(translated)
-            derived[folder / "exercises" / document.path.name] = nbformat.writes(translated)
+            exercise = folder / "exercises" / document.path.parent.name
+            derived[exercise / document.path.name] = nbformat.writes(translated)
+            for beside in sorted(document.path.parent.glob("*.py")):
+                derived[exercise / beside.name] = beside.read_text()
     derived = {path: text if text.endswith("\n") else text + "\n" for path, text in derived.items()}
     derived[ANSWERS.with_suffix(f".{language}.json")] = (
         json.dumps(answers, indent=1, ensure_ascii=False) + "\n"

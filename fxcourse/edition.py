@@ -26,6 +26,7 @@ TEMPLATES = ROOT / "env" / "student-edition"
 INCLUDE = [
     "chapters/[0-9][0-9]_*.ipynb",
     "chapters/exercises/*.ipynb",
+    "chapters/exercises/*/verify.py",
     "chapters/exercises/nbgrader_config.py",
     "fxcourse/*.py",
     "fxcourse/answers.json",
@@ -59,6 +60,7 @@ EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py", "fxcourse/i18n.py"]
 EXCLUDE_FOLDERS = ("fxcourse/website/", "fxcourse/locale/")
 # The Chinese edition's files: its chapters and, at run time, its answers and messages.
 TRANSLATED = ["chapters/zh/*.ipynb", "fxcourse/answers.zh.json", "fxcourse/locale/zh/fxcourse.po"]
+TRANSLATED += ["chapters/zh/exercises/*/verify.py"]
 
 
 def course_files(root: Path = ROOT) -> list[str]:

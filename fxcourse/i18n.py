@@ -342,7 +342,7 @@ class Document:
 def documents(root: Path = ROOT) -> list[Document]:
     """Chapter sources (answers included, mistakes not), exercise starters, the learner README."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
-    starters = sorted((root / "chapters" / "exercises").glob("*.ipynb"))
+    starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
     return (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]

@@ -14,7 +14,8 @@ every chapter and exercise starter. Later runs bring course updates in the way n
   merge, the base being the course version the learner's copy came from); where the learner's
   and the course's changes collide the learner's cells are kept, the course's version is saved
   beside it (NAME.course-version.ipynb) and a markdown cell at the top of the notebook says so;
-- a notebook the learner deleted or renamed comes back as the course's version.
+- a notebook the learner deleted or renamed comes back as the course's version;
+- the module beside each exercise that its test cells import (verify.py) is always the course's.
 
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
@@ -115,8 +116,19 @@ def course_notebooks(root: Path = ROOT, language: str = "en") -> dict[str, Path]
     English, chapters/<language>/ in a translation)."""
     chapters = root / "chapters" if language == "en" else root / "chapters" / language
     found = {p.name: p for p in sorted(chapters.glob("[0-9][0-9]_*.ipynb"))}
-    found |= {f"exercises/{p.name}": p for p in sorted((chapters / "exercises").glob("*.ipynb"))}
+    exercises = sorted((chapters / "exercises").glob("*/*.ipynb"))
+    found |= {f"exercises/{p.parent.name}/{p.name}": p for p in exercises}
     return found
+
+
+def course_modules(root: Path = ROOT, language: str = "en") -> dict[str, Path]:
+    """Workspace-relative name -> a module beside an exercise that its test cells import
+    (verify.py): the course's, never the learner's to edit."""
+    chapters = root / "chapters" if language == "en" else root / "chapters" / language
+    return {
+        f"exercises/{p.parent.name}/{p.name}": p
+        for p in sorted((chapters / "exercises").glob("*/*.py"))
+    }
 
 
 def beside_name(name: str) -> str:
@@ -150,6 +162,12 @@ def sync(workspace: Path, root: Path = ROOT, language: str = "en") -> SyncReport
         outcome = sync_notebook(workspace, name, course_version(name, source))
         if outcome:
             getattr(report, outcome).append(name)
+    for name, source in course_modules(root, language).items():
+        target = workspace / name
+        if not target.exists() or target.read_bytes() != source.read_bytes():
+            (report.updated if target.exists() else report.copied).append(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
     write_nbgrader_config(workspace, exchange_root(root))
     write_lab_language(workspace, language)
     return report

@@ -81,8 +81,9 @@ def nbgrader(course: Path, *args: str) -> int:
 
 
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
-    """generate_assignment for every exercise (gradebook entries, grader/release/), then copy the
-    student versions, stripped, to publish_to/<assignment>.ipynb. Returns the copies."""
+    """generate_assignment for every exercise (gradebook entries, grader/release/), then copy
+    each released folder to publish_to/<assignment>/: the student version, stripped, and the
+    files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
     _clear(course / RELEASE / a for a in ASSIGNMENTS)
     # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
     # folders only: "*" would also try each chapter of solutions/ and warn about every one.
@@ -94,14 +95,29 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
 
     from fxcourse.notebooks import clean
 
-    publish_to.mkdir(parents=True, exist_ok=True)
+    _clear(publish_to / a for a in ASSIGNMENTS)
     published = []
     for assignment in ASSIGNMENTS:
-        released = course / RELEASE / assignment / f"{assignment}.ipynb"
-        target = publish_to / f"{assignment}.ipynb"
-        nbformat.write(clean(nbformat.read(released, as_version=4)), target)
-        published.append(target)
+        released, target = course / RELEASE / assignment, publish_to / assignment
+        shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
+        notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
+        nbformat.write(one_folder_deeper(notebook), target / f"{assignment}.ipynb")
+        published.append(target / f"{assignment}.ipynb")
     return published
+
+
+def one_folder_deeper(notebook):
+    """The notebook's relative links to the chapters (`../NN_….ipynb`, written for
+    solutions/<assignment>/) as seen from chapters/exercises/<assignment>/, with nbgrader's
+    checksums of the cells that changed made again (so `nbgrader validate` accepts them)."""
+    from nbgrader.utils import compute_checksum
+
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and "](../" in cell.source:
+            cell.source = cell.source.replace("](../", "](../../")
+            if "checksum" in cell.metadata.get("nbgrader", {}):
+                cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
+    return notebook
 
 
 def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:

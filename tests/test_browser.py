@@ -334,7 +334,7 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: Lab
 
 
 def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
-    relative = f"exercises/{EXERCISE}.ipynb"  # the learner's copy, in the workspace
+    relative = f"exercises/{EXERCISE}/{EXERCISE}.ipynb"  # the learner's copy, in the workspace
     solutions = instructor_solutions(EXERCISE)
     open_notebook(lab, relative, "06-exercise-opened")
 

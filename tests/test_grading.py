@@ -149,6 +149,23 @@ def test_reference_scores_full_marks_and_the_starter_zero(graded, assignment):
     assert "NotImplementedError" in reason(course, "untouched", assignment)
 
 
+@pytest.mark.parametrize("how", ["sandboxed", "plain"])
+def test_the_reference_runs_every_cell_cleanly(graded, how):
+    """Every cell of the reference, the ones that import verify.py from beside the notebook
+    included, runs without an error: in the sandbox (the submission's folder on sys.path) as in
+    plain nbgrader's kernel."""
+    for assignment in ASSIGNMENTS:
+        course = graded["sandboxed" if how == "sandboxed" else f"plain:{assignment}"]
+        path = course / course_grader.AUTOGRADED / "reference" / assignment / f"{assignment}.ipynb"
+        errors = [
+            (cell.source[:60], output.get("evalue"))
+            for cell in nbformat.read(path, as_version=4).cells
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "error"
+        ]
+        assert not errors, (how, assignment, errors)
+
+
 @pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
 def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
     course = graded["sandboxed"]
@@ -301,19 +318,31 @@ def test_the_formgraders_autograde_button_grades_in_the_sandbox(graded):
 
 
 def test_probes_and_checks_are_never_released(released):
+    """Only the notebook and, where the exercise has one, verify.py (the tests' checks, which
+    learners read and the test cells import) reach the learners."""
     for assignment in ASSIGNMENTS:
         files = {p.name for p in (released / RELEASE / assignment).iterdir()}
-        assert files == {f"{assignment}.ipynb"}, files
+        beside = {"verify.py"} & {p.name for p in (ROOT / "solutions" / assignment).iterdir()}
+        assert files == {f"{assignment}.ipynb"} | beside, files
 
 
 def test_student_versions_are_current(released: Path):
-    """chapters/exercises holds what `make release` generates now from solutions/."""
+    """chapters/exercises holds what `make release` generates now from solutions/: a folder per
+    exercise, its notebook and the files beside it."""
     for assignment in ASSIGNMENTS:
-        fresh = json.loads((released / "published" / f"{assignment}.ipynb").read_text())
-        committed_path = ROOT / course_grader.STUDENT_VERSIONS / f"{assignment}.ipynb"
-        assert json.loads(committed_path.read_text()) == fresh, (
-            f"{committed_path} is stale: run `make release`"
-        )
+        fresh_folder = released / "published" / assignment
+        committed = ROOT / course_grader.STUDENT_VERSIONS / assignment
+        names = sorted(p.name for p in fresh_folder.iterdir())
+        kept = [p.name for p in committed.iterdir() if p.name != "__pycache__"]  # verify's, run
+        assert sorted(kept) == names, f"{committed}: run `make release`"
+        for name in names:
+            fresh, path = (fresh_folder / name).read_text(), committed / name
+            same = (
+                json.loads(path.read_text()) == json.loads(fresh)
+                if name.endswith(".ipynb")
+                else path.read_text() == fresh
+            )
+            assert same, f"{path} is stale: run `make release`"
 
 
 def solution_blocks(nb: nbformat.NotebookNode) -> list[str]:
@@ -330,6 +359,8 @@ def test_no_solution_hidden_test_or_check_in_the_chapters():
         source = source_notebook(ROOT, assignment)
         checks = (ROOT / "solutions" / assignment / "checks.py").read_text()
         visible = "\n".join(cell.source for cell in source.cells)  # checks repeat its asserts
+        for verify in (ROOT / "solutions" / assignment).glob("verify.py"):  # learners read it
+            visible += "\n" + verify.read_text()
         lines = [line.strip() for line in checks.split("\n") if len(line.strip()) > 40]
         secret = [line for line in lines if line not in visible]
         secret += [block for block in solution_blocks(source) if len(block) > 40]
@@ -347,6 +378,6 @@ def test_exercise_is_ten_points_over_three_or_more_cells(assignment: str):
         if cell.metadata.get("nbgrader", {}).get("grade")
     ]
     assert sum(points) == 10 and len(points) >= 3, points
-    student_path = ROOT / course_grader.STUDENT_VERSIONS / f"{assignment}.ipynb"
+    student_path = ROOT / course_grader.STUDENT_VERSIONS / assignment / f"{assignment}.ipynb"
     for nb_path in (student_path, ROOT / "solutions" / assignment / f"{assignment}.ipynb"):
         assert not problems(nbformat.read(nb_path, as_version=4)), f"{nb_path} is not clean"

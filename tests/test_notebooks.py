@@ -18,7 +18,7 @@ import pytest
 from notebook_runner import is_graded_student_version
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "chapters" / "exercises").glob("ex*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "chapters" / "exercises").glob("ex*/ex*.ipynb"))
 
 
 def test_there_are_exercise_notebooks():
@@ -33,11 +33,19 @@ def test_starter_runs_and_fails_its_visible_tests(path: Path, record_property):
 
 
 def _check_student_version_fails(path: Path) -> float:
-    """The unanswered starter must fail its visible tests (nbgrader validate --invert)."""
+    """The unanswered starter must fail its visible tests (nbgrader validate --invert), run
+    where chapters/exercises/nbgrader_config.py applies the course's settings."""
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "nbgrader", "validate", "--invert", path.name],
-        cwd=path.parent,
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "validate",
+            "--invert",
+            f"{path.parent.name}/{path.name}",
+        ],
+        cwd=path.parent.parent,
         capture_output=True,
         text=True,
         timeout=600,

@@ -284,17 +284,19 @@ def test_staging_finds_a_renamed_notebook_and_strips_a_huge_one(tmp_path, monkey
 
 
 def test_files_for_the_sandbox_never_include_probes_or_checks(tmp_path):
-    for name in ("probes.py", "checks.py", "data.csv", "hw.ipynb"):
+    for name in ("probes.py", "checks.py", "data.csv", "hw.ipynb", "verify.py"):
         (tmp_path / name).write_text(name)
-    assert list(preprocessors.files_for_sandbox([tmp_path], [])) == ["data.csv"]
+    assert list(preprocessors.files_for_sandbox([tmp_path], [])) == ["data.csv", "verify.py"]
 
 
 def test_preimports_come_from_the_sources(tmp_path):
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("%matplotlib inline\nimport json\nfrom math import pi")]
     )
+    nb.cells.append(nbformat.v4.new_code_cell("from verify import check  # beside the notebook"))
     (tmp_path / "hw.ipynb").write_text(nbformat.writes(nb))
     (tmp_path / "probes.py").write_text("import csv\n")
+    (tmp_path / "verify.py").write_text("def check(): pass\n")
     assert sorted(preprocessors.preimports([tmp_path])) == ["csv", "json", "math"]
 
 

@@ -19,10 +19,12 @@ MARKED_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1"
 
 
 def secrets(answers_allowed: bool) -> dict[str, str]:
-    """Text that must not appear in the edition -> where it comes from."""
+    """Text that must not appear in the edition -> where it comes from. An exercise's verify.py
+    (the tests' checks, released beside its notebook) is no secret."""
     found = {}
     for source in sorted((ROOT / "solutions").rglob("*")):
-        if not source.is_file() or ".ipynb_checkpoints" in source.parts:
+        skipped = ".ipynb_checkpoints" in source.parts or "__pycache__" in source.parts
+        if not source.is_file() or skipped or source.name == "verify.py":
             continue
         where = str(source.relative_to(ROOT))
         if source.suffix != ".ipynb":
@@ -89,6 +91,10 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     assert (out / "fxcourse" / "answers.zh.json").exists() == answers
     zh = sorted(p.name for p in (out / "chapters" / "zh").glob("[0-9][0-9]_*.ipynb"))
     assert zh == chapters and (out / "fxcourse" / "locale" / "zh" / "fxcourse.po").exists()
+    for exercise in (ROOT / "chapters" / "exercises").glob("*/verify.py"):  # beside the notebook
+        relative = exercise.relative_to(ROOT / "chapters")
+        for copy in (out / "chapters" / relative, out / "chapters" / "zh" / relative):
+            assert copy.read_text() == exercise.read_text(), copy
     assert (
         not (out / "fxcourse" / "website").exists() and not (out / "fxcourse" / "i18n.py").exists()
     )

@@ -48,9 +48,16 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
     _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
     _write_chapter(chapters, "02_b.ipynb", "b = 1", "b")
     _write_chapter(chapters, "03_c.ipynb", "c = 1", "c")
-    _write_chapter(chapters / "exercises", "ex1.ipynb", "e = 1")
+    _write_chapter(chapters / "exercises" / "ex1", "ex1.ipynb", "e = 1")
+    (chapters / "exercises" / "ex1" / "verify.py").write_text("CHECK = 1\n")
     first = workspace.sync(mine, course)
-    assert first.copied == ["01_a.ipynb", "02_b.ipynb", "03_c.ipynb", "exercises/ex1.ipynb"]
+    assert first.copied == [
+        "01_a.ipynb",
+        "02_b.ipynb",
+        "03_c.ipynb",
+        "exercises/ex1/ex1.ipynb",
+        "exercises/ex1/verify.py",
+    ]
     _open_and_run(mine / "01_a.ipynb")
     _edit(mine / "02_b.ipynb", 1, "b + 1  # mine")
     _edit(mine / "03_c.ipynb", 0, "c = 'my answer'")
@@ -76,6 +83,10 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
     assert notice.cell_type == "markdown" and "03_c.course-version.ipynb" in notice.source
     assert _sources(mine / "03_c.course-version.ipynb") == ["c = 2", "c"]
     assert workspace.sync(mine, course).lines() == []
+
+    (mine / "exercises" / "ex1" / "verify.py").write_text("CHECK = 'mine'\n")  # the course's
+    assert workspace.sync(mine, course).updated == ["exercises/ex1/verify.py"]
+    assert (mine / "exercises" / "ex1" / "verify.py").read_text() == "CHECK = 1\n"
 
     (mine / "03_c.ipynb").rename(mine / "03_c_mine.ipynb")  # deleting or renaming: a fresh copy
     assert workspace.sync(mine, course).copied == ["03_c.ipynb"]
@@ -174,7 +185,9 @@ def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_pat
     assert chapter.cells[0].source.startswith("# 第 2 章")
     assert chapter.cells[1].id == "fxcourse-kernel-check" and "请选" in chapter.cells[1].source
     assert 'use_language("zh")' in chapter.cells[2].source
-    note = _sources(mine / "exercises" / "ex1_sigmoid_to_tanh.ipynb")[0]
+    exercise = mine / "exercises" / "ex1_sigmoid_to_tanh"
+    assert (exercise / "verify.py").is_file()  # the tests' checks, beside the notebook
+    note = _sources(exercise / "ex1_sigmoid_to_tanh.ipynb")[0]
     assert "不会被提交" in note and "ex1_sigmoid_to_tanh/ex1_sigmoid_to_tanh.ipynb" in note
     setting = mine / workspace.LAB_SETTINGS / "@jupyterlab/translation-extension"
     assert json.loads((setting / "plugin.jupyterlab-settings").read_text()) == {"locale": "zh_CN"}

@@ -105,8 +105,12 @@ def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def site_exercise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """An exercise starter as task text: shown as released, with the how-to-run note."""
+    """An exercise starter as task text: shown as released, with the how-to-run note. The
+    starter lives in exercises/<assignment>/, its page in exercises/: links one folder up."""
     page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
+    for cell in page.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("](../../", "](../")
     page.cells.insert(1, nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run"))
     return page
 
@@ -137,7 +141,7 @@ def write_sources(src: Path, language: str) -> list[Path]:
     chapters = dict(sorted(chapter_sources(language).items()))
     for name, nb in chapters.items():
         pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb))) + "\n"
-    exercises = sorted(starters.glob("*.ipynb"))
+    exercises = sorted(starters.glob("*/*.ipynb"))
     for starter in exercises:
         page = site_exercise(nbformat.read(starter, as_version=4))
         pages[src / "exercises" / starter.name] = nbformat.writes(page) + "\n"

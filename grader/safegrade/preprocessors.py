@@ -362,8 +362,11 @@ def read_regular(path: str, cap: int) -> bytes | None:
 
 
 def preimports(folders: list[Path]) -> list[str]:
-    """Modules imported by the source notebooks' code cells and the probes of these exercises."""
+    """Modules imported by the source notebooks' code cells and the probes of these exercises,
+    but not the modules beside the notebooks (verify.py): those a submission's cells import from
+    its own folder, never a template."""
     sources = [(folder / "probes.py").read_text() for folder in folders]
+    local = {path.stem for folder in folders for path in folder.glob("*.py")}
     for path in (path for folder in folders for path in sorted(folder.glob("*.ipynb"))):
         cells = json.loads(path.read_text())["cells"]
         sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
@@ -379,7 +382,7 @@ def preimports(folders: list[Path]) -> list[str]:
                 names += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names.append(node.module)
-    return list(dict.fromkeys(names))
+    return [name for name in dict.fromkeys(names) if name.partition(".")[0] not in local]
 
 
 def forbidden_paths(course: CourseDirectory) -> list[str]:
