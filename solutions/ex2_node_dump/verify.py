@@ -55,7 +55,8 @@ def check_merge(before: torch.fx.GraphModule, after: torch.fx.GraphModule, a: st
     keep, drop = sorted((a, b), key=order.index)
     names = [node.name for node in after.graph.nodes]
     want = [name for name in order if name != drop]
-    assert names == want, f"keep {keep} (it comes first), erase {drop}: want the nodes {want}"
+    message = f"keep {keep} (it comes first), erase {drop}: want the nodes {want}, got {names}"
+    assert names == want, message
     reads = {node.name: inputs(node, {drop: keep}) for node in before.graph.nodes}
     for node in after.graph.nodes:
         want, got = reads[node.name], inputs(node, {})
