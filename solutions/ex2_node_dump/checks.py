@@ -26,8 +26,8 @@ class Example(nn.Module):
     def __init__(self, constant):
         super().__init__()
         self.lin, self.constant = nn.Linear(3, 3), constant
-        self.scale = nn.Parameter(torch.ones(3))
-        self.register_buffer("shift", torch.zeros(1, 3))
+        self.scale = nn.Parameter(torch.ones(3, dtype=torch.float32))
+        self.register_buffer("shift", torch.zeros(1, 3, dtype=torch.float64))
 
     def forward(self, x):
         h = self.lin(x) * self.scale + self.constant

@@ -17,7 +17,7 @@ ROWS = [
     ("mul", "call_function", "operator.mul", ("lin", "scale"), ["add"], None),
     ("add", "call_function", "operator.add", ("mul", 1), ["relu", "relu_1"], None),
     ("relu", "call_method", "relu", ("add",), ["cat"], None),
-    ("shift", "get_attr", "shift", (), ["add_1"], (torch.float32, (1, 3))),
+    ("shift", "get_attr", "shift", (), ["add_1"], (torch.float64, (1, 3))),
     ("add_1", "call_function", "operator.add", ("x", "shift"), ["cat"], None),
     ("relu_1", "call_method", "relu", ("add",), ["cat"], None),
     ("cat", "call_function", "torch.cat", (["relu", "add_1", "relu_1"],), ["output"], None),
