@@ -1,9 +1,9 @@
-"""Exercise 2's probe: rebuild each graph the grader sent (a description) and return what the
-learner's dump_nodes (and, for the table, format_nodes) make of it. It runs beside the learner's
-code and holds no graphs or expected values: those are made and judged in checks.py.
+"""Exercise 2's probes: rebuild each graph the grader sent (a description) and return what the
+learner's dump_nodes makes of it, or the graph merge returns. They run beside the learner's code
+and hold no graphs or expected values: those are made and judged in checks.py.
 """
 
-from grader.safegrade.graphs import build
+from grader.safegrade.graphs import build, describe
 from grader.safegrade.probing import learner
 
 
@@ -12,14 +12,13 @@ def dumps(namespace: dict, inputs: dict) -> dict:
     return {name: dump_nodes(build(graph)) for name, graph in inputs.items()}
 
 
-def test_table(namespace: dict, inputs: dict) -> dict:
-    """format_nodes's table and the records dump_nodes returns (what the table lays out)."""
-    format_nodes = learner(namespace, "format_nodes")
-    rows = dumps(namespace, inputs)
+def test_merge(namespace: dict, inputs: dict) -> dict:
+    """merge's graph for each case, as a description (with its code and its graph's code)."""
+    merge = learner(namespace, "merge")
     return {
-        name: {"table": format_nodes(build(graph)), "rows": rows[name]}
-        for name, graph in inputs.items()
+        name: describe(merge(build(case["graph"]), case["a"], case["b"]))
+        for name, case in inputs.items()
     }
 
 
-test_records = test_targets = test_arguments = test_users = dumps
+test_records = test_targets = test_arguments = test_users = test_refers_to = dumps

@@ -2,7 +2,7 @@
 
 assignment: ex2_node_dump
 expected: 8
-why: the targets cell (2) fails; format_nodes lays out whatever dump_nodes returns, so it passes.
+why: only the targets cell (2) fails; the other cells compare other keys of the records.
 """
 
 # %% cell: dump_nodes
@@ -24,6 +24,18 @@ def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
             "args": torch.fx.node.map_arg(node.args, lambda n: n.name),
             "kwargs": torch.fx.node.map_arg(node.kwargs, lambda n: n.name),
             "users": [user.name for user in sorted(node.users, key=order.index)],
+            "refers_to": refers_to(gm, node),
         }
         for node in gm.graph.nodes
     ]
+
+
+def refers_to(gm, node):
+    """What a call_module or get_attr target stands for."""
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)).__name__
+    if node.op == "get_attr":
+        *path, name = node.target.split(".")
+        tensor = getattr(gm.get_submodule(".".join(path)), name)
+        return (tensor.dtype, tuple(tensor.shape))
+    return None

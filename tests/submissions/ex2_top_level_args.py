@@ -2,7 +2,7 @@
 
 assignment: ex2_node_dump
 expected: 8
-why: the arguments cell (2) fails; the table shows Nodes by name anyway, so format_nodes passes.
+why: only the arguments cell (2) fails (its visible test too: cat's list keeps its Nodes).
 """
 
 import torch
@@ -23,6 +23,18 @@ def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
             "args": tuple(name_of(arg) for arg in node.args),
             "kwargs": {key: name_of(value) for key, value in node.kwargs.items()},
             "users": [user.name for user in sorted(node.users, key=order.index)],
+            "refers_to": refers_to(gm, node),
         }
         for node in gm.graph.nodes
     ]
+
+
+def refers_to(gm, node):
+    """What a call_module or get_attr target stands for."""
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)).__name__
+    if node.op == "get_attr":
+        *path, name = node.target.split(".")
+        tensor = getattr(gm.get_submodule(".".join(path)), name)
+        return (tensor.dtype, tuple(tensor.shape))
+    return None
