@@ -14,6 +14,10 @@ back as they were, so no later cell keeps printing.
 cache folder, runs it once and returns the Python module Inductor generated (its C++ kernel
 inside), or None when no C++ compiler is installed. It uses private torch helpers
 (torch._inductor's cache-folder switch and compiler search), kept here so the chapter does not.
+
+`native_stderr()` collects what compiled code writes straight to the process's stderr (file
+descriptor 2), which `contextlib.redirect_stderr` cannot catch: AOTInductor's runtime prints each
+error there before raising it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import contextlib
 import copy
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -197,3 +202,23 @@ def _compile_in_temporary_cache(fn, args) -> InductorCode:
     if not module:
         raise RuntimeError(NO_OUTPUT_CODE.format(notes=logs.text("note") or "none"))
     return InductorCode(module, seconds, result)
+
+
+@contextlib.contextmanager
+def native_stderr() -> Iterator[LogCapture]:
+    """Collect what is written to file descriptor 2 during the block (C++ code's `std::cerr`)
+    instead of showing it; afterwards the descriptor is the one it was, and the text is in the
+    capture under the source "stderr"."""
+    capture = LogCapture()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield capture
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            if text := sink.read().decode(errors="replace").strip():
+                capture.records.append(("stderr", text))

@@ -128,3 +128,17 @@ def test_a_missing_output_code_log_is_reported_clearly(monkeypatch, no_torch_log
     with pytest.raises(RuntimeError, match="output_code log was not captured"):
         capture.inductor_code(torch.relu, torch.ones(2))
     assert not _collectors()
+
+
+def test_native_stderr_collects_what_is_written_to_descriptor_2_and_restores_it():
+    before = os.fstat(2)
+    with capture.native_stderr() as written:
+        os.write(2, b"Error: from C++\n")
+    assert written.text("stderr") == "Error: from C++"
+    after = os.fstat(2)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+    with pytest.raises(RuntimeError), capture.native_stderr() as written:
+        os.write(2, b"then it raised")
+        raise RuntimeError
+    assert written.text() == "then it raised"
+    assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (before.st_dev, before.st_ino)
