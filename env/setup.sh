@@ -99,6 +99,7 @@ ensure_chinese_font() {  # the browser tests read the Chinese pages: without a f
 }
 
 check_python
+cxx_hint="Chapters 7 and 9 compile with Inductor, which needs a C++ compiler: 'sudo apt-get install g++' (Debian/Ubuntu), 'xcode-select --install' (macOS) or 'conda install -c conda-forge cxx-compiler'."
 graphviz_hint="Install Graphviz: 'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install -c conda-forge graphviz'. Without it graph pictures fall back to text."
 if [ "$purpose" = test ]; then
     ensure_system_tool dot graphviz yes "$graphviz_hint"
@@ -107,7 +108,9 @@ if [ "$purpose" = test ]; then
     ensure_system_tool bwrap bubblewrap yes \
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
     ensure_chinese_font
+    ensure_system_tool g++ g++ yes "$cxx_hint"
 else
+    ensure_system_tool g++ g++ no "$cxx_hint"
     ensure_system_tool dot graphviz no "$graphviz_hint"
     ensure_system_tool bwrap bubblewrap no \
         "Only instructors need it: 'make autograde' runs submissions inside bubblewrap ('sudo apt-get install bubblewrap')."
