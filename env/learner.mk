@@ -12,7 +12,8 @@ LAB_SETTINGS_ENV := $(if $(filter zh,$(COURSE_LANGUAGE)),JUPYTERLAB_SETTINGS_DIR
 LAB_ARGS ?=
 # The page the lab and the URL it prints open on (not the Launcher); here, not in
 # env/jupyter-learner/, whose settings the hub's learners share (their chapters are elsewhere).
-START_PAGE := 01_symbolic_tracing.ipynb  # = fxcourse.workspace.START_PAGE (the hub uses that)
+# The same as fxcourse.workspace.START_PAGE, where the hub's learners land (a test compares them).
+START_PAGE := 01_symbolic_tracing.ipynb
 # nbgrader's instructor tools (formgrader, create-assignment) stay off in the learner's lab.
 LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
