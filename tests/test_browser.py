@@ -86,6 +86,7 @@ def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
             "args": node.args,
             "kwargs": node.kwargs,
             "users": [user.name for user in node.users],
+            "refers_to": None,
         }
         for node in gm.graph.nodes
     ]"""
