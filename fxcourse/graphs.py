@@ -3,6 +3,10 @@
     show_graph(gm)                    every node: name, what it runs, shape when known
     show_graph(gm, collapse=1)        an overview: the nodes of each top-level submodule as one box
     show_graph(gm, within="layer1.0") a zoom: only the nodes inside that submodule
+    show_graph(gm, around=["linear_1"]) a zoom: only the nodes up to `hops` (default 2) arrows
+                                      away from the named nodes (for graphs without submodules)
+
+A zoom carries the whole graph too, one click away under the picture.
 
 One box per FX node (parameters are not drawn: they are read by their call_module or get_attr
 node), coloured by opcode; each arrow goes from a node to a node that uses its value. Pictures
@@ -51,9 +55,10 @@ class GraphPicture:
 
     SHRUNK_FROM_PX = 800  # wider pictures get the full-size view as well
 
-    def __init__(self, svg: str, text: str):
+    def __init__(self, svg: str, text: str, whole: GraphPicture | None = None):
         self.svg = svg
         self.text = text
+        self.whole = whole  # for a zoom: the picture of the whole graph
 
     def natural_width(self) -> int:
         match = re.search(r'<svg width="([\d.]+)pt"', self.svg)
@@ -66,13 +71,21 @@ class GraphPicture:
             f'<img class="fxcourse-graph" src="{source}" width="{width}" '
             'style="max-width:100%;height:auto" alt="graph picture">'
         )
+        if self.whole is not None:
+            whole = self.whole._full_size(self.whole.natural_width())
+            summary = "<summary>Show the whole graph (scroll)</summary>"
+            return f"{fitted}<details>{summary}{whole}</details>"
         if width <= self.SHRUNK_FROM_PX:
             return fitted
-        full = f'<img src="{source}" width="{width}" style="max-width:none" alt="graph picture">'
         return (
             f"{fitted}<details><summary>Show at full size ({width} px wide; scroll)</summary>"
-            f'<div style="overflow:auto;max-height:80vh">{full}</div></details>'
+            f"{self._full_size(width)}</details>"
         )
+
+    def _full_size(self, width: int) -> str:
+        source = "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode()).decode()
+        full = f'<img src="{source}" width="{width}" style="max-width:none" alt="graph picture">'
+        return f'<div style="overflow:auto;max-height:80vh">{full}</div>'
 
     def __repr__(self) -> str:
         return self.text
@@ -123,14 +136,40 @@ def _shape_text(node: torch.fx.Node) -> str:
 def node_label(gm: torch.fx.GraphModule, node: torch.fx.Node) -> str:
     """Graphviz HTML label: the node's name in bold, then its opcode and target, then its shape
     when a pass (ShapeProp, export) recorded one."""
-    lines = [f"<b>{html.escape(node.name)}</b>"]
+    lines = [f"<b>{'<br/>'.join(html.escape(part) for part in _wrapped(node.name, '_'))}</b>"]
     if node.op not in ("placeholder", "output"):
-        lines.append(html.escape(f"{node.op} {_target_text(gm, node)}"))
+        what = _wrapped(f"{node.op} {_target_text(gm, node)}", " .", width=34)
+        lines.append("<br/>".join(html.escape(part) for part in what))
     else:
         lines.append(node.op)
     if shape := _shape_text(node):
         lines.append(f'<font point-size="9">{html.escape(shape)}</font>')
     return "<" + "<br/>".join(lines) + ">"
+
+
+def _wrapped(text: str, breaks: str, width: int = 22) -> list[str]:
+    """A long name (Dynamo's lifted parameters, quantized_decomposed's operators) cut after the
+    characters in `breaks` into lines of about `width` characters, so that one name does not
+    make the picture wide."""
+    lines = [""]
+    cut = re.escape(breaks)
+    for part in re.findall(rf"[^{cut}]*[{cut}]|[^{cut}]+", text):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return lines
+
+
+def _near(gm: torch.fx.GraphModule, names: Iterable[str], hops: int) -> set[torch.fx.Node]:
+    """The named nodes and every node up to `hops` arrows away from them, either way."""
+    by_name = {node.name: node for node in gm.graph.nodes}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise ValueError(f"around={unknown}: no such node; the graph has {sorted(by_name)}")
+    reached = {by_name[name] for name in names}
+    for _ in range(hops):
+        reached |= {n for node in reached for n in (*node.all_input_nodes, *node.users)}
+    return reached
 
 
 def _groups(gm: torch.fx.GraphModule, collapse: int | None) -> dict[torch.fx.Node, str]:
@@ -151,6 +190,8 @@ def to_dot(
     collapse: int | None = None,
     within: str | None = None,
     rankdir: str = "TB",
+    around: Iterable[str] | None = None,
+    hops: int = 2,
 ):
     """The graph as a graphviz.Digraph (see the module docstring for collapse and within)."""
     import graphviz
@@ -159,6 +200,9 @@ def to_dot(
     dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11")
     dot.attr("edge", color="#6b7280", arrowsize="0.7")
     nodes = [n for n in gm.graph.nodes if within is None or _inside(module_path(n), within)]
+    if around is not None:
+        near = _near(gm, around, hops)
+        nodes = [n for n in nodes if n in near]
     boxes = _groups(gm, collapse)
     members: dict[str, list[torch.fx.Node]] = {}
     for node in nodes:
@@ -214,8 +258,14 @@ def show_graph(gm: torch.fx.GraphModule, name: str = "graph", **options):
     """Something Jupyter displays: an SVG picture of `gm`, or its text graph plus a hint.
 
     Options: collapse=N draws each submodule N levels deep as one box; within="path" draws only
-    the nodes inside that submodule; rankdir="LR" lays the graph out left to right.
+    the nodes inside that submodule; around=[names] (with hops=N) only the nodes near those;
+    rankdir="LR" lays the graph out left to right. A zoom (within, around) can show the whole
+    graph with one click.
     """
     if not dot_available():
         return GraphText(str(gm.graph), MISSING_DOT_HINT)
-    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph))
+    whole = None
+    if options.get("within") is not None or options.get("around") is not None:
+        rest = {k: v for k, v in options.items() if k not in ("within", "around", "hops")}
+        whole = GraphPicture(graph_svg(gm, name, **rest), str(gm.graph))
+    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph), whole)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 import time
 from pathlib import Path
 
@@ -44,3 +46,27 @@ def is_graded_student_version(path: Path, nb: nbformat.NotebookNode, root: Path)
     in_chapters = path.resolve().is_relative_to(root / "chapters")
     has_solution_cells = any(c.metadata.get("nbgrader", {}).get("solution") for c in nb.cells)
     return in_chapters and has_solution_cells
+
+
+FITTED_GRAPH = re.compile(
+    r'class="fxcourse-graph" src="data:image/svg\+xml;base64,([^"]+)" width="(\d+)"'
+)
+
+
+def unreadable_graphs(nb: nbformat.NotebookNode, smallest_px: float = 9.0) -> list[str]:
+    """The graph pictures (fxcourse.graphs) whose node names, once the picture is fitted to an
+    output area of GraphPicture.SHRUNK_FROM_PX, are drawn smaller than `smallest_px` CSS px. The
+    full-size copies under "Show at full size" and "Show the whole graph" are not fitted."""
+    from fxcourse.graphs import GraphPicture
+
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            for match in FITTED_GRAPH.finditer(output.get("data", {}).get("text/html", "")):
+                svg = base64.b64decode(match.group(1)).decode()
+                width = int(match.group(2))
+                name_pt = max(float(f) for f in re.findall(r'font-size="([\d.]+)"', svg))
+                px = name_pt * 4 / 3 * min(1, GraphPicture.SHRUNK_FROM_PX / width)
+                if px < smallest_px:
+                    found.append(f"cell {index}: {width} px wide, names at {px:.1f} px")
+    return found

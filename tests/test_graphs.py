@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 
+import nbformat
 import pytest
 import torch
 import torch.fx
@@ -94,3 +95,43 @@ def test_without_dot_shows_text_and_one_line_hint(traced, monkeypatch):
     hint, *graph_lines = repr(shown).splitlines()
     assert "dot" in hint and "apt-get install graphviz" in hint
     assert "\n".join(graph_lines) == str(traced.graph)
+
+
+def test_around_zooms_on_named_nodes_and_a_zoom_offers_the_whole_graph(traced):
+    zoom = graphs.show_graph(traced, around=["relu_1"], hops=1)  # relu_1: the second block's
+    texts = _texts(zoom.svg)
+    assert {"second_linear", "relu_1", "add_1"} <= set(texts) and "first_linear" not in texts
+    assert "second_norm" not in texts  # two arrows away
+    assert "from first_norm" in texts  # an input from outside the zoom
+    assert "first_linear" in _texts(zoom.whole.svg)
+    html = zoom._repr_html_()
+    assert html.count("<img") == 2 and "Show the whole graph" in html
+    assert graphs.show_graph(traced).whole is None
+    with pytest.raises(ValueError, match="no_such_node"):
+        graphs.graph_svg(traced, around=["no_such_node"])
+
+
+def test_long_names_wrap_so_a_picture_stays_narrow():
+    lifted = "L_self_modules_linear_parameters_weight_"
+    assert "".join(graphs._wrapped(lifted, "_")) == lifted
+    assert all(len(line) <= 22 for line in graphs._wrapped(lifted, "_"))
+    op = "call_function quantized_decomposed.dequantize_per_channel.default"
+    assert graphs._wrapped(op, " .", width=34) == [
+        "call_function ",
+        "quantized_decomposed.",
+        "dequantize_per_channel.default",
+    ]
+
+
+def test_unreadable_graph_finder_flags_a_picture_fitted_too_small(traced):
+    from notebook_runner import unreadable_graphs
+
+    def notebook_showing(picture):
+        output = nbformat.v4.new_output("display_data", {"text/html": picture._repr_html_()})
+        return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[output])])
+
+    narrow = graphs.show_graph(traced)
+    assert unreadable_graphs(notebook_showing(narrow)) == []
+    wide = graphs.show_graph(traced)
+    wide.svg = wide.svg.replace('<svg width="', '<svg width="2', 1)  # some 2000+ pt wide
+    assert unreadable_graphs(notebook_showing(wide))[0].startswith("cell 0: ")

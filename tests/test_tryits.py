@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from notebook_runner import error_outputs, execute
+from notebook_runner import error_outputs, execute, unreadable_graphs
 
 from fxcourse import authoring, messages
 
@@ -105,6 +105,8 @@ def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
     probe = with_mistakes_and_answers(learner, nbformat.read(source, as_version=4))
     executed = run_notebook(probe, tmp_path, source.name, record_property)
     assert not error_outputs(executed), error_outputs(executed)
+    unreadable = unreadable_graphs(executed)
+    assert not unreadable, f"zoom in (collapse=, within=, around=): {unreadable}"
     wrong, judged = [], []
     for index, cell in enumerate(executed.cells):
         marker = authoring.tryit_of(cell)
