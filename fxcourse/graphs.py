@@ -214,7 +214,8 @@ def to_dot(
         else:
             owner = box.lstrip("/")
             kind = _module_class_name(inside, owner)
-            label = f"<<b>{html.escape(owner)}</b><br/>{kind} · {len(inside)} nodes>"
+            count = f"{len(inside)} node{'s' * (len(inside) != 1)}"
+            label = f"<<b>{html.escape(owner)}</b><br/>{kind} · {count}>"
             dot.node(box, label, fillcolor="#f3f4f6", style="filled,bold", shape="box3d")
     _add_edges(dot, nodes, boxes)
     return dot

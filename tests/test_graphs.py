@@ -83,6 +83,8 @@ def test_collapse_draws_a_submodule_as_one_box_and_within_zooms_in(traced):
     overview = _texts(graphs.graph_svg(traced, collapse=1))
     assert "first" in overview and "Block · 4 nodes" in overview
     assert "first_linear" not in overview
+    one_deeper = _texts(graphs.graph_svg(traced, collapse=2))
+    assert "Linear · 1 node" in one_deeper and "Linear · 1 nodes" not in one_deeper
     zoom = graphs.graph_svg(traced, within="second")
     assert "second_linear" in _texts(zoom) and "first_linear" not in _texts(zoom)
     assert "from first_norm" in _texts(zoom)  # the zoomed part's input, from outside
