@@ -46,7 +46,7 @@ REALISTIC = snippets()
 ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks") + snippets(HERE / "forgeries")
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 # One realistic answer loops forever: each path waits this out once for it (--Execute.timeout).
-CELL_TIMEOUT = {"sandboxed": 20, "plain": 90}  # a plain kernel imports torch in its first cell
+CELL_TIMEOUT = {"sandboxed": 20, "plain": 45}  # a plain kernel imports torch in its first cell
 
 
 def source_notebook(course: Path, assignment: str) -> nbformat.NotebookNode:
