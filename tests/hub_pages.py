@@ -63,12 +63,11 @@ class HubUser(BrowserSteps):
         self.page.locator("#login_submit").click()
 
     def wait_for_lab(self) -> None:
-        """Until the lab shows its first page: the Launcher, or the notebook it opens on."""
+        """Until the lab shows its first page: the Launcher, or the notebook it opens on.
+        Only a shown one counts: a restored workspace keeps other notebooks in hidden tabs."""
         self.page.wait_for_url(f"**/user/{self.account}/lab**", timeout=SPAWN_TIMEOUT_MS)
-        launcher = self.page.locator(".jp-LauncherCard").first
-        launcher.or_(self.page.locator(".jp-NotebookPanel").first).wait_for(
-            timeout=SPAWN_TIMEOUT_MS
-        )
+        shown = self.page.locator(".jp-LauncherCard:visible, .jp-NotebookPanel:visible")
+        shown.first.wait_for(timeout=SPAWN_TIMEOUT_MS)
 
     def current_document(self) -> str:
         """The name of the document in the main area's current tab ("Name: ..." in its title)."""
