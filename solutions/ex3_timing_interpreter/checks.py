@@ -2,11 +2,14 @@
 released). `inputs` makes the test models from the submission's seed: weights, inputs, and
 function nodes that sleep for known, seed-chosen times among cheap ones. The checks recompute
 each model's output here, and ask what an honest timing Interpreter must show: every call node
-of the graph sent timed, each sleeping node at least as long as it slept and ranked by it. Every
-check asks for the sleeping nodes' times, so invented timings fail every test. What a test cell
+of the graph sent timed, each sleeping node about as long as it slept (at least that, at most
+twice that and 50 ms) and ranked by it, the nodes that do not sleep far shorter. Every check asks
+for these times, so timings made up without reading the hidden graph fail every test. What a test cell
 checks on its own example is verify.py's, called here on the rebuilt graphs and the data that
 came back.
 """
+
+import statistics
 
 import torch
 import torch.fx
@@ -120,6 +123,38 @@ def check_slept(timings, case: dict) -> None:
             f"{name} (a function node) sleeps {seconds} s in every run, but its times are "
             f"{times}: time the whole of super().run_node(n), function nodes too"
         )
+        assert statistics.median(times) <= 2 * seconds + 0.05, (
+            f"{name} sleeps {seconds} s in every run, but its times are {times}: time each "
+            "node on its own, from just before super().run_node(n) to just after it"
+        )
+    check_cheap_nodes(timings, case)
+
+
+def check_cheap_nodes(timings, case: dict) -> None:
+    """The nodes that do not sleep take microseconds: their median time is far below the
+    shortest nap. Times made up for every node alike fail here."""
+    naps = slept(case["graph"])
+    if not naps:
+        return
+    gm = build(case["graph"])
+    modules = dict(gm.named_modules())
+    cheap = [
+        node.name
+        for node in gm.graph.nodes
+        if node.op in verify.TIMED_OPS
+        and node.name not in naps
+        and not isinstance(modules.get(node.target), Sleepy)
+    ]
+    listed = [timings.get(name) for name in cheap]
+    times = [t for got in listed if isinstance(got, list) for t in got if verify.is_seconds(t)]
+    if not times:
+        return  # nothing timed but the naps: the tests that ask for every node say so
+    shortest, median = min(naps.values()), statistics.median(times)
+    assert median < shortest / 2, (
+        f"the nodes that do not sleep ({', '.join(cheap)}) took {median:.4g} s each (the "
+        f"median), but such nodes take microseconds and the shortest sleep is {shortest} s: "
+        "time each node from just before super().run_node(n) to just after it"
+    )
 
 
 OUTPUTS = {"net": "the module", "outputs": "a module returning a dict, a tuple and a list"}
