@@ -7,6 +7,8 @@ COURSE_LANGUAGE := $(if $(filter zh%,$(LANG)),zh,en)
 # The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it),
 # one folder per language.
 WORKSPACE ?= $(if $(filter zh,$(COURSE_LANGUAGE)),workspace-zh,workspace)
+# WORKSPACE=~/fx-work: a shell leaves a ~ after = as it is (sh, zsh), so it is expanded here.
+override WORKSPACE := $(patsubst ~/%,$(HOME)/%,$(WORKSPACE))
 # JupyterLab's own interface in that language (the workspace holds its language setting).
 LAB_SETTINGS_ENV := $(if $(filter zh,$(COURSE_LANGUAGE)),JUPYTERLAB_SETTINGS_DIR="$(WORKSPACE)/.fxcourse/lab-settings")
 LAB_ARGS ?=
@@ -24,7 +26,7 @@ lab: workspace  ## open the course in JupyterLab, in your own workspace (see `ma
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
-workspace: env  ## create $(WORKSPACE)/ or bring new chapters into it (your edited notebooks are kept)
+workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh) or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
 progress: env  ## which try-its and exercises you have passed (read from your saved notebooks)

@@ -18,8 +18,10 @@ die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
 apt_updated=
 apt_install() {
-    [ -n "$apt_updated" ] || { apt-get update -qq >/dev/null; apt_updated=1; }
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+    # Another apt-get (a second setup started beside this one) holds the lock: wait for it.
+    [ -n "$apt_updated" ] || { apt-get update -qq -o DPkg::Lock::Timeout=300 >/dev/null; apt_updated=1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -o DPkg::Lock::Timeout=300 "$@" >/dev/null
 }
 
 ensure_system_tool() {  # ensure_system_tool BINARY DEBIAN_PACKAGE REQUIRED HINT
@@ -99,20 +101,20 @@ ensure_chinese_font() {  # the browser tests read the Chinese pages: without a f
 }
 
 check_python
-cxx_hint="Chapters 7 and 9 compile with Inductor, which needs a C++ compiler: 'sudo apt-get install g++' (Debian/Ubuntu), 'xcode-select --install' (macOS) or 'conda install -c conda-forge cxx-compiler'."
+cxx_hint="Chapters 6 to 9 compile with Inductor, which needs a C++ compiler: 'sudo apt-get install g++' (Debian/Ubuntu), 'xcode-select --install' (macOS) or 'conda install -c conda-forge cxx-compiler'."
 graphviz_hint="Install Graphviz: 'sudo apt-get install graphviz' (Debian/Ubuntu), 'brew install graphviz' (macOS) or 'conda install -c conda-forge graphviz'. Without it graph pictures fall back to text."
 if [ "$purpose" = test ]; then
     ensure_system_tool dot graphviz yes "$graphviz_hint"
     [ -x "${FXCOURSE_CHROMIUM:-}" ] || ensure_system_tool chromium chromium yes \
         "The browser tests need Chromium: 'sudo apt-get install chromium' (Debian), or FXCOURSE_CHROMIUM=/path/to/chromium."
-    ensure_system_tool bwrap bubblewrap yes \
+    [ ! -d grader ] || ensure_system_tool bwrap bubblewrap yes \
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
     ensure_chinese_font
     ensure_system_tool g++ g++ yes "$cxx_hint"
 else
     ensure_system_tool g++ g++ no "$cxx_hint"
     ensure_system_tool dot graphviz no "$graphviz_hint"
-    ensure_system_tool bwrap bubblewrap no \
+    [ ! -d grader ] || ensure_system_tool bwrap bubblewrap no \
         "Only instructors need it: 'make autograde' runs submissions inside bubblewrap ('sudo apt-get install bubblewrap')."
 fi
 

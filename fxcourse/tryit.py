@@ -65,9 +65,16 @@ class CheckpointResult:
             + "\n  "
             + _("Goal: {goal}").format(goal=self.goal)
             + "\n  "
-            + _("Stuck? To see a reference answer, run in a new cell:")
+            + self._stuck()
+        )
+
+    def _stuck(self) -> str:
+        if not load_answers():
+            return no_answers()
+        return (
+            _("Stuck? To see a reference answer, run in a new cell:")
             + "\n"
-            f'  from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
+            + f'  from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
         )
 
     def _repr_html_(self) -> str:

@@ -87,7 +87,9 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     _clear(course / RELEASE / a for a in ASSIGNMENTS)
     # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
     # folders only: "*" would also try each chapter of solutions/ and warn about every one.
-    if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force") != 0:
+    # Before grading (no publish_to) its log of every file it copies says nothing new.
+    quiet = ["--log-level=WARN"] if publish_to is None else []
+    if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force", *quiet) != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
         return []
@@ -184,11 +186,11 @@ def collect_exchange(course: Path, assignments: Sequence[str]) -> int:
         print(f"collect: {error}", file=sys.stderr)
         return 2
     inbound = class_exchange.inbound_folder(root, course_id)
-    print("\n".join(report.lines(str(inbound))), flush=True)
     if not report.collected and not report.refused:
         names = ", ".join(assignments)
         print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
         return 2
+    print("\n".join(report.lines(str(inbound))), flush=True)
     return 1 if report.refused or not report.collected else 0
 
 
@@ -198,19 +200,19 @@ def release_feedback(course: Path, assignments: Sequence[str]) -> int:
     to release."""
     root, course_id = exchange_settings(course)
     outbound = root / course_id / "feedback"
-    released, not_released = 0, 0
-    for assignment in assignments:
-        folders = list((course / FEEDBACK).glob(f"*/{assignment}"))
-        result = class_exchange.release_feedback(folders, assignment, outbound)
-        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
-        released += len(result.released)
-        not_released += len(result.not_released)
-    if not released and not not_released:
+    folders = {a: list((course / FEEDBACK).glob(f"*/{a}")) for a in assignments}
+    if not any(folders.values()):
         print(
-            f"release-feedback: no feedback in {course / FEEDBACK}: run make feedback first",
+            f"release-feedback: no feedback of {', '.join(assignments)} in {course / FEEDBACK}: "
+            "run make feedback first",
             file=sys.stderr,
         )
         return 2
+    not_released = 0
+    for assignment, found in folders.items():
+        result = class_exchange.release_feedback(found, assignment, outbound)
+        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
+        not_released += len(result.not_released)
     return 1 if not_released else 0
 
 
@@ -240,7 +242,8 @@ def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path
     if not found:
         raise UsageError(
             f"nothing to grade: {course / SUBMITTED} holds no submission of "
-            f"{', '.join(chosen)}; collect first: make autograde SUBMISSIONS=FOLDER-OR-ZIP"
+            f"{', '.join(chosen)}; collect first: make collect (from the exchange) or "
+            "make autograde SUBMISSIONS=FOLDER-OR-ZIP"
         )
     return found
 
@@ -265,24 +268,29 @@ def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
     return nbgrader(course, "autograde", "*", "--force", *extra_args)
 
 
-def feedback(course: Path = ROOT, students: Iterable[str] = ()) -> int:
-    """HTML feedback for every autograded submission (or only `students`) in grader/feedback."""
+def feedback(
+    course: Path = ROOT, students: Iterable[str] = (), assignments: Sequence[str] = ()
+) -> int:
+    """HTML feedback for every autograded submission (or only `students`' and `assignments`')
+    in grader/feedback."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
     graded = [
         folder
         for folder in (course / AUTOGRADED).glob("[!.]*/*")
-        if folder.is_dir() and (not chosen or folder.parent.name in chosen)
+        if folder.is_dir()
+        and (not chosen or folder.parent.name in chosen)
+        and (not assignments or folder.name in assignments)
     ]
     if not graded:
         print(
-            f"feedback: nothing autograded yet in {course / AUTOGRADED}: "
-            "run make autograde SUBMISSIONS=FOLDER-OR-ZIP first",
+            f"feedback: nothing autograded yet in {course / AUTOGRADED}: run make autograde first",
             file=sys.stderr,
         )
         return 1
     _clear(course / FEEDBACK / folder.relative_to(course / AUTOGRADED) for folder in graded)
-    return max(nbgrader(course, "generate_feedback", "*", "--force", *s) for s in selections)
+    runs = [[a, *s] for a in assignments or ["*"] for s in selections]
+    return max(nbgrader(course, "generate_feedback", *run[:1], "--force", *run[1:]) for run in runs)
 
 
 @dataclass(frozen=True)
@@ -360,7 +368,8 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     if not any(row[a] is not None for row in table.values() for a in chosen):
         raise UsageError(
             f"nothing to export: {course / GRADEBOOK} holds no graded submission of "
-            f"{', '.join(chosen)}; grade first: make autograde SUBMISSIONS=FOLDER-OR-ZIP"
+            f"{', '.join(chosen)}; grade first: make collect, then make autograde "
+            "(or make autograde SUBMISSIONS=FOLDER-OR-ZIP)"
         )
     out = out or course / EXPORT
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -395,11 +404,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("submissions", type=Path, nargs="?")
         command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
         command.add_argument("--timezone", default="UTC", help="zone of times in file names")
-    for command in (commands.choices["collect"], commands.add_parser("release-feedback")):
+    feedback_cmds = ("release-feedback", "feedback")
+    for command in (commands.choices["collect"], *map(commands.add_parser, feedback_cmds)):
         command.add_argument(
             "--assignment", choices=ASSIGNMENTS, action="append", help="one exercise (default: all)"
         )
-    commands.add_parser("feedback")
     export_cmd = commands.add_parser("export")
     export_cmd.add_argument("assignments", nargs="*", help="exercises (default: all)")
     export_cmd.add_argument("--out", type=Path)
@@ -426,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "autograde":
         return autograde(course)
     elif args.command == "feedback":
-        return feedback(course)
+        return feedback(course, assignments=args.assignment or ())
     else:
         return refusing_usage_errors(args, course)
     return 0

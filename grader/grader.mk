@@ -7,7 +7,9 @@ GRADER := $(PY) grader/course_grader.py
 # README.md): this parallel batch, `nbgrader autograde`, or the formgrader's Autograde button.
 # Limits: grader/nbgrader_config.py. Unsandboxed, at your own risk:
 #   nbgrader autograde "*" --SandboxExecute.unsandboxed=True
-AUTOGRADE ?= $(PY) -m grader.safegrade autograde
+# GRADING_WORKERS=N: N sandboxes side by side (default: one per core); 1 grades one at a time.
+GRADING_WORKERS ?=
+AUTOGRADE ?= $(PY) -m grader.safegrade autograde $(if $(GRADING_WORKERS),--workers $(GRADING_WORKERS))
 SUBMISSIONS ?=
 # ASSIGNMENT=ex1_sigmoid_to_tanh limits autograde and export to one exercise (default: all).
 ASSIGNMENT ?=
@@ -16,7 +18,8 @@ ASSIGNMENT ?=
 LMS ?=
 LMS_TZ ?= UTC
 COLLECT = $(GRADER) collect "$(SUBMISSIONS)" --timezone "$(LMS_TZ)" $(if $(LMS),--lms $(LMS))
-# ASSIGNMENT=<name> limits collect (from the exchange) and release-feedback to one exercise.
+# ASSIGNMENT=<name> limits collect (from the exchange), feedback and release-feedback to one
+# exercise.
 ASSIGNMENT ?=
 ONE_ASSIGNMENT = $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
@@ -39,7 +42,7 @@ autograde: gradebook  ## instructor: grade SUBMISSIONS=folder or .zip (layouts: 
 	exit $$status
 
 feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
-	$(GRADER) feedback
+	$(GRADER) feedback $(ONE_ASSIGNMENT)
 
 # From nbgrader's exchange (the hub's, or grader/exchange): the student is the owner of the
 # inbound folder, the time the one the system recorded, links never followed (README).

@@ -182,4 +182,6 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
     before_grading = grader_command(fresh, "feedback")
     assert before_grading.returncode == 1, before_grading.stderr
     assert "nothing autograded yet" in before_grading.stderr
+    one_typo = grader_command(fresh, "feedback", "--assignment", "ex9")
+    assert one_typo.returncode == 2 and EX2 in one_typo.stderr
     assert "ERROR" not in before_grading.stderr and "Traceback" not in before_grading.stderr

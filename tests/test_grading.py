@@ -279,6 +279,10 @@ def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd)
         if re.search(r"warn|error", line, re.IGNORECASE)
     ]
     assert not warnings, "\n".join(warnings)
+    shutil.rmtree(course / course_grader.FEEDBACK)  # make feedback ASSIGNMENT=<one exercise>
+    assert course_grader.feedback(course, ["reference"], [ASSIGNMENTS[1]]) == 0
+    made = [path.name for path in (course / course_grader.FEEDBACK / "reference").iterdir()]
+    assert made == [ASSIGNMENTS[1]]
 
 
 def test_release_feedback_through_the_exchange(graded):

@@ -308,6 +308,21 @@ def test_a_sandbox_that_would_see_the_course_refuses_to_start():
         sandbox.Sandbox([], [os.path.join(sys.prefix, "course")], sandbox.Limits())
 
 
+def test_the_sandbox_sees_no_working_folder_of_the_repository_course():
+    """The course is installed editable (fxcourse and grader from this checkout). The sandbox
+    binds the grader's safegrade package alone, never grader/ with the class's exchange,
+    submissions, gradebook and exports: so make autograde at the repository root starts."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    folders = sandbox.python_folders()
+    assert not any(sandbox.PACKAGE_DIR.is_relative_to(folder) for folder in folders), folders
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    course = CourseDirectory(config=config)
+    assert Path(course.root) == ROOT
+    sandbox.Sandbox([], preprocessors.forbidden_paths(course), sandbox.Limits())  # no refusal
+
+
 def test_the_memory_limit_in_force_is_named():
     text = sandbox.memory_limit_in_force(sandbox.Limits(memory_mb=100))
     assert "100 MiB" in text and ("cgroup" in text or "RLIMIT_AS" in text)

@@ -4,9 +4,9 @@ function nodes that sleep for known, seed-chosen times among cheap ones. The che
 each model's output here, and ask what an honest timing Interpreter must show: every call node
 of the graph sent timed, each sleeping node about as long as it slept (at least that, at most
 twice that and 50 ms) and ranked by it, the nodes that do not sleep far shorter. Every check asks
-for these times, so timings made up without reading the hidden graph fail every test. What a test cell
-checks on its own example is verify.py's, called here on the rebuilt graphs and the data that
-came back.
+for these times, so timings made up without reading the hidden graph fail every test. What a
+test cell checks on its own example is verify.py's, called here on the rebuilt graphs and the
+data that came back.
 """
 
 import statistics
