@@ -88,7 +88,7 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
     # folders only: "*" would also try each chapter of solutions/ and warn about every one.
     # Before grading (no publish_to) its log of every file it copies says nothing new.
-    quiet = ["--log-level=WARN"] if publish_to is None else []
+    quiet = ["--log-level=30"] if publish_to is None else []  # 30: warnings and errors only
     if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force", *quiet) != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
@@ -284,7 +284,8 @@ def feedback(
     ]
     if not graded:
         print(
-            f"feedback: nothing autograded yet in {course / AUTOGRADED}: run make autograde first",
+            f"feedback: nothing{' of ' + ', '.join(assignments) if assignments else ''} "
+            f"autograded yet in {course / AUTOGRADED}: run make autograde first",
             file=sys.stderr,
         )
         return 1

@@ -153,12 +153,12 @@ def python_folders() -> list[str]:
     for finder in Path(purelib).glob("__editable__*finder.py"):
         for line in finder.read_text().splitlines():  # MAPPING = {'pkg': '/path/to/pkg'}
             if line.startswith("MAPPING"):
+                mapped = json.loads(line.split("=", 1)[1].replace("'", '"')).values()
+                # The grader's own package is bound alone (PACKAGE_DIR): the folder an editable
+                # install maps `grader` to holds the class's exchange, submissions and exports.
                 folders.update(
-                    p for p in json.loads(line.split("=", 1)[1].replace("'", '"')).values()
+                    p for p in mapped if not PACKAGE_DIR.is_relative_to(os.path.realpath(p))
                 )
-    # The grader's own package is bound alone (PACKAGE_DIR); the folder an editable install maps
-    # `grader` to also holds the class's exchange, submissions, gradebook and exports.
-    folders = {f for f in folders if not PACKAGE_DIR.is_relative_to(os.path.realpath(f))}
     ordered = sorted(folders)
     return [f for f in ordered if not any(f.startswith(o.rstrip("/") + "/") for o in ordered)]
 

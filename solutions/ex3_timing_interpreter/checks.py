@@ -3,7 +3,7 @@ released). `inputs` makes the test models from the submission's seed: weights, i
 function nodes that sleep for known, seed-chosen times among cheap ones. The checks recompute
 each model's output here, and ask what an honest timing Interpreter must show: every call node
 of the graph sent timed, each sleeping node about as long as it slept (at least that, at most
-twice that and 50 ms) and ranked by it, the nodes that do not sleep far shorter. Every check asks
+twice that and 0.1 s) and ranked by it, the nodes that do not sleep far shorter. Every check asks
 for these times, so timings made up without reading the hidden graph fail every test. What a
 test cell checks on its own example is verify.py's, called here on the rebuilt graphs and the
 data that came back.
@@ -123,9 +123,11 @@ def check_slept(timings, case: dict) -> None:
             f"{name} (a function node) sleeps {seconds} s in every run, but its times are "
             f"{times}: time the whole of super().run_node(n), function nodes too"
         )
-        assert statistics.median(times) <= 2 * seconds + 0.05, (
-            f"{name} sleeps {seconds} s in every run, but its times are {times}: time each "
-            "node on its own, from just before super().run_node(n) to just after it"
+        most = 2 * seconds + 0.1
+        assert min(times) <= most, (
+            f"{name} sleeps {seconds} s in every run, but its times are {times} (at most {most:g} "
+            "here): times are in seconds, each node's from just before super().run_node(n) to "
+            "just after it"
         )
     check_cheap_nodes(timings, case)
 
@@ -153,7 +155,7 @@ def check_cheap_nodes(timings, case: dict) -> None:
     assert median < shortest / 2, (
         f"the nodes that do not sleep ({', '.join(cheap)}) took {median:.4g} s each (the "
         f"median), but such nodes take microseconds and the shortest sleep is {shortest} s: "
-        "time each node from just before super().run_node(n) to just after it"
+        "times are in seconds, each node's from just before super().run_node(n) to just after it"
     )
 
 

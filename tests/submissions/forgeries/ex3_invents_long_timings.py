@@ -3,8 +3,8 @@
 
 assignment: ex3_timing_interpreter
 expected: 0
-why: a node that sleeps is timed about as long as it sleeps and the nodes that do not sleep far
-shorter: one invented time for every node fails both in every test.
+why: the nodes that do not sleep are timed far shorter than the shortest sleep, so one invented
+time for every node fails every test.
 """
 
 import torch
