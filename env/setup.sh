@@ -17,9 +17,16 @@ die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }
 
 can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
 apt_updated=
-apt_install() {
-    # Another apt-get (a second setup started beside this one) holds the lock: wait for it.
-    [ -n "$apt_updated" ] || { apt-get update -qq -o DPkg::Lock::Timeout=300 >/dev/null; apt_updated=1; }
+apt_update() {  # apt-get update does not wait for a lock another apt-get holds: try again
+    local tries
+    for tries in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        apt-get update -qq >/dev/null 2>&1 && return 0
+        sleep 5
+    done
+    apt-get update -qq >/dev/null  # the last try shows why it fails
+}
+apt_install() {  # install waits for the lock of another apt-get (a setup started beside this one)
+    [ -n "$apt_updated" ] || { apt_update; apt_updated=1; }
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         -o DPkg::Lock::Timeout=300 "$@" >/dev/null
 }
