@@ -76,7 +76,8 @@ install_packages() {
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$uv_pin"
     # Bytecode now, once: where PYTHONDONTWRITEBYTECODE is set (CI images often set it), every
     # kernel would otherwise compile torch's modules again (12 s instead of 5 s to import).
-    "$VENV/bin/uv" pip sync -q --compile-bytecode --python "$VENV/bin/python" "$LOCK"
+    UV_COMPILE_BYTECODE=${UV_COMPILE_BYTECODE:-1} \
+        "$VENV/bin/uv" pip sync -q --python "$VENV/bin/python" "$LOCK"
     "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --no-deps -e .
     "$VENV/bin/python" -m ipykernel install --sys-prefix \
         --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >/dev/null
