@@ -54,7 +54,8 @@ def exercise_state(notebook: nbformat.NotebookNode) -> str:
 
 
 def progress(workspace: Path) -> dict:
-    """{"tryits": {chapter: {try-it id: passed}}, "exercises": {assignment: [state, copy read]}}."""
+    """{"tryits": {chapter: {try-it id: passed}, or None when the chapter is not a notebook},
+    "exercises": {assignment: [state, copy read]}}."""
     found = {"tryits": {}, "exercises": {}}
     for name in course_notebooks():
         path = workspace / name
@@ -62,20 +63,25 @@ def progress(workspace: Path) -> dict:
             assignment = Path(name).stem
             fetched = workspace / assignment / f"{assignment}.ipynb"
             chosen = fetched if fetched.exists() else path
-            state = exercise_state(_read(chosen)) if chosen.exists() else "not opened"
+            notebook = _read(chosen) if chosen.exists() else None
+            if not chosen.exists():
+                state = "not opened"
+            else:
+                state = "unreadable" if notebook is None else exercise_state(notebook)
             found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
         else:
-            found["tryits"][name] = tryits(_read(path)) if path.exists() else {}
+            notebook = _read(path) if path.exists() else nbformat.v4.new_notebook()
+            found["tryits"][name] = None if notebook is None else tryits(notebook)
     return found
 
 
-def _read(path: Path) -> nbformat.NotebookNode:
-    """The notebook at path; an empty one for a file that is not a notebook (the learner's)."""
+def _read(path: Path) -> nbformat.NotebookNode | None:
+    """The notebook at path; None for a file that is not a notebook (the learner's)."""
     try:
         return nbformat.read(path, as_version=4)
     except (OSError, ValueError) as error:
         print(f"progress: {path} is not readable as a notebook: {error}", file=sys.stderr)
-        return nbformat.v4.new_notebook()
+        return None
 
 
 def report(workspace: Path) -> list[str]:
@@ -83,6 +89,9 @@ def report(workspace: Path) -> list[str]:
     found = progress(workspace)
     lines, passed, total = [], 0, 0
     for name, marks in found["tryits"].items():
+        if marks is None:
+            lines.append(f"  {name}: not readable as a notebook")
+            continue
         passed, total = passed + sum(marks.values()), total + len(marks)
         shown = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in marks.items())
         lines.append(f"  {name}: {sum(marks.values())}/{len(marks)} try-its passed  {shown}")

@@ -267,6 +267,7 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
         "exercises": {"ex1_sigmoid_to_tanh": ["passed", "x"], "<b>ex9</b>": ["<i>", "y"]},
     }
     claim["tryits"][chapters[0]] = {"1.1": True, "1.2": False, "1.3": "yes"}
+    claim["tryits"][chapters[1]] = None  # a file the learner put there that is not a notebook
     row = progress_service.checked(json.dumps(claim).encode())
     assert row["tryits"][chapters[0]] == {"1.1": True, "1.2": False}  # "yes" is not a verdict
     assert row["exercises"] == {"ex1_sigmoid_to_tanh": "passed"}  # the course's, in known states
@@ -276,6 +277,7 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     shown = progress_service.page({"<script>ann": row, "ben": "no chapters yet"})
     assert "<script>" not in shown and "&lt;script&gt;ann" in shown and "1/2" in shown
     assert "no chapters yet" in shown and "ex1_sigmoid_to_tanh" in shown
+    assert "<td>unreadable</td>" in shown
 
 
 def test_a_learners_lab_opens_on_the_first_chapter_an_instructors_on_the_launcher(

@@ -172,8 +172,10 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is True
     assert claim["exercises"][Path(exercise).stem][0] == "passed"
     (mine / "02_fx_ir.ipynb").write_text("not a notebook")
-    assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: read as empty
-    assert json.loads(capsys.readouterr().out)["tryits"]["02_fx_ir.ipynb"] == {}
+    assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: said, not read
+    assert json.loads(capsys.readouterr().out)["tryits"]["02_fx_ir.ipynb"] is None
+    assert progress.main([str(mine)]) == 0
+    assert "02_fx_ir.ipynb: not readable as a notebook" in capsys.readouterr().out
     assert progress.main([str(tmp_path / "nowhere")]) == 2
 
 

@@ -29,7 +29,7 @@ from fxcourse.workspace import course_notebooks
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 TIME_LIMIT_S = 60
 MAX_OUTPUT = 256 * 1024
-EXERCISE_STATES = {"passed", "failing", "not run", "not opened"}
+EXERCISE_STATES = {"passed", "failing", "not run", "not opened", "unreadable"}
 CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
 ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
 
@@ -69,7 +69,7 @@ def checked(output: bytes) -> dict | str:
         return "could not be read (too large)"
     try:
         claim = json.loads(output)
-        tryits = {name: booleans(claim["tryits"][name]) for name in CHAPTERS}
+        tryits = {name: booleans(claim["tryits"][name]) for name in CHAPTERS}  # None: unreadable
         exercises = {
             name: state
             for name, (state, _copy) in claim["exercises"].items()
@@ -80,7 +80,9 @@ def checked(output: bytes) -> dict | str:
     return {"tryits": tryits, "exercises": exercises}
 
 
-def booleans(marks: dict) -> dict[str, bool]:
+def booleans(marks: dict | None) -> dict[str, bool] | None:
+    if marks is None:
+        return None
     return {str(tid): ok for tid, ok in marks.items() if isinstance(ok, bool)}
 
 
@@ -97,7 +99,8 @@ def page(rows: dict[str, dict | str]) -> str:
         else:
             for name in CHAPTERS:
                 marks = row["tryits"][name]
-                cells += f"<td>{sum(marks.values())}/{len(marks)}</td>"
+                shown = "unreadable" if marks is None else f"{sum(marks.values())}/{len(marks)}"
+                cells += f"<td>{shown}</td>"
             cells += "".join(
                 f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}</td>"
                 for name in exercises
