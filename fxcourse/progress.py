@@ -63,14 +63,16 @@ def progress(workspace: Path) -> dict:
             assignment = Path(name).stem
             fetched = workspace / assignment / f"{assignment}.ipynb"
             chosen = fetched if fetched.exists() else path
-            notebook = _read(chosen) if chosen.exists() else None
             if not chosen.exists():
                 state = "not opened"
             else:
+                notebook = _read(chosen)
                 state = "unreadable" if notebook is None else exercise_state(notebook)
             found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
+        elif not path.exists():
+            found["tryits"][name] = {}
         else:
-            notebook = _read(path) if path.exists() else nbformat.v4.new_notebook()
+            notebook = _read(path)
             found["tryits"][name] = None if notebook is None else tryits(notebook)
     return found
 

@@ -290,8 +290,11 @@ def feedback(
         )
         return 1
     _clear(course / FEEDBACK / folder.relative_to(course / AUTOGRADED) for folder in graded)
-    runs = [[a, *s] for a in assignments or ["*"] for s in selections]
-    return max(nbgrader(course, "generate_feedback", *run[:1], "--force", *run[1:]) for run in runs)
+    return max(
+        nbgrader(course, "generate_feedback", assignment, "--force", *selection)
+        for assignment in assignments or ["*"]
+        for selection in selections
+    )
 
 
 @dataclass(frozen=True)
