@@ -82,7 +82,7 @@ def _read(path: Path) -> nbformat.NotebookNode | None:
     try:
         return nbformat.read(path, as_version=4)
     except (OSError, ValueError) as error:
-        print(f"progress: {path} is not readable as a notebook: {error}", file=sys.stderr)
+        print(inert(f"progress: {path} is not readable as a notebook: {error}"), file=sys.stderr)
         return None
 
 
@@ -114,8 +114,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     for folder in args.workspaces:
-        print(json.dumps(progress(folder)) if args.json else "\n".join(report(folder)))
+        lines = [json.dumps(progress(folder))] if args.json else report(folder)
+        print("\n".join(map(inert, lines)))
     return 0
+
+
+def inert(line: str) -> str:
+    """A line with what a learner's notebook put in it (try-it ids, file names) unable to steer
+    the terminal: characters that are not printable shown as their codes."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in line)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import logging
 import os
 import re
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import class_exchange, intake
+from grader.safegrade.data import spreadsheet_cell
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this script runs from a login shell that never activated the venv (a hub terminal).
@@ -366,10 +368,13 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     """Write out (grades.csv): student_id, one column per exercise of `assignments` (default:
     all; after any late penalty), total; and beside it grades_by_test.csv: one column per graded
     cell, then the exercise's late penalty. An empty cell means nothing was submitted; 0 means
-    submitted and scored 0. UsageError for an unknown name, or when nothing has been graded."""
+    submitted and scored 0; "could not grade" / "grader failed" an upload the last make
+    autograde could not grade (see the reason it printed). No cell can start a spreadsheet
+    formula. UsageError for an unknown name, or when nothing has been graded."""
     chosen = check_assignments(assignments)
     table, cells = results(course)
-    if not any(row[a] is not None for row in table.values() for a in chosen):
+    failed = ungraded(course, table)
+    if not failed and not any(row[a] is not None for row in table.values() for a in chosen):
         raise UsageError(
             f"nothing to export: {course / GRADEBOOK} holds no graded submission of "
             f"{', '.join(chosen)}; grade first: make collect, then make autograde "
@@ -379,16 +384,48 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as handle, by_test_path(out).open("w", newline="") as tests:
         grades, per_test = csv.writer(handle), csv.writer(tests)
-        grades.writerow(["student_id", *chosen, "total"])
+        write_row(grades, ["student_id", *chosen, "total"])
         columns = [(a, name) for a in chosen for name in [*cells[a], "late_penalty"]]
-        per_test.writerow(["student_id", *(f"{a}:{name}" for a, name in columns)])
+        write_row(per_test, ["student_id", *(f"{a}:{name}" for a, name in columns)])
         for student, row in sorted(table.items()):
             points = [None if row[a] is None else row[a].score for a in chosen]
             done = [p for p in points if p is not None]
-            total = sum(done) if done else None
-            grades.writerow([student, *map(_points, points), _points(total)])
-            per_test.writerow([student, *(_points(_cell(row[a], name)) for a, name in columns)])
+            total = _points(sum(done)) if done else ""
+            pairs = zip(chosen, points, strict=True)
+            write_row(
+                grades,
+                [student, *(failed.get((student, a)) or _points(p) for a, p in pairs), total],
+            )
+            by_test = [
+                failed.get((student, a)) or _points(_cell(row[a], name)) for a, name in columns
+            ]
+            write_row(per_test, [student, *by_test])
     return out
+
+
+def write_row(writer, cells: list[str]) -> None:
+    writer.writerow([spreadsheet_cell(cell) for cell in cells])
+
+
+UNGRADED = {"error": "could not grade", "grader-error": "grader failed"}
+
+
+def ungraded(course: Path, table: dict) -> dict[tuple[str, str], str]:
+    """(student, assignment) -> "could not grade" or "grader failed", for each upload that
+    make autograde's last run could not grade (its result file says so) and that the gradebook
+    holds no grade of; such students get a row in `table`."""
+    found = {}
+    for assignment in ASSIGNMENTS:
+        folder = course / AUTOGRADED / ".safegrade" / assignment
+        for path in sorted(folder.glob("*.json")):
+            try:
+                status = json.loads(path.read_text()).get("status")
+            except (OSError, ValueError, AttributeError):
+                continue
+            row = table.setdefault(path.stem, dict.fromkeys(ASSIGNMENTS))
+            if status in UNGRADED and row[assignment] is None:
+                found[(path.stem, assignment)] = UNGRADED[status]
+    return found
 
 
 def _cell(result: Result | None, name: str) -> float | None:

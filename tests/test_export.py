@@ -8,6 +8,7 @@ grading needed to read it back); the late-work test grades three notebooks for r
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from grader.course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE
 ROOT = Path(__file__).resolve().parents[1]
 
 EX1, EX2, EX3 = ASSIGNMENTS
+FORMULA = '=HYPERLINK("http://example.invalid")'
 pytestmark = pytest.mark.xdist_group("gintake_export")
 
 
@@ -85,14 +87,24 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
     record(course, "pat", EX3, {first[0]: first[1]} | {name: 0.0 for name, _ in rest})
     with gradebook(course) as book:
         book.update_or_create_student("nil")  # on the roster, handed in nothing
+    record(course, FORMULA, EX1, full[EX1])  # a student id a spreadsheet would run
+    ungraded = {("uma", EX2): "error", ("pat", EX3): "grader-error", ("vic", EX3): "grader-error"}
+    for (student, assignment), status in ungraded.items():  # make autograde's result files
+        folder = course / "grader" / "autograded" / ".safegrade" / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{student}.json").write_text(json.dumps({"status": status}))
 
     header, grades = read_csv(course_grader.export(course))
     assert header == ["student_id", *ASSIGNMENTS, "total"]
     assert grades == {
         "ada": {EX1: "10", EX2: "10", EX3: "10", "total": "30"},
         "nil": {EX1: "", EX2: "", EX3: "", "total": ""},
+        # pat's grade in the gradebook (a later plain nbgrader autograde) wins over the old file
         "pat": {EX1: "8", EX2: "", EX3: f"{first[1]:g}", "total": f"{8 + first[1]:g}"},
+        "uma": {EX1: "", EX2: "could not grade", EX3: "", "total": ""},
+        "vic": {EX1: "", EX2: "", EX3: "grader failed", "total": ""},
         "zed": {EX1: "0", EX2: "", EX3: "", "total": "0"},
+        "'" + FORMULA: {EX1: "10", EX2: "", EX3: "", "total": "10"},
     }
 
     header, by_test = read_csv(course / "grader" / "exports" / "grades_by_test.csv")
@@ -105,6 +117,9 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
     for student, row in by_test.items():  # the cells, less the penalty, give grades.csv
         for assignment in ASSIGNMENTS:
             values = [row[f"{assignment}:{name}"] for name in full[assignment]]
+            if grades[student][assignment] in ("could not grade", "grader failed"):
+                assert set(values) == {grades[student][assignment]}, (student, assignment)
+                continue
             if grades[student][assignment] == "":
                 assert values == [""] * len(values) and row[f"{assignment}:late_penalty"] == ""
                 continue

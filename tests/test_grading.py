@@ -186,6 +186,29 @@ def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
     assert not differ, f"(sandboxed, plain) scores differ: {differ}"
 
 
+def test_honest_classmates_after_a_hostile_description_keep_full_marks(released, tmp_path):
+    """One worker grades a module path into GraphModule's class first, then two honest
+    classmates, in one batch: the hostile graph is refused in its own check process and
+    changes nothing for the next submissions."""
+    course, uploads = tmp_path / "course", tmp_path / "uploads"
+    shutil.copytree(released, course)
+    assignment = "ex1_sigmoid_to_tanh"
+    student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
+    reference = reference_solutions(source_notebook(course, assignment))
+    hostile = next(s for s in ATTACKS if s.name == "ex1_module_path_into_graphmodule")
+    write_submission(uploads, "a_hostile", assignment, submission(student, reference, hostile))
+    for name in ("b_honest", "c_honest"):
+        honest = Snippet("", assignment, 10, {})
+        write_submission(uploads, name, assignment, submission(student, reference, honest))
+    course_grader.collect(uploads, course)
+    command = [sys.executable, "-m", "grader.safegrade", "autograde", assignment, "--workers=1"]
+    run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = {name: row[assignment] for name, row in course_grader.scores(course).items()}
+    assert got == {"a_hostile": 0, "b_honest": 10, "c_honest": 10}, run.stdout[-3000:]
+    assert "DataError" in reason(course, "a_hostile", assignment)
+
+
 def test_attacks_never_see_the_hidden_checks(graded):
     course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
     folder = course / "grader" / "autograded" / student / "ex1_sigmoid_to_tanh"

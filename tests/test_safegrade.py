@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import torch
 
-from grader.safegrade import batch, data, kernel, preprocessors, probing, sandbox, worker
+from grader.safegrade import batch, checking, data, kernel, preprocessors, probing, sandbox, worker
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -176,11 +176,19 @@ def test_a_forged_record_fails_the_cell_that_wrote_it_and_no_other(forged):
     assert rejected(records, 1) and records[0] == real[0] and records[2] == real[2]
 
 
-def test_a_duplicated_record_fails_that_cell_and_the_running_one():
+def test_a_duplicated_record_fails_that_cell_alone():
     stream = frames({"cell": 0}, {"cell": 1}, {"cell": 0}, {"cell": 2}, {"done": True})
     records = preprocessors.read_records(stream, 4, "n1")
-    assert rejected(records, 0) and records[1] == {"cell": 1} and rejected(records, 2)
+    assert rejected(records, 0) and records[1] == {"cell": 1} and records[2] == {"cell": 2}
     assert 3 not in records
+
+
+def test_a_forged_record_of_the_running_cell_fails_it_and_not_the_next():
+    forged, real = {"cell": 1, "stdout": "forged"}, {"cell": 1, "stdout": ""}
+    stream = frames({"cell": 0}, forged, real, {"cell": 2, "value": 4}, {"done": True})
+    records = preprocessors.read_records(stream, 3, "n1")
+    assert records[0] == {"cell": 0} and rejected(records, 1)
+    assert records[2] == {"cell": 2, "value": 4}
 
 
 def test_a_cut_off_or_oversized_frame_fails_its_cell():
@@ -203,17 +211,37 @@ class Checks:
 
 
 @pytest.mark.parametrize(
-    ("record", "verdict"),
+    ("value", "verdict"),
     [
-        ({"probe": "test_x", "value": 3}, None),
-        ({"probe": "test_x", "value": 4}, ("AssertionError", "want 3")),
-        ({"probe": "test_y", "value": 3}, ("GraderError", "the probe for this test sent no data")),
-        ({"probe": "test_x", "value": {"bogus": 1}}, ("GraderError", "could not be read")),
+        (3, None),
+        (4, ["AssertionError", "want 3"]),
+        ({"bogus": 1}, ["DataError", "could not be read"]),
     ],
 )
-def test_verdicts_come_from_the_checks(record, verdict):
-    got = preprocessors.judge(Checks, "test_x", record)
+def test_verdicts_come_from_the_checks(value, verdict):
+    got = checking.judge(Checks, "test_x", value, seed=1)
     assert got == verdict or (verdict and verdict[1] in got[1])
+
+
+@pytest.mark.parametrize(
+    ("record", "verdict"),
+    [
+        ({"cell": 0, "verdict": None}, None),
+        ({"cell": 0, "verdict": ["AssertionError", "want 3"]}, ("AssertionError", "want 3")),
+        ({"cell": 0, "verdict": "passed"}, ("GraderError", "malformed verdict")),
+        ({"cell": 0, "verdict": ["A", 3]}, ("GraderError", "malformed verdict")),
+        ({"cell": 0}, ("GraderError", "malformed verdict")),
+        (None, ("CheckNotFinished", "it stopped")),
+    ],
+)
+def test_a_check_processs_verdicts_are_read_as_data(record, verdict):
+    got = checking.verdict_of(record, "it stopped")
+    assert got == verdict or (verdict and verdict[1] in got[1])
+
+
+def test_a_check_process_that_reports_the_graders_failure_fails_the_grader():
+    with pytest.raises(checking.GraderFailure, match="checks.py could not be loaded"):
+        checking.verdict_of({"cell": 0, "grader_error": "checks.py could not be loaded"}, "")
 
 
 def test_the_kernel_runs_the_same_probe_and_check(tmp_path, monkeypatch):
@@ -235,7 +263,7 @@ def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkey
 
     cell = nbformat.v4.new_code_cell("assert True")
     cell.metadata.nbgrader = {"grade": True, "grade_id": "test_x", "points": 1, "locked": True}
-    with pytest.raises(preprocessors.GraderFailure, match="could not make the inputs of test_x"):
+    with pytest.raises(checking.GraderFailure, match="could not make the inputs of test_x"):
         preprocessors.step(cell, BrokenChecks)
     (tmp_path / "probes.py").write_text("def test_x(ns, inputs):\n    return 1\n")
     (tmp_path / "checks.py").write_text("def inputs(grade_id, seed):\n    return {}[grade_id]\n")

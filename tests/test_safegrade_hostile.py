@@ -271,6 +271,47 @@ def test_failures_are_put_where_they_belong(tmp_path):
     assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
 
 
+SNOOPING_CHECKS = """import os
+
+TARGETS = {targets!r}
+
+
+def found():
+    seen = []
+    for path in TARGETS:
+        try:
+            seen.append((path, os.listdir(path) if os.path.isdir(path) else open(path).read(40)))
+        except OSError:
+            pass
+    return seen
+
+
+def test_basic(value):
+    raise AssertionError(f"the check process found {{found()}}")
+
+
+test_helper = test_hidden = test_basic
+"""
+
+
+def test_a_check_finds_no_secret_gradebook_or_other_submission(tmp_path):
+    """Checks run in a check process of the submission's own: a check that looks for the
+    grading secret, the gradebook, the course and other submissions (what a hole in the graph
+    builder would let a learner's description do) finds nothing, and says so in the reason."""
+    course = tiny_course.make_course(tmp_path)
+    for student in ("victim", "snooper"):
+        tiny_course.add_submission(course, student, tiny_course.with_answer(tiny_course.CORRECT))
+    secret = course / "autograded" / ".safegrade_secret"
+    targets = [str(p) for p in (course, secret, course / "gradebook.db", course / "submitted")]
+    targets += [str(course / "submitted" / "victim"), str(course / "source"), "/proc/1/environ"]
+    checks = SNOOPING_CHECKS.format(targets=targets)
+    (course / "source" / tiny_course.ASSIGNMENT / "checks.py").write_text(checks)
+    assert autograde(course, "--workers=1").returncode == 0
+    assert secret.exists()
+    for student in ("victim", "snooper"):
+        assert "the check process found []" in result(course, student)["reason"]
+
+
 def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     """A stopped sandbox starts again (as after a failure) and serves the next submission."""
     from grader.safegrade.sandbox import Limits, Sandbox

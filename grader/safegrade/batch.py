@@ -30,7 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import VERSION, probing
-from .data import clean_text
+from .data import clean_text, inert_text
 from .preprocessors import Batch, SandboxExecute, forbidden_paths, preimports, read_regular, walk
 from .sandbox import Limits, Pool, memory_limit_in_force
 
@@ -123,7 +123,7 @@ def progress(done: int, total: int, started: dict, futures: dict, pending: set, 
     names = ", ".join(f"{s}/{a} ({now - started[(s, a)]:.0f} s)" for s, a in running[:4])
     more = f" and {len(running) - 4} more" if len(running) > 4 else ""
     text = f"[{done}/{total}] {line}" + (f" | running: {names}{more}" if running else "")
-    return clean_text(text, 400)
+    return inert_text(text, 400)
 
 
 # ----------------------------------------------------------------------------- one submission
@@ -254,11 +254,27 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
         if rel.endswith(".ipynb") and len(data) > STRIP_OVER_BYTES:
             notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
             data = without_outputs(data)
+        if rel.endswith(".ipynb"):
+            data = as_utf8(data, rel, notes)
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     notes += find_renamed(staged, source)
     return [clean_text(note, 200) for note in notes[:8]]
+
+
+def as_utf8(data: bytes, rel: str, notes: list[str]) -> bytes:
+    """A notebook's bytes as UTF-8: bytes that are not (an editor's or a copy's damage) replaced
+    by U+FFFD, with a note, so that the rest of the notebook is graded rather than none of it."""
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+    notes.append(
+        f"{rel} held {text.count(chr(0xFFFD))} byte(s) that are not UTF-8, replaced by \ufffd"
+    )
+    return text.encode("utf-8")
 
 
 def without_outputs(data: bytes) -> bytes:
@@ -355,4 +371,4 @@ def summary(course, tasks: list[tuple[str, str]]) -> None:
             reason = json.loads(result_path(course, student, assignment).read_text())["reason"]
         except (OSError, ValueError, KeyError):
             reason = "not graded"
-        print(clean_text(f"  {student}  {assignment}  {reason}", 600))
+        print(inert_text(f"  {student}  {assignment}  {reason}", 600))

@@ -76,6 +76,34 @@ def clean_text(text: str, cap: int) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def inert_text(text: str, cap: int) -> str:
+    """text made inert for a terminal or a log: clean_text, then every character that is not
+    printable (control characters, terminal escapes, line breaks, bidirectional overrides)
+    shown as its code (\\x1b, \\u202e), so a learner's string cannot move the cursor, recolour
+    or rewrite what an instructor reads."""
+    text = clean_text(text, cap)
+    return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+def spreadsheet_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet cannot take for a formula: text starting with =, +, -, @,
+    a tab or a carriage return gets a leading apostrophe (OWASP's advice). Numbers are kept."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 # ----------------------------------------------------------------------------- encoding
 
 

@@ -3,11 +3,13 @@
 SandboxExecute replaces nbgrader's Execute step of ``Autograde``; everything else (gradebook,
 timestamps, late penalties, the autograded notebook, feedback) stays nbgrader's own. It sends the
 notebook's code cells, in nbgrader's order, to a sandbox (``sandbox``), with each graded test
-cell replaced by the instructor's probe for it. The records that come back are data: each probe's
-data is decoded under size caps and judged by the instructor's check in this process, which never
-imports, unpickles or executes anything from the submission. A failing check becomes an error
-output of its cell, which is what nbgrader scores. ``--SandboxExecute.unsandboxed=True`` runs
-nbgrader's plain kernel instead, with a loud warning.
+cell replaced by the instructor's probe for it. The records that come back are data. Each probe's
+data then goes, with the exercise's checks, to a check process of this submission's own (a second
+sandboxed child, ``checking``), which decodes it under size caps, rebuilds graphs without
+compiling code and returns each verdict as data; this process, which holds the gradebook and the
+grading secret, never decodes a learner's graph or runs a check on learner data. A failing check
+becomes an error output of its cell, which is what nbgrader scores.
+``--SandboxExecute.unsandboxed=True`` runs nbgrader's plain kernel instead, with a loud warning.
 
 ResilientExecute: the plain path; a kernel that dies fails its cell and the later ones.
 HideHiddenTests: feedback without hidden tests, tracebacks of graded cells cut to their last line.
@@ -41,8 +43,9 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Float, Integer, List
 
-from . import probing
-from .data import clean_text, decode, encode
+from . import checking, probing
+from .checking import GraderFailure
+from .data import clean_text, encode
 from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
 from .worker import FRAME_CAP
 
@@ -151,11 +154,6 @@ class ResilientExecute(Execute):
             return cell, resources
 
 
-class GraderFailure(RuntimeError):
-    """The grader's failure, not the learner's: the sandbox failed twice on a submission, or the
-    exercise's checks.py could not make a test's inputs."""
-
-
 class SandboxExecute(ResilientExecute):
     """Execute's replacement: learners' code runs in the sandbox, verdicts come from checks."""
 
@@ -178,45 +176,70 @@ class SandboxExecute(ResilientExecute):
         info = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
-        probes = (folder / "probes.py").read_text()
         checks = Checks(folder, seed(course, info["student"], info["assignment"]))
         submitted = course.format_path(
             course.submitted_directory, info["student"], info["assignment"]
         )
         cells = code_cells(nb)
+        self.course, self.folder, self.own_pool = course, folder, None
         try:
             job = {
                 "cells": [step(cell, checks) for cell in cells],
-                "probes": probes,
+                "probes": (folder / "probes.py").read_text(),
                 "files": files_for_sandbox([Path(submitted), folder], course.ignore),
-                "nonce": secrets.token_hex(16),
             }
-            reply = self.run_job(job, course, folder)
+            stream, nonce = self.run_job(job)
+            records = read_records(stream, len(cells), nonce)
+            missing = stopped(self.last_reply, records, cells)
+            verdicts = self.verdicts(cells, records, checks.seed)
         except GraderFailure:
             Batch.grader_failed.add((info["student"], info["assignment"]))
             raise
-        records = read_records(reply["records"], len(cells), job["nonce"])
-        missing = stopped(reply, records, cells)
+        finally:
+            if self.own_pool is not None:
+                self.own_pool.close()
         for index, cell in enumerate(cells):
-            cell.outputs = outputs(cell, records.get(index), missing, checks)
+            cell.outputs = outputs(cell, records.get(index), missing, verdicts.get(index))
         return nb, resources
+
+    def verdicts(self, cells: list, records: dict, seed: int) -> dict[int, tuple | None]:
+        """cell index -> the verdict of its check (None: passed), for every test cell whose
+        probe sent data, from a check process of this submission's own (checking.py)."""
+        tested = [i for i, c in enumerate(cells) if is_test(c) and sent_data(c, records.get(i))]
+        if not tested:
+            return {}
+        files = {
+            path.name: base64.b64encode(path.read_bytes()).decode("ascii")
+            for path in sorted(self.folder.glob("*.py"))
+        }
+        tests = [(grade_id(cells[i]), records[i]["value"]) for i in tested]
+        stream, nonce = self.run_job(checking.check_job(files, seed, tests))
+        found = read_records(stream, len(tests), nonce)
+        reply = self.last_reply
+        why = f"the grader's check of this test did not finish: its process {reply.get('status')}"
+        if reply.get("timed_out"):
+            why = "the grader's check of this test did not finish within the submission's budget"
+        return {i: checking.verdict_of(found.get(k), why) for k, i in enumerate(tested)}
 
     def limits(self) -> Limits:
         names = ("budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
         return Limits(cell_timeout=self.timeout, **{name: getattr(self, name) for name in names})
 
-    def run_job(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
-        """The sandbox's reply; a sandbox that fails is replaced and the job run once more."""
+    def run_job(self, job: dict) -> tuple[bytes, str]:
+        """The records the job's sandboxed process sent, and the job's nonce; a sandbox that
+        fails is replaced and the job run once more. The reply is kept as last_reply."""
+        job = job | {"nonce": secrets.token_hex(16)}
         failure = None
         for attempt in ("retrying in a fresh sandbox", "giving up"):
             try:
-                return self.run_once(job, course, folder)
+                self.last_reply = self.run_once(job)
+                return self.last_reply["records"], job["nonce"]
             except SandboxError as exc:
                 self.log.warning("safegrade: the sandbox failed (%s); %s", exc, attempt)
                 failure = exc
         raise GraderFailure(f"the grader's sandbox failed twice: {failure}")
 
-    def run_once(self, job: dict, course: CourseDirectory, folder: Path) -> dict:
+    def run_once(self, job: dict) -> dict:
         if Batch.pool is not None:
             Batch.lock.release()  # nbgrader's bookkeeping of other submissions goes on meanwhile
             try:
@@ -226,14 +249,26 @@ class SandboxExecute(ResilientExecute):
                 Batch.lock.acquire()
                 # nbgrader deletes this when the notebook is done; another thread may have.
                 os.environ["NBGRADER_EXECUTION"] = "autograde"
-        self.log.info("safegrade: %s", memory_limit_in_force(self.limits()))
-        imports = self.preimport or preimports([folder])
-        pool = Pool(1, imports, forbidden_paths(course), self.limits())
-        try:
-            with pool.sandbox() as box:
-                return box.run(job)
-        finally:
-            pool.close()
+        if self.own_pool is None:  # one sandbox for this notebook: its submission and checks
+            self.log.info("safegrade: %s", memory_limit_in_force(self.limits()))
+            imports = self.preimport or preimports([self.folder])
+            self.own_pool = Pool(1, imports, forbidden_paths(self.course), self.limits())
+        with self.own_pool.sandbox() as box:
+            return box.run(job)
+
+
+def sent_data(cell, record: dict | None) -> bool:
+    """Whether a test cell's record holds its probe's data (not an error)."""
+    return (
+        isinstance(record, dict)
+        and "error" not in record
+        and record.get("probe") == grade_id(cell)
+        and "value" in record
+    )
+
+
+def grade_id(cell) -> str:
+    return cell.metadata.nbgrader["grade_id"]
 
 
 def first_line(source: str) -> str:
@@ -401,8 +436,10 @@ def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
     """cell index -> its record, from the child's frames: a length, this job's nonce, a JSON
     record. The runner sends one frame per cell, in order, then a final one. Bytes that are not
     such a frame (written by the submission's code) are skipped to the next frame with the
-    nonce; they, and a frame that is not the next cell's (duplicated, out of order,
-    malformed), fail the cell that was running when they came, never another."""
+    nonce; they, and a frame that is not the next cell's (out of order, malformed), fail the
+    cell that was running when they came, never another. A second record for a cell already
+    read fails that cell alone: one of its two records is forged, and a forgery of an earlier
+    cell's record can only cost points, never earn them."""
     records: dict[int, dict] = {}
     expected, at, mark = 0, 0, nonce.encode()
     while expected < count and at < len(stream):
@@ -422,8 +459,9 @@ def read_records(stream: bytes, count: int, nonce: str) -> dict[int, dict]:
             records.setdefault(expected, record)  # a cell failed by a forged frame stays failed
             expected += 1
             continue
-        if type(index) is int and 0 <= index < expected:
+        if type(index) is int and 0 <= index < expected:  # which of the two is forged is unknown
             records[index] = rejected("a second record for this cell arrived later")
+            continue
         records[expected] = rejected("a record that is not this cell's arrived while it ran")
     return records
 
@@ -445,8 +483,9 @@ def rejected(why: str) -> dict:
     return {"error": {"ename": "GraderError", "evalue": message, "traceback": []}}
 
 
-def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list:
-    """The cell's outputs: the learner's output and error, or for a test cell the verdict."""
+def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> list:
+    """The cell's outputs: the learner's output and error, or for a test cell the verdict of
+    its check (None: passed)."""
     if record is None:
         return [error_output(*missing)] if is_test(cell) else []
     found = []
@@ -458,28 +497,11 @@ def outputs(cell, record: dict | None, missing: tuple[str, str], checks) -> list
         lines = error.get("traceback") if isinstance(error.get("traceback"), list) else []
         lines = [clean_text(line, 4000) for line in lines[-30:] if isinstance(line, str)]
         found.append(error_output(str(error.get("ename")), str(error.get("evalue")), lines))
-    elif is_test(cell):
-        verdict = judge(checks, cell.metadata.nbgrader["grade_id"], record)
-        found += [error_output(*verdict)] if verdict else []
+    elif is_test(cell) and not sent_data(cell, record):
+        found.append(error_output("GraderError", "the probe for this test sent no data"))
+    elif is_test(cell) and verdict is not None:
+        found.append(error_output(*verdict))
     return found
-
-
-def judge(checks, grade_id: str, record: dict) -> tuple[str, str] | None:
-    """Run the trusted check on the probe's data: None when it passes, else (ename, message)."""
-    if record.get("probe") != grade_id or "value" not in record:
-        return "GraderError", "the probe for this test sent no data"
-    try:
-        data = decode(record["value"])
-    except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
-        return "DataError", f"the data your code produced could not be read: {exc}"
-    if getattr(checks, grade_id, None) is None:
-        return "GraderError", f"checks.py has no check for {grade_id!r}"
-    try:
-        inputs = trusted_inputs(checks, grade_id)
-        probing.run_check_function(checks, grade_id, data, inputs)
-    except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
-        return type(exc).__name__, clean_text(str(exc), 2000)
-    return None
 
 
 def stopped(reply: dict, records: dict, cells: list) -> tuple[str, str]:

@@ -214,7 +214,10 @@ def child(fds: list[int], limits: dict, shell) -> None:
             os._exit(NOT_ISOLATED)
         set_limits(limits)
         install_seccomp()
-        run_submission(read_job(0), shell, limits)
+        job = read_job(0)
+        if job.get("kind") == "checks":
+            run_checks(job, limits)
+        run_submission(job, shell, limits)
     finally:
         os._exit(RUNNER_FAILED)
 
@@ -378,6 +381,29 @@ def run_submission(job: dict, shell, limits: dict) -> None:
         except CellTimeout:  # the alarm went off between the cell and the record
             record = {"error": timeout_error(timeout)}
         send_record(dict(record, cell=index), nonce)
+    send_record({"done": True}, nonce)
+    os._exit(0)
+
+
+def run_checks(job: dict, limits: dict) -> None:
+    """A check process (checking.py): the instructor's checks on one submission's data, one
+    verdict record per test, in order; the grader's own failure ends it with a record saying so."""
+    from .checking import GraderFailure, judge, load_checks
+
+    write_files(job.get("files", {}))
+    os.chdir(WORK)
+    nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
+    try:
+        checks = load_checks(WORK)
+        for index, test in enumerate(job["tests"]):
+            try:
+                with time_limit(timeout):
+                    verdict = judge(checks, test["grade_id"], test["value"], job["seed"])
+            except CellTimeout:
+                verdict = ["CheckTimeout", f"checking your result took over {timeout:g} s"]
+            send_record({"cell": index, "verdict": verdict}, nonce)
+    except GraderFailure as exc:
+        send_record({"cell": index, "grader_error": str(exc)}, nonce)
     send_record({"done": True}, nonce)
     os._exit(0)
 

@@ -9,14 +9,14 @@ from grader.safegrade.probing import learner
 
 def dumps(namespace: dict, inputs: dict) -> dict:
     dump_nodes = learner(namespace, "dump_nodes")
-    return {name: dump_nodes(build(graph)) for name, graph in inputs.items()}
+    return {name: dump_nodes(build(graph, codegen=True)) for name, graph in inputs.items()}
 
 
 def test_merge(namespace: dict, inputs: dict) -> dict:
     """merge's graph for each case, as a description (with its code and its graph's code)."""
     merge = learner(namespace, "merge")
     return {
-        name: describe(merge(build(case["graph"]), case["a"], case["b"]))
+        name: describe(merge(build(case["graph"], codegen=True), case["a"], case["b"]))
         for name, case in inputs.items()
     }
 

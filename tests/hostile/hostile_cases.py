@@ -64,6 +64,14 @@ def draft_above(cells: list) -> list:
     return cells[:at] + [dict(cells[at], source=draft)] + cells[at:]
 
 
+def bytes_not_utf8() -> bytes:
+    """A correct notebook whose markdown cell holds two bytes that are not UTF-8."""
+    nb = with_answer(CORRECT)
+    note = {"cell_type": "markdown", "id": "damaged", "metadata": {}, "source": "Notes: MARK"}
+    nb["cells"].insert(0, note)
+    return json.dumps(nb).encode().replace(b"MARK", b"caf\xe9 \xff")
+
+
 def honest_cases() -> list[Case]:
     helper = "import math\n\n\ndef total(xs):\n    return math.fsum(xs) if xs else 0\n"
     return [
@@ -78,6 +86,7 @@ def honest_cases() -> list[Case]:
             "all 3 tests passed",
         ),
         Case("draft_above_final", edited(draft_above), 10, "all 3 tests passed"),
+        Case("bytes_not_utf8_in_markdown", bytes_not_utf8(), 10, "2 byte(s) that are not UTF-8"),
         Case(
             "warnings_and_stderr",
             with_answer(

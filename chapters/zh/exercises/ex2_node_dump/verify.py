@@ -17,14 +17,19 @@ def records(rows) -> dict[str, dict]:
     return {row["name"]: row for row in rows}
 
 
-def check_records(rows, nodes: list[tuple[str, str]]) -> None:
-    """nodes: (name, op) of every node, in graph order."""
+def check_records(rows, nodes: list[tuple[str, str, int]]) -> None:
+    """nodes: (name, op, how many users) of every node, in graph order."""
     records(rows)
     assert len(rows) == len(nodes), f"want {len(nodes)} dicts, one per node; got {len(rows)}"
-    for row, (name, op) in zip(rows, nodes, strict=True):
+    for row, (name, op, used) in zip(rows, nodes, strict=True):
         assert set(row) == set(KEYS), f"{name}: the keys must be {KEYS}, got {tuple(row)}"
         got = (row["name"], row["op"])
         assert got == (name, op), f"want the node {name} ({op}) here, in graph order; got {got}"
+        users = row["users"]
+        assert isinstance(users, list) and len(users) == used, (
+            f"{name}: {used} node(s) use it, so its 'users' is a list of {used} name(s); "
+            f"got {users!r}"
+        )
 
 
 def check_values(rows, key: str, want: dict) -> None:

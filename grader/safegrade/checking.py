@@ -1,0 +1,78 @@
+"""The check process: the instructor's checks, run on a submission's data in a sandboxed process
+of their own (a fresh child of the template, like a submission's, which never runs learner code).
+
+It receives the exercise's checks.py and verify.py (as files), the submission's seed and each
+test's data as the probe sent it; it makes each test's inputs from the seed, decodes the data,
+rebuilds graphs (graphs.build, without compiling code) and runs the check. Each verdict goes back
+as data: None (passed) or [ename, message]. The process holds no secret (only this submission's
+seed), no gradebook, no other submission's data and cannot write to the course, so a hole in the
+builder or a check reaches nothing, and it ends with the submission: nothing it does can change
+how the next submission is judged. Never imports nbgrader.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import probing
+from .data import clean_text, decode
+
+MESSAGE_CAP = 2_000  # characters of a verdict's message
+
+
+def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
+    """The check of one test on the probe's data (as sent): None when it passes, else
+    [ename, message]. Raises GraderFailure when checks.py cannot make the test's inputs."""
+    try:
+        data = decode(value)
+    except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
+        return ["DataError", f"the data your code produced could not be read: {exc}"]
+    if getattr(checks, grade_id, None) is None:
+        return ["GraderError", f"checks.py has no check for {grade_id!r}"]
+    try:
+        inputs = probing.make_inputs(checks, grade_id, seed)
+    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
+        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
+    try:
+        with probing.torch_defaults():
+            probing.run_check_function(checks, grade_id, data, inputs)
+    except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
+        return [clean_text(type(exc).__name__, 200), clean_text(str(exc), MESSAGE_CAP)]
+    return None
+
+
+class GraderFailure(RuntimeError):
+    """The grader's failure, not the learner's: the sandbox failed twice on a submission, or the
+    exercise's checks.py could not be loaded or could not make a test's inputs."""
+
+
+def load_checks(folder: str):
+    """checks.py of the folder the job's files were written to (its verify.py beside it)."""
+    try:
+        return probing.load(os.path.join(folder, "checks.py"))
+    except Exception as exc:  # noqa: BLE001 - the instructor's file: the grader's failure
+        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        raise GraderFailure(f"checks.py could not be loaded ({why})") from exc
+
+
+def check_job(files: dict[str, str], seed: int, tests: list[tuple[str, object]]) -> dict:
+    """The job a check process runs: the exercise's files (base64), the seed, and each test's
+    grade_id and data as the probe sent it."""
+    rows = [{"grade_id": grade_id, "value": value} for grade_id, value in tests]
+    return {"kind": "checks", "files": files, "seed": seed, "tests": rows}
+
+
+def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:
+    """What a check process's record for a test says, made safe: None (passed) or (ename,
+    message). Raises GraderFailure for the grader's own failure."""
+    if record is None:
+        return "CheckNotFinished", why_missing
+    if "grader_error" in record:
+        raise GraderFailure(clean_text(str(record["grader_error"]), 500))
+    verdict = record.get("verdict", "missing")
+    if verdict is None:
+        return None
+    if type(verdict) is list and len(verdict) == 2 and all(type(v) is str for v in verdict):
+        return clean_text(verdict[0], 200), clean_text(verdict[1], MESSAGE_CAP)
+    return "GraderError", "the check process sent a malformed verdict"
