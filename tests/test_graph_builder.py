@@ -59,6 +59,16 @@ def test_an_honest_description_is_rebuilt_and_runs_without_compiling_code(sent, 
     assert isinstance(gm, graphs.DescribedGraphModule) and "def forward" in gm.code
 
 
+def test_a_description_made_on_the_trusted_side_is_rebuilt_as_it_is():
+    """checks.py builds its own descriptions without a crossing (torch.fx's immutable lists
+    and dicts in them)."""
+    traced = torch.fx.symbolic_trace(Model())
+    gm = graphs.build(graphs.describe(traced, state=True))
+    x = torch.randn(2, 3)
+    with torch.no_grad():
+        assert torch.equal(gm(x), traced(x))
+
+
 def test_a_probe_gets_an_ordinary_graph_module(sent):
     gm = graphs.build(sent, codegen=True)
     assert not isinstance(gm, graphs.DescribedGraphModule)

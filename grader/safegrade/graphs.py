@@ -377,9 +377,11 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
             return constant(kind(value))
     if _isinstance(value, torch.dtype):
         return value
-    if _type(value) in (tuple, list):
-        return _type(value)(link(item, nodes, budget, depth + 1) for item in value)
-    if _type(value) is dict:
+    # torch.fx's immutable_list and immutable_dict (a trusted description) become plain ones
+    for kind in (tuple, list):
+        if _isinstance(value, kind):
+            return kind(link(item, nodes, budget, depth + 1) for item in value)
+    if _isinstance(value, dict):
         return {constant(k): link(v, nodes, budget, depth + 1) for k, v in value.items()}
     if _type(value) is slice:
         parts = (value.start, value.stop, value.step)
