@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from fxcourse import progress, workspace
+from fxcourse import progress, results, tryit, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,6 +177,63 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert progress.main([str(mine)]) == 0
     assert "02_fx_ir.ipynb: not readable as a notebook" in capsys.readouterr().out
     assert progress.main([str(tmp_path / "nowhere")]) == 2
+
+
+class _CellRun:
+    """What IPython hands a post_run_cell callback: the cell's text and whether it succeeded."""
+
+    def __init__(self, source: str, success: bool):
+        self.info = type("Info", (), {"raw_cell": source})()
+        self.success = success
+
+
+def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, monkeypatch, capsys):
+    """A checkpoint that passes and a Validate run whose test cells all pass count at once,
+    though the saved notebooks still show the last Run All's failures; a later failing run
+    counts too; records that are not the course's are ignored."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws"
+    workspace.sync(mine, ROOT)
+    chapter = nbformat.read(mine / "01_symbolic_tracing.ipynb", as_version=4)
+    first_id = progress.CHECKPOINT.search(
+        next(c.source for c in chapter.cells if progress.CHECKPOINT.search(c.source))
+    ).group(1)
+    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
+    assignment, notebook = Path(exercise).stem, nbformat.read(mine / exercise, as_version=4)
+    tests = progress.test_cells(notebook)
+    for count, cell in enumerate(tests, 1):  # the last Run All, saved: the first test failed
+        cell.execution_count = count
+    tests[0].outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])]
+    nbformat.write(notebook, mine / exercise)
+    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
+
+    monkeypatch.chdir(mine)
+    with tryit.checkpoint(first_id, "the goal") as check:
+        check(True, "never shown")
+    monkeypatch.chdir(mine / Path(exercise).parent)  # where Validate's kernel runs the notebook
+    recorder = results.CellRecorder(mine / results.RESULTS / f"{Path(exercise).parent}.json")
+    for cell in tests:
+        recorder(_CellRun(cell.source, success=True))
+    assert progress.main([str(mine)]) == 0
+    shown = capsys.readouterr().out
+    assert "01_symbolic_tracing.ipynb: 1/" in shown and f"{first_id}✓" in shown, shown
+    assert f"{assignment}: passed ({exercise})  [checks ran " in shown, shown
+    claim = progress.progress(mine)
+    assert claim["as_of"][assignment][0] == "checks ran"
+    assert claim["as_of"]["02_fx_ir.ipynb"][0] == "notebook saved"
+
+    recorder(_CellRun(tests[-1].source, success=False))
+    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
+    (mine / results.RESULTS / f"tryit-{first_id}.json").write_text('{"passed": "yes"}')
+    (mine / results.RESULTS / f"{Path(exercise).parent}.json").write_text("x" * 300_000)
+    claim = progress.progress(mine)
+    assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is False  # the saved output
+    assert claim["exercises"][assignment][0] == "failing"  # the saved outputs again
+
+    outside = tmp_path / "not-a-workspace"
+    outside.mkdir()
+    results.record_tryit(first_id, True, folder=outside)
+    assert not list(outside.rglob("*.json")), "a result recorded outside any workspace"
 
 
 def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path, monkeypatch):
