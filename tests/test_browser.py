@@ -52,7 +52,7 @@ from browser_lab import (
     warning_outputs,
 )
 
-from fxcourse import workspace
+from fxcourse import progress, workspace
 from grader import course_grader
 
 # One worker runs them all: they share the two lab servers and the browser.
@@ -318,6 +318,9 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: Lab
         box.scroll_into_view_if_needed()
         lab.shot("04-tryit-answered-passes")
         assert_no_banners(lab, "after answering a try-it", lab.cells())
+        # Nothing is saved (autosave is off here), yet progress already agrees with the box.
+        marks = progress.progress(lab.server.workspace)["tryits"][CHAPTER_1]
+        assert marks[TRYIT_ANSWERED] is True and marks[TRYIT_REVEALED] is False, marks
 
     with lab.step("05-answer-revealed"):
         check = _tryit_cell(cells, TRYIT_REVEALED, "check")
@@ -603,5 +606,63 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
             notice = lab.cell(0)
             assert beside.name in notice.text_content(), notice.text_content()
             assert_no_banners(lab, "the notebook with the course update notice")
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def _has_error_output(notebook: nbformat.NotebookNode) -> bool:
+    return any(
+        output.get("output_type") == "error"
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    )
+
+
+def test_progress_agrees_with_validate_right_after_it(browser, autosave_lab_server, artifacts):
+    """A learner runs the exercise with a wrong answer (autosave keeps the failing outputs), fixes
+    the answer and presses Validate without running the cells again: nbgrader says "Success!" and
+    progress says passed, though the saved outputs still show the failure."""
+    server, relative = autosave_lab_server, f"exercises/{EXERCISE}/{EXERCISE}.ipynb"
+    path, solutions = server.workspace / relative, instructor_solutions(EXERCISE)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        lab = LabPage(context.new_page(), server, artifacts)
+        with lab.step("30-progress-exercise-wrong"):
+            lab.open_lab()
+            open_notebook(lab, relative, "30-progress-exercise-opened")
+            _saved(path, lambda nb: "version" in nb.metadata.get("language_info", {}), relative)
+            answers = [c for c in lab.cells() if _nbgrader(c, "solution")]
+            for cell in answers:
+                wrong = _grade_id(cell) == WRONG_SOLUTION_CELL
+                code = WRONG_SOLUTION if wrong else solutions[_grade_id(cell)]
+                lab.replace_cell_source(cell["index"], code)
+            lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
+            _saved(path, _has_error_output, "the failing test's output")
+            failing = next(c for c in lab.cells() if error_outputs([c]))
+            lab.cell(failing["index"]).scroll_into_view_if_needed()
+            lab.shot("30-progress-exercise-wrong")
+            assert progress.progress(server.workspace)["exercises"][EXERCISE][0] == "failing"
+
+        with lab.step("31-progress-validate-fixed"):
+            target = next(c for c in answers if _grade_id(c) == WRONG_SOLUTION_CELL)
+            lab.replace_cell_source(target["index"], solutions[WRONG_SOLUTION_CELL])
+            lab.page.locator(".validate-button").click()
+            dialog = lab.page.locator(".jp-Dialog")
+            dialog.get_by_text("Success! Your notebook passes all the tests.").wait_for(
+                timeout=EXERCISE_RUN_TIMEOUT_S * 1000
+            )
+            lab.shot("31-progress-validate-success")
+            dialog.locator(".jp-mod-accept").click()
+        saved = nbformat.read(path, as_version=4)
+        assert _has_error_output(saved), "the saved outputs no longer show the failure"
+        found = progress.progress(server.workspace)
+        assert found["exercises"][EXERCISE][0] == "passed", found["exercises"]
+        assert found["as_of"][EXERCISE][0] == "checks ran", found["as_of"]
+        shown = "\n".join(progress.report(server.workspace))
+        (artifacts / "31-progress-after-validate.txt").write_text(shown + "\n")
+        assert f"{EXERCISE}: passed ({relative})  [checks ran " in shown, shown
     finally:
         context.close()

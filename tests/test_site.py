@@ -150,4 +150,6 @@ def test_graph_pictures_whole_and_answers_folded(page, site_url, language):
     code.wait_for(state="visible")
     output.wait_for(state="visible")
     answer.scroll_into_view_if_needed()
+    # the theme fades an opened fold in: the screenshot shows it once the fade is over
+    answer.evaluate("el => Promise.all(el.getAnimations({subtree: true}).map(a => a.finished))")
     looked_at(page, f"07-chapter-4-answer-open{'-zh' if language else ''}")
