@@ -25,6 +25,14 @@ def _sources(path: Path) -> list[str]:
     return [cell.source for cell in nbformat.read(path, as_version=4).cells]
 
 
+def _learners_sources(path: Path) -> list[str]:
+    """The cells' text without the notice a sync puts at the top, which must be there."""
+    notice, *cells = nbformat.read(path, as_version=4).cells
+    assert notice.metadata.get(workspace.NOTICE_KEY), f"{path.name}: no notice of the update"
+    assert notice.source.startswith("**Course update (")
+    return [cell.source for cell in cells]
+
+
 def _open_and_run(path: Path) -> None:
     """What opening a notebook and running it does: kernel metadata, outputs, counts."""
     notebook = nbformat.read(path, as_version=4)
@@ -76,8 +84,8 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
         ["02_b.ipynb"],
         ["03_c.ipynb"],
     )
-    assert _sources(mine / "01_a.ipynb") == ["a = 2", "a"]
-    assert _sources(mine / "02_b.ipynb") == ["b = 2", "b + 1  # mine"]
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2", "a"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 2", "b + 1  # mine"]
     notice, *kept = nbformat.read(mine / "03_c.ipynb", as_version=4).cells
     assert [cell.source for cell in kept] == ["c = 'my answer'", "c"]
     assert notice.cell_type == "markdown" and "03_c.course-version.ipynb" in notice.source
@@ -91,6 +99,40 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
     (mine / "03_c.ipynb").rename(mine / "03_c_mine.ipynb")  # deleting or renaming: a fresh copy
     assert workspace.sync(mine, course).copied == ["03_c.ipynb"]
     assert _sources(mine / "03_c.ipynb") == ["c = 2", "c"]
+
+
+def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_path, monkeypatch):
+    """JupyterLab's "File Changed: Overwrite" writes back the copy it had open before the sync
+    (as an edited or an only-opened notebook); the next sync finds the update missing from it
+    and delivers it again; once it is in the copy, syncs say nothing more. (A learner's edit
+    after the Overwrite that collides with the update keeps their cell, as any collision does;
+    only the course's version beside it is not made again.)"""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course, mine = tmp_path / "course", tmp_path / "workspace"
+    chapters = course / "chapters"
+    _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
+    _write_chapter(chapters, "02_b.ipynb", "b = 1", "b")
+    workspace.sync(mine, course)
+    _edit(mine / "02_b.ipynb", 1, "b + 1  # mine")
+    open_in_lab = {name: (mine / name).read_bytes() for name in ("01_a.ipynb", "02_b.ipynb")}
+    _write_chapter(chapters, "01_a.ipynb", "a = 2", "a")
+    _write_chapter(chapters, "02_b.ipynb", "b = 2", "b")
+    report = workspace.sync(mine, course)
+    assert (report.updated, report.merged, report.again) == (["01_a.ipynb"], ["02_b.ipynb"], [])
+    for name, old in open_in_lab.items():
+        (mine / name).write_bytes(old)  # Overwrite
+    _edit(mine / "02_b.ipynb", 1, "b + 2  # mine, later")  # the learner goes on working
+
+    report = workspace.sync(mine, course)
+    assert report.again == ["01_a.ipynb", "02_b.ipynb"], report
+    assert "brought in again: 01_a.ipynb" in report.lines()[0]
+    assert (report.updated, report.merged) == (["01_a.ipynb"], ["02_b.ipynb"])
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2", "a"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 2", "b + 2  # mine, later"]
+    assert workspace.sync(mine, course).lines() == []
+    _edit(mine / "01_a.ipynb", 2, "a  # read it")  # delivered: the learner's edits stay theirs
+    assert workspace.sync(mine, course).lines() == []
+    assert not list((mine / workspace.PENDING).rglob("*.ipynb"))
 
 
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
@@ -117,8 +159,8 @@ def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched
     _write_chapter(course / "chapters", "02_b.ipynb", "b = 2")
     report = workspace.sync(mine, course)
     assert (report.updated, report.kept) == (["01_a.ipynb"], ["02_b.ipynb"])
-    assert _sources(mine / "01_a.ipynb") == ["a = 2"]
-    assert _sources(mine / "02_b.ipynb")[1:] == ["b = 'mine'"]
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 'mine'"]
 
 
 def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypatch):
