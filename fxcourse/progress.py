@@ -71,24 +71,26 @@ def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None
     return "passed" if states and set(states) == {"ok"} else "not run"
 
 
-def as_of(path: Path, times: list[str]) -> list[str]:
+def as_of(path: Path, times: list[str]) -> list[str] | None:
     """["checks ran", when] for the newest recorded run among `times`, else ["notebook saved",
-    the file's time]."""
-    return ["checks ran", max(times)] if times else ["notebook saved", results.saved_at(path)]
+    the file's time]; None for a link (whatever it points at is not the learner's to date)."""
+    if times:
+        return ["checks ran", max(times)]
+    return None if path.is_symlink() else ["notebook saved", results.saved_at(path)]
 
 
-def chapter_progress(path: Path, recorded: dict) -> tuple[dict | None, list[str]]:
+def chapter_progress(path: Path, recorded: dict) -> tuple[dict | None, list[str] | None]:
     notebook = _read(path)
     if notebook is None:
-        return None, as_of(path, [])
+        return None, None
     marks = tryits(notebook, recorded)
     return marks, as_of(path, [recorded[t][1] for t in marks if t in recorded])
 
 
-def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str]]:
+def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | None]:
     notebook = _read(path)
     if notebook is None:
-        return "unreadable", as_of(path, [])
+        return "unreadable", None
     recorded = results.cell_results(workspace, path)
     keys = [results.cell_key(cell.source) for cell in test_cells(notebook)]
     return exercise_state(notebook, recorded), as_of(
@@ -108,15 +110,18 @@ def progress(workspace: Path) -> dict:
             assignment = Path(name).stem
             fetched = workspace / assignment / f"{assignment}.ipynb"
             chosen = fetched if fetched.exists() else path
+            when = None
             if not chosen.exists():
                 state = "not opened"
             else:
-                state, found["as_of"][assignment] = exercise_progress(workspace, chosen)
+                state, when = exercise_progress(workspace, chosen)
             found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
         elif not path.exists():
-            found["tryits"][name] = {}
+            found["tryits"][name], when = {}, None
         else:
-            found["tryits"][name], found["as_of"][name] = chapter_progress(path, recorded)
+            found["tryits"][name], when = chapter_progress(path, recorded)
+        if when:
+            found["as_of"][Path(name).stem if name.startswith("exercises/") else name] = when
     return found
 
 

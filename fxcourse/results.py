@@ -152,5 +152,5 @@ def _is_when(value: object) -> bool:
 
 def saved_at(path: Path) -> str:
     """When the file was last written, as the records write times."""
-    stamp = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+    stamp = datetime.datetime.fromtimestamp(path.lstat().st_mtime, datetime.UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -215,7 +215,15 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert claim["exercises"][Path(exercise).stem][0] == "passed"
     (mine / "02_fx_ir.ipynb").write_text("not a notebook")
     assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: said, not read
-    assert json.loads(capsys.readouterr().out)["tryits"]["02_fx_ir.ipynb"] is None
+    claim = json.loads(capsys.readouterr().out)
+    assert claim["tryits"]["02_fx_ir.ipynb"] is None and "02_fx_ir.ipynb" not in claim["as_of"]
+    (mine / "03_graph_transforms.ipynb").unlink()
+    (mine / "03_graph_transforms.ipynb").symlink_to(chapter)  # a link: read, never dated
+    claim = progress.progress(mine)
+    assert (
+        claim["tryits"]["03_graph_transforms.ipynb"]
+        and "03_graph_transforms.ipynb" not in (claim["as_of"])
+    )
     assert progress.main([str(mine)]) == 0
     assert "02_fx_ir.ipynb: not readable as a notebook" in capsys.readouterr().out
     assert progress.main([str(tmp_path / "nowhere")]) == 2
