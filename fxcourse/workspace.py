@@ -91,7 +91,8 @@ def update_notice(day: str, beside: str) -> str:
         "**Course update ({day}):** the course changed cells of this notebook that you had "
         "changed too. Your cells are kept as you wrote them; the course's changes that did not "
         "collide with yours are merged in. The course's new version is saved beside this "
-        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell."
+        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell. "
+        'If JupyterLab says the file "has changed on disk", choose **Revert** to load this.'
     ).format(day=day, beside=beside)
 
 
