@@ -29,7 +29,7 @@ lab: workspace  ## open the course in JupyterLab, in your own workspace (see `ma
 workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh) or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
-progress: env  ## which try-its and exercises you have passed (read from your saved notebooks)
+progress: env  ## which try-its and exercises you have passed (as the checks said when they last ran)
 	$(PY) -m fxcourse.progress "$(WORKSPACE)"
 
 env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)

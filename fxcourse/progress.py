@@ -2,12 +2,15 @@
 
     python -m fxcourse.progress [WORKSPACE ...]     (`make progress`: the learner's own workspace)
 
-It reads what the notebooks saved (JupyterLab autosaves them): a try-it counts as passed when its
-checkpoint cell's saved output says "Checkpoint N passed."; an exercise when every visible test
+A try-it counts as passed when its checkpoint last said so; an exercise when every visible test
 cell of the copy that is submitted (the one fetched in the Assignments tab, else the practice copy
-in exercises/) ran without an error. Nothing is run. Given several workspaces, it prints one
-block each; `--json` prints the same as data (what the class hub's progress page reads, running
-as each learner: grader/hub/progress_service.py).
+in exercises/) last ran without an error, in the lab or under nbgrader's Validate. Those results
+are recorded as the checks run (fxcourse/results.py), so progress agrees with what the checks say
+now, saved or not; a check with no record (run before records were kept) is read from the saved
+notebook's outputs. Each chapter and exercise says when that was ("checks ran" or "notebook
+saved"). Nothing is run. Given several workspaces, it prints one block each; `--json` prints the
+same as data (what the class hub's progress page reads, running as each learner:
+grader/hub/progress_service.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 
+from fxcourse import results
 from fxcourse.messages import in_every_language, printed_pattern
 from fxcourse.workspace import course_notebooks
 
@@ -28,52 +32,96 @@ CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
 PASSED = [printed_pattern(text) for text in in_every_language("Checkpoint {id} passed.")]
 
 
-def tryits(notebook: nbformat.NotebookNode) -> dict[str, bool]:
-    """Try-it id -> passed, for every checkpoint cell of a chapter."""
+def tryits(notebook: nbformat.NotebookNode, recorded: dict | None = None) -> dict[str, bool]:
+    """Try-it id -> passed, for every checkpoint cell of a chapter: as its checkpoint last said
+    (`recorded`: results.tryit_results), else as its saved output says."""
     found = {}
     for cell in notebook.cells:
         if cell.cell_type != "code" or not (match := CHECKPOINT.search(cell.source)):
             continue
+        if (tryit_id := match.group(1)) in (recorded or {}):
+            found[tryit_id] = recorded[tryit_id][0]
+            continue
         texts = [out.get("data", {}).get("text/plain", "") for out in cell.get("outputs", [])]
-        found[match.group(1)] = any(p.match(text) for p in PASSED for text in texts)
+        found[tryit_id] = any(p.match(text) for p in PASSED for text in texts)
     return found
 
 
-def exercise_state(notebook: nbformat.NotebookNode) -> str:
-    """'passed' (every visible test cell ran cleanly), 'failing' or 'not run'."""
-    tests = [
+def test_cells(notebook: nbformat.NotebookNode) -> list:
+    return [
         cell
         for cell in notebook.cells
         if cell.metadata.get("nbgrader", {}).get("grade") and cell.cell_type == "code"
     ]
-    if any(out.get("output_type") == "error" for cell in tests for out in cell.get("outputs", [])):
+
+
+def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None) -> str:
+    """'passed' (every visible test cell last ran cleanly), 'failing' or 'not run'. A cell's last
+    run is in `recorded` (results.cell_results), else in its saved outputs."""
+    states = []
+    for cell in test_cells(notebook):
+        if (key := results.cell_key(cell.source)) in (recorded or {}):
+            states.append("ok" if recorded[key][0] else "error")
+        elif any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+            states.append("error")
+        else:
+            states.append("ok" if cell.get("execution_count") else "not run")
+    if "error" in states:
         return "failing"
-    if tests and all(cell.get("execution_count") for cell in tests):
-        return "passed"
-    return "not run"
+    return "passed" if states and set(states) == {"ok"} else "not run"
+
+
+def as_of(path: Path, times: list[str]) -> list[str] | None:
+    """["checks ran", when] for the newest recorded run among `times`, else ["notebook saved",
+    the file's time]; None for a link (whatever it points at is not the learner's to date)."""
+    if times:
+        return ["checks ran", max(times)]
+    return None if path.is_symlink() else ["notebook saved", results.saved_at(path)]
+
+
+def chapter_progress(path: Path, recorded: dict) -> tuple[dict | None, list[str] | None]:
+    notebook = _read(path)
+    if notebook is None:
+        return None, None
+    marks = tryits(notebook, recorded)
+    return marks, as_of(path, [recorded[t][1] for t in marks if t in recorded])
+
+
+def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | None]:
+    notebook = _read(path)
+    if notebook is None:
+        return "unreadable", None
+    recorded = results.cell_results(workspace, path)
+    keys = [results.cell_key(cell.source) for cell in test_cells(notebook)]
+    return exercise_state(notebook, recorded), as_of(
+        path, [recorded[k][1] for k in keys if k in recorded]
+    )
 
 
 def progress(workspace: Path) -> dict:
     """{"tryits": {chapter: {try-it id: passed}, or None when the chapter is not a notebook},
-    "exercises": {assignment: [state, copy read]}}."""
-    found = {"tryits": {}, "exercises": {}}
+    "exercises": {assignment: [state, copy read]}, "as_of": {chapter or assignment: [what,
+    when]}} (as_of(): when the results shown were last checked)."""
+    found = {"tryits": {}, "exercises": {}, "as_of": {}}
+    recorded = results.tryit_results(workspace)
     for name in course_notebooks():
         path = workspace / name
         if name.startswith("exercises/"):
             assignment = Path(name).stem
             fetched = workspace / assignment / f"{assignment}.ipynb"
             chosen = fetched if fetched.exists() else path
+            when = None
             if not chosen.exists():
                 state = "not opened"
             else:
-                notebook = _read(chosen)
-                state = "unreadable" if notebook is None else exercise_state(notebook)
+                state, when = exercise_progress(workspace, chosen)
             found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
         elif not path.exists():
-            found["tryits"][name] = {}
+            found["tryits"][name], when = {}, None
         else:
-            notebook = _read(path)
-            found["tryits"][name] = None if notebook is None else tryits(notebook)
+            found["tryits"][name], when = chapter_progress(path, recorded)
+        if when:
+            found["as_of"][Path(name).stem if name.startswith("exercises/") else name] = when
     return found
 
 
@@ -96,10 +144,19 @@ def report(workspace: Path) -> list[str]:
             continue
         passed, total = passed + sum(marks.values()), total + len(marks)
         shown = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in marks.items())
-        lines.append(f"  {name}: {sum(marks.values())}/{len(marks)} try-its passed  {shown}")
+        line = f"  {name}: {sum(marks.values())}/{len(marks)} try-its passed  {shown}"
+        lines.append(line + when(found["as_of"].get(name)))
     for assignment, (state, copy) in found["exercises"].items():
-        lines.append(f"  {assignment}: {state} ({copy})")
+        lines.append(f"  {assignment}: {state} ({copy}){when(found['as_of'].get(assignment))}")
     return [f"{workspace}: {passed}/{total} try-its passed", *lines]
+
+
+def when(stamp: list[str] | None) -> str:
+    """ "  [checks ran 2026-01-31 12:00 UTC]", or nothing for a notebook not opened yet."""
+    if not stamp:
+        return ""
+    what, at = stamp
+    return f"  [{what} {at[:10]} {at[11:16]} UTC]"
 
 
 def main(argv: list[str] | None = None) -> int:

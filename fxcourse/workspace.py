@@ -17,6 +17,13 @@ every chapter and exercise starter. Later runs bring course updates in the way n
 - a notebook the learner deleted or renamed comes back as the course's version;
 - the module beside each exercise that its test cells import (verify.py) is always the course's.
 
+Every notebook a sync changed opens with a notice cell that says so (the learner on a class hub
+never sees the sync's output) and what to answer JupyterLab: a notebook open in the lab while the
+sync wrote it gets "File Changed" on its next save, where Overwrite puts the old cells back. So an
+update is only taken as delivered once a later sync finds it in the learner's copy: until then the
+course version before it is kept in .fxcourse/pending/, and a sync that finds the update gone
+(its changes would still change the copy) delivers it again, as if for the first time.
+
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
 the Assignments tab is submitted (exercise_note). `--language zh` syncs the Chinese chapters
@@ -46,6 +53,7 @@ from fxcourse.messages import _, use_language
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ".fxcourse"  # hidden folder of the workspace: course versions (bases), progress
 BASES = f"{STATE}/course"
+PENDING = f"{STATE}/pending"  # the course version before an update not yet seen in the copy
 LEGACY_MANIFEST = ".fxcourse-sync.json"  # earlier syncs: one SHA-256 per copied notebook
 BESIDE = ".course-version.ipynb"
 NOTICE_KEY = "fxcourse_sync_notice"  # cell metadata marking the notice a sync added
@@ -83,8 +91,23 @@ def update_notice(day: str, beside: str) -> str:
         "**Course update ({day}):** the course changed cells of this notebook that you had "
         "changed too. Your cells are kept as you wrote them; the course's changes that did not "
         "collide with yours are merged in. The course's new version is saved beside this "
-        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell."
+        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell. "
+        'If JupyterLab says the file "has changed on disk", choose **Revert** to load this.'
     ).format(day=day, beside=beside)
+
+
+def change_notice(day: str, merged: bool) -> str:
+    """The markdown cell a course update puts at the top of a notebook it changed."""
+    what = (
+        _("the course's changes are merged into your edits")
+        if merged
+        else _("you had not edited it, so it is now the course's new version")
+    )
+    return _(
+        "**Course update ({day}):** the course changed this notebook; {what}. If JupyterLab "
+        'says the file "has changed on disk", choose **Revert** to load the update (Overwrite '
+        "would put your old copy back until the next update check). Delete this cell once read."
+    ).format(day=day, what=what)
 
 
 # JupyterLab's own interface in the learner's language (its Simplified Chinese language pack).
@@ -98,9 +121,16 @@ class SyncReport:
     updated: list[str] = field(default_factory=list)  # opened or run only: replaced
     merged: list[str] = field(default_factory=list)  # edited: the course's changes merged in
     kept: list[str] = field(default_factory=list)  # edited, colliding: course version beside
+    # an earlier update that was not in the copy (JupyterLab's Overwrite): delivered again
+    again: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        found = [f"new: {name}" for name in self.copied]
+        found = [
+            f"an earlier course update was not in your copy (JupyterLab's Overwrite?); "
+            f"brought in again: {name}"
+            for name in self.again
+        ]
+        found += [f"new: {name}" for name in self.copied]
         found += [f"updated (you had not edited it): {name}" for name in self.updated]
         found += [f"course changes merged into your edits: {name}" for name in self.merged]
         found += [
@@ -159,7 +189,7 @@ def sync(workspace: Path, root: Path = ROOT, language: str = "en") -> SyncReport
     use_language(language)
     report = SyncReport()
     for name, source in course_notebooks(root, language).items():
-        outcome = sync_notebook(workspace, name, course_version(name, source))
+        outcome = sync_notebook(workspace, name, course_version(name, source), report)
         if outcome:
             getattr(report, outcome).append(name)
     for name, source in course_modules(root, language).items():
@@ -184,26 +214,64 @@ def write_lab_language(workspace: Path, language: str) -> None:
     (plugin / "plugin.jupyterlab-settings").write_text(setting + "\n")
 
 
-def sync_notebook(workspace: Path, name: str, course: nbformat.NotebookNode) -> str | None:
-    """One notebook: returns the SyncReport list it belongs to, None when nothing changed."""
+def sync_notebook(
+    workspace: Path, name: str, course: nbformat.NotebookNode, report: SyncReport | None = None
+) -> str | None:
+    """One notebook: returns the SyncReport list it belongs to, None when nothing changed (an
+    update delivered again is also listed in report.again)."""
     target, base_path = workspace / name, workspace / BASES / name
+    pending_path = workspace / PENDING / name
     if not target.exists():
         _write(course, target)
         _write(course, base_path)
+        pending_path.unlink(missing_ok=True)
         return "copied"
     mine = nbformat.read(target, as_version=4)
     base = _base(workspace, name, target, mine)
+    if pending_path.exists():
+        before = nbformat.read(pending_path, as_version=4)
+        if base is not None and not _has_update(before, mine, base):
+            base = before  # the update was lost (Overwrite): deliver it again
+            if report is not None:
+                report.again.append(name)
+        pending_path.unlink()
     if base is not None and cells_text(base) == cells_text(course):
         outcome = None  # the course did not change this notebook
     elif cells_text(mine) == cells_text(course):
         outcome = None  # the learner already has the course's cells
     elif base is not None and cells_text(mine) == cells_text(base):
-        _write(course, target)
+        _write(with_notice(course, change_notice(_today(), merged=False)), target)
         outcome = "updated"
     else:
         outcome = _merge_into(target, mine, base, course)
+    if outcome and base is not None:
+        _write(base, pending_path)  # until a later sync finds the update in the copy
     _write(course, base_path)
     return outcome
+
+
+def _has_update(before, mine, after) -> bool:
+    """Whether the course's changes from `before` to `after` are in the learner's copy: merging
+    them into it again changes nothing (a change both sides made is merged once)."""
+    from nbdime.merging import merge_notebooks
+
+    mine = nbformat.from_dict(mine)
+    mine.cells = [cell for cell in mine.cells if NOTICE_KEY not in cell.metadata]
+    merged, _ = merge_notebooks(before, mine, after, _merge_args("use-local"))
+    return cells_text(merged) == cells_text(mine)
+
+
+def with_notice(notebook: nbformat.NotebookNode, text: str) -> nbformat.NotebookNode:
+    """notebook with one notice cell at the top (an earlier sync's notice replaced)."""
+    notice = nbformat.v4.new_markdown_cell(text)
+    notice.metadata[NOTICE_KEY] = True
+    notebook = nbformat.from_dict(notebook)
+    notebook.cells = [notice, *(c for c in notebook.cells if NOTICE_KEY not in c.metadata)]
+    return notebook
+
+
+def _today() -> str:
+    return datetime.date.today().isoformat()
 
 
 def _base(workspace: Path, name: str, target: Path, mine) -> nbformat.NotebookNode | None:
@@ -229,15 +297,11 @@ def _merge_into(target: Path, mine, base, course) -> str:
         collided = any(decision.conflict for decision in decisions)
         merged, _ = merge_notebooks(base, mine, course, _merge_args("use-local"))
     if not collided:
-        _write(merged, target)
+        _write(with_notice(merged, change_notice(_today(), merged=True)), target)
         return "merged"
     beside = target.with_name(beside_name(target.name))
     _write(course, beside)
-    day = datetime.date.today().isoformat()
-    notice = nbformat.v4.new_markdown_cell(update_notice(day, beside.name))
-    notice.metadata[NOTICE_KEY] = True
-    merged.cells.insert(0, notice)
-    _write(merged, target)
+    _write(with_notice(merged, update_notice(_today(), beside.name)), target)
     return "kept"
 
 

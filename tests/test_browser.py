@@ -14,7 +14,11 @@ Debian's headless Chromium with Playwright:
 4. nbgrader's exchange on one machine, with no extra flags: the instructor releases exercise 1,
    the learner fetches it from the Assignments tab into the workspace and submits it, and the
    instructor's `nbgrader collect` picks it up;
-5. the instructor's formgrader lists the course's assignments.
+5. the instructor's formgrader lists the course's assignments;
+6. with JupyterLab's autosave on: a course update reaches chapters the learner opened or edited;
+   an update made while a chapter is open, answered with "File Changed: Overwrite", comes back
+   at the next sync with a notice in the chapter; an exercise fixed and Validated shows as passed
+   in progress at once (a checkpoint's pass too, in 1, before any save).
 
 Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
 outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (git-ignored), with
@@ -52,7 +56,7 @@ from browser_lab import (
     warning_outputs,
 )
 
-from fxcourse import workspace
+from fxcourse import progress, workspace
 from grader import course_grader
 
 # One worker runs them all: they share the two lab servers and the browser.
@@ -318,6 +322,9 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: Lab
         box.scroll_into_view_if_needed()
         lab.shot("04-tryit-answered-passes")
         assert_no_banners(lab, "after answering a try-it", lab.cells())
+        # Nothing is saved (autosave is off here), yet progress already agrees with the box.
+        marks = progress.progress(lab.server.workspace)["tryits"][CHAPTER_1]
+        assert marks[TRYIT_ANSWERED] is True and marks[TRYIT_REVEALED] is False, marks
 
     with lab.step("05-answer-revealed"):
         check = _tryit_cell(cells, TRYIT_REVEALED, "check")
@@ -585,8 +592,10 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
     opened = nbformat.read(server.workspace / OPENED_ONLY, as_version=4)
     assert workspace.cells_text(opened) == workspace.cells_text(course[OPENED_ONLY])
     edited = nbformat.read(server.workspace / EDITED, as_version=4)
-    assert edited.cells[1].source.endswith(LEARNER_LINE)
-    assert edited.cells[2].source == course[EDITED].cells[2].source
+    for changed in (opened, edited):  # each opens with a notice that the course changed it
+        assert changed.cells[0].metadata.get(workspace.NOTICE_KEY), changed.cells[0].source
+    assert edited.cells[2].source.endswith(LEARNER_LINE)
+    assert edited.cells[3].source == course[EDITED].cells[2].source
     kept = nbformat.read(server.workspace / COLLIDING, as_version=4)
     assert kept.cells[2].source.endswith(LEARNER_LINE), "the learner's cell was not kept"
     beside = server.workspace / workspace.beside_name(COLLIDING)
@@ -603,5 +612,125 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
             notice = lab.cell(0)
             assert beside.name in notice.text_content(), notice.text_content()
             assert_no_banners(lab, "the notebook with the course update notice")
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def _has_error_output(notebook: nbformat.NotebookNode) -> bool:
+    return any(
+        output.get("output_type") == "error"
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+    )
+
+
+def test_progress_agrees_with_validate_right_after_it(browser, autosave_lab_server, artifacts):
+    """A learner runs the exercise with a wrong answer (autosave keeps the failing outputs), fixes
+    the answer and presses Validate without running the cells again: nbgrader says "Success!" and
+    progress says passed, though the saved outputs still show the failure."""
+    server, relative = autosave_lab_server, f"exercises/{EXERCISE}/{EXERCISE}.ipynb"
+    path, solutions = server.workspace / relative, instructor_solutions(EXERCISE)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        lab = LabPage(context.new_page(), server, artifacts)
+        with lab.step("30-progress-exercise-wrong"):
+            lab.open_lab()
+            open_notebook(lab, relative, "30-progress-exercise-opened")
+            _saved(path, lambda nb: "version" in nb.metadata.get("language_info", {}), relative)
+            answers = [c for c in lab.cells() if _nbgrader(c, "solution")]
+            for cell in answers:
+                wrong = _grade_id(cell) == WRONG_SOLUTION_CELL
+                code = WRONG_SOLUTION if wrong else solutions[_grade_id(cell)]
+                lab.replace_cell_source(cell["index"], code)
+            lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
+            _saved(path, _has_error_output, "the failing test's output")
+            failing = next(c for c in lab.cells() if error_outputs([c]))
+            lab.cell(failing["index"]).scroll_into_view_if_needed()
+            lab.shot("30-progress-exercise-wrong")
+            assert progress.progress(server.workspace)["exercises"][EXERCISE][0] == "failing"
+
+        with lab.step("31-progress-validate-fixed"):
+            target = next(c for c in answers if _grade_id(c) == WRONG_SOLUTION_CELL)
+            lab.replace_cell_source(target["index"], solutions[WRONG_SOLUTION_CELL])
+            lab.page.locator(".validate-button").click()
+            dialog = lab.page.locator(".jp-Dialog")
+            dialog.get_by_text("Success! Your notebook passes all the tests.").wait_for(
+                timeout=EXERCISE_RUN_TIMEOUT_S * 1000
+            )
+            lab.shot("31-progress-validate-success")
+            dialog.locator(".jp-mod-accept").click()
+        saved = nbformat.read(path, as_version=4)
+        assert _has_error_output(saved), "the saved outputs no longer show the failure"
+        found = progress.progress(server.workspace)
+        assert found["exercises"][EXERCISE][0] == "passed", found["exercises"]
+        assert found["as_of"][EXERCISE][0] == "checks ran", found["as_of"]
+        shown = "\n".join(progress.report(server.workspace))
+        (artifacts / "31-progress-after-validate.txt").write_text(shown + "\n")
+        assert f"{EXERCISE}: passed ({relative})  [checks ran " in shown, shown
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------- an update while open
+
+OPEN_DURING_UPDATE = "04_operator_fusion.ipynb"  # no other test of the autosave lab touches it
+
+
+def test_course_update_made_while_the_chapter_is_open_survives_overwrite(
+    browser, autosave_lab_server, artifacts, tmp_path, monkeypatch
+):
+    """The learner has a chapter open (autosave on) when `make workspace` merges a course update
+    into it; their next edit makes JupyterLab ask "File Changed", and they answer Overwrite,
+    which writes their old cells back. The next sync finds the update missing and brings it in
+    again, and the chapter opens with a notice that says it changed."""
+    server, name = autosave_lab_server, OPEN_DURING_UPDATE
+    path = server.workspace / name
+    course = tmp_path / "course"
+    (course / "chapters" / "exercises").mkdir(parents=True)
+    updated = nbformat.read(ROOT / "chapters" / name, as_version=4)
+    updated.cells[2].source += " Updated while the lab was open."
+    nbformat.write(updated, course / "chapters" / name)
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(server.exchange))
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        lab = LabPage(context.new_page(), server, artifacts)
+        lab.open_lab()
+        open_notebook(lab, name, "40-open-during-update")
+        _saved(path, lambda nb: "version" in nb.metadata.get("language_info", {}), name)
+        first_code = nbformat.read(path, as_version=4).cells[1].source
+        lab.replace_cell_source(1, f"{first_code}\n{LEARNER_LINE}")
+        _saved(path, lambda nb: nb.cells[1].source.endswith(LEARNER_LINE), "the learner's edit")
+
+        assert workspace.sync(server.workspace, root=course).merged == [name]
+        with lab.step("41-file-changed-overwrite"):
+            lab.replace_cell_source(1, f"{first_code}\n{LEARNER_LINE}\n{LEARNER_LINE} again")
+            dialog = lab.page.locator(".jp-Dialog")
+            dialog.get_by_text("File Changed").wait_for()
+            lab.shot("41-file-changed-dialog")
+            dialog.locator("button", has_text="Overwrite").click()
+            _saved(path, lambda nb: nb.cells[1].source.endswith(" again"), "the Overwrite")
+        overwritten = nbformat.read(path, as_version=4)
+        assert "Updated while the lab was open" not in json.dumps(overwritten.cells)
+    finally:
+        context.close()
+
+    report = workspace.sync(server.workspace, root=course)
+    assert report.again == [name] and report.merged == [name], report
+    cells = nbformat.read(path, as_version=4).cells
+    assert cells[2].source.endswith(" again") and "open." in cells[3].source, "not merged"
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        lab = LabPage(context.new_page(), server, artifacts)
+        with lab.step("42-update-back-with-notice"):
+            lab.open_lab()
+            open_notebook(lab, name, "42-update-back-with-notice")
+            notice = lab.cell(0).text_content()
+            assert "Course update" in notice and "Revert" in notice, notice
+            assert "Updated while the lab was open." in lab.cell(3).text_content()
+            lab.shot("42-update-back-with-notice")
+            assert_no_banners(lab, "the chapter the update came back to")
     finally:
         context.close()

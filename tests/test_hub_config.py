@@ -268,9 +268,15 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     }
     claim["tryits"][chapters[0]] = {"1.1": True, "1.2": False, "1.3": "yes"}
     claim["tryits"][chapters[1]] = None  # a file the learner put there that is not a notebook
+    claim["as_of"] = {
+        "ex1_sigmoid_to_tanh": ["checks ran", "2026-01-31T12:05:00Z"],
+        chapters[0]: ["notebook saved", "<script>x</script>"],  # not a time: dropped
+        chapters[1]: ["<b>made up</b>", "2026-01-31T12:05:00Z"],  # not a kind: dropped
+    }
     row = progress_service.checked(json.dumps(claim).encode())
     assert row["tryits"][chapters[0]] == {"1.1": True, "1.2": False}  # "yes" is not a verdict
     assert row["exercises"] == {"ex1_sigmoid_to_tanh": "passed"}  # the course's, in known states
+    assert row["as_of"] == {"ex1_sigmoid_to_tanh": ("checks ran", "2026-01-31T12:05:00Z")}
     del claim["tryits"][chapters[-1]]
     for bad in (b"not json", json.dumps(claim).encode(), b" " * (progress_service.MAX_OUTPUT + 1)):
         assert progress_service.checked(bad).startswith("could not be read")
@@ -278,6 +284,8 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     assert "<script>" not in shown and "&lt;script&gt;ann" in shown and "1/2" in shown
     assert "no chapters yet" in shown and "ex1_sigmoid_to_tanh" in shown
     assert "<td>unreadable</td>" in shown
+    assert "passed<br><small>checks ran 2026-01-31 12:05 UTC</small>" in shown
+    assert "made up" not in shown and "<script>x" not in shown
 
 
 def test_a_learners_lab_opens_on_the_first_chapter_an_instructors_on_the_launcher(

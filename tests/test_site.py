@@ -4,8 +4,9 @@ Runs in `make test-site` (after the site is built; `make test` skips it, as buil
 every chapter twice). Serves dist/site on loopback and drives Debian's headless Chromium: the start
 page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3;
 the language switch goes to the Chinese page and back; a chapter with graph pictures and try-its
-shows every picture whole and a reference answer folded until clicked. Every page visited is
-checked for missing images, pictures wider than the page, raw markup and Sphinx's error boxes.
+shows every picture whole and a reference answer, its output too, folded until clicked. Every page
+visited is checked for missing images, pictures wider than the page, raw markup and Sphinx's error
+boxes.
 Screenshots: test-artifacts/site/.
 """
 
@@ -136,10 +137,19 @@ def test_graph_pictures_whole_and_answers_folded(page, site_url, language):
     assert pictures.count() > 0, "chapter 4 shows no graph picture"
     pictures.first.scroll_into_view_if_needed()
     looked_at(page, f"06-chapter-4-picture{'-zh' if language else ''}")
-    answer = page.locator(".tag_hide-input details").first
-    code = answer.locator(".cell_input")
+    answers = page.locator(".tag_hide-cell")
+    outputs = answers.locator(".cell_output")
+    assert outputs.count() > 0, "chapter 4 shows no reference answer with an output"
+    folded = answers.locator("details .cell_output")
+    assert folded.count() == outputs.count(), "an answer's output is printed outside its fold"
+    answer = page.locator(".tag_hide-cell details:has(.cell_output)").first
+    code, output = answer.locator(".cell_input"), answer.locator(".cell_output")
     assert not code.is_visible(), "a reference answer is shown before it is asked for"
+    assert not output.is_visible(), "a reference answer's output is shown before it is asked for"
     answer.locator("summary").click()
     code.wait_for(state="visible")
+    output.wait_for(state="visible")
     answer.scroll_into_view_if_needed()
+    # the theme fades an opened fold in: the screenshot shows it once the fade is over
+    answer.evaluate("el => Promise.all(el.getAnimations({subtree: true}).map(a => a.finished))")
     looked_at(page, f"07-chapter-4-answer-open{'-zh' if language else ''}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from fxcourse import progress, workspace
+from fxcourse import progress, results, tryit, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,6 +23,14 @@ def _write_chapter(folder: Path, name: str, *sources: str) -> None:
 
 def _sources(path: Path) -> list[str]:
     return [cell.source for cell in nbformat.read(path, as_version=4).cells]
+
+
+def _learners_sources(path: Path) -> list[str]:
+    """The cells' text without the notice a sync puts at the top, which must be there."""
+    notice, *cells = nbformat.read(path, as_version=4).cells
+    assert notice.metadata.get(workspace.NOTICE_KEY), f"{path.name}: no notice of the update"
+    assert notice.source.startswith("**Course update (")
+    return [cell.source for cell in cells]
 
 
 def _open_and_run(path: Path) -> None:
@@ -76,8 +84,8 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
         ["02_b.ipynb"],
         ["03_c.ipynb"],
     )
-    assert _sources(mine / "01_a.ipynb") == ["a = 2", "a"]
-    assert _sources(mine / "02_b.ipynb") == ["b = 2", "b + 1  # mine"]
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2", "a"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 2", "b + 1  # mine"]
     notice, *kept = nbformat.read(mine / "03_c.ipynb", as_version=4).cells
     assert [cell.source for cell in kept] == ["c = 'my answer'", "c"]
     assert notice.cell_type == "markdown" and "03_c.course-version.ipynb" in notice.source
@@ -91,6 +99,40 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
     (mine / "03_c.ipynb").rename(mine / "03_c_mine.ipynb")  # deleting or renaming: a fresh copy
     assert workspace.sync(mine, course).copied == ["03_c.ipynb"]
     assert _sources(mine / "03_c.ipynb") == ["c = 2", "c"]
+
+
+def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_path, monkeypatch):
+    """JupyterLab's "File Changed: Overwrite" writes back the copy it had open before the sync
+    (as an edited or an only-opened notebook); the next sync finds the update missing from it
+    and delivers it again; once it is in the copy, syncs say nothing more. (A learner's edit
+    after the Overwrite that collides with the update keeps their cell, as any collision does;
+    only the course's version beside it is not made again.)"""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course, mine = tmp_path / "course", tmp_path / "workspace"
+    chapters = course / "chapters"
+    _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
+    _write_chapter(chapters, "02_b.ipynb", "b = 1", "b")
+    workspace.sync(mine, course)
+    _edit(mine / "02_b.ipynb", 1, "b + 1  # mine")
+    open_in_lab = {name: (mine / name).read_bytes() for name in ("01_a.ipynb", "02_b.ipynb")}
+    _write_chapter(chapters, "01_a.ipynb", "a = 2", "a")
+    _write_chapter(chapters, "02_b.ipynb", "b = 2", "b")
+    report = workspace.sync(mine, course)
+    assert (report.updated, report.merged, report.again) == (["01_a.ipynb"], ["02_b.ipynb"], [])
+    for name, old in open_in_lab.items():
+        (mine / name).write_bytes(old)  # Overwrite
+    _edit(mine / "02_b.ipynb", 1, "b + 2  # mine, later")  # the learner goes on working
+
+    report = workspace.sync(mine, course)
+    assert report.again == ["01_a.ipynb", "02_b.ipynb"], report
+    assert "brought in again: 01_a.ipynb" in report.lines()[0]
+    assert (report.updated, report.merged) == (["01_a.ipynb"], ["02_b.ipynb"])
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2", "a"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 2", "b + 2  # mine, later"]
+    assert workspace.sync(mine, course).lines() == []
+    _edit(mine / "01_a.ipynb", 2, "a  # read it")  # delivered: the learner's edits stay theirs
+    assert workspace.sync(mine, course).lines() == []
+    assert not list((mine / workspace.PENDING).rglob("*.ipynb"))
 
 
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
@@ -117,8 +159,8 @@ def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched
     _write_chapter(course / "chapters", "02_b.ipynb", "b = 2")
     report = workspace.sync(mine, course)
     assert (report.updated, report.kept) == (["01_a.ipynb"], ["02_b.ipynb"])
-    assert _sources(mine / "01_a.ipynb") == ["a = 2"]
-    assert _sources(mine / "02_b.ipynb")[1:] == ["b = 'mine'"]
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2"]
+    assert _learners_sources(mine / "02_b.ipynb") == ["b = 'mine'"]
 
 
 def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypatch):
@@ -173,10 +215,75 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert claim["exercises"][Path(exercise).stem][0] == "passed"
     (mine / "02_fx_ir.ipynb").write_text("not a notebook")
     assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: said, not read
-    assert json.loads(capsys.readouterr().out)["tryits"]["02_fx_ir.ipynb"] is None
+    claim = json.loads(capsys.readouterr().out)
+    assert claim["tryits"]["02_fx_ir.ipynb"] is None and "02_fx_ir.ipynb" not in claim["as_of"]
+    (mine / "03_graph_transforms.ipynb").unlink()
+    (mine / "03_graph_transforms.ipynb").symlink_to(chapter)  # a link: read, never dated
+    claim = progress.progress(mine)
+    assert (
+        claim["tryits"]["03_graph_transforms.ipynb"]
+        and "03_graph_transforms.ipynb" not in (claim["as_of"])
+    )
     assert progress.main([str(mine)]) == 0
     assert "02_fx_ir.ipynb: not readable as a notebook" in capsys.readouterr().out
     assert progress.main([str(tmp_path / "nowhere")]) == 2
+
+
+class _CellRun:
+    """What IPython hands a post_run_cell callback: the cell's text and whether it succeeded."""
+
+    def __init__(self, source: str, success: bool):
+        self.info = type("Info", (), {"raw_cell": source})()
+        self.success = success
+
+
+def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, monkeypatch, capsys):
+    """A checkpoint that passes and a Validate run whose test cells all pass count at once,
+    though the saved notebooks still show the last Run All's failures; a later failing run
+    counts too; records that are not the course's are ignored."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws"
+    workspace.sync(mine, ROOT)
+    chapter = nbformat.read(mine / "01_symbolic_tracing.ipynb", as_version=4)
+    first_id = progress.CHECKPOINT.search(
+        next(c.source for c in chapter.cells if progress.CHECKPOINT.search(c.source))
+    ).group(1)
+    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
+    assignment, notebook = Path(exercise).stem, nbformat.read(mine / exercise, as_version=4)
+    tests = progress.test_cells(notebook)
+    for count, cell in enumerate(tests, 1):  # the last Run All, saved: the first test failed
+        cell.execution_count = count
+    tests[0].outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])]
+    nbformat.write(notebook, mine / exercise)
+    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
+
+    monkeypatch.chdir(mine)
+    with tryit.checkpoint(first_id, "the goal") as check:
+        check(True, "never shown")
+    monkeypatch.chdir(mine / Path(exercise).parent)  # where Validate's kernel runs the notebook
+    recorder = results.CellRecorder(mine / results.RESULTS / f"{Path(exercise).parent}.json")
+    for cell in tests:
+        recorder(_CellRun(cell.source, success=True))
+    assert progress.main([str(mine)]) == 0
+    shown = capsys.readouterr().out
+    assert "01_symbolic_tracing.ipynb: 1/" in shown and f"{first_id}✓" in shown, shown
+    assert f"{assignment}: passed ({exercise})  [checks ran " in shown, shown
+    claim = progress.progress(mine)
+    assert claim["as_of"][assignment][0] == "checks ran"
+    assert claim["as_of"]["02_fx_ir.ipynb"][0] == "notebook saved"
+
+    recorder(_CellRun(tests[-1].source, success=False))
+    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
+    (mine / results.RESULTS / f"tryit-{first_id}.json").write_text('{"passed": "yes"}')
+    (mine / results.RESULTS / f"{Path(exercise).parent}.json").write_text("x" * 300_000)
+    claim = progress.progress(mine)
+    assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is False  # the saved output
+    assert claim["exercises"][assignment][0] == "failing"  # the saved outputs again
+
+    outside = tmp_path / "not-a-workspace"
+    outside.mkdir()
+    results.record_tryit(first_id, True, folder=outside)
+    assert not list(outside.rglob("*.json")), "a result recorded outside any workspace"
 
 
 def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path, monkeypatch):

@@ -94,7 +94,7 @@ def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if role == "mistake":
             continue
         if role == "answer":
-            cell.metadata.setdefault("tags", []).append("hide-input")
+            cell.metadata.setdefault("tags", []).append("hide-cell")  # its output too
             cell.metadata["mystnb"] = {
                 "code_prompt_show": _("Show a reference answer"),
                 "code_prompt_hide": _("Hide the reference answer"),

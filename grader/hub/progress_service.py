@@ -18,6 +18,7 @@ import html
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,8 @@ RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 TIME_LIMIT_S = 60
 MAX_OUTPUT = 256 * 1024
 EXERCISE_STATES = {"passed", "failing", "not run", "not opened", "unreadable"}
+AS_OF_KINDS = {"checks ran", "notebook saved"}
+WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
 ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
 
@@ -75,9 +78,26 @@ def checked(output: bytes) -> dict | str:
             for name, (state, _copy) in claim["exercises"].items()
             if name in ASSIGNMENTS and state in EXERCISE_STATES
         }
+        as_of = {
+            name: (kind, when)
+            for name, (kind, when) in claim.get("as_of", {}).items()
+            if name in CHAPTERS + sorted(ASSIGNMENTS) and kind in AS_OF_KINDS and is_when(when)
+        }
     except (ValueError, KeyError, TypeError, AttributeError):
         return "could not be read (not the course's progress)"
-    return {"tryits": tryits, "exercises": exercises}
+    return {"tryits": tryits, "exercises": exercises, "as_of": as_of}
+
+
+def is_when(value: object) -> bool:
+    return isinstance(value, str) and bool(WHEN.match(value))
+
+
+def as_of_note(row: dict, name: str) -> str:
+    """When the shown result was checked, as a second line of its cell (escaped)."""
+    if name not in row["as_of"]:
+        return ""
+    kind, when = row["as_of"][name]
+    return f"<br><small>{html.escape(f'{kind} {when[:10]} {when[11:16]} UTC')}</small>"
 
 
 def booleans(marks: dict | None) -> dict[str, bool] | None:
@@ -100,9 +120,10 @@ def page(rows: dict[str, dict | str]) -> str:
             for name in CHAPTERS:
                 marks = row["tryits"][name]
                 shown = "unreadable" if marks is None else f"{sum(marks.values())}/{len(marks)}"
-                cells += f"<td>{shown}</td>"
+                cells += f"<td>{shown}{as_of_note(row, name)}</td>"
             cells += "".join(
-                f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}</td>"
+                f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}"
+                f"{as_of_note(row, name)}</td>"
                 for name in exercises
             )
         body.append(f"<tr>{cells}</tr>")
@@ -112,9 +133,10 @@ def page(rows: dict[str, dict | str]) -> str:
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Learners' progress</title>
 <style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px}}
 table{{border-collapse:collapse}}</style></head><body><h1>Learners' progress</h1>
-<p>Try-its passed per chapter (from each learner's saved chapters in ~/chapters) and the state of
-each exercise's submitted copy (its visible tests), as the learner's notebooks say; grades come
-from the formgrader.</p>
+<p>Try-its passed per chapter (in each learner's ~/chapters) and the state of each exercise's
+submitted copy (its visible tests), as the checks said when they last ran (a checkpoint, a test
+cell, Validate; the time is under each), else as the saved notebook says; a learner's own claim,
+not a grade: grades come from the formgrader.</p>
 <table><tr><th>learner</th>{head}</tr>
 {body}
 </table></body></html>"""

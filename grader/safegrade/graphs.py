@@ -64,7 +64,8 @@ def _functions() -> dict[str, object]:
     special = (torch.special.expit, F.sigmoid, F.relu, operator.getitem, builtins.getattr, nap)
     plain = (torch.sigmoid, torch.tanh, torch.relu, torch.cat, torch.add, torch.mul, torch.neg)
     ops = (operator.add, operator.mul, operator.sub, torch.matmul, torch.flatten)
-    return {target_name(f): f for f in (*plain, *special, *ops)}
+    tanhs = (F.tanh, torch.Tensor.tanh)  # spellings of torch.tanh a pass may write
+    return {target_name(f): f for f in (*plain, *special, *ops, *tanhs)}
 
 
 def _type_name(kind: type) -> str:

@@ -10,6 +10,8 @@ import torch.nn.functional as F
 
 SIGMOID_FUNCTIONS = (torch.sigmoid, F.sigmoid, torch.special.expit)
 SIGMOID_METHODS = ("sigmoid", "sigmoid_")
+# Every spelling of tanh as a function node: the same computation, so all are accepted.
+TANH_FUNCTIONS = (torch.tanh, F.tanh, torch.Tensor.tanh)
 
 
 def check_returns_module(kind: str) -> None:
@@ -28,7 +30,7 @@ def is_sigmoid(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
 def is_tanh(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
     """A tanh as a function, a method or a module: one and the same."""
     if node.op == "call_function":
-        return node.target is torch.tanh
+        return any(node.target is f for f in TANH_FUNCTIONS)
     if node.op == "call_method":
         return node.target == "tanh"
     return node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.Tanh)
@@ -59,12 +61,18 @@ def tanh_of(form: tuple) -> tuple:
     return ("tanh", form[2])
 
 
+def target_name(target) -> str:
+    """A node's target as `print(graph)` names it: a function with its module (torch.tanh,
+    math.tanh), so two functions of the same name never read alike."""
+    return target if isinstance(target, str) else torch.fx.Node._pretty_print_target(target)
+
+
 def shown(form: tuple) -> str:
     """A node as computes() gives it, in a message."""
     if form[0] == "tanh":
-        call, (args, kwargs) = "tanh", form[1]
+        call, (args, kwargs) = "a tanh (torch.tanh, F.tanh, x.tanh() or nn.Tanh) of ", form[1]
     else:
-        call, (args, kwargs) = f"{form[0]} {getattr(form[1], '__name__', form[1])}", form[2]
+        call, (args, kwargs) = f"{form[0]} {target_name(form[1])}", form[2]
     return f"{call}{args}" + (f" {kwargs}" if kwargs else "")
 
 
@@ -118,3 +126,11 @@ def check_hygiene(found: dict) -> None:
     assert found["lint"] is None, f"gm.graph.lint() fails: {found['lint']}"
     stale = found["code"] != found["graph_code"]
     assert not stale, "gm.code does not match the graph: call gm.recompile() after editing it"
+
+
+try:  # in a learner's workspace: record each test cell's result, for `make progress`
+    from fxcourse.results import record_cells
+except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+    pass
+else:
+    record_cells()

@@ -77,3 +77,11 @@ def inputs(node: torch.fx.Node, renamed: dict) -> list[str]:
 def check_recompiled(code: str, graph_code: str) -> None:
     """code: the GraphModule's code; graph_code: the code its graph makes now."""
     assert code == graph_code, "gm.code still runs the graph as it was: call gm.recompile()"
+
+
+try:  # in a learner's workspace: record each test cell's result, for `make progress`
+    from fxcourse.results import record_cells
+except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+    pass
+else:
+    record_cells()
