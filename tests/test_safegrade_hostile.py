@@ -312,6 +312,34 @@ def test_a_check_finds_no_secret_gradebook_or_other_submission(tmp_path):
         assert "the check process found []" in result(course, student)["reason"]
 
 
+SLOW_CHECKS = """import time
+
+
+def test_basic(value):
+    time.sleep(600)
+
+
+def test_helper(value):
+    assert value == 6, "check_sum failed"
+
+
+def test_hidden(data):
+    assert data["empty"] == 0, "empty list"
+"""
+
+
+def test_a_check_over_the_cell_timeout_fails_its_own_test_only(tmp_path):
+    """A check that runs past the cell timeout (data that makes a check slow, such as a graph
+    whose nodes sleep) fails its own test with CheckTimeout; the check process lives on and
+    judges the submission's other tests."""
+    course = tiny_course.make_course(tmp_path)
+    tiny_course.add_submission(course, "s", tiny_course.with_answer(tiny_course.CORRECT))
+    (course / "source" / tiny_course.ASSIGNMENT / "checks.py").write_text(SLOW_CHECKS)
+    assert autograde(course, "--workers=1").returncode == 0
+    got = result(course, "s")
+    assert got["score"] == 7 and "test_basic: CheckTimeout" in got["reason"], got["reason"]
+
+
 def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     """A stopped sandbox starts again (as after a failure) and serves the next submission."""
     from grader.safegrade.sandbox import Limits, Sandbox

@@ -392,6 +392,7 @@ def run_checks(job: dict, limits: dict) -> None:
 
     write_files(job.get("files", {}))
     os.chdir(WORK)
+    signal.signal(signal.SIGALRM, _cell_timed_out)  # else the alarm ends the process, not the check
     nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
     try:
         checks = load_checks(WORK)
