@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
+from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
 from grader.safegrade.sandbox import python_folders  # noqa: E402
 
@@ -352,6 +353,24 @@ def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
             reply = box.run(job)
             assert b'"value": 42' in reply["records"], reply
             box.stop()
+    finally:
+        box.stop()
+
+
+def test_a_submission_cannot_pass_for_a_sandbox_that_failed(tmp_path):
+    """A submission that exits with the status of a child that could not be isolated has
+    still been isolated: it ends as the submission's own doing, its output not in the grader's
+    messages, and the sandbox is neither stopped nor reported failed (which would make it the
+    grader's failure: never scored, and graded again on every run)."""
+    from grader.safegrade.sandbox import Limits, Sandbox
+
+    box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
+    code = f"import os\nos._exit({worker.NOT_ISOLATED})\n"
+    job = {"cells": [{"code": code}], "files": {}, "nonce": "n", "probes": ""}
+    try:
+        reply = box.run(job)
+        assert reply["isolated"] and str(worker.NOT_ISOLATED) in reply["status"], reply
+        assert box.proc is not None and box.run(job)["isolated"]
     finally:
         box.stop()
 
