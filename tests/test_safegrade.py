@@ -311,6 +311,21 @@ def test_staging_finds_a_renamed_notebook_and_strips_a_huge_one(tmp_path, monkey
     )
 
 
+def test_a_huge_notebook_with_bytes_that_are_not_utf8_is_still_stripped(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("caf\u00e9")])
+    nb.cells.append(nbformat.v4.new_code_cell("x = 1"))
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="y" * 5000)]
+    upload, source = tmp_path / "upload", tmp_path / "source"
+    upload.mkdir(), source.mkdir()
+    latin1 = nbformat.writes(nb).encode("utf-8").replace("\u00e9".encode(), b"\xe9")
+    (upload / "hw.ipynb").write_bytes(latin1)
+    monkeypatch.setattr(batch, "STRIP_OVER_BYTES", 1000)
+    notes = batch.stage(upload, tmp_path / "staged", source)
+    staged = nbformat.read(tmp_path / "staged" / "hw.ipynb", as_version=4)
+    assert staged.cells[0].source == "caf\ufffd" and staged.cells[1].outputs == [], notes
+    assert any("not UTF-8" in n for n in notes) and any("without its outputs" in n for n in notes)
+
+
 def test_files_for_the_sandbox_never_include_probes_or_checks(tmp_path):
     for name in ("probes.py", "checks.py", "data.csv", "hw.ipynb", "verify.py"):
         (tmp_path / name).write_text(name)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
+from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
 from grader.safegrade.sandbox import python_folders  # noqa: E402
 
@@ -312,6 +313,34 @@ def test_a_check_finds_no_secret_gradebook_or_other_submission(tmp_path):
         assert "the check process found []" in result(course, student)["reason"]
 
 
+SLOW_CHECKS = """import time
+
+
+def test_basic(value):
+    time.sleep(600)
+
+
+def test_helper(value):
+    assert value == 6, "check_sum failed"
+
+
+def test_hidden(data):
+    assert data["empty"] == 0, "empty list"
+"""
+
+
+def test_a_check_over_the_cell_timeout_fails_its_own_test_only(tmp_path):
+    """A check that runs past the cell timeout (data that makes a check slow, such as a graph
+    whose nodes sleep) fails its own test with CheckTimeout; the check process lives on and
+    judges the submission's other tests."""
+    course = tiny_course.make_course(tmp_path)
+    tiny_course.add_submission(course, "s", tiny_course.with_answer(tiny_course.CORRECT))
+    (course / "source" / tiny_course.ASSIGNMENT / "checks.py").write_text(SLOW_CHECKS)
+    assert autograde(course, "--workers=1").returncode == 0
+    got = result(course, "s")
+    assert got["score"] == 7 and "test_basic: CheckTimeout" in got["reason"], got["reason"]
+
+
 def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     """A stopped sandbox starts again (as after a failure) and serves the next submission."""
     from grader.safegrade.sandbox import Limits, Sandbox
@@ -324,6 +353,24 @@ def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
             reply = box.run(job)
             assert b'"value": 42' in reply["records"], reply
             box.stop()
+    finally:
+        box.stop()
+
+
+def test_a_submission_cannot_pass_for_a_sandbox_that_failed(tmp_path):
+    """A submission that exits with the status of a child that could not be isolated has
+    still been isolated: it ends as the submission's own doing, its output not in the grader's
+    messages, and the sandbox is neither stopped nor reported failed (which would make it the
+    grader's failure: never scored, and graded again on every run)."""
+    from grader.safegrade.sandbox import Limits, Sandbox
+
+    box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
+    code = f"import os\nos._exit({worker.NOT_ISOLATED})\n"
+    job = {"cells": [{"code": code}], "files": {}, "nonce": "n", "probes": ""}
+    try:
+        reply = box.run(job)
+        assert reply["isolated"] and str(worker.NOT_ISOLATED) in reply["status"], reply
+        assert box.proc is not None and box.run(job)["isolated"]
     finally:
         box.stop()
 

@@ -251,11 +251,11 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
         if data is None:
             notes.append(f"{rel} was left out (too large, or linked)")
             continue
+        if rel.endswith(".ipynb"):  # first: json.loads refuses bytes that are not UTF-8
+            data = as_utf8(data, rel, notes)
         if rel.endswith(".ipynb") and len(data) > STRIP_OVER_BYTES:
             notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
             data = without_outputs(data)
-        if rel.endswith(".ipynb"):
-            data = as_utf8(data, rel, notes)
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

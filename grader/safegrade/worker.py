@@ -154,9 +154,14 @@ def isolation_problem() -> str | None:
 def serve(limits: dict, fds: list[int], shell) -> dict:
     """Fork the child that runs one submission, wait for it within the budget, clean up."""
     started = time.monotonic()
+    # The child reports on this pipe that it is isolated, then closes it before it reads its
+    # job: an exit status is the submission's to choose (os._exit(NOT_ISOLATED)), this is not.
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        child(fds, limits, shell)
+        os.close(ready_r)
+        child([*fds, ready_w], limits, shell)
+    os.close(ready_w)
     for fd in fds:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -165,9 +170,11 @@ def serve(limits: dict, fds: list[int], shell) -> dict:
     if not finished:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
-    kill_everything()
+    kill_everything()  # every holder of ready_w is gone: this read cannot block
+    with os.fdopen(ready_r, "rb") as ready:
+        reported = ready.read(1) == b"1"
     reply = {"timed_out": not finished, "seconds": round(time.monotonic() - started, 3)}
-    isolated = not os.WIFEXITED(status) or os.WEXITSTATUS(status) != NOT_ISOLATED
+    isolated = reported or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != NOT_ISOLATED
     return reply | {"status": describe_status(status), "isolated": isolated}
 
 
@@ -203,15 +210,18 @@ def kill_everything() -> None:
 def child(fds: list[int], limits: dict, shell) -> None:
     """The forked process of one submission (never returns)."""
     try:
-        job_fd, records_fd, output_fd = fds
+        job_fd, records_fd, output_fd, ready_fd = fds
         for fd, target in ((job_fd, 0), (records_fd, 3), (output_fd, 1), (output_fd, 2)):
             os.dup2(fd, target)
-        os.closerange(4, 1 << 16)
+        os.dup2(ready_fd, 4)  # opened after the others, so no dup2 above closed it
+        os.closerange(5, 1 << 16)
         try:
             isolate(limits["tmp_mb"])
         except OSError as exc:
             os.write(2, f"the submission could not be isolated: {exc}\n".encode())
             os._exit(NOT_ISOLATED)
+        os.write(4, b"1")
+        os.close(4)
         set_limits(limits)
         install_seccomp()
         job = read_job(0)
@@ -392,6 +402,7 @@ def run_checks(job: dict, limits: dict) -> None:
 
     write_files(job.get("files", {}))
     os.chdir(WORK)
+    signal.signal(signal.SIGALRM, _cell_timed_out)  # else the alarm ends the process, not the check
     nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
     try:
         checks = load_checks(WORK)
