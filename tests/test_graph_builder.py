@@ -57,6 +57,8 @@ def test_an_honest_description_is_rebuilt_and_runs_without_compiling_code(sent, 
     with torch.no_grad():
         assert torch.equal(gm(x), want(x))
     assert isinstance(gm, graphs.DescribedGraphModule) and "def forward" in gm.code
+    assert isinstance(copy.copy(gm), graphs.DescribedGraphModule)
+    assert isinstance(copy.deepcopy(gm), graphs.DescribedGraphModule)
 
 
 def test_a_description_made_on_the_trusted_side_is_rebuilt_as_it_is():

@@ -326,6 +326,25 @@ def test_a_huge_notebook_with_bytes_that_are_not_utf8_is_still_stripped(tmp_path
     assert any("not UTF-8" in n for n in notes) and any("without its outputs" in n for n in notes)
 
 
+@pytest.mark.parametrize("why", ["source", "cells"])
+def test_a_notebook_too_big_without_outputs_is_left_out_before_nbgrader_reads_it(
+    tmp_path, monkeypatch, why
+):
+    """nbgrader parses a notebook under the batch's lock: a huge source or a hundred thousand
+    cells would stall every classmate, so such a notebook is not staged (could not grade)."""
+    cells = [nbformat.v4.new_code_cell("x = 1" if why == "cells" else "#" * 5000)]
+    nb = nbformat.v4.new_notebook(cells=cells * (30 if why == "cells" else 1))
+    upload, source = tmp_path / "upload", tmp_path / "source"
+    upload.mkdir(), source.mkdir()
+    (upload / "hw.ipynb").write_text(nbformat.writes(nb))
+    monkeypatch.setattr(batch, "STRIP_OVER_BYTES", 4000)
+    monkeypatch.setattr(batch, "MAX_CELLS", 20)
+    notes = batch.stage(upload, tmp_path / "staged", source)
+    assert not (tmp_path / "staged" / "hw.ipynb").exists()
+    want = "30 cells (at most 20)" if why == "cells" else "even without its outputs"
+    assert any("hw.ipynb was left out" in n and want in n for n in notes), notes
+
+
 def test_files_for_the_sandbox_never_include_probes_or_checks(tmp_path):
     for name in ("probes.py", "checks.py", "data.csv", "hw.ipynb", "verify.py"):
         (tmp_path / name).write_text(name)

@@ -36,6 +36,7 @@ from .sandbox import Limits, Pool, memory_limit_in_force
 
 MAX_NOTEBOOK_BYTES = 256 << 20
 STRIP_OVER_BYTES = 8 << 20  # notebooks larger than this are staged without their outputs
+MAX_CELLS = 2_000  # a notebook with more is left out (the exercises have about 40)
 MAX_FILE_BYTES = 32 << 20
 
 
@@ -256,6 +257,9 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
         if rel.endswith(".ipynb") and len(data) > STRIP_OVER_BYTES:
             notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
             data = without_outputs(data)
+        if rel.endswith(".ipynb") and (problem := too_big(data)):
+            notes.append(f"{rel} was left out: {problem}")
+            continue
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -275,6 +279,22 @@ def as_utf8(data: bytes, rel: str, notes: list[str]) -> bytes:
         f"{rel} held {text.count(chr(0xFFFD))} byte(s) that are not UTF-8, replaced by \ufffd"
     )
     return text.encode("utf-8")
+
+
+def too_big(notebook: bytes) -> str | None:
+    """Why nbgrader may not read this notebook (its parsing and validation run under the batch's
+    lock, so a huge one would stall every classmate's grading), or None."""
+    if len(notebook) > STRIP_OVER_BYTES:
+        return (
+            f"{len(notebook) >> 20} MB even without its outputs (at most {STRIP_OVER_BYTES >> 20})"
+        )
+    try:
+        cells = json.loads(notebook).get("cells")
+    except (ValueError, AttributeError, RecursionError):
+        return None  # nbgrader reports what is wrong with it
+    if isinstance(cells, list) and len(cells) > MAX_CELLS:
+        return f"{len(cells)} cells (at most {MAX_CELLS})"
+    return None
 
 
 def without_outputs(data: bytes) -> bytes:

@@ -12,6 +12,7 @@ code.
 from __future__ import annotations
 
 import builtins
+import copy
 import keyword
 import operator
 import re
@@ -181,6 +182,11 @@ class DescribedGraphModule(torch.fx.GraphModule):
 
     def forward(self, *args):
         return torch.fx.Interpreter(self).run(*args)
+
+    def __copy__(self):  # GraphModule's own makes a GraphModule, which compiles its code
+        copied = DescribedGraphModule(self, self.graph)
+        copied.meta = copy.copy(self.meta)
+        return copied
 
 
 def build(description: dict, source: dict | None = None, *, codegen: bool = False):
