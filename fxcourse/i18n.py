@@ -3,9 +3,12 @@
     python -m fxcourse.i18n update   extract the English texts into the catalogs: new texts get
                                      empty entries, changed ones keep their old translation marked
                                      fuzzy (with the previous English), vanished ones are dropped
-    python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy
+    python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy, departs
+                                     from the glossary (locale/<lang>/glossary.tsv) or breaks a
+                                     line between two CJK characters
     python -m fxcourse.i18n todo NAME         what NAME.po still needs, as JSON
     python -m fxcourse.i18n fill NAME F.json  set translations from {english: translation}
+    python -m fxcourse.i18n join-lines        join msgstr lines broken between two CJK characters
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
 the comments in its code, and in checkpoint cells the goal and the hints (the second argument of
@@ -308,6 +311,103 @@ def same_placeholders(english: str, translated: str) -> bool:
     return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
 
 
+# ----------------------------------------------------------------------------- vocabulary, typography
+
+CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
+BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
+CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})\n(?={CJK})")
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary row: English forms, the one Chinese form, and forms wrong for the term."""
+
+    english: tuple[str, ...]
+    chinese: str
+    wrong: tuple[str, ...]
+
+    def said_in(self, text: str) -> bool:
+        return any(re.search(rf"(?<![\w.\-]){re.escape(f)}(?![\w(])", text) for f in self.english)
+
+
+def glossary(language: str) -> list[Term]:
+    """fxcourse/locale/<language>/glossary.tsv: one translation per English term."""
+    path = LOCALES / language / "glossary.tsv"
+    terms = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            english, chinese, wrong = (line.split("\t") + [""])[:3]
+            split = lambda forms: tuple(f for f in forms.split("|") if f)  # noqa: E731
+            terms.append(Term(split(english), chinese, split(wrong)))
+    return terms
+
+
+def prose(text: str) -> str:
+    """What a reader reads as words: code spans, fenced code and link targets taken out."""
+    return CODE_OR_LINK.sub(" ", text)
+
+
+def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
+    """How a translation departs from the glossary (empty when it follows it)."""
+    english, translated = prose(english), prose(translated)
+    unbracketed = BRACKETED.sub(" ", translated)
+    said = [term for term in terms if term.said_in(english)]
+    found = []
+    for term in said:
+        if term.chinese not in translated:
+            found.append(f"{term.english[0]!r} is not translated as {term.chinese!r}")
+        if term.said_in(unbracketed):
+            found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
+        others = {other.chinese for other in said if other is not term}
+        for wrong in term.wrong:
+            if wrong in translated and not any(wrong in chinese for chinese in others):
+                found.append(f"{term.english[0]!r} translated as {wrong!r}")
+    return found
+
+
+def vocabulary_problems(language: str) -> list[str]:
+    """Every catalog entry whose translation uses another word than the glossary's."""
+    terms = glossary(language)
+    found = []
+    for path in sorted((LOCALES / language).glob("*.po")):
+        for entry in load_catalog(path.stem, language):
+            if entry.msgstr and not entry.obsolete:
+                short = entry.msgid.replace("\n", " ")[:60]
+                for problem in term_problems(entry.msgid, entry.msgstr, terms):
+                    found.append(f"{path.name}: {problem}: {short!r}")
+    return found
+
+
+def joined_lines(text: str) -> str:
+    """A line break between two CJK characters shows as a stray space: join those lines."""
+    return BREAK_BETWEEN_CJK.sub("", text)
+
+
+def line_break_problems(language: str) -> list[str]:
+    found = []
+    for path in sorted((LOCALES / language).glob("*.po")):
+        for entry in load_catalog(path.stem, language):
+            if BREAK_BETWEEN_CJK.search(entry.msgstr):
+                short = entry.msgid.replace("\n", " ")[:60]
+                found.append(f"{path.name}: a line break between two CJK characters: {short!r}")
+    return found
+
+
+def join_lines(language: str) -> int:
+    """Join every line broken between two CJK characters in the language's catalogs."""
+    count = 0
+    for path in sorted((LOCALES / language).glob("*.po")):
+        catalog = load_catalog(path.stem, language)
+        changed = [e for e in catalog if BREAK_BETWEEN_CJK.search(e.msgstr)]
+        for entry in changed:
+            entry.msgstr = joined_lines(entry.msgstr)
+        if changed:
+            catalog.save(str(path))
+        count += len(changed)
+    return count
+
+
 # ----------------------------------------------------------------------------- the documents
 
 
@@ -403,8 +503,16 @@ def main(argv: list[str]) -> int:
         for language in LANGUAGES:
             update(language, argv[1:])
         return 0
+    if command == "join-lines":  # join lines broken between two CJK characters
+        print(f"{sum(join_lines(language) for language in LANGUAGES)} entries joined")
+        return 0
     if command == "check":
-        found = [p for language in LANGUAGES for p in all_problems(language)]
+        found = [
+            p
+            for language in LANGUAGES
+            for check in (all_problems, vocabulary_problems, line_break_problems)
+            for p in check(language)
+        ]
         print("\n".join(found) or "every translation is present and current")
         if found:
             print(f"{len(found)} entries to translate: edit fxcourse/locale/*/ (see its README)")

@@ -128,3 +128,55 @@ def test_extraction_finds_prose_comments_and_checkpoint_messages():
         ("string", '"do it (section 1.2)"'),
         ("string", 'f"x is {x}"'),
     ]
+
+
+@pytest.mark.parametrize("language", i18n.LANGUAGES)
+def test_every_glossary_term_has_its_one_translation(language):
+    problems = i18n.vocabulary_problems(language)
+    shown = "\n".join(problems[:40])
+    assert not problems, f"{len(problems)} entries depart from glossary.tsv:\n{shown}"
+
+
+@pytest.mark.parametrize("language", i18n.LANGUAGES)
+def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
+    problems = i18n.line_break_problems(language)
+    shown = "\n".join(problems[:20])
+    assert not problems, f"{len(problems)} entries (python -m fxcourse.i18n join-lines):\n{shown}"
+
+
+GLOSSARY = [
+    i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
+    i18n.Term(("rewrite",), "重写", ("改写",)),
+    i18n.Term(("override", "Override"), "覆盖", ("重写",)),
+]
+
+
+@pytest.mark.parametrize(
+    "english, translated, complaint",
+    [
+        ("The opcode says what a node does.", "节点类型说明节点做什么。", "not translated as '操作码'"),
+        ("The opcode says what a node does.", "opcode 说明节点做什么。", "left in English"),
+        ("Override `run_node`.", "重写 `run_node`。", "'override' translated as '重写'"),
+    ],
+)
+def test_the_glossary_check_names_a_term_translated_another_way(english, translated, complaint):
+    problems = i18n.term_problems(english, translated, GLOSSARY)
+    assert any(complaint in problem for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    "english, translated",
+    [
+        ("The opcode says what a node does.", "操作码（opcode）说明节点做什么。"),
+        ("Read `node.op`, the opcode.", "读取 `node.op`，即操作码。"),
+        ("First rewrite the graph, then override `call_module`.", "先重写图，再覆盖 `call_module`。"),
+        ("Call `opcode_counts`.", "调用 `opcode_counts`。"),
+    ],
+)
+def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, translated):
+    assert i18n.term_problems(english, translated, GLOSSARY) == []
+
+
+def test_lines_are_joined_only_between_two_cjk_characters():
+    text = "第一行的末尾\n接着第二行，\n`code` 之前\nand English\n后面"
+    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，`code` 之前\nand English\n后面"

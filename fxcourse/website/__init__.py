@@ -158,12 +158,21 @@ def write_sources(src: Path, language: str) -> list[Path]:
     return list(pages)
 
 
+def site_names(language: str) -> dict[str, str]:
+    """The site's title (sidebar, every page's title suffix) and authors (footer) in language."""
+    use_language(language)
+    title, authors = _("torch.fx graph capture"), _("the course's authors")
+    use_language("en")
+    return {"project": title, "html_title": title, "author": authors, "copyright": authors}
+
+
 def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
     """Sphinx with warnings as errors; the other edition is linked from every page."""
     other = {"en": ("zh/", "zh", "中文"), "zh": ("../", "en", "English")}[language]
     options = {
         "language": LANGUAGE_CODES[language],
         "nb_execution_cache_path": str(build_dir / "cache"),
+        **site_names(language),
     }
     context = dict(zip(("root", "code", "label"), other, strict=True))
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
