@@ -51,7 +51,7 @@ KERNEL_HINT = {
     ),
     "zh": (
         "若内核里没有课程的包，这里立即停下并说明怎么做",
-        "这个内核没有课程的包：请选 Kernel > Change Kernel > Python 3 (fx-course)",
+        "这个内核没有课程的包：请在菜单中选择 内核 > 更改内核… > Python 3 (fx-course)",
     ),
 }
 

@@ -311,7 +311,7 @@ def same_placeholders(english: str, translated: str) -> bool:
     return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
 
 
-# ----------------------------------------------------------------------------- vocabulary, typography
+# ------------------------------------------------------------------- vocabulary, typography
 
 CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
 BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
@@ -343,9 +343,14 @@ def glossary(language: str) -> list[Term]:
     return terms
 
 
+ENGLISH_TITLE = re.compile(r"\*[^*]+\*|\"[^\"\n]+\"")
+
+
 def prose(text: str) -> str:
-    """What a reader reads as words: code spans, fenced code and link targets taken out."""
-    return CODE_OR_LINK.sub(" ", text)
+    """What a reader reads as words: code spans, fenced code, link targets and the titles of
+    papers and pages (italic or quoted text with no CJK character in it) taken out."""
+    text = CODE_OR_LINK.sub(" ", text)
+    return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
 
 
 def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
