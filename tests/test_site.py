@@ -4,8 +4,10 @@ Runs in `make test-site` (after the site is built; `make test` skips it, as buil
 every chapter twice). Serves dist/site on loopback and drives Debian's headless Chromium: the start
 page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3;
 the language switch goes to the Chinese page and back; a chapter with graph pictures and try-its
-shows every picture whole and a reference answer folded until clicked. Every page visited is
-checked for missing images, pictures wider than the page, raw markup and Sphinx's error boxes.
+shows every picture whole and a reference answer folded until clicked. The Chinese site's search
+finds Chinese terms and English ones, and the switch keeps the reader's section both ways. Every
+page visited is checked for script errors, missing images, pictures wider than the page, raw markup
+and Sphinx's error boxes; every page of both editions is loaded once for script errors.
 Screenshots: test-artifacts/site/.
 """
 
@@ -16,6 +18,7 @@ import http.server
 import os
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
@@ -81,6 +84,14 @@ def page(site_url):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         tab = browser.new_page(viewport={"width": 1280, "height": 900})
         tab.set_default_timeout(30_000)
+        tab.errors = []  # script errors and console errors, of every page since the last look
+        tab.on("pageerror", lambda error: tab.errors.append(f"{tab.url}: {error}"))
+        tab.on(
+            "console",
+            lambda message: (
+                message.type == "error" and tab.errors.append(f"{tab.url}: console: {message.text}")
+            ),
+        )
         tab.goto(site_url + "index.html")
         yield tab
         browser.close()
@@ -90,6 +101,8 @@ def looked_at(page, name: str) -> dict:
     """Screenshot the page and return what is wrong with it (asserted by the caller)."""
     page.wait_for_load_state("networkidle")
     page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=False)
+    errors, page.errors = page.errors, []
+    assert not errors, f"{name}: errors in the page's scripts: {errors}"
     found = page.evaluate(JS_PAGE_PROBLEMS)
     assert not found["broken"], f"{name}: images that did not load: {found['broken']}"
     assert not found["wide"], f"{name}: pictures wider than the page: {found['wide']}"
@@ -143,3 +156,50 @@ def test_graph_pictures_whole_and_answers_folded(page, site_url, language):
     code.wait_for(state="visible")
     answer.scroll_into_view_if_needed()
     looked_at(page, f"07-chapter-4-answer-open{'-zh' if language else ''}")
+
+
+@pytest.mark.parametrize(
+    "query, chapter",
+    [("解释器", "05_interpreter"), ("图中断", "06_torch_compile"), ("guard", "06_torch_compile")],
+)
+def test_chinese_search_finds_chinese_and_english_terms(page, site_url, query, chapter):
+    page.goto(site_url + "zh/search.html?q=" + quote(query))
+    results = page.locator("#search-results li a")
+    results.first.wait_for()
+    looked_at(page, f"08-search-zh-{chapter}-{query.encode().hex()[:8]}")
+    hrefs = [link.get_attribute("href") for link in results.all()]
+    assert any(chapter in href for href in hrefs), hrefs
+
+
+def test_the_language_switch_keeps_the_section_both_ways(page, site_url):
+    page.goto(site_url + "02_fx_ir.html")
+    sections = page.locator("article section[id]")
+    english_id = sections.nth(3).get_attribute("id")
+    page.goto(site_url + f"02_fx_ir.html#{english_id}")
+    page.locator(".fxcourse-language a", has_text="中文").click()
+    page.wait_for_url("**/zh/02_fx_ir.html#*")
+    chinese_id = page.locator("article section[id]").nth(3).get_attribute("id")
+    assert page.url.endswith(f"/zh/02_fx_ir.html#{quote(chinese_id)}"), (page.url, chinese_id)
+    looked_at(page, "09-switch-kept-the-section-zh")
+    page.locator(".fxcourse-language a", has_text="English").click()
+    page.wait_for_url(f"**/02_fx_ir.html#{english_id}")
+    assert "/zh/" not in page.url
+    looked_at(page, "10-switch-kept-the-section-en")
+
+
+def test_the_chinese_site_names_itself_in_chinese(page, site_url):
+    page.goto(site_url + "zh/05_interpreter.html")
+    found = looked_at(page, "11-chapter-5-chinese")
+    assert page.title().endswith("torch.fx 图捕获"), page.title()
+    footer = page.locator("footer").all_inner_texts()
+    assert "本课程编写组" in " ".join(footer) and "authors" not in " ".join(footer), footer
+    assert "解释器" in found["text"]
+
+
+def test_no_page_has_a_script_error(page, site_url):
+    pages = sorted(SITE.glob("*.html")) + sorted(SITE.glob("zh/*.html"))
+    assert len(pages) > 20, pages
+    for html in pages:
+        page.goto(site_url + html.relative_to(SITE).as_posix(), wait_until="load")
+    errors, page.errors = page.errors, []
+    assert not errors, errors

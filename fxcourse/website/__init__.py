@@ -166,6 +166,16 @@ def site_names(language: str) -> dict[str, str]:
     return {"project": title, "html_title": title, "author": authors, "copyright": authors}
 
 
+def search_words(build_dir: Path) -> Path:
+    """A word list for jieba, which splits the Chinese pages into the words search finds: the
+    glossary's terms stay whole (else 图中断 is indexed only as 图 and 中断, and a reader who
+    searches for it finds nothing)."""
+    words = sorted({term.chinese for term in i18n.glossary("zh")})
+    path = build_dir / "search-words.txt"
+    write_if_changed(path, "".join(f"{word} 100000\n" for word in words))
+    return path
+
+
 def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
     """Sphinx with warnings as errors; the other edition is linked from every page."""
     other = {"en": ("zh/", "zh", "中文"), "zh": ("../", "en", "English")}[language]
@@ -174,6 +184,8 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
         "nb_execution_cache_path": str(build_dir / "cache"),
         **site_names(language),
     }
+    if language == "zh":
+        options["html_search_options.dict"] = str(search_words(build_dir))
     context = dict(zip(("root", "code", "label"), other, strict=True))
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
     defines += [
