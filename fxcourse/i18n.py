@@ -85,8 +85,20 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def docstring_values(node: ast.AST) -> list[ast.expr]:
+    """The docstring of a module, class or function, as its string literal node."""
+    body = getattr(node, "body", None)
+    is_documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+    if is_documented and body and isinstance(body[0], ast.Expr):
+        value = body[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return [value]
+    return []
+
+
 def message_strings(source: str, asserts: bool) -> list[str]:
-    """Source text of the learner-facing strings: checkpoint goals and hints, assert messages."""
+    """Source text of the learner-facing strings: checkpoint goals and hints; in exercise code
+    (asserts) also assert messages and docstrings (a stub's specification, what a check does)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -103,6 +115,8 @@ def message_strings(source: str, asserts: bool) -> list[str]:
             found.append(node.value)
         elif asserts and isinstance(node, ast.Assert) and node.msg is not None:
             found.append(node.msg)
+        if asserts:
+            found.extend(docstring_values(node))
     strings = [
         ast.get_source_segment(source, n)
         for n in found
@@ -433,24 +447,65 @@ class Document:
         if self.path.is_dir():
             return python_messages(self.path)
         content = self.read()
+        if self.path.suffix == ".py":
+            return python_file_texts(content)
         if isinstance(content, str):
             return [Text(0, "markdown", block) for block in markdown_blocks(content)]
         return list(texts_of(content, self.asserts))
 
     def translated(self, language: str) -> nbformat.NotebookNode | str:
         content, lookup = self.read(), lookup_of(self.name, language)
+        if self.path.suffix == ".py":
+            for text in dict.fromkeys(t.text for t in python_file_texts(content)):
+                if lookup.get(text):
+                    content = content.replace(text, lookup[text])
+            return content
         if isinstance(content, str):
             return translate_markdown(content, lookup)
         return translate_notebook(content, lookup, self.asserts)
 
 
+def sentence_literals(source: str) -> list[str]:
+    """Source text of every string literal that holds words (outside its {placeholders}): the
+    messages a module builds before it asserts or returns them."""
+    tree = ast.parse(source)
+    inner = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr | ast.FormattedValue)
+        for child in ast.walk(node)
+        if child is not node
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in inner or not isinstance(node, ast.JoinedStr | ast.Constant):
+            continue
+        text = ast.get_source_segment(source, node)
+        if text and isinstance(getattr(node, "value", ""), str):
+            words = re.sub(r"\{[^{}]*\}", "", text)
+            if re.search(r"[A-Za-z]{2,}[ ,:]+[A-Za-z(]", words):
+                found.append(text)
+    return found
+
+
+def python_file_texts(source: str) -> list[Text]:
+    """What a learner reads in a module beside an exercise (verify.py): its comments, docstrings
+    and the messages its checks fail with."""
+    found = [Text(line, "comment", text) for line, _, text in comments(source)]
+    strings = message_strings(source, asserts=True) + sentence_literals(source)
+    return found + [Text(0, "string", text) for text in dict.fromkeys(strings)]
+
+
 def documents(root: Path = ROOT) -> list[Document]:
-    """Chapter sources (answers included, mistakes not), exercise starters, the learner README."""
+    """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
+    them (verify.py), the learner README, fxcourse's own messages."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
+    beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
     return (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
+        + [Document(f"{path.parent.name}.{path.stem}", path, asserts=True) for path in beside]
         + [Document("README", root / "env" / "student-edition" / "README.md")]
         + [Document("fxcourse", root / "fxcourse")]
     )

@@ -180,3 +180,28 @@ def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, transla
 def test_lines_are_joined_only_between_two_cjk_characters():
     text = "第一行的末尾\n接着第二行，\n`code` 之前\nand English\n后面"
     assert i18n.joined_lines(text) == "第一行的末尾接着第二行，\n`code` 之前\nand English\n后面"
+
+
+MODULES = [doc for doc in i18n.documents() if doc.path.suffix == ".py"]
+
+
+@pytest.mark.parametrize("document", MODULES, ids=lambda d: d.name)
+def test_a_translated_verify_module_keeps_its_code(document):
+    assert MODULES, "no module beside an exercise is translated"
+    english = document.read()
+    for language in i18n.LANGUAGES:
+        translated = document.translated(language)
+        compile(translated, str(document.path), "exec")
+        assert code_tokens(translated) == code_tokens(english), document.name
+        assert translated != english, f"{document.name}: nothing translated"
+
+
+def test_a_chinese_learner_reads_the_exercise_checks_in_chinese():
+    import importlib.util
+
+    path = authoring.CHAPTERS / "zh" / "exercises" / "ex1_sigmoid_to_tanh" / "verify.py"
+    spec = importlib.util.spec_from_file_location("verify_zh", path)
+    verify = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify)
+    with pytest.raises(AssertionError, match="应返回 GraphModule，而不是 Tensor"):
+        verify.check_returns_module("Tensor")
