@@ -9,9 +9,13 @@ language = "en"
 html_theme = "sphinx_book_theme"
 html_title = "torch.fx graph capture"
 html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"  # else every browser asks for /favicon.ico and logs its 404
 html_css_files = ["course.css"]
 html_js_files = ["language-switch.js"]
 templates_path = ["_templates"]
+# The theme reads the colour mode from localStorage or this; without it a first visit logs
+# "Got invalid theme mode" as a console error.
+html_context = {"default_mode": "auto"}
 html_sidebars = {
     "**": [
         "navbar-logo.html",
