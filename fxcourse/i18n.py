@@ -342,7 +342,7 @@ class Term:
     wrong: tuple[str, ...]
 
     def said_in(self, text: str) -> bool:
-        return any(re.search(rf"(?<![\w.\-]){re.escape(f)}(?![\w(])", text) for f in self.english)
+        return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w(])", text) for f in self.english)
 
 
 def glossary(language: str) -> list[Term]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -188,12 +189,16 @@ def test_the_language_switch_keeps_the_section_both_ways(page, site_url):
 
 
 def test_the_chinese_site_names_itself_in_chinese(page, site_url):
-    page.goto(site_url + "zh/05_interpreter.html")
-    found = looked_at(page, "11-chapter-5-chinese")
+    page.goto(site_url + "zh/02_fx_ir.html")
+    found = looked_at(page, "11-chapter-2-chinese-sidebar-title")
     assert page.title().endswith("torch.fx 图捕获"), page.title()
+    assert "torch.fx 图捕获" in page.locator(".navbar-brand").first.inner_text()
+    page.locator("footer").last.scroll_into_view_if_needed()
+    looked_at(page, "12-chapter-2-chinese-footer")
     footer = page.locator("footer").all_inner_texts()
-    assert "本课程编写组" in " ".join(footer) and "authors" not in " ".join(footer), footer
-    assert "解释器" in found["text"]
+    assert "本课程编写组" in " ".join(footer), footer
+    assert not re.search("authors|Copyright|By ", " ".join(footer)), footer
+    assert "节点" in found["text"]
 
 
 def test_no_page_has_a_script_error(page, site_url):
