@@ -97,13 +97,14 @@ def docstring_values(node: ast.AST) -> list[ast.expr]:
 
 
 def message_strings(source: str, asserts: bool) -> list[str]:
-    """Source text of the learner-facing strings: checkpoint goals and hints; in exercise code
-    (asserts) also assert messages and docstrings (a stub's specification, what a check does)."""
+    """Source text of the learner-facing strings: checkpoint goals and hints, the labels a cell
+    prints or draws; in exercise code (asserts) also assert messages and docstrings (a stub's
+    specification, what a check does)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    found = []
+    found, printed = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             position = CHECK_CALLS.get(node.func.id)
@@ -117,12 +118,66 @@ def message_strings(source: str, asserts: bool) -> list[str]:
             found.append(node.msg)
         if asserts:
             found.extend(docstring_values(node))
+        printed.extend(printed_literals(node))
+    found += printed + printed_choices(tree, printed)
     strings = [
         ast.get_source_segment(source, n)
         for n in found
         if isinstance(n, ast.JoinedStr | ast.Constant)
     ]
-    return [s for s in strings if s and re.search(r"[A-Za-z]{2}", s)]
+    return list(dict.fromkeys(s for s in strings if s and re.search(r"[A-Za-z]{2}", s)))
+
+
+PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}
+LABEL_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+
+
+def printed_literals(node: ast.AST) -> list[ast.expr]:
+    """The string literals a call prints or draws as words: print()'s own arguments and a chart's
+    title, axis labels and legend labels (a literal nested in another call is code, not a label)."""
+    if not isinstance(node, ast.Call):
+        return []
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    values = list(node.args) if name == "print" or name in PLOT_LABELS else []
+    values += [keyword.value for keyword in node.keywords if keyword.arg in LABEL_KEYWORDS]
+    return [value for value in values if is_words(value)]
+
+
+def printed_choices(tree: ast.AST, printed: list[ast.expr]) -> list[ast.expr]:
+    """The words of `name = "faster" if ... else "slower"` when a printed f-string shows
+    {name}: only then, since a word the code compares or returns must stay as it is."""
+    shown = {
+        inner.id
+        for literal in printed
+        if isinstance(literal, ast.JoinedStr)
+        for inner in ast.walk(literal)
+        if isinstance(inner, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in shown
+            and isinstance(node.value, ast.IfExp)
+            and is_words(node.value.body)
+            and is_words(node.value.orelse)
+        ):
+            found += [node.value.body, node.value.orelse]
+    return found
+
+
+def is_words(value: ast.expr) -> bool:
+    """A str literal whose own text (placeholders left out) has a word in it."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        text = value.value
+    elif isinstance(value, ast.JoinedStr):
+        text = "".join(v.value for v in value.values if isinstance(v, ast.Constant))
+    else:
+        return False
+    return bool(re.search(r"(?<![\w.])[A-Za-z]{2,}(?![\w.(])", text))
 
 
 def python_messages(package: Path) -> list[Text]:
