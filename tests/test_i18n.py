@@ -205,3 +205,48 @@ def test_a_chinese_learner_reads_the_exercise_checks_in_chinese():
     spec.loader.exec_module(verify)
     with pytest.raises(AssertionError, match="应返回 GraphModule，而不是 Tensor"):
         verify.check_returns_module("Tensor")
+
+
+def test_validate_explains_a_wrong_answer_in_chinese(tmp_path):
+    """A Chinese learner's Validate on exercise 2 with a typical mistake (a function target
+    written with str()): the visible test's message comes from the translated verify.py."""
+    import shutil
+    import subprocess
+    import sys
+
+    exercise = tmp_path / "ex2_node_dump"
+    shutil.copytree(authoring.CHAPTERS / "zh" / "exercises" / exercise.name, exercise)
+    config = f"load_subconfig({str(authoring.ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+    (tmp_path / "nbgrader_config.py").write_text(config)
+    path = exercise / "ex2_node_dump.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    stub = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "dump_nodes"
+    )
+    stub.source = stub.source.replace("raise NotImplementedError()", WRONG_DUMP)
+    nbformat.write(nb, path)
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", f"{exercise.name}/{path.name}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert "target 应为 'operator.add'，实际得到 '<built-in function add>'" in output, output[
+        -3000:
+    ]
+
+
+WRONG_DUMP = """return [
+        {
+            "name": node.name,
+            "op": node.op,
+            "target": str(node.target),
+            "args": node.args,
+            "kwargs": node.kwargs,
+            "users": [user.name for user in node.users],
+            "refers_to": None,
+        }
+        for node in gm.graph.nodes
+    ]"""
