@@ -250,3 +250,13 @@ WRONG_DUMP = """return [
         }
         for node in gm.graph.nodes
     ]"""
+
+
+def test_the_staleness_check_covers_the_translated_verify_modules():
+    derived = authoring.translated_files("zh")
+    modules = sorted(authoring.CHAPTERS.glob("zh/exercises/*/verify.py"))
+    assert len(modules) == 3, modules
+    for path in modules:
+        assert path in derived, f"{path} is not derived: a hand edit would go unnoticed"
+        english = authoring.CHAPTERS / "exercises" / path.parent.name / "verify.py"
+        assert derived[path] != english.read_text(), f"{path}: not translated"
