@@ -199,6 +199,16 @@ def test_the_chinese_site_names_itself_in_chinese(page, site_url):
     assert "本课程编写组" in " ".join(footer), footer
     assert not re.search("authors|Copyright|By ", " ".join(footer)), footer
     assert "节点" in found["text"]
+    boxes = page.locator(".fxcourse-checkpoint").all_inner_texts()
+    assert boxes and all("已通过" in box for box in boxes), boxes  # the checkpoints ran in Chinese
+    assert "use_language" not in page.locator("article").inner_text()
+
+
+def test_the_chinese_timing_verdicts_are_in_chinese(page, site_url):
+    page.goto(site_url + "zh/04_operator_fusion.html")
+    outputs = " ".join(page.locator("article .cell_output").all_inner_texts())
+    assert "结论：" in outputs and "轮更快" in outputs, outputs[-2000:]
+    assert "Verdict" not in outputs and "faster in" not in outputs
 
 
 def test_no_page_has_a_script_error(page, site_url):

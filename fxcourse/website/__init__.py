@@ -127,10 +127,18 @@ def chapter_sources(language: str) -> dict[str, nbformat.NotebookNode]:
     if language == "en":
         return {p.name: nbformat.read(p, as_version=4) for p in SOURCES.glob("[0-9][0-9]_*.ipynb")}
     return {
-        document.path.name: document.translated(language)
+        document.path.name: in_language(document.translated(language), language)
         for document in i18n.documents(ROOT)
         if document.path.parent == SOURCES and document.path.suffix == ".ipynb"
     }
+
+
+def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNode:
+    """A translated chapter that also runs in its language (checkpoints, timing verdicts): the
+    learner chapter's language cell, run but not shown on the page."""
+    i18n.add_language_cell(nb, language)
+    nb.cells[1].metadata["tags"] = ["remove-cell"]
+    return nb
 
 
 def write_sources(src: Path, language: str) -> list[Path]:
