@@ -12,6 +12,7 @@ notebook's code: a rebuild after one chapter changed re-runs that chapter only.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -137,7 +138,12 @@ def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNo
     """A translated chapter that also runs in its language (checkpoints, timing verdicts): the
     learner chapter's language cell, run but not shown on the page."""
     i18n.add_language_cell(nb, language)
-    nb.cells[1].metadata["tags"] = ["remove-cell"]
+    cell = nb.cells[1]
+    cell.metadata["tags"] = ["remove-cell"]
+    # The execution cache is keyed by the code: the messages' digest re-runs the page when a
+    # helper's translated message changes.
+    messages = (i18n.LOCALES / language / "fxcourse.po").read_bytes()
+    cell.source += f"\n# messages {hashlib.sha256(messages).hexdigest()[:16]}"
     return nb
 
 
