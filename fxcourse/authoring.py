@@ -51,7 +51,7 @@ KERNEL_HINT = {
     ),
     "zh": (
         "若内核里没有课程的包，这里立即停下并说明怎么做",
-        "这个内核没有课程的包：请选 Kernel > Change Kernel > Python 3 (fx-course)",
+        "这个内核没有课程的包：请在菜单中选择 内核 > 更改内核… > Python 3 (fx-course)",
     ),
 }
 
@@ -147,19 +147,19 @@ def translated_files(language: str) -> dict[Path, str]:
         if document.path.is_dir():
             continue
         translated = document.translated(language)
-        if isinstance(translated, str):
+        exercise = folder / "exercises" / document.path.parent.name
+        if document.path.suffix == ".py":  # a module beside an exercise (verify.py)
+            derived[exercise / document.path.name] = translated
+        elif isinstance(translated, str):
             derived[document.path.with_suffix(f".{language}.md")] = translated
         elif document.path.parent == SOURCES:
             i18n.add_language_cell(translated, language)
             learner = learner_version(translated, language)
             derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))
-        else:  # an exercise starter, and the files beside it (verify.py) as they are
+        else:  # an exercise starter
             i18n.refresh_checksums(translated)
-            exercise = folder / "exercises" / document.path.parent.name
             derived[exercise / document.path.name] = nbformat.writes(translated)
-            for beside in sorted(document.path.parent.glob("*.py")):
-                derived[exercise / beside.name] = beside.read_text()
     derived = {path: text if text.endswith("\n") else text + "\n" for path, text in derived.items()}
     derived[ANSWERS.with_suffix(f".{language}.json")] = (
         json.dumps(answers, indent=1, ensure_ascii=False) + "\n"

@@ -30,6 +30,7 @@ from torch import nn
 from torch.fx.experimental.optimization import fuse
 
 from fxcourse.fusion import fuse_conv_bn
+from fxcourse.messages import _
 from fxcourse.timing import (
     Comparison,
     benchmark,
@@ -68,12 +69,12 @@ class BenchResult:
     def bn_share(self) -> str:
         """What fraction of the unfused forward time BatchNorm takes, as a sentence."""
         floor = self.compare(FLOOR)
-        q1, _, q3 = quartiles(floor.per_round)
-        text = (
-            f"BatchNorm's share of the unfused ResNet-18 forward time here: {1 - floor.ratio:.1%} "
-            f"(middle half of the rounds {1 - q3:.1%} to {1 - q1:.1%})"
-        )
-        return text if floor.measurable else text + ", not measurable in this run"
+        q1, _median, q3 = quartiles(floor.per_round)
+        text = _(
+            "BatchNorm's share of the unfused ResNet-18 forward time here: {share:.1%} "
+            "(middle half of the rounds {low:.1%} to {high:.1%})"
+        ).format(share=1 - floor.ratio, low=1 - q3, high=1 - q1)
+        return text if floor.measurable else text + _(", not measurable in this run")
 
 
 def resnet18_eval() -> nn.Module:
@@ -237,35 +238,37 @@ def fold_verdict(result: BenchResult, fuser: str = "chapter fuser") -> str:
     """How much of BatchNorm's cost the fold recovers, decided by the sign tests above."""
     floor, fused = result.compare(FLOOR), result.compare(fuser)
     against_floor = result.compare(fuser, FLOOR)
-    share = f"BatchNorm's {1 - floor.ratio:.1%}"
+    share = _("BatchNorm's {share:.1%}").format(share=1 - floor.ratio)
     if not (floor.measurable and floor.ratio < 1):
-        return (
+        return _(
             "Verdict: erasing BatchNorm saves no measurable time in this run, so no saving from "
-            f"folding can be shown here (the {fuser} is at {fused.ratio:.3f} of unfused)."
-        )
+            "folding can be shown here (the {fuser} is at {ratio:.3f} of unfused)."
+        ).format(fuser=fuser, ratio=fused.ratio)
     if against_floor.measurable and against_floor.ratio < 1:
-        return (
-            f"Verdict: the {fuser} ran measurably faster than the floor, which does no more work; "
+        return _(
+            "Verdict: the {fuser} ran measurably faster than the floor, which does no more work; "
             "the load changed during this run more than the rounds even out: run it again."
-        )
+        ).format(fuser=fuser)
     saves = fused.measurable and fused.ratio < 1
     if not saves and not against_floor.measurable:
-        return (
-            f"Verdict: the {fuser} cannot be told apart from unfused nor from the floor: this run "
-            f"cannot say how much of {share} it recovers."
-        )
+        return _(
+            "Verdict: the {fuser} cannot be told apart from unfused nor from the floor: this run "
+            "cannot say how much of {share} it recovers."
+        ).format(fuser=fuser, share=share)
     if not saves:
-        return f"Verdict: {share} could be saved, but the {fuser} saves nothing measurable."
+        return _(
+            "Verdict: {share} could be saved, but the {fuser} saves nothing measurable."
+        ).format(fuser=fuser, share=share)
     if not against_floor.measurable:
-        return (
-            f"Verdict: the {fuser} cannot be told apart from the floor: folding recovers all of "
-            f"{share} that this run can resolve."
-        )
+        return _(
+            "Verdict: the {fuser} cannot be told apart from the floor: folding recovers all of "
+            "{share} that this run can resolve."
+        ).format(fuser=fuser, share=share)
     recovered = (1 - fused.ratio) / (1 - floor.ratio)
-    return (
-        f"Verdict: the {fuser} is measurably slower than the floor; it recovers about "
-        f"{recovered:.0%} of {share} (medians of the round ratios)."
-    )
+    return _(
+        "Verdict: the {fuser} is measurably slower than the floor; it recovers about "
+        "{recovered:.0%} of {share} (medians of the round ratios)."
+    ).format(fuser=fuser, recovered=recovered, share=share)
 
 
 def plot_result(result: BenchResult, ax=None):

@@ -3,9 +3,12 @@
     python -m fxcourse.i18n update   extract the English texts into the catalogs: new texts get
                                      empty entries, changed ones keep their old translation marked
                                      fuzzy (with the previous English), vanished ones are dropped
-    python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy
+    python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy, departs
+                                     from the glossary (locale/<lang>/glossary.tsv) or breaks a
+                                     line between two CJK characters
     python -m fxcourse.i18n todo NAME         what NAME.po still needs, as JSON
     python -m fxcourse.i18n fill NAME F.json  set translations from {english: translation}
+    python -m fxcourse.i18n join-lines        join msgstr lines broken between two CJK characters
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
 the comments in its code, and in checkpoint cells the goal and the hints (the second argument of
@@ -82,13 +85,26 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def docstring_values(node: ast.AST) -> list[ast.expr]:
+    """The docstring of a module, class or function, as its string literal node."""
+    body = getattr(node, "body", None)
+    is_documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+    if is_documented and body and isinstance(body[0], ast.Expr):
+        value = body[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return [value]
+    return []
+
+
 def message_strings(source: str, asserts: bool) -> list[str]:
-    """Source text of the learner-facing strings: checkpoint goals and hints, assert messages."""
+    """Source text of the learner-facing strings: checkpoint goals and hints, the labels a cell
+    prints or draws; in exercise code (asserts) also assert messages and docstrings (a stub's
+    specification, what a check does)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    found = []
+    found, printed = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             position = CHECK_CALLS.get(node.func.id)
@@ -100,12 +116,68 @@ def message_strings(source: str, asserts: bool) -> list[str]:
             found.append(node.value)
         elif asserts and isinstance(node, ast.Assert) and node.msg is not None:
             found.append(node.msg)
+        if asserts:
+            found.extend(docstring_values(node))
+        printed.extend(printed_literals(node))
+    found += printed + printed_choices(tree, printed)
     strings = [
         ast.get_source_segment(source, n)
         for n in found
         if isinstance(n, ast.JoinedStr | ast.Constant)
     ]
-    return [s for s in strings if s and re.search(r"[A-Za-z]{2}", s)]
+    return list(dict.fromkeys(s for s in strings if s and re.search(r"[A-Za-z]{2}", s)))
+
+
+PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}
+LABEL_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+
+
+def printed_literals(node: ast.AST) -> list[ast.expr]:
+    """The string literals a call prints or draws as words: print()'s own arguments and a chart's
+    title, axis labels and legend labels (a literal nested in another call is code, not a label)."""
+    if not isinstance(node, ast.Call):
+        return []
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    values = list(node.args) if name == "print" or name in PLOT_LABELS else []
+    values += [keyword.value for keyword in node.keywords if keyword.arg in LABEL_KEYWORDS]
+    return [value for value in values if is_words(value)]
+
+
+def printed_choices(tree: ast.AST, printed: list[ast.expr]) -> list[ast.expr]:
+    """The words of `name = "faster" if ... else "slower"` when a printed f-string shows
+    {name}: only then, since a word the code compares or returns must stay as it is."""
+    shown = {
+        inner.id
+        for literal in printed
+        if isinstance(literal, ast.JoinedStr)
+        for inner in ast.walk(literal)
+        if isinstance(inner, ast.Name)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in shown
+            and isinstance(node.value, ast.IfExp)
+            and is_words(node.value.body)
+            and is_words(node.value.orelse)
+        ):
+            found += [node.value.body, node.value.orelse]
+    return found
+
+
+def is_words(value: ast.expr) -> bool:
+    """A str literal whose own text (placeholders left out) has a word in it."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        text = value.value
+    elif isinstance(value, ast.JoinedStr):
+        text = "".join(v.value for v in value.values if isinstance(v, ast.Constant))
+    else:
+        return False
+    return bool(re.search(r"(?<![\w.])[A-Za-z]{2,}(?![\w.(])", text))
 
 
 def python_messages(package: Path) -> list[Text]:
@@ -308,6 +380,108 @@ def same_placeholders(english: str, translated: str) -> bool:
     return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
 
 
+# ------------------------------------------------------------------- vocabulary, typography
+
+CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
+BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
+CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})\n(?={CJK})")
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary row: English forms, the one Chinese form, and forms wrong for the term."""
+
+    english: tuple[str, ...]
+    chinese: str
+    wrong: tuple[str, ...]
+
+    def said_in(self, text: str) -> bool:
+        return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w(])", text) for f in self.english)
+
+
+def glossary(language: str) -> list[Term]:
+    """fxcourse/locale/<language>/glossary.tsv: one translation per English term."""
+    path = LOCALES / language / "glossary.tsv"
+    terms = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            english, chinese, wrong = (line.split("\t") + [""])[:3]
+            split = lambda forms: tuple(f for f in forms.split("|") if f)  # noqa: E731
+            terms.append(Term(split(english), chinese, split(wrong)))
+    return terms
+
+
+ENGLISH_TITLE = re.compile(r"\*[^*]+\*|\"[^\"\n]+\"")
+
+
+def prose(text: str) -> str:
+    """What a reader reads as words: code spans, fenced code, link targets and the titles of
+    papers and pages (italic or quoted text with no CJK character in it) taken out."""
+    text = CODE_OR_LINK.sub(" ", text)
+    return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
+
+
+def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
+    """How a translation departs from the glossary (empty when it follows it)."""
+    english, translated = prose(english), prose(translated)
+    unbracketed = BRACKETED.sub(" ", translated)
+    said = [term for term in terms if term.said_in(english)]
+    found = []
+    for term in said:
+        if term.chinese not in translated:
+            found.append(f"{term.english[0]!r} is not translated as {term.chinese!r}")
+        if term.said_in(unbracketed):
+            found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
+        others = {other.chinese for other in said if other is not term}
+        for wrong in term.wrong:
+            if wrong in translated and not any(wrong in chinese for chinese in others):
+                found.append(f"{term.english[0]!r} translated as {wrong!r}")
+    return found
+
+
+def vocabulary_problems(language: str) -> list[str]:
+    """Every catalog entry whose translation uses another word than the glossary's."""
+    terms = glossary(language)
+    found = []
+    for path in sorted((LOCALES / language).glob("*.po")):
+        for entry in load_catalog(path.stem, language):
+            if entry.msgstr and not entry.obsolete:
+                short = entry.msgid.replace("\n", " ")[:60]
+                for problem in term_problems(entry.msgid, entry.msgstr, terms):
+                    found.append(f"{path.name}: {problem}: {short!r}")
+    return found
+
+
+def joined_lines(text: str) -> str:
+    """A line break between two CJK characters shows as a stray space: join those lines."""
+    return BREAK_BETWEEN_CJK.sub("", text)
+
+
+def line_break_problems(language: str) -> list[str]:
+    found = []
+    for path in sorted((LOCALES / language).glob("*.po")):
+        for entry in load_catalog(path.stem, language):
+            if BREAK_BETWEEN_CJK.search(entry.msgstr):
+                short = entry.msgid.replace("\n", " ")[:60]
+                found.append(f"{path.name}: a line break between two CJK characters: {short!r}")
+    return found
+
+
+def join_lines(language: str) -> int:
+    """Join every line broken between two CJK characters in the language's catalogs."""
+    count = 0
+    for path in sorted((LOCALES / language).glob("*.po")):
+        catalog = load_catalog(path.stem, language)
+        changed = [e for e in catalog if BREAK_BETWEEN_CJK.search(e.msgstr)]
+        for entry in changed:
+            entry.msgstr = joined_lines(entry.msgstr)
+        if changed:
+            catalog.save(str(path))
+        count += len(changed)
+    return count
+
+
 # ----------------------------------------------------------------------------- the documents
 
 
@@ -328,24 +502,65 @@ class Document:
         if self.path.is_dir():
             return python_messages(self.path)
         content = self.read()
+        if self.path.suffix == ".py":
+            return python_file_texts(content)
         if isinstance(content, str):
             return [Text(0, "markdown", block) for block in markdown_blocks(content)]
         return list(texts_of(content, self.asserts))
 
     def translated(self, language: str) -> nbformat.NotebookNode | str:
         content, lookup = self.read(), lookup_of(self.name, language)
+        if self.path.suffix == ".py":
+            for text in dict.fromkeys(t.text for t in python_file_texts(content)):
+                if lookup.get(text):
+                    content = content.replace(text, lookup[text])
+            return content
         if isinstance(content, str):
             return translate_markdown(content, lookup)
         return translate_notebook(content, lookup, self.asserts)
 
 
+def sentence_literals(source: str) -> list[str]:
+    """Source text of every string literal that holds words (outside its {placeholders}): the
+    messages a module builds before it asserts or returns them."""
+    tree = ast.parse(source)
+    inner = {
+        id(child)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.JoinedStr | ast.FormattedValue)
+        for child in ast.walk(node)
+        if child is not node
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in inner or not isinstance(node, ast.JoinedStr | ast.Constant):
+            continue
+        text = ast.get_source_segment(source, node)
+        if text and isinstance(getattr(node, "value", ""), str):
+            words = re.sub(r"\{[^{}]*\}", "", text)
+            if re.search(r"[A-Za-z]{2,}[ ,:]+[A-Za-z(]", words):
+                found.append(text)
+    return found
+
+
+def python_file_texts(source: str) -> list[Text]:
+    """What a learner reads in a module beside an exercise (verify.py): its comments, docstrings
+    and the messages its checks fail with."""
+    found = [Text(line, "comment", text) for line, _, text in comments(source)]
+    strings = message_strings(source, asserts=True) + sentence_literals(source)
+    return found + [Text(0, "string", text) for text in dict.fromkeys(strings)]
+
+
 def documents(root: Path = ROOT) -> list[Document]:
-    """Chapter sources (answers included, mistakes not), exercise starters, the learner README."""
+    """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
+    them (verify.py), the learner README, fxcourse's own messages."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
+    beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
     return (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
+        + [Document(f"{path.parent.name}.{path.stem}", path, asserts=True) for path in beside]
         + [Document("README", root / "env" / "student-edition" / "README.md")]
         + [Document("fxcourse", root / "fxcourse")]
     )
@@ -403,8 +618,16 @@ def main(argv: list[str]) -> int:
         for language in LANGUAGES:
             update(language, argv[1:])
         return 0
+    if command == "join-lines":  # join lines broken between two CJK characters
+        print(f"{sum(join_lines(language) for language in LANGUAGES)} entries joined")
+        return 0
     if command == "check":
-        found = [p for language in LANGUAGES for p in all_problems(language)]
+        found = [
+            p
+            for language in LANGUAGES
+            for check in (all_problems, vocabulary_problems, line_break_problems)
+            for p in check(language)
+        ]
         print("\n".join(found) or "every translation is present and current")
         if found:
             print(f"{len(found)} entries to translate: edit fxcourse/locale/*/ (see its README)")

@@ -25,6 +25,7 @@ import torch
 import torch.fx
 from tabulate import tabulate
 
+from fxcourse.messages import _
 from fxcourse.timing import time_callables
 
 
@@ -105,5 +106,6 @@ def comparison_table(rows: list[Measurement]) -> str:
         + (f"{base.ms / r.ms:.2f}x",)
         for r in rows
     ]
-    headers = ["model", "accuracy", "weights KiB", "ms per call", "smaller by", "speed-up"]
+    headers = [_("model"), _("accuracy"), _("weights KiB"), _("ms per call"), _("smaller by")]
+    headers.append(_("speed-up"))
     return tabulate(body, headers=headers, colalign=("left",) + ("right",) * 5)

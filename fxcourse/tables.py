@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 import torch.fx
 
+from fxcourse.messages import _
+
 OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
 
 
@@ -53,10 +55,10 @@ def operation_kinds(gm: torch.fx.GraphModule) -> str:
         return getattr(target, "namespace", None) == "aten"
 
     found = {
-        "modules": counts["call_module"] > 0,
-        "torch functions": any(not is_aten(f) and f is not operator.getitem for f in functions),
-        "tensor methods": counts["call_method"] > 0,
-        "ATen ops": any(is_aten(f) for f in functions),
+        _("modules"): counts["call_module"] > 0,
+        _("torch functions"): any(not is_aten(f) and f is not operator.getitem for f in functions),
+        _("tensor methods"): counts["call_method"] > 0,
+        _("ATen ops"): any(is_aten(f) for f in functions),
         "`getitem`": operator.getitem in functions,
     }
     return " + ".join(kind for kind, present in found.items() if present)
@@ -66,10 +68,10 @@ def parameter_form(gm: torch.fx.GraphModule, user_inputs: int) -> str:
     """How the weights reach the graph: inside submodules, read by get_attr, or as inputs."""
     counts = Counter(node.op for node in gm.graph.nodes)
     if counts["call_module"]:
-        return "inside `call_module` submodules"
+        return _("inside `call_module` submodules")
     if counts["get_attr"]:
-        return f"{counts['get_attr']} `get_attr` nodes"
-    return f"{counts['placeholder'] - user_inputs} extra placeholders"
+        return _("{count} `get_attr` nodes").format(count=counts["get_attr"])
+    return _("{count} extra placeholders").format(count=counts["placeholder"] - user_inputs)
 
 
 def returned_values(gm: torch.fx.GraphModule) -> int:
@@ -81,7 +83,8 @@ def returned_values(gm: torch.fx.GraphModule) -> int:
 
 def graph_summary(graphs: dict[str, torch.fx.GraphModule], user_inputs: int = 1) -> MarkdownTable:
     """One row per capture of the same model (it takes `user_inputs` inputs of its own)."""
-    header = ["capture", *OPCODES, "operations", "parameters arrive as", "values returned"]
+    header = [_("capture"), *OPCODES, _("operations"), _("parameters arrive as")]
+    header.append(_("values returned"))
     rows = []
     for name, gm in graphs.items():
         counts = Counter(node.op for node in gm.graph.nodes)

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fxcourse.messages import _
+
 # If two candidates were equally fast, which one wins a round would be a coin flip. A split of the
 # rounds that fair coins produce less often than this counts as a measurable difference.
 MAX_CHANCE = 0.05
@@ -102,7 +104,9 @@ def timing_table(times: dict[str, list[float]], baseline: str) -> str:
             f"{name:<{width}}{median * 1e6:>8.1f}us{(q3 - q1) * 1e6:>7.1f}us   {ratio:.2f}"
         )
     lines.append(
-        f"medians and IQRs over {len(per_round)} rounds, each round timing every candidate"
+        _("medians and IQRs over {rounds} rounds, each round timing every candidate").format(
+            rounds=len(per_round)
+        )
     )
     return "\n".join(lines)
 
@@ -155,17 +159,25 @@ class Comparison:
 
     def describe(self) -> str:
         """The conclusion these numbers support, then (indented) the numbers behind it."""
-        q1, _, q3 = quartiles(self.per_round)
-        chance = "below 0.1%" if self.chance < 0.001 else f"{self.chance:.1%}"
+        q1, _median, q3 = quartiles(self.per_round)
+        chance = _("below 0.1%") if self.chance < 0.001 else f"{self.chance:.1%}"
         if self.measurable and self.ratio < 1:
-            verdict = f"{1 - self.ratio:.1%} faster"
+            verdict = _("{share:.1%} faster").format(share=1 - self.ratio)
         elif self.measurable:
-            verdict = f"{self.ratio - 1:.1%} slower ({self.ratio:.2f}x the time)"
+            verdict = _("{share:.1%} slower ({ratio:.2f}x the time)").format(
+                share=self.ratio - 1, ratio=self.ratio
+            )
         else:
-            verdict = "the difference is below the noise of repeated runs, none measurable here"
-        return (
-            f"{self.name} vs {self.other}: {verdict}\n"
-            f"    faster in {self.wins} of {len(self.per_round)} rounds (if equally fast, a split "
-            f"at least this uneven has chance {chance}); time ratio {self.ratio:.3f}, "
-            f"IQR {q1:.3f} to {q3:.3f}"
+            verdict = _("the difference is below the noise of repeated runs, none measurable here")
+        numbers = _(
+            "faster in {wins} of {rounds} rounds (if equally fast, a split at least this uneven "
+            "has chance {chance}); time ratio {ratio:.3f}, IQR {q1:.3f} to {q3:.3f}"
+        ).format(
+            wins=self.wins,
+            rounds=len(self.per_round),
+            chance=chance,
+            ratio=self.ratio,
+            q1=q1,
+            q3=q3,
         )
+        return f"{self.name} vs {self.other}: {verdict}\n    {numbers}"

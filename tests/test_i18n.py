@@ -128,3 +128,135 @@ def test_extraction_finds_prose_comments_and_checkpoint_messages():
         ("string", '"do it (section 1.2)"'),
         ("string", 'f"x is {x}"'),
     ]
+
+
+@pytest.mark.parametrize("language", i18n.LANGUAGES)
+def test_every_glossary_term_has_its_one_translation(language):
+    problems = i18n.vocabulary_problems(language)
+    shown = "\n".join(problems[:40])
+    assert not problems, f"{len(problems)} entries depart from glossary.tsv:\n{shown}"
+
+
+@pytest.mark.parametrize("language", i18n.LANGUAGES)
+def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
+    problems = i18n.line_break_problems(language)
+    shown = "\n".join(problems[:20])
+    assert not problems, f"{len(problems)} entries (python -m fxcourse.i18n join-lines):\n{shown}"
+
+
+GLOSSARY = [
+    i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
+    i18n.Term(("rewrite",), "重写", ("改写",)),
+    i18n.Term(("override", "Override"), "覆盖", ("重写",)),
+]
+
+
+@pytest.mark.parametrize(
+    "english, translated, complaint",
+    [
+        ("The opcode says what a node does.", "节点类型说明节点。", "not translated as '操作码'"),
+        ("The opcode says what a node does.", "opcode 说明节点。", "left in English"),
+        ("Override `run_node`.", "重写 `run_node`。", "'override' translated as '重写'"),
+    ],
+)
+def test_the_glossary_check_names_a_term_translated_another_way(english, translated, complaint):
+    problems = i18n.term_problems(english, translated, GLOSSARY)
+    assert any(complaint in problem for problem in problems), problems
+
+
+@pytest.mark.parametrize(
+    "english, translated",
+    [
+        ("The opcode says what a node does.", "操作码（opcode）说明节点做什么。"),
+        ("Read `node.op`, the opcode.", "读取 `node.op`，即操作码。"),
+        ("First rewrite the graph, then override `f`.", "先重写图，再覆盖 `f`。"),
+        ("Call `opcode_counts`.", "调用 `opcode_counts`。"),
+    ],
+)
+def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, translated):
+    assert i18n.term_problems(english, translated, GLOSSARY) == []
+
+
+def test_lines_are_joined_only_between_two_cjk_characters():
+    text = "第一行的末尾\n接着第二行，\n`code` 之前\nand English\n后面"
+    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，\n`code` 之前\nand English\n后面"
+
+
+MODULES = [doc for doc in i18n.documents() if doc.path.suffix == ".py"]
+
+
+@pytest.mark.parametrize("document", MODULES, ids=lambda d: d.name)
+def test_a_translated_verify_module_keeps_its_code(document):
+    assert MODULES, "no module beside an exercise is translated"
+    english = document.read()
+    for language in i18n.LANGUAGES:
+        translated = document.translated(language)
+        compile(translated, str(document.path), "exec")
+        assert code_tokens(translated) == code_tokens(english), document.name
+        assert translated != english, f"{document.name}: nothing translated"
+
+
+def test_a_chinese_learner_reads_the_exercise_checks_in_chinese():
+    import importlib.util
+
+    path = authoring.CHAPTERS / "zh" / "exercises" / "ex1_sigmoid_to_tanh" / "verify.py"
+    spec = importlib.util.spec_from_file_location("verify_zh", path)
+    verify = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verify)
+    with pytest.raises(AssertionError, match="应返回 GraphModule，而不是 Tensor"):
+        verify.check_returns_module("Tensor")
+
+
+def test_validate_explains_a_wrong_answer_in_chinese(tmp_path):
+    """A Chinese learner's Validate on exercise 2 with a typical mistake (a function target
+    written with str()): the visible test's message comes from the translated verify.py."""
+    import shutil
+    import subprocess
+    import sys
+
+    exercise = tmp_path / "ex2_node_dump"
+    shutil.copytree(authoring.CHAPTERS / "zh" / "exercises" / exercise.name, exercise)
+    config = f"load_subconfig({str(authoring.ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+    (tmp_path / "nbgrader_config.py").write_text(config)
+    path = exercise / "ex2_node_dump.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    stub = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "dump_nodes"
+    )
+    stub.source = stub.source.replace("raise NotImplementedError()", WRONG_DUMP)
+    nbformat.write(nb, path)
+    result = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", f"{exercise.name}/{path.name}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert "target 应为 'operator.add'，实际得到 '<built-in function add>'" in output, output[
+        -3000:
+    ]
+
+
+WRONG_DUMP = """return [
+        {
+            "name": node.name,
+            "op": node.op,
+            "target": str(node.target),
+            "args": node.args,
+            "kwargs": node.kwargs,
+            "users": [user.name for user in node.users],
+            "refers_to": None,
+        }
+        for node in gm.graph.nodes
+    ]"""
+
+
+def test_the_staleness_check_covers_the_translated_verify_modules():
+    derived = authoring.translated_files("zh")
+    modules = sorted(authoring.CHAPTERS.glob("zh/exercises/*/verify.py"))
+    assert len(modules) == 3, modules
+    for path in modules:
+        assert path in derived, f"{path} is not derived: a hand edit would go unnoticed"
+        english = authoring.CHAPTERS / "exercises" / path.parent.name / "verify.py"
+        assert derived[path] != english.read_text(), f"{path}: not translated"

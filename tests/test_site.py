@@ -4,9 +4,11 @@ Runs in `make test-site` (after the site is built; `make test` skips it, as buil
 every chapter twice). Serves dist/site on loopback and drives Debian's headless Chromium: the start
 page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3;
 the language switch goes to the Chinese page and back; a chapter with graph pictures and try-its
-shows every picture whole and a reference answer, its output too, folded until clicked. Every page
-visited is checked for missing images, pictures wider than the page, raw markup and Sphinx's error
-boxes.
+shows every picture whole and a reference answer, its output too, folded until clicked. The
+Chinese site's search finds Chinese terms and English ones, and the switch keeps the reader's
+section both ways. Every
+page visited is checked for script errors, missing images, pictures wider than the page, raw markup
+and Sphinx's error boxes; every page of both editions is loaded once for script errors.
 Screenshots: test-artifacts/site/.
 """
 
@@ -15,8 +17,10 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
@@ -82,6 +86,14 @@ def page(site_url):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         tab = browser.new_page(viewport={"width": 1280, "height": 900})
         tab.set_default_timeout(30_000)
+        tab.errors = []  # script errors and console errors, of every page since the last look
+        tab.on("pageerror", lambda error: tab.errors.append(f"{tab.url}: {error}"))
+        tab.on(
+            "console",
+            lambda message: (
+                message.type == "error" and tab.errors.append(f"{tab.url}: console: {message.text}")
+            ),
+        )
         tab.goto(site_url + "index.html")
         yield tab
         browser.close()
@@ -91,6 +103,8 @@ def looked_at(page, name: str) -> dict:
     """Screenshot the page and return what is wrong with it (asserted by the caller)."""
     page.wait_for_load_state("networkidle")
     page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=False)
+    errors, page.errors = page.errors, []
+    assert not errors, f"{name}: errors in the page's scripts: {errors}"
     found = page.evaluate(JS_PAGE_PROBLEMS)
     assert not found["broken"], f"{name}: images that did not load: {found['broken']}"
     assert not found["wide"], f"{name}: pictures wider than the page: {found['wide']}"
@@ -153,3 +167,64 @@ def test_graph_pictures_whole_and_answers_folded(page, site_url, language):
     # the theme fades an opened fold in: the screenshot shows it once the fade is over
     answer.evaluate("el => Promise.all(el.getAnimations({subtree: true}).map(a => a.finished))")
     looked_at(page, f"07-chapter-4-answer-open{'-zh' if language else ''}")
+
+
+@pytest.mark.parametrize(
+    "query, chapter",
+    [("解释器", "05_interpreter"), ("图中断", "06_torch_compile"), ("guard", "06_torch_compile")],
+)
+def test_chinese_search_finds_chinese_and_english_terms(page, site_url, query, chapter):
+    page.goto(site_url + "zh/search.html?q=" + quote(query))
+    results = page.locator("#search-results li a")
+    results.first.wait_for()
+    looked_at(page, f"08-search-zh-{chapter}-{query.encode().hex()[:8]}")
+    hrefs = [link.get_attribute("href") for link in results.all()]
+    assert any(chapter in href for href in hrefs), hrefs
+
+
+def test_the_language_switch_keeps_the_section_both_ways(page, site_url):
+    page.goto(site_url + "02_fx_ir.html")
+    sections = page.locator("article section[id]")
+    english_id = sections.nth(3).get_attribute("id")
+    page.goto(site_url + f"02_fx_ir.html#{english_id}")
+    page.locator(".fxcourse-language a", has_text="中文").click()
+    page.wait_for_url("**/zh/02_fx_ir.html#*")
+    chinese_id = page.locator("article section[id]").nth(3).get_attribute("id")
+    assert page.url.endswith(f"/zh/02_fx_ir.html#{quote(chinese_id)}"), (page.url, chinese_id)
+    looked_at(page, "09-switch-kept-the-section-zh")
+    page.locator(".fxcourse-language a", has_text="English").click()
+    page.wait_for_url(f"**/02_fx_ir.html#{english_id}")
+    assert "/zh/" not in page.url
+    looked_at(page, "10-switch-kept-the-section-en")
+
+
+def test_the_chinese_site_names_itself_in_chinese(page, site_url):
+    page.goto(site_url + "zh/02_fx_ir.html")
+    found = looked_at(page, "11-chapter-2-chinese-sidebar-title")
+    assert page.title().endswith("torch.fx 图捕获"), page.title()
+    assert "torch.fx 图捕获" in page.locator(".navbar-brand").first.inner_text()
+    page.locator("footer").last.scroll_into_view_if_needed()
+    looked_at(page, "12-chapter-2-chinese-footer")
+    footer = page.locator("footer").all_inner_texts()
+    assert "本课程编写组" in " ".join(footer), footer
+    assert not re.search("authors|Copyright|By ", " ".join(footer)), footer
+    assert "节点" in found["text"]
+    boxes = page.locator(".fxcourse-checkpoint").all_inner_texts()
+    assert boxes and all("已通过" in box for box in boxes), boxes  # the checkpoints ran in Chinese
+    assert "use_language" not in page.locator("article").inner_text()
+
+
+def test_the_chinese_timing_verdicts_are_in_chinese(page, site_url):
+    page.goto(site_url + "zh/04_operator_fusion.html")
+    outputs = " ".join(page.locator("article .cell_output").all_inner_texts())
+    assert "结论：" in outputs and "轮更快" in outputs, outputs[-2000:]
+    assert "Verdict" not in outputs and "faster in" not in outputs
+
+
+def test_no_page_has_a_script_error(page, site_url):
+    pages = sorted(SITE.glob("*.html")) + sorted(SITE.glob("zh/*.html"))
+    assert len(pages) > 20, pages
+    for html in pages:
+        page.goto(site_url + html.relative_to(SITE).as_posix(), wait_until="load")
+    errors, page.errors = page.errors, []
+    assert not errors, errors

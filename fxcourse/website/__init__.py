@@ -12,6 +12,7 @@ notebook's code: a rebuild after one chapter changed re-runs that chapter only.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -127,10 +128,23 @@ def chapter_sources(language: str) -> dict[str, nbformat.NotebookNode]:
     if language == "en":
         return {p.name: nbformat.read(p, as_version=4) for p in SOURCES.glob("[0-9][0-9]_*.ipynb")}
     return {
-        document.path.name: document.translated(language)
+        document.path.name: in_language(document.translated(language), language)
         for document in i18n.documents(ROOT)
         if document.path.parent == SOURCES and document.path.suffix == ".ipynb"
     }
+
+
+def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNode:
+    """A translated chapter that also runs in its language (checkpoints, timing verdicts): the
+    learner chapter's language cell, run but not shown on the page."""
+    i18n.add_language_cell(nb, language)
+    cell = nb.cells[1]
+    cell.metadata["tags"] = ["remove-cell"]
+    # The execution cache is keyed by the code: the messages' digest re-runs the page when a
+    # helper's translated message changes.
+    messages = (i18n.LOCALES / language / "fxcourse.po").read_bytes()
+    cell.source += f"\n# messages {hashlib.sha256(messages).hexdigest()[:16]}"
+    return nb
 
 
 def write_sources(src: Path, language: str) -> list[Path]:
@@ -158,13 +172,34 @@ def write_sources(src: Path, language: str) -> list[Path]:
     return list(pages)
 
 
+def site_names(language: str) -> dict[str, str]:
+    """The site's title (sidebar, every page's title suffix) and authors (footer) in language."""
+    use_language(language)
+    title, authors = _("torch.fx graph capture"), _("the course's authors")
+    use_language("en")
+    return {"project": title, "html_title": title, "author": authors, "copyright": authors}
+
+
+def search_words(build_dir: Path) -> Path:
+    """A word list for jieba, which splits the Chinese pages into the words search finds: the
+    glossary's terms stay whole (else 图中断 is indexed only as 图 and 中断, and a reader who
+    searches for it finds nothing)."""
+    words = sorted({term.chinese for term in i18n.glossary("zh")})
+    path = build_dir / "search-words.txt"
+    write_if_changed(path, "".join(f"{word} 100000\n" for word in words))
+    return path
+
+
 def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
     """Sphinx with warnings as errors; the other edition is linked from every page."""
     other = {"en": ("zh/", "zh", "中文"), "zh": ("../", "en", "English")}[language]
     options = {
         "language": LANGUAGE_CODES[language],
         "nb_execution_cache_path": str(build_dir / "cache"),
+        **site_names(language),
     }
+    if language == "zh":
+        options["html_search_options.dict"] = str(search_words(build_dir))
     context = dict(zip(("root", "code", "label"), other, strict=True))
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
     defines += [

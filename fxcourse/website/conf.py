@@ -9,8 +9,13 @@ language = "en"
 html_theme = "sphinx_book_theme"
 html_title = "torch.fx graph capture"
 html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"  # else every browser asks for /favicon.ico and logs its 404
 html_css_files = ["course.css"]
+html_js_files = ["language-switch.js"]
 templates_path = ["_templates"]
+# The theme reads the colour mode from localStorage or this; without it a first visit logs
+# "Got invalid theme mode" as a console error.
+html_context = {"default_mode": "auto"}
 html_sidebars = {
     "**": [
         "navbar-logo.html",
@@ -39,3 +44,32 @@ nb_execution_excludepatterns = ["exercises/*"]
 nb_kernel_rgx_aliases = {".*": "fx-course"}
 nb_merge_streams = True
 nb_output_stderr = "show"
+
+
+def chinese_search_with_its_stemmer():
+    """Sphinx 9.0.4's Chinese search (sphinx-doc/sphinx#14229, fixed upstream by sphinx#14416 in
+    releases that need Python 3.12) ends language_data.js with `window.Stemmer = ChineseStemmer`,
+    a class that does not exist: the Chinese search stems Latin words with the English stemmer.
+    Every zh page then throws and a query shows nothing. Same language, the stemmer named right."""
+    from pathlib import Path
+
+    import sphinx.search
+    from sphinx.search.zh import SearchChinese
+
+    minified = Path(sphinx.search.__file__).with_name("minified-js")
+
+    class ChineseSearch(SearchChinese):
+        js_stemmer_rawcode = ""
+        js_stemmer_code = "\n".join(
+            [
+                (minified / "base-stemmer.js").read_text(encoding="utf-8"),
+                (minified / "english-stemmer.js").read_text(encoding="utf-8"),
+                "window.Stemmer = EnglishStemmer;",
+            ]
+        )
+
+    return ChineseSearch
+
+
+def setup(app):
+    app.add_search_language(chinese_search_with_its_stemmer())

@@ -130,7 +130,7 @@ def check_hygiene(found: dict) -> None:
 
 try:  # in a learner's workspace: record each test cell's result, for `make progress`
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+except (ImportError, OSError):  # an exercise copied without the course's fxcourse package
     pass
 else:
     record_cells()

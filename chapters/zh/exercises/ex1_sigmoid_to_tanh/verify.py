@@ -1,6 +1,4 @@
-"""The checks of Exercise 1's test cells. The cells call them on the models they build; the grader
-calls the very same functions on the graph your pass returned for its own hidden models. Each
-raises an AssertionError that says what to fix.
+"""练习 1 测试单元格所用的检查。单元格在它们构建的模型上调用这些函数；评分程序在它自己的隐藏模型上，对你的 pass 返回的图调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
 """
 
 import torch
@@ -10,13 +8,13 @@ import torch.nn.functional as F
 
 SIGMOID_FUNCTIONS = (torch.sigmoid, F.sigmoid, torch.special.expit)
 SIGMOID_METHODS = ("sigmoid", "sigmoid_")
-# Every spelling of tanh as a function node: the same computation, so all are accepted.
+# tanh 作为函数节点的每一种写法：计算相同，所以都接受。
 TANH_FUNCTIONS = (torch.tanh, F.tanh, torch.Tensor.tanh)
 
 
 def check_returns_module(kind: str) -> None:
-    """kind: the type name of what the pass returned."""
-    assert kind == "GraphModule", f"return a GraphModule, not {kind}"
+    """kind：pass 返回的对象的类型名。"""
+    assert kind == "GraphModule", f"应返回 GraphModule，而不是 {kind}"
 
 
 def is_sigmoid(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
@@ -28,7 +26,7 @@ def is_sigmoid(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
 
 
 def is_tanh(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
-    """A tanh as a function, a method or a module: one and the same."""
+    """tanh 无论写成函数、方法还是模块，都是同一回事。"""
     if node.op == "call_function":
         return any(node.target is f for f in TANH_FUNCTIONS)
     if node.op == "call_method":
@@ -37,9 +35,8 @@ def is_tanh(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
 
 
 def computes(gm: torch.fx.GraphModule, names: list[str]) -> list[tuple]:
-    """What each node of gm computes, in order: (op, target, arguments, submodule type), or
-    ("tanh", arguments) for any tanh. A node among the arguments is named after the node at its
-    position in `names` (the original graph's): a new node in place of an old one is the same."""
+    """gm 的每个节点按顺序计算什么：(op, target, 参数, 子模块类型)；任何 tanh 都记为
+    ("tanh", 参数)。参数中的节点按它在 `names`（原图的名字）中的位置命名：新节点替代旧节点的位置，就算作同一个节点。"""
     nodes = list(gm.graph.nodes)
     at = {node: names[i] if i < len(names) else node.name for i, node in enumerate(nodes)}
     found = []
@@ -55,56 +52,55 @@ def computes(gm: torch.fx.GraphModule, names: list[str]) -> list[tuple]:
 
 
 def tanh_of(form: tuple) -> tuple:
-    """What a sigmoid node must become: x.sigmoid_() an in-place x.tanh_(), the others a tanh."""
+    """一个 sigmoid 节点必须变成什么：x.sigmoid_() 变成原地的 x.tanh_()，其余的变成 tanh。"""
     if form[:2] == ("call_method", "sigmoid_"):
         return ("call_method", "tanh_", form[2], None)
     return ("tanh", form[2])
 
 
 def target_name(target) -> str:
-    """A node's target as `print(graph)` names it: a function with its module (torch.tanh,
-    math.tanh), so two functions of the same name never read alike."""
+    """节点的 target，按 `print(graph)` 的叫法：函数连同它所在的模块（torch.tanh、
+    math.tanh），这样两个同名函数读起来绝不会一样。"""
     return target if isinstance(target, str) else torch.fx.Node._pretty_print_target(target)
 
 
 def shown(form: tuple) -> str:
-    """A node as computes() gives it, in a message."""
+    """把 computes() 给出的一个节点写成消息里的文字。"""
     if form[0] == "tanh":
-        call, (args, kwargs) = "a tanh (torch.tanh, F.tanh, x.tanh() or nn.Tanh) of ", form[1]
+        call, (args, kwargs) = "一个 tanh（torch.tanh、F.tanh、x.tanh() 或 nn.Tanh），参数为 ", form[1]
     else:
         call, (args, kwargs) = f"{form[0]} {target_name(form[1])}", form[2]
     return f"{call}{args}" + (f" {kwargs}" if kwargs else "")
 
 
 def check_rewrite(original, rewritten, what: str, others_only: bool = False) -> None:
-    """rewritten (what the pass made of a copy of original) computes a tanh wherever original
-    computes a sigmoid, of the same arguments, and every other node as original does, in the
-    same order. With others_only, only the nodes that are not sigmoids are checked."""
+    """`rewritten`（pass 重写 `original` 的一份副本得到的结果）在 `original` 计算 sigmoid 的每个位置，
+    都以相同的参数计算 tanh，其余每个节点都与 `original` 相同，顺序也相同。带 others_only 时，
+    只检查不是 sigmoid 的节点。"""
     check_returns_module(type(rewritten).__name__)
     left = [node.name for node in rewritten.graph.nodes if is_sigmoid(rewritten, node)]
     assert others_only or not left, (
-        f"{what}: the rewritten graph still computes a sigmoid in {left}"
+        f"{what}：重写后的图在 {left} 中仍然计算 sigmoid"
     )
     names = [node.name for node in original.graph.nodes]
     before, after = computes(original, names), computes(rewritten, names)
-    assert len(after) == len(before), f"{what}: the pass added or removed nodes"
+    assert len(after) == len(before), f"{what}：pass 增加或删除了节点"
     for name, node, old, new in zip(names, original.graph.nodes, before, after, strict=True):
         sigmoid = is_sigmoid(original, node)
         if others_only and sigmoid:
             continue
         want = tanh_of(old) if sigmoid else old
-        kind = "a sigmoid must become a tanh of the same input:" if sigmoid else "a node changed:"
-        assert new == want, f"{what}: {kind} {name} should be {shown(want)}, not {shown(new)}"
+        kind = "sigmoid 必须变成同一输入的 tanh：" if sigmoid else "有节点被改动了："
+        assert new == want, f"{what}：{kind}{name} 应为 {shown(want)}，而不是 {shown(new)}"
 
 
 def check_same_output(got, expected: torch.Tensor, what: str) -> None:
     same = isinstance(got, torch.Tensor) and got.dtype == expected.dtype
-    assert same and torch.equal(got, expected), f"{what}: the output differs from the tanh model's"
+    assert same and torch.equal(got, expected), f"{what}：输出与 tanh 模型的输出不同"
 
 
 def check_against(rewritten, tanh_model, x: torch.Tensor, what: str) -> torch.Tensor:
-    """The rewritten module gives exactly what the model written with tanh gives on x; returns
-    that output."""
+    """重写后的模块在 x 上给出的结果与用 tanh 写成的模型完全相同；返回这个输出。"""
     with torch.no_grad():
         expected = tanh_model(x.clone())
         check_same_output(rewritten(x.clone()), expected, what)
@@ -112,8 +108,8 @@ def check_against(rewritten, tanh_model, x: torch.Tensor, what: str) -> torch.Te
 
 
 def hygiene(gm) -> dict:
-    """What check_hygiene reads of a module: why its graph does not lint (None if it does), its
-    code, and the code its graph generates now."""
+    """check_hygiene 从模块上读取的内容：它的图为什么通不过 lint（通过则为 None）、它的代码，
+    以及它的图现在生成的代码。"""
     try:
         gm.graph.lint()
         error = None
@@ -123,14 +119,14 @@ def hygiene(gm) -> dict:
 
 
 def check_hygiene(found: dict) -> None:
-    assert found["lint"] is None, f"gm.graph.lint() fails: {found['lint']}"
+    assert found["lint"] is None, f"gm.graph.lint() 失败：{found['lint']}"
     stale = found["code"] != found["graph_code"]
-    assert not stale, "gm.code does not match the graph: call gm.recompile() after editing it"
+    assert not stale, "gm.code 与图不一致：编辑图之后要调用 gm.recompile()"
 
 
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
+try:  # 在学习者的工作区里：记录每个测试单元格的结果，供 `make progress` 使用
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+except (ImportError, OSError):  # 练习被单独复制出来，没有课程的 fxcourse 包
     pass
 else:
     record_cells()

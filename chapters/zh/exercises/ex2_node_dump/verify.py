@@ -1,6 +1,5 @@
-"""The checks of Exercise 2's test cells. The cells call them on the graphs they build; the
-grader calls the very same functions on what your code made of its own hidden graphs, with the
-expected values it works out for those. Each raises an AssertionError that says what to fix.
+"""练习 2 测试单元格所用的检查。单元格在它们构建的图上调用这些函数；评分程序对你的代码在它自己的隐藏图上得到的结果调用完全相同的函数，并使用它为这些图算出的期望值。每个检查都会抛出一个
+AssertionError，说明该改什么。
 """
 
 import torch.fx
@@ -9,79 +8,78 @@ KEYS = ("name", "op", "target", "args", "kwargs", "users", "refers_to")
 
 
 def records(rows) -> dict[str, dict]:
-    """What dump_nodes returned, by node name."""
-    assert isinstance(rows, list), f"dump_nodes returns a list, not {type(rows).__name__}"
+    """dump_nodes 的返回值，按节点名索引。"""
+    assert isinstance(rows, list), f"dump_nodes 应返回 list，而不是 {type(rows).__name__}"
     for row in rows:
-        assert isinstance(row, dict), f"each record is a dict, not {type(row).__name__}"
-        assert "name" in row, f"a record without a 'name': {row!r}"
+        assert isinstance(row, dict), f"每条记录都应是 dict，而不是 {type(row).__name__}"
+        assert "name" in row, f"有一条记录没有 'name'：{row!r}"
     return {row["name"]: row for row in rows}
 
 
 def check_records(rows, nodes: list[tuple[str, str, int]]) -> None:
-    """nodes: (name, op, how many users) of every node, in graph order."""
+    """nodes：每个节点的 (name, op, 使用者个数)，按图中顺序。"""
     records(rows)
-    assert len(rows) == len(nodes), f"want {len(nodes)} dicts, one per node; got {len(rows)}"
+    assert len(rows) == len(nodes), f"应有 {len(nodes)} 个 dict，每个节点一个；实际得到 {len(rows)} 个"
     for row, (name, op, used) in zip(rows, nodes, strict=True):
-        assert set(row) == set(KEYS), f"{name}: the keys must be {KEYS}, got {tuple(row)}"
+        assert set(row) == set(KEYS), f"{name}：键必须是 {KEYS}，实际得到 {tuple(row)}"
         got = (row["name"], row["op"])
-        assert got == (name, op), f"want the node {name} ({op}) here, in graph order; got {got}"
+        assert got == (name, op), f"按图中顺序，这里应是节点 {name}（{op}）；实际得到 {got}"
         users = row["users"]
         assert isinstance(users, list) and len(users) == used, (
-            f"{name}: {used} node(s) use it, so its 'users' is a list of {used} name(s); "
-            f"got {users!r}"
+            f"{name}：有 {used} 个节点使用它，所以它的 'users' 是含 {used} 个名字的列表；得到的是 {users!r}"
         )
 
 
 def check_values(rows, key: str, want: dict) -> None:
-    """The records of the nodes named in `want` hold want[name] under `key`."""
+    """`want` 中列出的每个节点，其记录在 `key` 下的值为 want[name]。"""
     found = records(rows)
     for name, value in want.items():
-        assert name in found, f"no record for the node {name!r}"
-        assert key in found[name], f"{name}: the record has no {key!r}"
+        assert name in found, f"没有节点 {name!r} 的记录"
+        assert key in found[name], f"{name}：记录中没有 {key!r}"
         got = found[name][key]
-        assert got == value, f"{name}: want the {key} {value!r}, got {got!r}"
+        assert got == value, f"{name}：{key} 应为 {value!r}，实际得到 {got!r}"
 
 
 def kind_of(value) -> str:
-    """ "GraphModule" for any GraphModule (tracing names its class after the model's), else the
-    name of value's type."""
+    """ 任何 GraphModule 都记为 "GraphModule"（追踪会按模型的类名给它的类命名），
+    否则为 value 的类型名。"""
     return "GraphModule" if isinstance(value, torch.fx.GraphModule) else type(value).__name__
 
 
 def check_returns_graph_module(kind: str) -> None:
-    """kind: kind_of(what merge returned)."""
-    assert kind == "GraphModule", f"merge returns the GraphModule, not {kind}"
+    """kind：kind_of(merge 的返回值)。"""
+    assert kind == "GraphModule", f"merge 应返回 GraphModule，而不是 {kind}"
 
 
 def check_merge(before: torch.fx.GraphModule, after: torch.fx.GraphModule, a: str, b: str):
-    """`after` is `before` with the later of the nodes a and b erased and its users reading
-    the earlier one instead; nothing else changed."""
+    """`after` 就是 `before` 删除了节点 a、b 中靠后的那个，并让它的使用者改为读取靠前的那个；
+    其他什么都没变。"""
     order = [node.name for node in before.graph.nodes]
     keep, drop = sorted((a, b), key=order.index)
     names = [node.name for node in after.graph.nodes]
     want = [name for name in order if name != drop]
-    message = f"keep {keep} (it comes first), erase {drop}: want the nodes {want}, got {names}"
+    message = f"保留 {keep}（它在前面），删除 {drop}：节点应为 {want}，实际得到 {names}"
     assert names == want, message
     reads = {node.name: inputs(node, {drop: keep}) for node in before.graph.nodes}
     for node in after.graph.nodes:
         want, got = reads[node.name], inputs(node, {})
-        assert got == want, f"{node.name}: want it to read {want}, got {got}"
+        assert got == want, f"{node.name}：它应读取 {want}，实际读取 {got}"
 
 
 def inputs(node: torch.fx.Node, renamed: dict) -> list[str]:
-    """The names of the nodes `node` reads, once each, renamed as `renamed` says."""
+    """`node` 读取的各节点的名字，每个只记一次，并按 `renamed` 改名。"""
     names = (renamed.get(other.name, other.name) for other in node.all_input_nodes)
     return list(dict.fromkeys(names))
 
 
 def check_recompiled(code: str, graph_code: str) -> None:
-    """code: the GraphModule's code; graph_code: the code its graph makes now."""
-    assert code == graph_code, "gm.code still runs the graph as it was: call gm.recompile()"
+    """code：GraphModule 的代码；graph_code：它的图现在生成的代码。"""
+    assert code == graph_code, "gm.code 运行的仍是原来的图：请调用 gm.recompile()"
 
 
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
+try:  # 在学习者的工作区里：记录每个测试单元格的结果，供 `make progress` 使用
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+except (ImportError, OSError):  # 练习被单独复制出来，没有课程的 fxcourse 包
     pass
 else:
     record_cells()

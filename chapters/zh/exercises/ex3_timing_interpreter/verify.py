@@ -1,6 +1,6 @@
-"""The checks of Exercise 3's test cells. The cells call them on `net`; the grader calls the very
-same functions on what your TimingInterpreter did with its own hidden models. Each raises an
-AssertionError that says what to fix. TIMED_OPS and target_text are the notebook's setup cell's.
+"""练习 3 测试单元格所用的检查。单元格在 `net` 上调用这些函数；评分程序对你的 TimingInterpreter
+在它自己的隐藏模型上的结果调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
+TIMED_OPS 和 target_text 来自 notebook 的准备单元格。
 """
 
 import math
@@ -12,7 +12,7 @@ TIMED_OPS = ("call_function", "call_method", "call_module")
 
 
 def target_text(node: torch.fx.Node) -> str:
-    """The target as `print(gm.graph)` shows it after `target=` (Exercise 2's rule)."""
+    """target 在 `print(gm.graph)` 中 `target=` 之后显示的样子（练习 2 的规则）。"""
     if isinstance(node.target, str):
         return node.target
     module = {"_operator": "operator"}.get(node.target.__module__, node.target.__module__)
@@ -20,7 +20,7 @@ def target_text(node: torch.fx.Node) -> str:
 
 
 def close(a, b) -> bool:
-    """Equal outputs, tensors within their dtype's tolerance, containers item by item."""
+    """输出相等：张量在其 dtype 的容差内相等，容器逐项相等。"""
     if isinstance(a, torch.Tensor):
         if not (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype):
             return False
@@ -34,14 +34,14 @@ def close(a, b) -> bool:
 
 
 def check_starts_empty(timings) -> None:
-    """timings: a new TimingInterpreter's, before any run."""
-    assert timings == {}, f"a new TimingInterpreter's timings should be empty, not {timings}"
+    """timings：一个新的 TimingInterpreter 在任何运行之前的 timings。"""
+    assert timings == {}, f"新建的 TimingInterpreter 的 timings 应为空，而不是 {timings}"
 
 
 def check_outputs(outputs: list, expected, what: str) -> None:
-    """outputs: what each run returned; expected: what the module returns (`what`)."""
+    """outputs：每次运行的返回值；expected：模块（`what`）的返回值。"""
     same = all(close(expected, output) for output in outputs)
-    assert same, f"run(x) must return what {what} returns"
+    assert same, f"run(x) 必须返回 {what} 返回的东西"
 
 
 def timed_names(gm: torch.fx.GraphModule) -> list[str]:
@@ -49,73 +49,71 @@ def timed_names(gm: torch.fx.GraphModule) -> list[str]:
 
 
 def is_seconds(value) -> bool:
-    """A time a timer gives: a real number (float, NumPy's float64, int), finite, >= 0."""
+    """计时器给出的时间：一个实数（float、NumPy 的 float64、int），有限且 >= 0。"""
     real = isinstance(value, (int, float)) and not isinstance(value, bool)
     return real and math.isfinite(value) and value >= 0
 
 
 def times_problem(name: str, times, calls: int) -> str | None:
-    """What is wrong with one node's list of times after `calls` runs, said as what to fix."""
+    """`calls` 次运行之后，一个节点的时间列表有什么问题，以该怎么改的方式说出来。"""
     if not isinstance(times, list):
-        return f"timings[{name!r}] should be a list of times, one per run, not {times!r}"
+        return f"timings[{name!r}] 应是时间的列表，每次运行一个，而不是 {times!r}"
     if len(times) != calls:
         return (
-            f"{name}: {len(times)} time(s) after {calls} run(s): append one time per run in "
-            "run_node (and start each interpreter with empty timings)"
+            f"{name}：{calls} 次运行之后有 {len(times)} 个时间：请在 run_node 中每次运行追加一个时间（并让每个解释器从空的 timings 开始）"
         )
     wrong = [t for t in times if not is_seconds(t)]
     if wrong:
         return (
-            f"{name}: each time is the seconds a node took (time.perf_counter() after minus "
-            f"before, >= 0), not {wrong[0]!r}"
+            f"{name}：每个时间都是一个节点所用的秒数（之后的 time.perf_counter() 减去之前的，>= 0），而不是 {wrong[0]!r}"
         )
     return None
 
 
 def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
-    """timings after `calls` runs on gm: one time per run for each node whose op is in
-    TIMED_OPS, and no other node."""
+    """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点每次运行有一个时间，
+    其他节点都没有。"""
     want = sorted(timed_names(gm))
-    assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    assert isinstance(timings, dict), f"timings 应是 dict，而不是 {type(timings).__name__}"
     got = sorted(timings, key=str)
-    assert got == want, f"the timed nodes are {want}, not {got}"
+    assert got == want, f"被计时的节点应为 {want}，而不是 {got}"
     for name, times in timings.items():
         problem = times_problem(name, times, calls)
         assert problem is None, problem
 
 
 def check_times_per_run(timings, gm: torch.fx.GraphModule, calls: int) -> None:
-    """timings after `calls` runs on gm: each node whose op is in TIMED_OPS has `calls` times."""
-    assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点都有 `calls` 个时间。"""
+    assert isinstance(timings, dict), f"timings 应是 dict，而不是 {type(timings).__name__}"
     for name in timed_names(gm):
         times = timings.get(name)
         ok = isinstance(times, list) and len(times) == calls
-        assert ok, f"{name}: want {calls} times after {calls} runs, got {times}"
+        assert ok, f"{name}：{calls} 次运行之后应有 {calls} 个时间，实际得到 {times}"
 
 
 def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
-    """rows (summary()) has one well-formed row per node in timings, slowest first."""
+    """rows（summary() 的结果）为 timings 中的每个节点各有一行格式正确的记录，最慢的在前。"""
     nodes = {node.name: node for node in gm.graph.nodes}
-    assert isinstance(rows, list), f"summary() returns a list, not {type(rows).__name__}"
+    assert isinstance(rows, list), f"summary() 应返回 list，而不是 {type(rows).__name__}"
     names = [row.get("name") if isinstance(row, dict) else row for row in rows]
-    assert sorted(names, key=str) == sorted(timings, key=str), "one row per timed node"
+    assert sorted(names, key=str) == sorted(timings, key=str), "每个被计时的节点一行"
     totals = [sum(timings[row["name"]]) for row in rows]
     for row, total in zip(rows, totals, strict=True):
         keys = {"name", "op", "target", "calls", "mean_s", "percent"}
-        assert isinstance(row, dict) and set(row) == keys, f"keys must be {sorted(keys)}: {row}"
+        assert isinstance(row, dict) and set(row) == keys, f"键必须是 {sorted(keys)}：{row}"
         node, calls = nodes[row["name"]], len(timings[row["name"]])
-        assert (row["op"], row["target"]) == (node.op, target_text(node)), f"op/target: {row}"
-        assert row["calls"] == calls, f"{row['name']}: calls should be {calls}"
-        assert math.isclose(row["mean_s"], total / calls), f"{row['name']}: mean_s is total / calls"
+        assert (row["op"], row["target"]) == (node.op, target_text(node)), f"op/target 不对：{row}"
+        assert row["calls"] == calls, f"{row['name']}：calls 应为 {calls}"
+        assert math.isclose(row["mean_s"], total / calls), f"{row['name']}：mean_s 应为 total / calls"
         share = 100 * total / sum(totals)
-        assert math.isclose(row["percent"], share), f"{row['name']}: percent should be {share:.3f}"
-    assert totals == sorted(totals, reverse=True), "rows go by total time, slowest first"
+        assert math.isclose(row["percent"], share), f"{row['name']}：percent 应为 {share:.3f}"
+    assert totals == sorted(totals, reverse=True), "各行按总时间排序，最慢的在前"
     return rows
 
 
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
+try:  # 在学习者的工作区里：记录每个测试单元格的结果，供 `make progress` 使用
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # the grader's sandbox, which has no fxcourse
+except (ImportError, OSError):  # 练习被单独复制出来，没有课程的 fxcourse 包
     pass
 else:
     record_cells()
