@@ -171,8 +171,8 @@ def marked(code: str, spans: list[tuple[int, int]]) -> str:
 def pair_html(pair: Pair, codes: dict[str, str], rank: int) -> str:
     first, second = html.escape(pair.first), html.escape(pair.second)
     side = (
-        "<div class='side'><h4>{name}: {share:.0%} of it matches</h4><pre><code>{code}</code>"
-        "</pre></div>"
+        "<div class='side'><h4>{name}: {share:.0%} of it matches</h4>"
+        "<pre tabindex='0'><code>{code}</code></pre></div>"
     )
     return (
         f"<section class='pair'><h3>{rank}. {first} and {second}: {pair.score:.0%}</h3>"

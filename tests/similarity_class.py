@@ -383,7 +383,6 @@ PLANTED_RENAMES = {
     "rows": "table",
     "row": "entry",
     "value": "val",
-    "target": "tgt",
     "users_of": "who_uses",
     "about": "describe",
     "arg_names": "names_in",

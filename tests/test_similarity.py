@@ -61,3 +61,25 @@ def test_the_page_shows_pairs_side_by_side_escaped(compared):
     assert page.count("<script") == 0
     assert "copier_of_learner03" in page and "<mark>" in page
     assert "does not say who copied whom" in page
+
+
+def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared):
+    from axe_check import serious_violations
+    from browser_lab import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    artifacts = ROOT / "test-artifacts" / "report"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        dialogs = []
+        tab.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        tab.goto((compared / "out" / "similarity.html").as_uri())
+        first = tab.locator("section.pair").first
+        assert "copier_of_learner" in first.locator("h3").inner_text()
+        assert first.locator("mark").count() >= 2  # matches marked on both sides
+        first.screenshot(path=artifacts / "similarity-first-pair.png")
+        assert serious_violations(tab) == []
+        assert dialogs == []
+        browser.close()
