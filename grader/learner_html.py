@@ -172,7 +172,7 @@ class FeedbackOnly:
 # nbgrader's feedback page: no language, and links (#337ab7 on grey, no underline) that fail
 # WCAG 2.1 AA's contrast (axe-core: html-has-lang, color-contrast, link-in-text-block).
 READABLE_STYLE = (
-    "<style>a,a:visited{color:#1f5f99;text-decoration:underline}a.anchor-link{text-decoration:none}"
+    "<style>a,a:visited{color:#1f5f99;text-decoration:underline}"
     ".panel-primary>.panel-heading a,.panel-primary>.panel-heading a:visited{color:#fff!important}"
     ".panel-primary>.panel-heading{background-color:#245b8a}"
     # pygments' keywords (`is`) and comments are a shade too light on the cells' grey
