@@ -384,6 +384,8 @@ def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: s
 
 
 def tests_table(exercise: Exercise) -> str:
+    if not exercise.tests:
+        return "<p>No test cells in the gradebook yet (generate the exercise first).</p>"
     rows = []
     for row in test_rows(exercise):
         rate = "" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}"
