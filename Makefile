@@ -21,9 +21,13 @@ include env/learner.mk
 help:  ## list the targets
 	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
+# The formgrader's lab as the class hub's: the course kernel only, no news or update prompts.
+FORMGRADER_LAB = --KernelSpecManager.allowed_kernelspecs=fx-course \
+	--MultiKernelManager.default_kernel_name=fx-course \
+	--LabApp.app_settings_dir="$(CURDIR)/grader/hub/jupyter/lab-settings"
 formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader's formgrader
 	@$(PY) -m fxcourse.workspace exchange >/dev/null
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(FORMGRADER_LAB) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
@@ -76,3 +80,10 @@ translations: env  ## after editing an English source: bring the translation cat
 
 test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
 	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_website.py tests/test_site.py
+
+# A variable on the command line that no makefile reads is refused when it is a slip of one that
+# is read (`make autograde SUBMISSION=...` would grade what is already there), else warned about.
+GIVEN_VARIABLES := $(foreach name,$(.VARIABLES),$(if $(filter command line,$(origin $(name))),$(name)))
+ifneq ($(and $(strip $(GIVEN_VARIABLES)),$(wildcard grader/make_variables.py)),)
+$(eval $(shell python3 grader/make_variables.py $(MAKEFILE_LIST) -- $(GIVEN_VARIABLES)))
+endif

@@ -55,10 +55,13 @@ class GraphPicture:
 
     SHRUNK_FROM_PX = 800  # wider pictures get the full-size view as well
 
-    def __init__(self, svg: str, text: str, whole: GraphPicture | None = None):
+    def __init__(
+        self, svg: str, text: str, whole: GraphPicture | None = None, alt: str = "graph picture"
+    ):
         self.svg = svg
         self.text = text
         self.whole = whole  # for a zoom: the picture of the whole graph
+        self.alt = alt  # the text alternative: what the picture shows (picture_alt)
 
     def natural_width(self) -> int:
         match = re.search(r'<svg width="([\d.]+)pt"', self.svg)
@@ -69,7 +72,7 @@ class GraphPicture:
         width = self.natural_width()
         fitted = (
             f'<img class="fxcourse-graph" src="{source}" width="{width}" '
-            'style="max-width:100%;height:auto" alt="graph picture">'
+            f'style="max-width:100%;height:auto" alt="{html.escape(self.alt)}">'
         )
         if self.whole is not None:
             whole = self.whole._full_size(self.whole.natural_width())
@@ -84,7 +87,8 @@ class GraphPicture:
 
     def _full_size(self, width: int) -> str:
         source = "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode()).decode()
-        full = f'<img src="{source}" width="{width}" style="max-width:none" alt="graph picture">'
+        alt = html.escape(self.alt)
+        full = f'<img src="{source}" width="{width}" style="max-width:none" alt="{alt}">'
         return f'<div style="overflow:auto;max-height:80vh">{full}</div>'
 
     def __repr__(self) -> str:
@@ -199,14 +203,7 @@ def to_dot(
     dot = graphviz.Digraph(name, graph_attr={"rankdir": rankdir, "fontname": "Helvetica"})
     dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11")
     dot.attr("edge", color="#6b7280", arrowsize="0.7")
-    nodes = [n for n in gm.graph.nodes if within is None or _inside(module_path(n), within)]
-    if around is not None:
-        near = _near(gm, around, hops)
-        nodes = [n for n in nodes if n in near]
-    boxes = _groups(gm, collapse)
-    members: dict[str, list[torch.fx.Node]] = {}
-    for node in nodes:
-        members.setdefault(boxes[node], []).append(node)
+    nodes, boxes, members = _drawn(gm, collapse, within, around, hops)
     for box, inside in members.items():
         if len(inside) == 1 and not box.startswith("/"):
             node = inside[0]
@@ -219,6 +216,47 @@ def to_dot(
             dot.node(box, label, fillcolor="#f3f4f6", style="filled,bold", shape="box3d")
     _add_edges(dot, nodes, boxes)
     return dot
+
+
+def _drawn(gm: torch.fx.GraphModule, collapse=None, within=None, around=None, hops: int = 2):
+    """(the nodes drawn, node -> its box, box -> its nodes), in graph order."""
+    nodes = [n for n in gm.graph.nodes if within is None or _inside(module_path(n), within)]
+    if around is not None:
+        near = _near(gm, around, hops)
+        nodes = [n for n in nodes if n in near]
+    boxes = _groups(gm, collapse)
+    members: dict[str, list[torch.fx.Node]] = {}
+    for node in nodes:
+        members.setdefault(boxes[node], []).append(node)
+    return nodes, boxes, members
+
+
+ALT_BOXES = 40  # a text alternative names this many boxes, then says how many more
+
+
+def picture_alt(gm: torch.fx.GraphModule, name: str = "graph", **options) -> str:
+    """The picture's text alternative: what it draws, box by box in graph order (a node's name
+    and what it runs, or a submodule's box with its class and node count)."""
+    _, _, members = _drawn(
+        gm,
+        options.get("collapse"),
+        options.get("within"),
+        options.get("around"),
+        options.get("hops", 2),
+    )
+    described = []
+    for box, inside in members.items():
+        if len(inside) == 1 and not box.startswith("/"):
+            node = inside[0]
+            what = node.op if node.op in ("placeholder", "output") else _target_text(gm, node)
+            described.append(f"{node.name} ({what})")
+        else:
+            owner = box.lstrip("/")
+            described.append(f"{owner} ({_module_class_name(inside, owner)}, {len(inside)} nodes)")
+    part = " part of" if options.get("within") is not None or options.get("around") else ""
+    more = len(described) - ALT_BOXES
+    listed = "; ".join(described[:ALT_BOXES]) + (f"; and {more} more" if more > 0 else "")
+    return f"Graph picture of{part} {name}, {len(described)} boxes in graph order: {listed}."
 
 
 def _module_class_name(nodes: list[torch.fx.Node], path: str) -> str:
@@ -268,5 +306,7 @@ def show_graph(gm: torch.fx.GraphModule, name: str = "graph", **options):
     whole = None
     if options.get("within") is not None or options.get("around") is not None:
         rest = {k: v for k, v in options.items() if k not in ("within", "around", "hops")}
-        whole = GraphPicture(graph_svg(gm, name, **rest), str(gm.graph))
-    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph), whole)
+        whole_alt = picture_alt(gm, name, **rest)
+        whole = GraphPicture(graph_svg(gm, name, **rest), str(gm.graph), alt=whole_alt)
+    alt = picture_alt(gm, name, **options)
+    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph), whole, alt)

@@ -226,8 +226,9 @@ def check_assignments(names: Iterable[str]) -> list[str]:
     """`names` (all exercises when empty), refusing a name that is not one of ASSIGNMENTS."""
     names = list(names)
     if unknown := [name for name in names if name not in ASSIGNMENTS]:
+        hints = "".join(intake.near_match(name, ASSIGNMENTS) for name in unknown)
         raise UsageError(
-            f"unknown assignment {', '.join(map(repr, unknown))}: "
+            f"unknown assignment {', '.join(map(repr, unknown))}{hints}: "
             f"the assignments are {', '.join(ASSIGNMENTS)}"
         )
     return names or list(ASSIGNMENTS)
@@ -434,6 +435,22 @@ def _cell(result: Result | None, name: str) -> float | None:
     return result.late_penalty if name == "late_penalty" else result.cells.get(name)
 
 
+def assignment_name(name: str) -> str:
+    """argparse's check of --assignment: a wrong name is refused with the near match."""
+    try:
+        return check_assignments([name])[0]
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+# Two steps nbgrader both calls "release": make release is the formgrader's Generate.
+RELEASED_IS_NOT_HANDED_OUT = (
+    "Generated the student versions (the formgrader's Generate). Learners of a class get an "
+    "exercise only once it is handed out through the exchange: the formgrader's Release button "
+    "(it lists the exercise as 'draft' until then), or nbgrader release_assignment NAME."
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
@@ -448,7 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     feedback_cmds = ("release-feedback", "feedback")
     for command in (commands.choices["collect"], *map(commands.add_parser, feedback_cmds)):
         command.add_argument(
-            "--assignment", choices=ASSIGNMENTS, action="append", help="one exercise (default: all)"
+            "--assignment",
+            type=assignment_name,
+            action="append",
+            help="one exercise (default: all)",
         )
     export_cmd = commands.add_parser("export")
     export_cmd.add_argument("assignments", nargs="*", help="exercises (default: all)")
@@ -464,6 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         publish_to = None if args.no_publish else course / STUDENT_VERSIONS
         for path in release(course, publish_to):
             print(f"wrote {path}")
+        print(RELEASED_IS_NOT_HANDED_OUT)
     elif args.command in ("collect", "autograde") and args.submissions:
         status = collect_status(args, course)
         if args.command == "collect" or status >= 2:

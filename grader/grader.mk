@@ -24,8 +24,11 @@ ASSIGNMENT ?=
 ONE_ASSIGNMENT = $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
 .PHONY: release gradebook collect autograde feedback release-feedback export bench-grading
+.PHONY: report similarity
 
-release: env  ## instructor: student versions into chapters/exercises + gradebook entries
+# nbgrader's two "release"s: this target is the formgrader's *Generate* (student versions); its
+# *Release* button (nbgrader release_assignment) hands an exercise out through the exchange.
+release: env  ## instructor: generate student versions (formgrader's Generate) + gradebook entries
 	$(GRADER) release
 
 gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapters untouched)
@@ -57,3 +60,11 @@ export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_
 
 bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
 	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)
+
+# PROGRESS=file.json adds the learners' try-it progress (the class hub's progress data).
+PROGRESS ?=
+report: env  ## instructor: grader/reports/report.html + CSV: the class per exercise (after autograde)
+	$(PY) -m grader.report $(if $(PROGRESS),--progress "$(PROGRESS)")
+
+similarity: env  ## instructor: grader/reports/similarity.html + .csv: pairs of unusually alike answers
+	$(PY) -m grader.similarity

@@ -32,6 +32,7 @@ its owner does not own (a hard link to another account's file) is not copied.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import os
 import re
@@ -142,6 +143,16 @@ def _escaped(text: str, template: str) -> str:
         return "".join(template % byte for byte in raw)
 
     return "".join(char if char.isprintable() else byte_text(char) for char in text)
+
+
+def near_match(name: str, choices: Iterable[str]) -> str:
+    """'; did you mean 'X'?' for the choice `name` is a slip of (a letter or two off, or the
+    only choice with the same first word: ex3_timing for ex3_timing_interpreter), else ''."""
+    choices = list(choices)
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.8)
+    same_start = [c for c in choices if c.split("_")[0] == name.split("_")[0]]
+    close = close or (same_start if len(same_start) == 1 else [])
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def shown(text: str) -> str:
@@ -329,12 +340,16 @@ class Locator:
         if not groups:
             layout = "<student>/<assignment>/..."
             if len(parts) >= 3:
-                layout = f"{layout} ('{shown(parts[1])}' is not an assignment of this course)"
+                layout = f"{layout} ('{shown(parts[1])}' is not an assignment of this course"
+                layout += f"{near_match(parts[1], self.assignments)})"
             return f"neither {layout} nor a name the file-name pattern {self.pattern.label} matches"
         file_id = PurePosixPath(groups["file_id"])
         assignment = groups.get("assignment_id") or file_id.stem
         if assignment not in self.assignments:
-            return f"the pattern gives assignment '{shown(assignment)}', not one of this course"
+            return (
+                f"the pattern gives assignment '{shown(assignment)}', not one of this course"
+                + near_match(assignment, self.assignments)
+            )
         when = None
         if groups.get("timestamp"):
             try:

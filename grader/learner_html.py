@@ -165,6 +165,31 @@ class FeedbackOnly:
             target = self.feedback / folder.relative_to(self.autograded)
             if removed := keep_only(target, FEEDBACK_KEEPS | pages):
                 print(f"feedback: removed {', '.join(removed)} from {target}: not feedback")
+            for page in pages & {path.name for path in target.glob("*.html")}:
+                readable(target / page)
+
+
+# nbgrader's feedback page: no language, and links (#337ab7 on grey, no underline) that fail
+# WCAG 2.1 AA's contrast (axe-core: html-has-lang, color-contrast, link-in-text-block).
+READABLE_STYLE = (
+    "<style>a,a:visited{color:#1f5f99;text-decoration:underline}"
+    ".panel-primary>.panel-heading a,.panel-primary>.panel-heading a:visited{color:#fff!important}"
+    ".panel-primary>.panel-heading{background-color:#245b8a}"
+    # pygments' keywords (`is`) and comments are a shade too light on the cells' grey
+    ".highlight .ow{color:#7f1fbf}.highlight .c,.highlight .c1,.highlight .cm{color:#2f6464}"
+    ".highlight .si{color:#8b3f5c}"
+    "</style>"
+)
+
+
+def readable(page: Path) -> None:
+    """Give a feedback page its language and links a reader can tell apart (WCAG 2.1 AA)."""
+    text = page.read_text(encoding="utf-8")
+    if READABLE_STYLE in text:
+        return
+    text = text.replace("<html>", '<html lang="en">', 1)
+    text = text.replace("</head>", READABLE_STYLE + "</head>", 1)
+    page.write_text(text, encoding="utf-8")
 
 
 def keep_only(folder: Path, names: Iterable[str]) -> list[str]:

@@ -66,6 +66,7 @@ def hub_environment(scratch: Path, tag: str) -> dict[str, str]:
         FXHUB_HUB_PORT=str(free_loopback_port()),
         FXHUB_PROXY_API_PORT=str(free_loopback_port()),
         FXHUB_PROGRESS_PORT=str(free_loopback_port()),
+        FXHUB_REPORT_PORT=str(free_loopback_port()),
         FXHUB_STATE_DIR=str(scratch / "state"),
         FXHUB_EXCHANGE_ROOT=str(scratch / "exchange"),
         FXHUB_HOME_ROOT=str(scratch / "home"),

@@ -78,11 +78,18 @@ class HubUser(BrowserSteps):
     def open_progress(self):
         """The hub's home page, Services -> progress (as the hub README says), in a tab of its
         own; returns that tab."""
+        return self.open_service("progress", "Learners' progress")
+
+    def open_report(self):
+        """Services -> report: the class at a glance, in a tab of its own."""
+        return self.open_service("report", "The class at a glance")
+
+    def open_service(self, name: str, heading: str):
         tab = self.context.new_page()
         tab.goto(self.hub_url + "hub/home")
         tab.locator("a.dropdown-toggle", has_text=exact("Services")).click()
-        tab.locator("a.dropdown-item", has_text=exact("progress")).click()
-        tab.locator("h1", has_text="Learners' progress").wait_for(timeout=SPAWN_TIMEOUT_MS)
+        tab.locator("a.dropdown-item", has_text=exact(name)).click()
+        tab.locator("h1", has_text=heading).wait_for(timeout=SPAWN_TIMEOUT_MS)
         return tab
 
     # --- JupyterLab

@@ -408,3 +408,103 @@ def test_exercise_is_ten_points_over_three_or_more_cells(assignment: str):
     student_path = ROOT / course_grader.STUDENT_VERSIONS / assignment / f"{assignment}.ipynb"
     for nb_path in (student_path, ROOT / "solutions" / assignment / f"{assignment}.ipynb"):
         assert not problems(nbformat.read(nb_path, as_version=4)), f"{nb_path} is not clean"
+
+
+# ----------------------------------------------------------------------------- make report
+
+PROGRESS = {  # what the class hub's progress page gathers, for two of the learners
+    "reference": {"tryits": {"01_symbolic_tracing": {"1.1": True, "1.2": True}}},
+    "untouched": {"tryits": {"01_symbolic_tracing": {"1.1": True, "1.2": False}}},
+}
+
+
+@pytest.fixture(scope="module")
+def report(graded, tmp_path_factory) -> Path:
+    """`make report` of the graded class (with feedback pages for two learners), in a folder of
+    its own; the course's grader/ is beside it as grader/reports is in a course."""
+    course = graded["sandboxed"]
+    assert course_grader.feedback(course, ["reference", "ex1_only_torch_sigmoid"]) == 0
+    progress = tmp_path_factory.mktemp("progress") / "progress.json"
+    progress.write_text(json.dumps(PROGRESS))
+    out = course / "grader" / "reports"
+    command = [sys.executable, "-m", "grader.report", "--course", str(course)]
+    done = subprocess.run([*command, "--progress", str(progress)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_report_counts_scores_and_groups_the_messages_learners_read(graded, report):
+    course = graded["sandboxed"]
+    exported = course_grader.scores(course)
+    for assignment in ASSIGNMENTS:
+        rows = {row["student_id"]: row for row in read_rows(report / f"{assignment}.csv")}
+        for student, row in rows.items():  # the same scores as make export
+            score = exported.get(student, {}).get(assignment)
+            assert row["score"] == ("" if score is None else f"{score:g}"), (student, row)
+            result = course / "grader/autograded/.safegrade" / assignment / f"{student}.json"
+            state = json.loads(result.read_text())["status"] if result.exists() else "absent"
+            shown = {"graded": "graded", "error": "could not be graded"}
+            shown |= {"grader-error": "grader failed", "absent": "not submitted"}
+            assert row["state"] == shown[state], (student, assignment, row["state"], state)
+        assert rows["reference"]["tryits_passed"] == "2/2"
+        assert rows["untouched"]["tryits_passed"] == "1/2"
+    tests = read_rows(report / "ex1_sigmoid_to_tanh_tests.csv")
+    messages = {row["message"] for row in tests}
+    assert any("x.sigmoid(): the rewritten graph still computes a sigmoid" in m for m in messages)
+    for row in tests:  # counts add up: each message's count <= learners who failed that test
+        if row["message"]:
+            assert 0 < int(row["count"]) <= int(row["graded"]) - int(row["passed"]), row
+
+
+def test_report_shows_no_hidden_test_or_check(graded, report):
+    course = graded["sandboxed"]
+    page = html.unescape(re.sub(r"<[^>]+>", "\n", (report / "report.html").read_text()))
+    shown = {line.strip() for line in page.split("\n")}
+    for assignment in ASSIGNMENTS:
+        source = source_notebook(course, assignment)
+        visible = "\n".join(cell.source for cell in source.cells)
+        checks = (course / "solutions" / assignment / "checks.py").read_text().split("\n")
+        hidden = [
+            line.strip()
+            for cell in source.cells
+            for line in cell.source.split("\n")
+            if "HIDDEN" in cell.source and len(line.strip()) > 30
+        ]
+        secret = {line.strip() for line in checks if len(line.strip()) > 30} | set(hidden)
+        secret = {line for line in secret if line not in visible or line in hidden}
+        assert not {line for line in secret if line in shown and "BEGIN" not in line}, assignment
+    assert not any(marker in page for marker in MARKERS)
+
+
+def test_report_in_a_browser_sorts_links_feedback_and_passes_axe(graded, report):
+    from axe_check import serious_violations
+    from browser_lab import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    artifacts = ROOT / "test-artifacts" / "report"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        tab.goto((report / "report.html").as_uri())
+        table = tab.locator("#h-ex1_sigmoid_to_tanh ~ table.sortable").first
+        table.locator("thead button", has_text="score").click()
+        table.locator("thead button", has_text="score").click()  # descending: best first
+        first = table.locator("tbody tr").first
+        assert first.locator("td").nth(1).inner_text() == "10", first.inner_text()
+        tab.screenshot(path=artifacts / "report.png", full_page=True)
+        assert serious_violations(tab) == []
+        link = table.locator("a", has_text="feedback").first
+        link.click()
+        tab.wait_for_load_state()
+        page_path = r"/feedback/[^/]+/ex1_sigmoid_to_tanh/ex1_sigmoid_to_tanh\.html$"
+        assert re.search(page_path, tab.url), tab.url
+        assert "ex1_sigmoid_to_tanh" in tab.title(), tab.title()
+        tab.screenshot(path=artifacts / "feedback.png", full_page=False)
+        assert serious_violations(tab) == [], "the feedback page"
+        browser.close()

@@ -137,3 +137,23 @@ def test_unreadable_graph_finder_flags_a_picture_fitted_too_small(traced):
     wide = graphs.show_graph(traced)
     wide.svg = wide.svg.replace('<svg width="', '<svg width="2', 1)  # some 2000+ pt wide
     assert unreadable_graphs(notebook_showing(wide))[0].startswith("cell 0: ")
+
+
+def test_a_pictures_text_alternative_names_its_boxes_in_graph_order(traced):
+    """A screen reader reads what the picture shows: its nodes in order, not "graph picture"."""
+    picture = graphs.show_graph(traced, "two_blocks")
+    names = [node.name for node in traced.graph.nodes]
+    alt = picture.alt
+    assert alt.startswith(f"Graph picture of two_blocks, {len(names)} boxes in graph order: ")
+    positions = [alt.index(f" {name} (") for name in names[1:]]
+    assert positions == sorted(positions)  # in graph order
+    assert "first_linear (first.linear: Linear)" in alt and "sum_1 (.sum())" in alt
+    assert f'alt="{alt}"' in picture._repr_html_()
+    overview = graphs.show_graph(traced, "two_blocks", collapse=1).alt
+    assert "first (Block, 4 nodes)" in overview
+    zoom = graphs.show_graph(traced, "two_blocks", around=["relu_1"], hops=1)
+    assert (
+        zoom.alt.startswith("Graph picture of part of two_blocks")
+        and "first_linear" not in zoom.alt
+    )
+    assert zoom.whole.alt == alt and 'graph picture"' not in zoom._repr_html_()

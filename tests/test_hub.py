@@ -533,6 +533,21 @@ def check_progress_page(hub: ClassHub, instructor: HubUser, ada: str, bob: str) 
     assert rows[ada][2] == "unreadable", rows[ada]  # her planted chapter 3, said to be no notebook
 
 
+def check_report_page(instructor: HubUser, ada: str, bob: str) -> None:
+    """Services -> report: the class at a glance, with both learners' rows, bob's failure
+    message as he read it, and their try-it progress from the hub."""
+    with instructor.step("39-report"):
+        tab = instructor.open_report()
+        learners = tab.locator(f"#h-{ASSIGNMENT} ~ table.sortable tbody th").all_inner_texts()
+        text = tab.locator("body").inner_text()
+        heads = tab.locator(f"#h-{ASSIGNMENT} ~ table.sortable thead th").all_inner_texts()
+        tab.screenshot(path=instructor.artifacts / "39-report.png", full_page=True)
+        tab.close()
+    assert sorted(learners) == sorted([ada, bob]), learners
+    assert MISTAKE_MESSAGE in text, "the report lacks bob's failure message"
+    assert any("try-its passed" in head for head in heads), heads
+
+
 def read_feedback(learner: HubUser, prefix: str, message: str | None = None) -> str:
     """Fetch the feedback from the Assignments tab and open it; returns the text shown. With
     `message`, also a screenshot of where the feedback shows it."""
@@ -655,6 +670,7 @@ def test_a_class_cycle_on_the_hub(class_hub: ClassHub, browser, artifacts: Path)
         note(artifacts, f"the whole cycle in the browser: {time.monotonic() - started:.1f} s")
 
         check_progress_page(hub, instructor, ada_name, bob_name)
+        check_report_page(instructor, ada_name, bob_name)
         check_memory_limit(hub, ada, bob)
         check_course_update_reaches_an_opened_chapter(hub, ada)
         add_learner_while_running(hub, browser, artifacts)

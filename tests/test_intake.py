@@ -119,6 +119,28 @@ def test_what_cannot_be_placed_is_listed_and_the_command_fails(tmp_path, course,
     assert list(arrived(course)) == [f"alice/{EX1}/{EX1}.ipynb"]
 
 
+def test_a_misspelt_exercise_folder_is_refused_with_the_near_match(tmp_path, course, capsys):
+    upload = tmp_path / "download"
+    put(upload / "erin" / "ex1_sigmoid_to_tan" / "ex1_sigmoid_to_tan.ipynb", notebook("erin"))
+    put(upload / "dave" / "ex9" / "ex9.ipynb", notebook("dave"))
+    reasons = refused(collect(upload, course))
+    slip = reasons["erin/ex1_sigmoid_to_tan/ex1_sigmoid_to_tan.ipynb"]
+    assert (
+        f"'ex1_sigmoid_to_tan' is not an assignment of this course; did you mean '{EX1}'?" in slip
+    )
+    assert "did you mean" not in reasons["dave/ex9/ex9.ipynb"]  # nothing near: no guess
+
+
+def test_a_misspelt_assignment_option_names_the_near_match(course, capsys):
+    status = course_grader.main(["--course", str(course), "export", "ex2_node_dmp"])
+    assert status == 2
+    assert "did you mean 'ex2_node_dump'?" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        course_grader.main(["--course", str(course), "feedback", "--assignment", "ex3_timing"])
+    assert stopped.value.code == 2
+    assert "did you mean 'ex3_timing_interpreter'?" in capsys.readouterr().err
+
+
 def make_zip(path: Path, entries: dict[str, bytes], root: str = "") -> Path:
     with zipfile.ZipFile(path, "w") as archive:
         for name, content in entries.items():

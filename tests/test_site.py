@@ -228,3 +228,32 @@ def test_no_page_has_a_script_error(page, site_url):
         page.goto(site_url + html.relative_to(SITE).as_posix(), wait_until="load")
     errors, page.errors = page.errors, []
     assert not errors, errors
+
+
+def site_pages() -> list[str]:
+    skip = {"_static", "_sources", "_images"}
+    return sorted(
+        str(path.relative_to(SITE))
+        for path in SITE.rglob("*.html")
+        if not skip & set(path.relative_to(SITE).parts)
+    )
+
+
+def test_every_page_in_both_languages_passes_axe(page, site_url):
+    """WCAG 2.1 AA as axe-core checks it (bundled in axe-playwright-python): no serious or
+    critical violation on any page, English and Chinese; graph pictures say what they draw."""
+    from axe_check import serious_violations
+
+    pages = site_pages()
+    assert "index.html" in pages and "zh/index.html" in pages, pages
+    found = {}
+    for name in pages:
+        page.goto(site_url + name)
+        page.wait_for_load_state("networkidle")
+        if problems := serious_violations(page):
+            found[name] = problems
+    assert not found, "\n".join(f"{name}: {problems}" for name, problems in found.items())
+    page.goto(site_url + "04_operator_fusion.html")
+    pictures = page.locator("article .cell_output img.fxcourse-graph")
+    alts = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
+    assert alts and all(alt.startswith("Graph picture of ") for alt in alts), alts[:3]

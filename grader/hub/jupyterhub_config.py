@@ -79,6 +79,7 @@ c.JupyterHub.load_roles = [
             f"admin:servers!group={LEARNERS_GROUP}",
             f"access:servers!group={LEARNERS_GROUP}",
             "access:services!service=progress",
+            "access:services!service=report",
         ],
     }
 ]
@@ -150,7 +151,8 @@ async def sync_chapters(spawner, home: Path) -> None:
 
 c.Spawner.pre_spawn_hook = configure_role
 
-# --- the instructors' progress page (progress_service.py), in the hub's Services menu
+# --- the instructors' progress page (progress_service.py) and class report (report_service.py),
+# in the hub's Services menu
 c.JupyterHub.services = [
     {
         "name": "progress",
@@ -159,7 +161,20 @@ c.JupyterHub.services = [
         "url": f"http://127.0.0.1:{deployment.progress_port}",
         "command": [str(deployment.venv / "bin" / "python"), "-m", "grader.hub.progress_service"],
         "environment": {"FXHUB_LEARNERS_UNIX_GROUP": deployment.learners_unix_group},
-    }
+    },
+    # the class at a glance (report_service.py: `make report` of the instructor who opens it)
+    {
+        "name": "report",
+        "display": True,
+        "oauth_no_confirm": True,
+        "url": f"http://127.0.0.1:{deployment.report_port}",
+        "command": [str(deployment.venv / "bin" / "python"), "-m", "grader.hub.report_service"],
+        "environment": {
+            "FXHUB_LEARNERS_UNIX_GROUP": deployment.learners_unix_group,
+            "FXHUB_COURSE_FOLDER": deployment.course_folder,
+            "FXHUB_INSTRUCTORS": ",".join(deployment.instructors),
+        },
+    },
 ]
 
 # --- idle servers give their memory back: jupyterhub-idle-culler as a hub service

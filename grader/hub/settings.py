@@ -10,6 +10,7 @@ of `make hub`:
     FXHUB_HUB_PORT        the hub's internal API              8081
     FXHUB_PROXY_API_PORT  the proxy's REST API                8001
     FXHUB_PROGRESS_PORT   the instructors' progress page      8002
+    FXHUB_REPORT_PORT     the instructors' class report       8003
     FXHUB_STATE_DIR       hub database, cookie secret, demo passwords   /srv/fx-course/hub
     FXHUB_EXCHANGE_ROOT   nbgrader's shared exchange          /srv/nbgrader/exchange
     FXHUB_HOME_ROOT       where new accounts get their homes  /home
@@ -54,6 +55,7 @@ class Settings:
     hub_port: int
     proxy_api_port: int
     progress_port: int
+    report_port: int
     state_dir: Path
     exchange_root: Path
     home_root: Path
@@ -75,6 +77,7 @@ class Settings:
             hub_port=int(env.get("FXHUB_HUB_PORT", "8081")),
             proxy_api_port=int(env.get("FXHUB_PROXY_API_PORT", "8001")),
             progress_port=int(env.get("FXHUB_PROGRESS_PORT", "8002")),
+            report_port=int(env.get("FXHUB_REPORT_PORT", "8003")),
             state_dir=Path(env.get("FXHUB_STATE_DIR", "/srv/fx-course/hub")),
             exchange_root=Path(env.get("FXHUB_EXCHANGE_ROOT", "/srv/nbgrader/exchange")),
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),

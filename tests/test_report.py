@@ -1,0 +1,92 @@
+"""grader/report.py's page and CSV from made-up class data (a graded class: test_grading.py):
+learner text escaped in the page and inert in the CSV, the numbers per test, sorting in a browser
+and no serious axe-core violation."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from grader import report
+from grader.report import ABSENT, GRADED, GRADER_FAILED, NOT_GRADED, Exercise, Submission
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = '<script>alert("id")</script>'
+MESSAGE = 'AssertionError: got <img src=x onerror=alert(1)> "=cmd|calc"'
+
+
+def made_up_class() -> list[Exercise]:
+    tests = ["test_a", "test_b"]
+    rows = [
+        Submission("ann", GRADED, 10.0, tests={"test_a": 5.0, "test_b": 5.0}),
+        Submission(
+            "ben", GRADED, 5.0, tests={"test_a": 5.0, "test_b": 0.0}, messages={"test_b": MESSAGE}
+        ),
+        Submission(
+            HOSTILE,
+            GRADED,
+            4.0,
+            3600 * 30,
+            1.0,
+            {"test_a": 5.0, "test_b": 0.0},
+            {"test_b": MESSAGE},
+        ),
+        Submission("=HYPERLINK(1)", NOT_GRADED, reason=f"0: could not grade {HOSTILE}"),
+        Submission("dan", GRADER_FAILED, reason="0: not graded: the grader failed"),
+        Submission("eve", ABSENT),
+    ]
+    return [Exercise("ex1_sigmoid_to_tanh", tests, {"test_a": 5.0, "test_b": 5.0}, rows)]
+
+
+def test_numbers_per_test_and_state():
+    exercise = made_up_class()[0]
+    found = {row["test"]: row for row in report.test_rows(exercise)}
+    assert found["test_a"]["passed"] == 3 and found["test_a"]["pass_rate"] == 1.0
+    assert found["test_b"]["passed"] == 1 and found["test_b"]["mean_points"] == pytest.approx(5 / 3)
+    assert found["test_b"]["messages"] == [(MESSAGE, 2)]
+    counts = report.counts(exercise)
+    assert counts == {GRADED: 3, NOT_GRADED: 1, GRADER_FAILED: 1, "not graded yet": 0, ABSENT: 1}
+
+
+def test_learner_text_is_escaped_in_the_page_and_inert_in_the_csv(tmp_path):
+    page = report.page(made_up_class(), {"ann": {"01": {"1.1": True, "1.2": False}}})
+    assert HOSTILE not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(&quot;id&quot;)&lt;/script&gt;" in page
+    assert page.count("<script>") == 1  # the page's own sorting script
+    path = report.write_csv(tmp_path / "l.csv", report.learner_csv(made_up_class()[0], {}))
+    rows = list(csv.reader(path.open()))
+    assert ["'=HYPERLINK(1)"] == [row[0] for row in rows if "HYPERLINK" in row[0]]
+    tests = report.write_csv(tmp_path / "t.csv", report.tests_csv(made_up_class()[0]))
+    messages = [row[6] for row in csv.reader(tests.open()) if len(row) > 6]
+    assert MESSAGE in messages  # starts with a letter: left as it is
+
+
+def test_the_page_sorts_in_a_browser_and_passes_axe(tmp_path):
+    from axe_check import serious_violations
+    from browser_lab import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "report.html"
+    page_file.write_text(report.page(made_up_class(), {"ann": {"01": {"1.1": True}}}))
+    artifacts = ROOT / "test-artifacts" / "report"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1280, "height": 900})
+        dialogs = []
+        tab.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        tab.goto(page_file.as_uri())
+        table = tab.locator("table.sortable")
+        table.locator("thead button", has_text="score").click()
+        learners = table.locator("tbody th").all_inner_texts()
+        assert learners[-3:] == [HOSTILE, "ben", "ann"], learners  # 4, 5, 10 points
+        scores = table.locator("tbody td:nth-of-type(2)").all_inner_texts()
+        graded = [float(s) for s in scores if s]
+        assert graded == sorted(graded), scores
+        assert table.locator("th[aria-sort=ascending]").count() == 1
+        tab.screenshot(path=artifacts / "made-up-class.png", full_page=True)
+        assert serious_violations(tab) == []
+        assert dialogs == []  # no learner's script ran
+        browser.close()
