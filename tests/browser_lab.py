@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse.workspace import LAB_SETTINGS as WORKSPACE_LAB_SETTINGS
+
 CHROMIUM = Path(os.environ.get("FXCOURSE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -197,7 +199,12 @@ def start_make(command: list[str], root: Path, env: dict, log_path: Path) -> sub
 
 
 def start_lab(
-    root: Path, scratch: Path, log_path: Path, target: str = "lab", settings: dict = LAB_SETTINGS
+    root: Path,
+    scratch: Path,
+    log_path: Path,
+    target: str = "lab",
+    settings: dict = LAB_SETTINGS,
+    language: str = "en",
 ) -> LabServer:
     """Start the course's JupyterLab with `make lab` (or `make formgrader`) in `root` and wait
     until its API answers.
@@ -205,6 +212,8 @@ def start_lab(
     Going through the Makefile runs exactly what a learner (or instructor) runs: the venv's
     `jupyter lab`, in the environment `make` gives it. The learner's workspace is a scratch one
     (WORKSPACE=...), so a real workspace is never touched; LAB_ARGS adds what a test needs.
+    `language="zh"` is `make lab LANG=zh`: the Chinese chapters, and JupyterLab's user settings
+    in the workspace (where the Makefile points them), so the test's settings go there too.
     """
     env = scratch_environment(scratch)
     write_lab_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]), settings)
@@ -225,6 +234,9 @@ def start_lab(
     command = ["make", "--no-print-directory", target, "LAB_ARGS=" + " ".join(lab_args)]
     workspace = scratch / "workspace"
     command.append(f"WORKSPACE={workspace}")
+    if language != "en":
+        command.append(f"LANG={language}")
+        write_lab_settings(workspace / WORKSPACE_LAB_SETTINGS, settings)
     process = start_make(command, root, env, log_path)
     url, exchange = f"http://127.0.0.1:{port}/", Path(env["FXCOURSE_EXCHANGE"])
     server = LabServer(url, token, root, process, log_path, workspace, exchange)
@@ -285,9 +297,14 @@ def _signal_group(pid: int, sig: int) -> None:
 
 @contextmanager
 def running_lab(
-    root: Path, scratch: Path, log_path: Path, target: str = "lab", settings: dict = LAB_SETTINGS
+    root: Path,
+    scratch: Path,
+    log_path: Path,
+    target: str = "lab",
+    settings: dict = LAB_SETTINGS,
+    language: str = "en",
 ) -> Iterator[LabServer]:
-    server = start_lab(root, scratch, log_path, target, settings)
+    server = start_lab(root, scratch, log_path, target, settings, language)
     try:
         yield server
     finally:
@@ -484,12 +501,13 @@ class LabPage(BrowserSteps):
         self.page.locator(".lm-MenuBar-item").filter(has_text=exact(menu_label)).click()
         self.page.locator(f'.lm-Menu-item[data-command="{command}"]').click()
 
-    def run_all_cells(self, timeout_s: float) -> None:
-        """Run -> Run All Cells, then wait until the command reports that all cells have run."""
+    def run_all_cells(self, timeout_s: float, run_menu: str = "Run") -> None:
+        """Run -> Run All Cells (the Run menu is `run_menu` in a translated lab), then wait until
+        the command reports that all cells have run."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         self.page.evaluate(JS_WATCH_COMMANDS)
-        self.menu("Run", RUN_ALL_COMMAND)
+        self.menu(run_menu, RUN_ALL_COMMAND)
         try:
             handle = self.page.wait_for_function(
                 JS_COMMAND_DONE, arg=RUN_ALL_COMMAND, timeout=timeout_s * 1000, polling=250

@@ -1,0 +1,348 @@
+"""The Chinese lab in a real browser: what a Chinese learner reads in chapter 1 and exercise 1.
+
+Starts the learner's lab as `make lab LANG=zh` does (Chinese chapters, JupyterLab in Chinese; in a
+scratch workspace) and drives Debian's headless Chromium with Playwright, with the browser fixture
+and steps of tests/test_browser.py: chapter 1 runs top to bottom; in exercise 1 the learner types
+a wrong answer, runs the notebook and presses nbgrader's Validate button, then types the right
+answer and presses Validate again.
+
+Everything the learner reads on the way is collected: the chapters' Markdown, every output of
+every code cell (printed text, HTML boxes, error messages) and the text of each Validate dialog.
+None of it may hold an English sentence (`english_sentences`): a run of four or more English
+words joined by single spaces (commas allowed), outside code. Code is what the learner reads as
+code: the code cells themselves, Markdown's code spans and fenced blocks, <code>/<pre> in HTML
+outputs (the revealed reference answers), the source lines a traceback quotes, and in printed
+text the Python source a cell prints (`print(gm.code)`) and objects' reprs (`<built-in ...>`).
+A printed line "ClassName: message" quotes a library's exception or warning verbatim (the learner
+meets the same text in their own code; the chapter explains it in Chinese) and is left out too.
+What else may stay English is listed, and is named in the Chinese README: nbgrader's own labels
+and Python's traceback header (UNTRANSLATED_LABELS), and the names of papers and document
+sections a chapter cites (CITED_NAMES). Pictures (graphs, charts) are not read.
+
+Screenshots go to test-artifacts/browser-zh/ (git-ignored), with the server's log.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser_lab import LabPage, error_outputs, running_lab, visible_banners, warning_outputs
+from test_browser import (  # noqa: F401  (browser: a fixture, shared with the English test)
+    CHAPTER_1,
+    CHAPTER_RUN_TIMEOUT_S,
+    EXERCISE_RUN_TIMEOUT_S,
+    KERNEL,
+    RepoGuard,
+    browser,
+    instructor_solutions,
+)
+
+# A lab of its own (the English test's labs are English), so a worker of its own.
+pytestmark = pytest.mark.xdist_group("browser-zh")
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts" / "browser-zh"
+EXERCISE = "ex1_sigmoid_to_tanh"
+EXERCISE_PATH = f"exercises/{EXERCISE}/{EXERCISE}.ipynb"
+# JupyterLab's menus in its Chinese language pack.
+RUN_MENU, FILE_MENU = "运行", "文件"
+# A learner's first try: only the torch.sigmoid spelling, so the method and module spellings fail.
+WRONG_ANSWER = """\
+def replace_sigmoid_with_tanh(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.sigmoid:
+            node.target = torch.tanh
+    gm.recompile()
+    return gm"""
+
+# English a Chinese learner may meet, each named in the Chinese README: nbgrader's interface has
+# no Chinese (its Validate dialog), and Python prints the header of every traceback in English.
+UNTRANSLATED_LABELS = (
+    "Validation Results",
+    "The following cell failed:",
+    "Success! Your notebook passes all the tests.",
+    "Traceback (most recent call last)",
+)
+# Names of a paper and of a documentation page's section that chapter 1's reading list cites.
+CITED_NAMES = (
+    "torch.fx: Practical Program Capture and Transformation for Deep Learning in Python",
+    "Limitations of Symbolic Tracing",
+)
+ALLOWED_ENGLISH = UNTRANSLATED_LABELS + CITED_NAMES
+CHINESE_README = ROOT / "env" / "student-edition" / "README.zh.md"
+ENGLISH_WORD = r"[A-Za-z]+(?:'[A-Za-z]+)?"
+ENGLISH_SENTENCE = re.compile(rf"\b{ENGLISH_WORD}(?:,? {ENGLISH_WORD}){{3,}}")
+FENCED_CODE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+CODE_SPAN = re.compile(r"(`+).+?\1", re.S)
+LINK_TARGET = re.compile(r"\]\([^)]*\)")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# A traceback's quoted source: "File ...", "Cell In[3], line 2", "----> 2 check(...)", "  3 x = 1".
+TRACEBACK_SOURCE = re.compile(r"^\s*(File |Cell In\[|-+> ?\d|\d+ |\^)")
+# What code prints that is not the course's to translate: Python source (`print(gm.code)`: a def
+# or class line and its indented body), a library's exception or warning quoted as
+# "ClassName: message" (a CamelCase class name: TraceError, FutureWarning), an object's repr.
+PRINTED_CODE_START = re.compile(r"^(def|class) \w+")
+LIBRARY_MESSAGE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: ")
+OBJECT_REPR = re.compile(r"<[^<>\n]*>")
+
+
+def english_sentences(text: str) -> list[str]:
+    """The English sentences in `text` that are not one of ALLOWED_ENGLISH."""
+    for allowed in ALLOWED_ENGLISH:
+        text = text.replace(allowed, " ")
+    return [match.group() for match in ENGLISH_SENTENCE.finditer(text)]
+
+
+def markdown_prose(source: str) -> str:
+    for code in (FENCED_CODE, CODE_SPAN, LINK_TARGET):
+        source = code.sub(" ", source)
+    return re.sub(r"<[^>]+>", " ", source)
+
+
+class _ProseOfHtml(html.parser.HTMLParser):
+    """The text of an HTML fragment outside <code>, <pre>, <script> and <style>."""
+
+    CODE = {"code", "pre", "script", "style"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.parts = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        self.depth += tag in self.CODE
+
+    def handle_endtag(self, tag):
+        self.depth -= tag in self.CODE and self.depth > 0
+
+    def handle_data(self, data):
+        if not self.depth:
+            self.parts.append(data)
+
+
+def html_prose(fragment: str) -> str:
+    parser = _ProseOfHtml()
+    parser.feed(fragment)
+    return " ".join(parser.parts)
+
+
+def traceback_prose(text: str) -> str:
+    """A traceback without the source lines it quotes (the message and the header stay)."""
+    lines = ANSI.sub("", text).splitlines()
+    return "\n".join(line for line in lines if not TRACEBACK_SOURCE.match(line))
+
+
+def printed_prose(text: str) -> str:
+    """Printed text without the Python source, library messages and reprs in it."""
+    kept, in_code = [], False
+    for line in text.splitlines():
+        in_code = bool(PRINTED_CODE_START.match(line)) or (in_code and line[:1] in ("", " "))
+        if not in_code and not LIBRARY_MESSAGE.match(line):
+            kept.append(OBJECT_REPR.sub(" ", line))
+    return "\n".join(kept)
+
+
+def _joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else (value or "")
+
+
+def output_prose(output: dict) -> str:
+    kind = output["output_type"]
+    if kind == "stream":
+        return printed_prose(_joined(output.get("text")))
+    if kind == "error":
+        return traceback_prose("\n".join(output["traceback"]))
+    data = output.get("data", {})
+    if "text/html" in data:
+        return html_prose(_joined(data["text/html"]))
+    if "text/markdown" in data:
+        return markdown_prose(_joined(data["text/markdown"]))
+    return printed_prose(_joined(data.get("text/plain")))
+
+
+def learner_reads(cells: list[dict]) -> list[tuple[str, str]]:
+    """(where, text) of everything the learner reads in a notebook, code left out."""
+    found = []
+    for cell in cells:
+        where = f"cell {cell['index']}"
+        if cell["type"] == "markdown":
+            found.append((f"{where} (markdown)", markdown_prose(cell["source"])))
+        for output in cell.get("outputs") or []:
+            found.append((f"{where} ({output['output_type']})", output_prose(output)))
+    return found
+
+
+def english_found(read: list[tuple[str, str]]) -> list[str]:
+    return [f"{where}: {s!r}" for where, text in read for s in english_sentences(text)]
+
+
+# ----------------------------------------------------------------------------- the detector
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Not yet: the checkpoint wants a GraphModule.",
+        "<div class='box'><b>Stuck?</b> Show the reference answer</div>",
+        "AssertionError: x.sigmoid(): the pass left a sigmoid node in the graph",
+    ],
+)
+def test_an_english_sentence_is_found(text):
+    prose = html_prose(text) if text.startswith("<") else traceback_prose(text)
+    assert english_sentences(prose), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "还没有通过：检查点需要一个 GraphModule。",
+        "def forward(self, x):\n    relu = torch.relu(x);  x = None\n    return relu",
+        "opcode         name    target                   args        kwargs",
+        "Success! Your notebook passes all the tests.",
+        "<p>看看 <code>print the graph of this model</code></p><pre>for node in graph nodes</pre>",
+    ],
+)
+def test_code_chinese_and_nbgrader_labels_are_not_english_sentences(text):
+    prose = html_prose(text) if text.startswith("<") else text
+    assert not english_sentences(prose), english_sentences(prose)
+
+
+def test_the_chinese_readme_names_every_label_left_in_english():
+    readme = CHINESE_README.read_text(encoding="utf-8")
+    assert [label for label in UNTRANSLATED_LABELS if label not in readme] == []
+
+
+def test_printed_code_library_messages_and_reprs_are_not_the_course_s_english():
+    printed = (
+        "def forward(self, x):\n    _assert = torch._assert(eq, 'x has been specialized to have"
+        " value True');  eq = None\n    return x\n\n"
+        "torch.fx.proxy.TraceError: symbolically traced variables cannot be used as inputs\n"
+        "call_function  sigmoid  <built-in method sigmoid of type object at 0x7f>\n"
+        "要的是 relu，得到的是： tensor([1.])"
+    )
+    assert english_sentences(printed_prose(printed)) == []
+    for course_line in ("Note: the graph has three nodes", "the graph has three nodes"):
+        assert english_sentences(printed_prose(printed + "\n" + course_line)), course_line
+
+
+def test_a_traceback_is_read_without_its_source_lines():
+    traceback = (
+        "\x1b[31mAssertionError\x1b[39m                            Traceback (most recent call"
+        ' last)\nCell \x1b[32mIn[14]\x1b[39m, line 3\n----> 3 check_spelling("x.sigmoid()",'
+        " tanh of the input here)\n\x1b[31mAssertionError\x1b[39m: x.sigmoid()：应为 tanh"
+    )
+    assert english_sentences(traceback_prose(traceback)) == []
+    assert english_sentences(traceback_prose(traceback + ", not the original sigmoid node"))
+
+
+# ----------------------------------------------------------------------------- the lab
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*.txt")]:
+        stale.unlink()
+    print(f"Chinese lab screenshots: {ARTIFACTS}/")
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="module")
+def zh_lab_server(artifacts):
+    guard = RepoGuard()
+    with tempfile.TemporaryDirectory(prefix="fxcourse-lab-zh-") as scratch:
+        with running_lab(ROOT, Path(scratch), artifacts / "lab.log", language="zh") as server:
+            yield server
+    problems = guard.problems()
+    assert not problems, "the Chinese lab wrote into the repository:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def zh_lab(browser, zh_lab_server, artifacts) -> Iterator[LabPage]:  # noqa: F811
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale="zh-CN")
+    try:
+        page = LabPage(context.new_page(), zh_lab_server, artifacts)
+        with page.step("00-lab-start"):
+            page.open_lab()
+        yield page
+    finally:
+        context.close()
+
+
+def _open(lab: LabPage, relative: str, shot: str) -> None:
+    with lab.step(shot):
+        lab.double_click_path(relative)
+        lab.wait_for_notebook(relative, KERNEL)
+        lab.shot(shot)
+
+
+def _assert_chinese(read: list[tuple[str, str]], where: str, artifacts: Path) -> None:
+    (artifacts / f"{where}-read.txt").write_text(
+        "\n\n".join(f"## {place}\n{text}" for place, text in read) + "\n"
+    )
+    english = english_found(read)
+    assert not english, f"{where}: English sentences a Chinese learner reads:\n" + "\n".join(
+        english
+    )
+
+
+def _validate(lab: LabPage, shot: str, expect: str) -> str:
+    """Press nbgrader's Validate button; the dialog's text once it says `expect`."""
+    lab.page.locator(".validate-button").click()
+    dialog = lab.page.locator(".jp-Dialog")
+    dialog.get_by_text(expect).first.wait_for(timeout=EXERCISE_RUN_TIMEOUT_S * 2000)
+    lab.shot(shot)
+    text = dialog.inner_text()
+    dialog.locator(".jp-mod-accept").click()
+    dialog.wait_for(state="hidden")
+    return text
+
+
+def test_a_chinese_learner_reads_no_english_sentence(zh_lab: LabPage, artifacts):
+    lab = zh_lab
+    _open(lab, CHAPTER_1, "01-chapter1-opened")
+    with lab.step("02-chapter1-ran"):
+        lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S, RUN_MENU)
+        cells = lab.cells()
+        assert not error_outputs(cells), error_outputs(cells)
+        boxes = lab.page.locator(".fxcourse-checkpoint")
+        assert boxes.count() >= 3, "chapter 1 shows no checkpoint boxes"
+        boxes.first.scroll_into_view_if_needed()
+        lab.page.wait_for_timeout(500)  # pictures above it finish laying out, then look again
+        boxes.first.scroll_into_view_if_needed()
+        lab.shot("02-chapter1-ran-not-yet")
+        assert not visible_banners(lab.page) + warning_outputs(cells)
+        _assert_chinese(learner_reads(cells), "chapter1", artifacts)
+
+    lab.menu(FILE_MENU, "application:close-all")  # one notebook in the page: cell(i) is its
+    lab.page.locator(".jp-Dialog .jp-mod-warn").click()  # "Save your work?": discard
+    lab.page.locator(".jp-Dialog").wait_for(state="hidden")
+    _open(lab, EXERCISE_PATH, "03-exercise-opened")
+    answer = next(c for c in lab.cells() if (c.get("nbgrader") or {}).get("solution"))
+    with lab.step("04-exercise-wrong"):
+        lab.replace_cell_source(answer["index"], WRONG_ANSWER)
+        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, RUN_MENU)
+        cells = lab.cells()
+        failing = next(c for c in cells if error_outputs([c]))
+        lab.cell(failing["index"]).scroll_into_view_if_needed()
+        lab.shot("04-exercise-wrong-fails")
+        failed = _validate(lab, "05-validate-wrong", "The following cell failed:")
+        read = learner_reads(cells) + [("Validate dialog", traceback_prose(failed))]
+        _assert_chinese(read, "exercise-wrong", artifacts)
+
+    with lab.step("06-exercise-right"):
+        lab.replace_cell_source(answer["index"], right_answer(answer))
+        passed = _validate(lab, "06-validate-right", "Success! Your notebook passes all the tests.")
+        _assert_chinese([("Validate dialog", passed)], "exercise-right", artifacts)
+
+
+def right_answer(stub: dict) -> str:
+    """The instructor's solution under the Chinese stub's own first lines (def and docstring)."""
+    solution = instructor_solutions(EXERCISE)[stub["nbgrader"]["grade_id"]].splitlines()
+    head = stub["source"].splitlines()[:2]
+    assert solution[0] == head[0] and solution[1].lstrip().startswith('"""'), solution[:2]
+    return "\n".join(head + solution[2:])
