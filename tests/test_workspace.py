@@ -292,7 +292,10 @@ def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_pat
     workspace.sync(mine, ROOT, language="zh")
     chapter = nbformat.read(mine / "02_fx_ir.ipynb", as_version=4)
     assert chapter.cells[0].source.startswith("# 第 2 章")
-    assert chapter.cells[1].id == "fxcourse-kernel-check" and "请选" in chapter.cells[1].source
+    assert (
+        chapter.cells[1].id == "fxcourse-kernel-check"
+        and "请在菜单中选择" in chapter.cells[1].source
+    )
     assert 'use_language("zh")' in chapter.cells[2].source
     exercise = mine / "exercises" / "ex1_sigmoid_to_tanh"
     assert (exercise / "verify.py").is_file()  # the tests' checks, beside the notebook
