@@ -478,7 +478,7 @@ def check_course_update_reaches_an_opened_chapter(hub: ClassHub, ada: HubUser) -
             assert ada.current_document() == START_PAGE, ada.current_document()
             ada.page.locator(".jp-Notebook").get_by_text(UPDATE_MARKER).wait_for()
             # she never sees the sync's output: the chapter itself says that it changed
-            ada.page.locator(".jp-Notebook").get_by_text("Course update (").first.wait_for()
+            ada.page.locator(".jp-RenderedMarkdown").get_by_text("Course update (").first.wait_for()
             ada.shot("45-course-update")
     finally:
         course_chapter.write_bytes(original)
