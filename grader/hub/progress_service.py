@@ -151,7 +151,7 @@ def progress_of_everyone(unix_group: str) -> dict[str, dict | str]:
 
 
 def main() -> None:
-    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from jupyterhub.services.auth import HubOAuthenticated
     from tornado import ioloop, web
 
     unix_group = os.environ["FXHUB_LEARNERS_UNIX_GROUP"]
@@ -166,9 +166,17 @@ def main() -> None:
             )
             self.write(page(rows))
 
+    serve(ProgressPage)
+
+
+def serve(page_handler) -> None:
+    """Serve one page (and the hub's OAuth callback) where JupyterHub says this service is."""
+    from jupyterhub.services.auth import HubOAuthCallbackHandler
+    from tornado import ioloop, web
+
     prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
     app = web.Application(
-        [(prefix, ProgressPage), (prefix + "oauth_callback", HubOAuthCallbackHandler)],
+        [(prefix, page_handler), (prefix + "oauth_callback", HubOAuthCallbackHandler)],
         cookie_secret=os.urandom(32),
     )
     url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])

@@ -18,9 +18,9 @@ import os
 import pwd
 import subprocess
 import sys
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
-from grader.hub.progress_service import RUNUSER, progress_of_everyone
+from grader.hub.progress_service import RUNUSER, progress_of_everyone, serve
 from grader.report import CSP
 
 TIME_LIMIT_S = 300  # a class of hundreds: the gradebook and every autograded notebook are read
@@ -65,7 +65,7 @@ def message(text: str) -> str:
 
 
 def main() -> None:
-    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+    from jupyterhub.services.auth import HubOAuthenticated
     from tornado import ioloop, web
 
     unix_group = os.environ["FXHUB_LEARNERS_UNIX_GROUP"]
@@ -87,14 +87,7 @@ def main() -> None:
             self.set_header("Content-Security-Policy", CSP)
             self.write(page)
 
-    prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]
-    app = web.Application(
-        [(prefix, ReportPage), (prefix + "oauth_callback", HubOAuthCallbackHandler)],
-        cookie_secret=os.urandom(32),
-    )
-    url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
-    app.listen(url.port, url.hostname)
-    ioloop.IOLoop.current().start()
+    serve(ReportPage)
 
 
 if __name__ == "__main__":
