@@ -19,6 +19,7 @@ from fxcourse.bench_fusion import (
     BenchResult,
     bn_erased,
     fold_verdict,
+    format_result,
     plot_result,
     run_fusion_benchmark,
 )
@@ -366,6 +367,14 @@ def _result(**round_times: list[float]) -> BenchResult:
     return result
 
 
+def test_the_brief_report_ends_in_the_verdict_without_each_comparison():
+    result = _result(unfused=[10.0] * 15, chapter=[9.5] * 15, floor=[9.0] * 15)
+    lines = format_result(result, detailed=False).splitlines()
+    assert lines[-1] == fold_verdict(result)
+    assert lines[-2].startswith("BatchNorm's share of the unfused ResNet-18 forward time")
+    assert not [line for line in lines if " vs " in line]
+
+
 def test_comparisons_are_made_round_by_round_against_unfused():
     unfused = [10.0 + 0.3 * (i % 3) for i in range(15)]
     result = _result(unfused=unfused, chapter=[0.9 * t for t in unfused], floor=unfused)
@@ -436,4 +445,4 @@ def test_fold_verdict_follows_the_sign_tests():
     no_saving = _result(unfused=unfused, chapter=[10.5] * 15, floor=[9.0] * 15)
     assert fold_verdict(no_saving).endswith("saves nothing measurable.")
     below_floor = _result(unfused=unfused, chapter=[8.5] * 15, floor=[9.0] * 15)
-    assert fold_verdict(below_floor).endswith("run it again.")
+    assert "reached the floor and ran 5.6% faster still" in fold_verdict(below_floor)
