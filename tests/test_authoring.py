@@ -91,3 +91,16 @@ def test_the_readmes_list_every_chapter(readme):
     text = (authoring.ROOT / readme).read_text()
     missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
     assert not missing, f"{readme} does not list {missing}"
+
+
+MOST_LEARNER_CELLS, MOST_WORDS = 90, 3300
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_a_chapter_is_paced_for_one_sitting(source):
+    """At most 90 cells in the learner chapter and 3,300 words of prose (its markdown cells,
+    split at whitespace); a chapter that needs more is split or gets a sequel."""
+    learner = nbformat.read(authoring.CHAPTERS / source.name, as_version=4)
+    words = sum(len(c.source.split()) for c in learner.cells if c.cell_type == "markdown")
+    assert len(learner.cells) <= MOST_LEARNER_CELLS, f"{len(learner.cells)} cells"
+    assert words <= MOST_WORDS, f"{words} words of prose"
