@@ -91,4 +91,3 @@ def test_the_readmes_list_every_chapter(readme):
     text = (authoring.ROOT / readme).read_text()
     missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
     assert not missing, f"{readme} does not list {missing}"
-
