@@ -39,9 +39,6 @@ def no_answers() -> str:
     )
 
 
-NO_ANSWERS = no_answers()  # in English: the language is chosen later, by a chapter
-
-
 class NotYet(Exception):
     """Raised by `check(...)` when a condition does not hold; ends the checkpoint block."""
 
