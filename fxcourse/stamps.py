@@ -3,8 +3,9 @@
 A notebook carries it in its metadata (`fxcourse_generated`): learners open their own copies of
 the chapters and edit them, and a visible "do not edit" line would tell them the opposite; a
 contributor who edits a derived notebook by hand is stopped by the staleness tests, whose message
-names the command. A Python module carries it as its first line, a JSON file as its "//" key, a
-Markdown file as an HTML comment (not shown when it is rendered).
+names the command. A Python module carries it as its first lines, a JSON file as its "//" key, a
+Markdown file as an HTML comment (not shown when it is rendered). It speaks to the course's
+maintainers: a learner who reads it in a released verify.py learns where the file comes from.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ END = "not this one."
 
 def note(sources: list[str], command: str) -> str:
     edit = "that file" if len(sources) == 1 and "*" not in sources[0] else "those"
-    return f"{PREFIX}{' and '.join(sources)} by `{command}`: edit {edit}, {END}"
+    return f"{PREFIX}{' and '.join(sources)} by `{command}`; course maintainers: edit {edit}, {END}"
 
 
 def stamp_notebook(nb, sources: list[str], command: str):

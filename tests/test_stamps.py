@@ -13,7 +13,9 @@ import pytest
 from fxcourse import authoring, stamps
 
 ROOT = authoring.ROOT
-NOTE = re.compile(r"Generated from (.+?) by `(make [a-z.-]+)`: edit (?:that file|those), not this")
+NOTE = re.compile(
+    r"Generated from (.+?) by `(make [a-z.-]+)`; course maintainers: edit (?:that file|those), not"
+)
 
 
 def stamp_of(path: Path, text: str) -> str:
