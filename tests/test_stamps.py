@@ -72,3 +72,11 @@ def test_a_stamp_comes_off_whole_and_goes_on_once(module):
     markdown = stamps.stamp_markdown("# Title\n", ["README.md"], "make x")
     assert stamps.unstamped_markdown(markdown) == "# Title\n"
     assert stamps.unstamped_json(stamps.stamp_json({"1.1": {}}, ["a"], "make x")) == {"1.1": {}}
+
+
+def test_the_answers_stamp_is_no_try_it():
+    from fxcourse import tryit
+
+    answers = tryit.load_answers()
+    assert stamps.JSON_KEY not in answers and answers
+    assert all(set(answer) == {"chapter", "code"} for answer in answers.values())
