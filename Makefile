@@ -43,7 +43,7 @@ environment.yml: env/requirements.lock env/environment_yml.py  ## derive the con
 	python3 env/environment_yml.py > $@
 
 student-edition: env  ## dist/student-edition/: the learners' copy (ANSWERS=no: no try-it answers; LANG=zh: Chinese README first)
-	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers) $(if $(filter zh%,$(LANG)),--language zh)
+	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers) --language $(COURSE_LANGUAGE)
 
 chapters: env  ## regenerate the learner chapters and answers.json from solutions/
 	$(PY) -m fxcourse.authoring build
@@ -75,7 +75,7 @@ site: env  ## dist/site/: the course as a website (chapters executed, cached in 
 	$(PY) -m fxcourse.website build
 
 .PHONY: translations test-site
-translations: env  ## after editing an English source: bring the translation catalogs up to date
+translations: env  ## after editing an English source: bring the catalogs of every translation (fxcourse/languages.py) up to date
 	$(PY) -m fxcourse.i18n update
 
 test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)

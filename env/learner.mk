@@ -1,16 +1,17 @@
 # The learner's targets, shared by the course's Makefile and the student edition's (one source).
 # Needs VENV, BIN, PY and ROOT_FLAG from the including Makefile.
 
-# The course's language: Simplified Chinese when your locale is Chinese (LANG=zh_CN.UTF-8) or
-# when asked (`make lab LANG=zh`), English otherwise.
-COURSE_LANGUAGE := $(if $(filter zh%,$(LANG)),zh,en)
+# The course's language: a translation of fxcourse/languages.py when your locale is in it
+# (LANG=zh_CN.UTF-8: Simplified Chinese) or when asked (`make lab LANG=zh`), English otherwise.
+COURSE_LANGUAGE := $(or $(shell python3 -m fxcourse.languages for-locale "$(LANG)" 2>/dev/null),en)
+TRANSLATED_LANGUAGE := $(filter-out en,$(COURSE_LANGUAGE))
 # The learner's own copies of the chapters and exercises (git-ignored; `make lab` creates it),
-# one folder per language.
-WORKSPACE ?= $(if $(filter zh,$(COURSE_LANGUAGE)),workspace-zh,workspace)
+# one folder per language: workspace/, workspace-zh/, ...
+WORKSPACE ?= workspace$(if $(TRANSLATED_LANGUAGE),-$(TRANSLATED_LANGUAGE))
 # WORKSPACE=~/fx-work: a shell leaves a ~ after = as it is (sh, zsh), so it is expanded here.
 override WORKSPACE := $(patsubst ~/%,$(HOME)/%,$(WORKSPACE))
 # JupyterLab's own interface in that language (the workspace holds its language setting).
-LAB_SETTINGS_ENV := $(if $(filter zh,$(COURSE_LANGUAGE)),JUPYTERLAB_SETTINGS_DIR="$(WORKSPACE)/.fxcourse/lab-settings")
+LAB_SETTINGS_ENV := $(if $(TRANSLATED_LANGUAGE),JUPYTERLAB_SETTINGS_DIR="$(WORKSPACE)/.fxcourse/lab-settings")
 LAB_ARGS ?=
 # The page the lab and the URL it prints open on (not the Launcher); here, not in
 # env/jupyter-learner/, whose settings the hub's learners share (their chapters are elsewhere).
@@ -26,7 +27,7 @@ lab: workspace  ## open the course in JupyterLab, in your own workspace (see `ma
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
-workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh) or bring new chapters into it (your edited notebooks are kept)
+workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh, ...) or bring new chapters into it (your edited notebooks are kept)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
 progress: env  ## which try-its and exercises you have passed (as the checks said when they last ran)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import i18n
+from fxcourse import i18n, languages, stamps
+from fxcourse.messages import _, speaking
 from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,16 +45,18 @@ if not (importlib.util.find_spec("torch") and importlib.util.find_spec("fxcourse
     raise ModuleNotFoundError(
         "{hint}"
     )"""
-KERNEL_HINT = {
-    "en": (
-        "a kernel without the course's packages stops here, saying which kernel to pick",
-        "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)",
-    ),
-    "zh": (
-        "若内核里没有课程的包，这里立即停下并说明怎么做",
-        "这个内核没有课程的包：请在菜单中选择 内核 > 更改内核… > Python 3 (fx-course)",
-    ),
-}
+
+
+def kernel_check(language: str) -> str:
+    """The kernel check in `language` (its words from fxcourse/locale/<language>/fxcourse.po)."""
+    with speaking(language):
+        comment = _(
+            "a kernel without the course's packages stops here, saying which kernel to pick"
+        )
+        hint = _(
+            "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)"
+        )
+    return KERNEL_CHECK.format(comment=comment, hint=hint)
 
 
 def tryit_of(cell: nbformat.NotebookNode) -> tuple[str, str] | None:
@@ -94,7 +97,9 @@ def problems(nb: nbformat.NotebookNode, chapter: str) -> list[str]:
     return found
 
 
-def learner_version(nb: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
+def learner_version(
+    nb: nbformat.NotebookNode, language: str = languages.SOURCE.code
+) -> nbformat.NotebookNode:
     """The chapter as learners get it: no answers, no mistakes, no outputs, the kernel check
     first."""
     learner = nbformat.reads(nbformat.writes(nb), as_version=4)
@@ -103,8 +108,7 @@ def learner_version(nb: nbformat.NotebookNode, language: str = "en") -> nbformat
         for cell in learner.cells
         if (marker := tryit_of(cell)) is None or marker[1] in LEARNER_ROLES
     ]
-    comment, hint = KERNEL_HINT[language]
-    check = KERNEL_CHECK.format(comment=comment, hint=hint)
+    check = kernel_check(language)
     first_code = next(i for i, cell in enumerate(learner.cells) if cell.cell_type == "code")
     # a fixed id: the derived chapter is the same on every build
     learner.cells.insert(first_code, nbformat.v4.new_code_cell(check, id="fxcourse-kernel-check"))
@@ -119,21 +123,33 @@ def answers_of(nb: nbformat.NotebookNode, chapter: str) -> dict[str, dict[str, s
     }
 
 
+def shown(path: Path) -> str:
+    """A path as a stamp names it: from the course's root."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def answers_text(answers: dict, sources: list[str]) -> str:
+    stamped = stamps.stamp_json(answers, sources, "make chapters")
+    return json.dumps(stamped, indent=1, ensure_ascii=False) + "\n"
+
+
 def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
-    """Every derived file (path -> text): the learner chapters and answers.json, and the same in
-    each translation (chapters/<lang>/, answers.<lang>.json, the exercise starters, the README)."""
+    """Every derived file (path -> text), each stamped with what it comes from (fxcourse.stamps):
+    the learner chapters and answers.json, and the same in each translation (chapters/<lang>/,
+    answers.<lang>.json, the exercise starters, the README)."""
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
     errors = []
     for source in sorted(sources.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(source, as_version=4)
         errors += problems(nb, source.stem)
-        derived[CHAPTERS / source.name] = nbformat.writes(learner_version(nb)) + "\n"
+        learner = stamps.stamp_notebook(learner_version(nb), [shown(source)], "make chapters")
+        derived[CHAPTERS / source.name] = nbformat.writes(learner) + "\n"
         answers.update(answers_of(nb, source.stem))
     if errors:
         raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
-    derived[ANSWERS] = json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
-    for language in i18n.LANGUAGES:
+    derived[ANSWERS] = answers_text(answers, [f"{shown(sources)}/NN_*.ipynb"])
+    for language in languages.translation_codes():
         derived.update(translated_files(language))
     return derived
 
@@ -148,21 +164,28 @@ def translated_files(language: str) -> dict[Path, str]:
             continue
         translated = document.translated(language)
         exercise = folder / "exercises" / document.path.parent.name
+        origin = [shown(document.path), shown(i18n.catalog_path(document.name, language))]
         if document.path.suffix == ".py":  # a module beside an exercise (verify.py)
-            derived[exercise / document.path.name] = translated
+            text = stamps.stamp_python(translated, origin, "make chapters")
+            derived[exercise / document.path.name] = text
         elif isinstance(translated, str):
-            derived[document.path.with_suffix(f".{language}.md")] = translated
+            text = stamps.stamp_markdown(translated, origin, "make chapters")
+            derived[document.path.with_suffix(f".{language}.md")] = text
         elif document.path.parent == SOURCES:
             i18n.add_language_cell(translated, language)
-            learner = learner_version(translated, language)
+            learner = stamps.stamp_notebook(
+                learner_version(translated, language), origin, "make chapters"
+            )
             derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))
         else:  # an exercise starter
             i18n.refresh_checksums(translated)
+            stamps.stamp_notebook(translated, origin, "make chapters")
             derived[exercise / document.path.name] = nbformat.writes(translated)
     derived = {path: text if text.endswith("\n") else text + "\n" for path, text in derived.items()}
-    derived[ANSWERS.with_suffix(f".{language}.json")] = (
-        json.dumps(answers, indent=1, ensure_ascii=False) + "\n"
+    catalogs = shown(i18n.catalog_path("NN_*", language))
+    derived[ANSWERS.with_suffix(f".{language}.json")] = answers_text(
+        answers, [f"{shown(SOURCES)}/NN_*.ipynb", catalogs]
     )
     return derived
 

@@ -1,12 +1,14 @@
 """Build the student edition: a self-contained learner copy of the course, nothing secret inside.
 
-    python -m fxcourse.edition [--out dist/student-edition] [--no-answers]
+    python -m fxcourse.edition [--out dist/student-edition] [--no-answers] [--language CODE]
 
 It holds the learner chapters, the exercise starters, the fxcourse helpers, the pinned environment
 and a learner's Makefile and README (from env/student-edition/), and nothing of solutions/,
 grader/ or tests/. With --no-answers the try-its' reference answers (fxcourse/answers.json) stay
 out too. Its set-up enables only the learner's parts of nbgrader (no formgrader, no
-create-assignment). The output folder is replaced as a whole.
+create-assignment). Every translation of fxcourse.languages comes along (its chapters, answers,
+messages and README); --language puts that language's README first. The output folder is
+replaced as a whole.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fxcourse import languages
 from fxcourse.i18n import lookup_of
-from fxcourse.messages import _, use_language
+from fxcourse.messages import _, speaking
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "env" / "student-edition"
@@ -58,9 +61,27 @@ def readme_no_answers() -> str:
 # Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
 EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py", "fxcourse/i18n.py"]
 EXCLUDE_FOLDERS = ("fxcourse/website/", "fxcourse/locale/")
-# The Chinese edition's files: its chapters and, at run time, its answers and messages.
-TRANSLATED = ["chapters/zh/*.ipynb", "fxcourse/answers.zh.json", "fxcourse/locale/zh/fxcourse.po"]
-TRANSLATED += ["chapters/zh/exercises/*/verify.py"]
+# A translation's files: its chapters and, at run time, its answers and messages.
+TRANSLATED = [
+    "chapters/{code}/*.ipynb",
+    "chapters/{code}/exercises/*/verify.py",
+    "fxcourse/answers.{code}.json",
+    "fxcourse/locale/{code}/fxcourse.po",
+]
+
+
+def translated_patterns() -> list[str]:
+    return [p.format(code=code) for code in languages.translation_codes() for p in TRANSLATED]
+
+
+def answer_files() -> list[str]:
+    return ["fxcourse/answers.json"] + [
+        f"fxcourse/answers.{code}.json" for code in languages.translation_codes()
+    ]
+
+
+def readme_name(language: str) -> str:
+    return "README.md" if language == languages.SOURCE.code else f"README.{language}.md"
 
 
 def course_files(root: Path = ROOT) -> list[str]:
@@ -76,10 +97,11 @@ def course_files(root: Path = ROOT) -> list[str]:
 
 
 def selected(names: list[str], answers: bool) -> list[str]:
-    exclude = EXCLUDE + ([] if answers else ["fxcourse/answers.json", "fxcourse/answers.zh.json"])
+    exclude = EXCLUDE + ([] if answers else answer_files())
+    translated = translated_patterns()
 
     def wanted(name: str) -> bool:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in TRANSLATED):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in translated):
             return name not in exclude
         included = any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE)
         return included and name not in exclude and not name.startswith(EXCLUDE_FOLDERS)
@@ -89,18 +111,18 @@ def selected(names: list[str], answers: bool) -> list[str]:
 
 def without_answers(readme: Path, language: str) -> None:
     """Replace the README's answer paragraph (in its language) by what a no-answers edition says."""
-    use_language(language)
-    paragraph = (
-        README_ANSWERS if language == "en" else lookup_of("README", language)[README_ANSWERS]
-    )
+    source = language == languages.SOURCE.code
+    paragraph = README_ANSWERS if source else lookup_of("README", language)[README_ANSWERS]
     text = readme.read_text(encoding="utf-8")
     if paragraph not in text:  # the template was reworded: keep the two in step
         raise SystemExit(f"{readme.name} lost the answers paragraph")
-    readme.write_text(text.replace(paragraph, readme_no_answers()), encoding="utf-8")
-    use_language("en")
+    with speaking(language):
+        readme.write_text(text.replace(paragraph, readme_no_answers()), encoding="utf-8")
 
 
-def build(out: Path, answers: bool = True, root: Path = ROOT, language: str = "en") -> list[str]:
+def build(
+    out: Path, answers: bool = True, root: Path = ROOT, language: str = languages.SOURCE.code
+) -> list[str]:
     """Write the edition to `out` (replacing it); returns the files copied from the course."""
     files = selected(course_files(root), answers)
     if out.exists():
@@ -111,11 +133,11 @@ def build(out: Path, answers: bool = True, root: Path = ROOT, language: str = "e
     for template in TEMPLATES.iterdir():
         shutil.copy2(template, out / template.name)
     if not answers:
-        for readme_language, readme in (("en", out / "README.md"), ("zh", out / "README.zh.md")):
-            without_answers(readme, readme_language)
-    if language != "en":  # the learner's language first: README.md, the English beside it
-        (out / "README.md").rename(out / "README.en.md")
-        (out / f"README.{language}.md").rename(out / "README.md")
+        for readme_language in languages.codes():
+            without_answers(out / readme_name(readme_language), readme_language)
+    if language != languages.SOURCE.code:  # the learner's language first, the English beside it
+        (out / "README.md").rename(out / f"README.{languages.SOURCE.code}.md")
+        (out / readme_name(language)).rename(out / "README.md")
     return files
 
 
@@ -123,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "dist" / "student-edition")
     parser.add_argument("--no-answers", action="store_true", help="leave out the try-it answers")
-    parser.add_argument("--language", choices=["en", "zh"], default="en", help="README.md's")
+    parser.add_argument(
+        "--language", choices=languages.codes(), default=languages.SOURCE.code, help="README.md's"
+    )
     args = parser.parse_args(argv)
     files = build(args.out, answers=not args.no_answers, language=args.language)
     kind = "without" if args.no_answers else "with"

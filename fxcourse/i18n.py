@@ -6,8 +6,8 @@
     python -m fxcourse.i18n check    exit 1 naming every entry that is missing or fuzzy, departs
                                      from the glossary (locale/<lang>/glossary.tsv) or breaks a
                                      line between two CJK characters
-    python -m fxcourse.i18n todo NAME         what NAME.po still needs, as JSON
-    python -m fxcourse.i18n fill NAME F.json  set translations from {english: translation}
+    python -m fxcourse.i18n todo NAME [LANG]         what NAME.po still needs, as JSON
+    python -m fxcourse.i18n fill NAME F.json [LANG]  set translations from {english: translation}
     python -m fxcourse.i18n join-lines        join msgstr lines broken between two CJK characters
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
@@ -16,7 +16,8 @@ the comments in its code, and in checkpoint cells the goal and the hints (the se
 the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
 (the "Not yet" box and its friends) are in fxcourse.po, read at run time by `gettext_for`.
 Translators edit the .po files (any PO editor, or by hand) and clear the `fuzzy` flag once an
-entry matches its English again.
+entry matches its English again. The languages are fxcourse.languages' translations (LANG: the
+first of them when not given).
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ from pathlib import Path
 
 import nbformat
 
+from fxcourse import languages, stamps
+from fxcourse.messages import _, speaking
+
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = Path(__file__).with_name("locale")
-LANGUAGES = ("zh",)
 FENCE = re.compile(r"^\s*(```|~~~|:::)")
 CHECK_CALLS = {"check": 1, "checkpoint": 1}
 
@@ -247,16 +250,18 @@ def translate_notebook(
     return translated
 
 
-LANGUAGE_CELL = {
-    "zh": "# 本章的检查点提示使用中文\n"
-    "from fxcourse.messages import use_language\n\n"
-    'use_language("zh")',
-}
+LANGUAGE_CELL = '# {comment}\nfrom fxcourse.messages import use_language\n\nuse_language("{code}")'
+
+
+def language_cell(language: str) -> str:
+    with speaking(language):
+        comment = _("the checkpoints below give their hints in this chapter's language")
+    return LANGUAGE_CELL.format(comment=comment, code=language)
 
 
 def add_language_cell(nb: nbformat.NotebookNode, language: str) -> None:
     """A translated chapter's first code cell switches fxcourse's messages to its language."""
-    cell = nbformat.v4.new_code_cell(LANGUAGE_CELL[language], id=f"fxcourse-language-{language}")
+    cell = nbformat.v4.new_code_cell(language_cell(language), id=f"fxcourse-language-{language}")
     nb.cells.insert(1, cell)  # a fixed id: the derived chapter is the same on every build
 
 
@@ -401,8 +406,11 @@ class Term:
 
 
 def glossary(language: str) -> list[Term]:
-    """fxcourse/locale/<language>/glossary.tsv: one translation per English term."""
+    """fxcourse/locale/<language>/glossary.tsv: one translation per English term (none yet for a
+    language that has no glossary)."""
     path = LOCALES / language / "glossary.tsv"
+    if not path.exists():
+        return []
     terms = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
@@ -494,9 +502,11 @@ class Document:
     asserts: bool = False
 
     def read(self) -> nbformat.NotebookNode | str:
+        """The document, without the stamp of a derived file (a released verify.py's)."""
         if self.path.suffix == ".ipynb":
             return nbformat.read(self.path, as_version=4)
-        return self.path.read_text(encoding="utf-8")
+        text = self.path.read_text(encoding="utf-8")
+        return stamps.unstamped_python(text) if self.path.suffix == ".py" else text
 
     def texts(self) -> list[Text]:
         if self.path.is_dir():
@@ -575,7 +585,8 @@ def update(language: str, names: list[str] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         catalog.save(str(path))
         todo = sum(1 for e in catalog if not e.msgstr or "fuzzy" in e.flags)
-        print(f"{path.relative_to(ROOT)}: {len(catalog)} entries, {todo} to translate")
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"{shown}: {len(catalog)} entries, {todo} to translate")
 
 
 def all_problems(language: str) -> list[str]:
@@ -607,24 +618,27 @@ def fill(name: str, language: str, translations: dict[str, str]) -> int:
 
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
-    if command == "todo" and len(argv) == 2:  # todo NAME: what is left in NAME.po, as JSON
-        print(json.dumps(export_todo(argv[1], "zh"), ensure_ascii=False, indent=1))
+    translated = languages.translation_codes()
+    if command == "todo" and len(argv) in (2, 3):  # todo NAME [LANG]: what is left, as JSON
+        language = argv[2] if len(argv) == 3 else translated[0]
+        print(json.dumps(export_todo(argv[1], language), ensure_ascii=False, indent=1))
         return 0
-    if command == "fill" and len(argv) == 3:  # fill NAME FILE.json: {english: translation}
+    if command == "fill" and len(argv) in (3, 4):  # fill NAME FILE.json [LANG]
         translations = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
-        print(f"{fill(argv[1], 'zh', translations)} entries set in {argv[1]}.po")
+        language = argv[3] if len(argv) == 4 else translated[0]
+        print(f"{fill(argv[1], language, translations)} entries set in {argv[1]}.po")
         return 0
     if command == "update":  # update [NAME ...]: all catalogs, or the ones named
-        for language in LANGUAGES:
+        for language in translated:
             update(language, argv[1:])
         return 0
     if command == "join-lines":  # join lines broken between two CJK characters
-        print(f"{sum(join_lines(language) for language in LANGUAGES)} entries joined")
+        print(f"{sum(join_lines(language) for language in translated)} entries joined")
         return 0
     if command == "check":
         found = [
             p
-            for language in LANGUAGES
+            for language in translated
             for check in (all_problems, vocabulary_problems, line_break_problems)
             for p in check(language)
         ]

@@ -7,17 +7,33 @@ fxcourse/locale/zh/fxcourse.po, and falls back to the English when a message has
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
+from fxcourse.languages import SOURCE
+
 LOCALES = Path(__file__).with_name("locale")
-_language = "en"
+_language = SOURCE.code
 
 
 def use_language(language: str) -> None:
-    """Show fxcourse's messages in `language` ("en" or "zh") from now on, in this kernel."""
+    """Show fxcourse's messages in `language` (a code of fxcourse.languages) from now on, in this
+    kernel."""
     global _language
     _language = language
+
+
+@contextmanager
+def speaking(language: str) -> Iterator[None]:
+    """fxcourse's messages in `language` inside the block, as before it after."""
+    saved = _language
+    use_language(language)
+    try:
+        yield
+    finally:
+        use_language(saved)
 
 
 def language() -> str:
@@ -27,7 +43,7 @@ def language() -> str:
 @cache
 def _catalog(language: str) -> dict[str, str]:
     path = LOCALES / language / "fxcourse.po"
-    if language == "en" or not path.exists():
+    if language == SOURCE.code or not path.exists():
         return {}
     import polib
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from fxcourse.messages import _, language
 from fxcourse.results import record_tryit
+from fxcourse.stamps import unstamped_json
 
 ANSWERS_FILE = Path(__file__).with_name("answers.json")
 
@@ -37,9 +38,6 @@ def no_answers() -> str:
         "This edition of the course ships without reference answers: ask your instructor, or "
         "reread the section the goal names."
     )
-
-
-NO_ANSWERS = no_answers()  # in English: the language is chosen later, by a chapter
 
 
 class NotYet(Exception):
@@ -157,7 +155,7 @@ def load_answers(path: Path | None = None) -> dict[str, dict]:
         path = translated if translated.exists() else ANSWERS_FILE
     if not path.exists():
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    return unstamped_json(json.loads(path.read_text(encoding="utf-8")))
 
 
 @dataclass

@@ -26,8 +26,9 @@ course version before it is kept in .fxcourse/pending/, and a sync that finds th
 
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
-the Assignments tab is submitted (exercise_note). `--language zh` syncs the Chinese chapters
-(chapters/zh/) and sets JupyterLab's interface to Chinese for this workspace.
+the Assignments tab is submitted (exercise_note). `--language CODE` (a translation of
+fxcourse.languages, such as zh) syncs that language's chapters (chapters/CODE/) and sets
+JupyterLab's interface to that language for this workspace.
 
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
@@ -48,6 +49,7 @@ from pathlib import Path
 
 import nbformat
 
+from fxcourse import languages
 from fxcourse.messages import _, use_language
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,8 +112,6 @@ def change_notice(day: str, merged: bool) -> str:
     ).format(day=day, what=what)
 
 
-# JupyterLab's own interface in the learner's language (its Simplified Chinese language pack).
-LAB_LOCALES = {"zh": "zh_CN"}
 LAB_SETTINGS = f"{STATE}/lab-settings"
 
 
@@ -141,20 +141,24 @@ class SyncReport:
         return found
 
 
-def course_notebooks(root: Path = ROOT, language: str = "en") -> dict[str, Path]:
-    """Workspace-relative name -> the course's learner notebook it is copied from (chapters/ in
-    English, chapters/<language>/ in a translation)."""
-    chapters = root / "chapters" if language == "en" else root / "chapters" / language
+def chapters_in(root: Path, language: str) -> Path:
+    """chapters/ in the source language (English), chapters/<language>/ in a translation."""
+    return root / "chapters" if language == languages.SOURCE.code else root / "chapters" / language
+
+
+def course_notebooks(root: Path = ROOT, language: str = languages.SOURCE.code) -> dict[str, Path]:
+    """Workspace-relative name -> the course's learner notebook it is copied from."""
+    chapters = chapters_in(root, language)
     found = {p.name: p for p in sorted(chapters.glob("[0-9][0-9]_*.ipynb"))}
     exercises = sorted((chapters / "exercises").glob("*/*.ipynb"))
     found |= {f"exercises/{p.parent.name}/{p.name}": p for p in exercises}
     return found
 
 
-def course_modules(root: Path = ROOT, language: str = "en") -> dict[str, Path]:
+def course_modules(root: Path = ROOT, language: str = languages.SOURCE.code) -> dict[str, Path]:
     """Workspace-relative name -> a module beside an exercise that its test cells import
     (verify.py): the course's, never the learner's to edit."""
-    chapters = root / "chapters" if language == "en" else root / "chapters" / language
+    chapters = chapters_in(root, language)
     return {
         f"exercises/{p.parent.name}/{p.name}": p
         for p in sorted((chapters / "exercises").glob("*/*.py"))
@@ -183,7 +187,7 @@ def cells_text(notebook: nbformat.NotebookNode) -> list[tuple]:
     ]
 
 
-def sync(workspace: Path, root: Path = ROOT, language: str = "en") -> SyncReport:
+def sync(workspace: Path, root: Path = ROOT, language: str = languages.SOURCE.code) -> SyncReport:
     """Bring the course's notebooks in `language` into `workspace` (see the module docstring)."""
     workspace.mkdir(parents=True, exist_ok=True)
     use_language(language)
@@ -205,12 +209,14 @@ def sync(workspace: Path, root: Path = ROOT, language: str = "en") -> SyncReport
 
 def write_lab_language(workspace: Path, language: str) -> None:
     """JupyterLab's interface language for this workspace (`make lab` points JupyterLab's user
-    settings at this folder when the course language is not English)."""
-    if language not in LAB_LOCALES:
+    settings at this folder when the course language is not English): the language's
+    JupyterLab locale, whose language pack env/requirements.in installs."""
+    locale = languages.get(language).lab_locale
+    if not locale:
         return
     plugin = workspace / LAB_SETTINGS / "@jupyterlab" / "translation-extension"
     plugin.mkdir(parents=True, exist_ok=True)
-    setting = json.dumps({"locale": LAB_LOCALES[language]}, indent=2)
+    setting = json.dumps({"locale": locale}, indent=2)
     (plugin / "plugin.jupyterlab-settings").write_text(setting + "\n")
 
 
@@ -347,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["sync", "exchange"])
     parser.add_argument("--workspace", type=Path, default=ROOT / "workspace")
-    parser.add_argument("--language", choices=["en", "zh"], default="en")
+    parser.add_argument("--language", choices=languages.codes(), default=languages.SOURCE.code)
     args = parser.parse_args(argv)
     if args.command == "exchange":
         print(ensure_exchange(exchange_root()))

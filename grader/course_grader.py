@@ -98,14 +98,20 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     import nbformat
 
     from fxcourse.notebooks import clean
+    from fxcourse.stamps import stamp_notebook, stamp_python
 
     _clear(publish_to / a for a in ASSIGNMENTS)
     published = []
     for assignment in ASSIGNMENTS:
         released, target = course / RELEASE / assignment, publish_to / assignment
         shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
+        for module in target.glob("*.py"):  # each says where it comes from (fxcourse.stamps)
+            origin = [f"solutions/{assignment}/{module.name}"]
+            module.write_text(stamp_python(module.read_text(), origin, "make release"))
         notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
-        nbformat.write(one_folder_deeper(notebook), target / f"{assignment}.ipynb")
+        origin = [f"solutions/{assignment}/{assignment}.ipynb"]
+        notebook = stamp_notebook(one_folder_deeper(notebook), origin, "make release")
+        nbformat.write(notebook, target / f"{assignment}.ipynb")
         published.append(target / f"{assignment}.ipynb")
     return published
 

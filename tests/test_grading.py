@@ -166,6 +166,19 @@ def test_the_reference_runs_every_cell_cleanly(graded, how):
         assert not errors, (how, assignment, errors)
 
 
+def test_every_snippets_cells_import_what_they_use(tmp_path):
+    """A snippet's imports above its first marker are for linting only; a name its cells use
+    and neither they nor the exercise's notebook import would make the answer a NameError
+    (an attack that fails that way scores its 0 without trying anything)."""
+    for snippet in REALISTIC + ATTACKS:
+        source = source_notebook(ROOT, snippet.assignment)
+        answered = submission(source, reference_solutions(source), snippet)
+        nbformat.write(answered, tmp_path / f"{snippet.name}.ipynb")
+    command = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache"]
+    found = subprocess.run([*command, "--select", "F821", tmp_path], capture_output=True, text=True)
+    assert found.returncode == 0, found.stdout[-3000:]
+
+
 @pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
 def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
     course = graded["sandboxed"]

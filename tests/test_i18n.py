@@ -9,13 +9,15 @@ import tokenize
 import nbformat
 import pytest
 
-from fxcourse import authoring, i18n
+from fxcourse import authoring, i18n, languages
 
 DOCUMENTS = [doc for doc in i18n.documents() if doc.path.suffix == ".ipynb"]
 
 
 def test_every_learner_text_is_translated_and_current():
-    problems = [p for language in i18n.LANGUAGES for p in i18n.all_problems(language)]
+    problems = [
+        p for language in languages.translation_codes() for p in i18n.all_problems(language)
+    ]
     shown = "\n".join(problems[:40])
     assert not problems, f"{len(problems)} translations to do (make translations):\n{shown}"
 
@@ -30,7 +32,7 @@ def code_tokens(source: str) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: d.name)
 def test_translation_changes_no_code(document):
     english = document.read()
-    for language in i18n.LANGUAGES:
+    for language in languages.translation_codes():
         translated = document.translated(language)
         assert len(translated.cells) == len(english.cells)
         for index, (before, after) in enumerate(zip(english.cells, translated.cells, strict=True)):
@@ -41,7 +43,7 @@ def test_translation_changes_no_code(document):
                 )
 
 
-@pytest.mark.parametrize("language", i18n.LANGUAGES)
+@pytest.mark.parametrize("language", languages.translation_codes())
 def test_no_answer_reaches_a_translated_learner_chapter(language):
     checked = 0
     for document in DOCUMENTS:
@@ -130,14 +132,14 @@ def test_extraction_finds_prose_comments_and_checkpoint_messages():
     ]
 
 
-@pytest.mark.parametrize("language", i18n.LANGUAGES)
+@pytest.mark.parametrize("language", languages.translation_codes())
 def test_every_glossary_term_has_its_one_translation(language):
     problems = i18n.vocabulary_problems(language)
     shown = "\n".join(problems[:40])
     assert not problems, f"{len(problems)} entries depart from glossary.tsv:\n{shown}"
 
 
-@pytest.mark.parametrize("language", i18n.LANGUAGES)
+@pytest.mark.parametrize("language", languages.translation_codes())
 def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
     problems = i18n.line_break_problems(language)
     shown = "\n".join(problems[:20])
@@ -189,7 +191,7 @@ MODULES = [doc for doc in i18n.documents() if doc.path.suffix == ".py"]
 def test_a_translated_verify_module_keeps_its_code(document):
     assert MODULES, "no module beside an exercise is translated"
     english = document.read()
-    for language in i18n.LANGUAGES:
+    for language in languages.translation_codes():
         translated = document.translated(language)
         compile(translated, str(document.path), "exec")
         assert code_tokens(translated) == code_tokens(english), document.name

@@ -206,8 +206,12 @@ def test_records_after_the_last_are_ignored():
 
 class Checks:
     @staticmethod
-    def test_x(value):
-        assert value == 3, "want 3"
+    def inputs(grade_id, seed):
+        return 3
+
+    @staticmethod
+    def test_x(value, wanted):
+        assert value == wanted, f"want {wanted}"
 
 
 @pytest.mark.parametrize(
@@ -245,8 +249,10 @@ def test_a_check_process_that_reports_the_graders_failure_fails_the_grader():
 
 
 def test_the_kernel_runs_the_same_probe_and_check(tmp_path, monkeypatch):
-    (tmp_path / "probes.py").write_text("def test_x(ns):\n    return ns['f'](1)\n")
-    (tmp_path / "checks.py").write_text("def test_x(value):\n    assert value == 3, 'want 3'\n")
+    (tmp_path / "probes.py").write_text("def test_x(ns, x):\n    return ns['f'](x)\n")
+    checks = "def inputs(grade_id, seed):\n    return 1\n\n\n"
+    checks += "def test_x(value, x):\n    assert value == 3, 'want 3'\n"
+    (tmp_path / "checks.py").write_text(checks)
     monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
     kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x + 2})
     with pytest.raises(AssertionError, match="want 3"):
@@ -270,6 +276,27 @@ def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkey
     monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
     with pytest.raises(kernel.GraderError, match="could not make the inputs of test_x"):
         kernel.run_check(tmp_path.name, "test_x", {})
+
+
+def test_the_attack_that_reads_the_checks_would_find_them_where_they_are():
+    """tests/hostile/attacks/ex1_reads_the_hidden_checks.py passes only if it finds nothing in
+    the sandbox: here, where each exercise's checks.py is a file and is loaded, its search finds
+    every one (so the attack cannot go blind when checks.py's own names change)."""
+    from submissions.build import read_snippet
+
+    attack = ROOT / "tests" / "hostile" / "attacks" / "ex1_reads_the_hidden_checks.py"
+    source = read_snippet(attack).cells["replace_sigmoid_with_tanh"]
+    namespace: dict = {}
+    exec(source.replace("\nfor path in checks_files():", "\nfor path in []:"), namespace)
+    files = sorted((ROOT / "solutions").glob("ex*/checks.py"))
+    assert len(files) >= 3
+    found = sorted(namespace["checks_files"]([str(ROOT / "solutions")]))
+    assert found == [str(path) for path in files]
+    checks = [probing.load(path) for path in files]
+    found = list(namespace["loaded_checks"]())
+    assert all(any(module is seen for seen in found) for module in checks), found
+    probes = probing.load(ROOT / "solutions" / "ex1_sigmoid_to_tanh" / "probes.py")
+    assert not any(module is probes for module in found)
 
 
 # ----------------------------------------------------------------------------- staging

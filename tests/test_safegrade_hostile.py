@@ -287,7 +287,11 @@ def found():
     return seen
 
 
-def test_basic(value):
+def inputs(grade_id, seed):
+    return {{"empty": []}} if grade_id == "test_hidden" else [1, 2]
+
+
+def test_basic(value, inputs):
     raise AssertionError(f"the check process found {{found()}}")
 
 
@@ -316,15 +320,19 @@ def test_a_check_finds_no_secret_gradebook_or_other_submission(tmp_path):
 SLOW_CHECKS = """import time
 
 
-def test_basic(value):
+def inputs(grade_id, seed):
+    return {"empty": []} if grade_id == "test_hidden" else [1, 2, 3]
+
+
+def test_basic(value, numbers):
     time.sleep(600)
 
 
-def test_helper(value):
+def test_helper(value, numbers):
     assert value == 6, "check_sum failed"
 
 
-def test_hidden(data):
+def test_hidden(data, cases):
     assert data["empty"] == 0, "empty list"
 """
 
@@ -346,8 +354,8 @@ def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     from grader.safegrade.sandbox import Limits, Sandbox
 
     box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
-    job = {"cells": [{"code": "x = 41"}, {"probe": "t"}], "files": {}, "nonce": "n"}
-    job["probes"] = "def t(namespace):\n    return namespace['x'] + 1\n"
+    job = {"cells": [{"code": "x = 41"}, {"probe": "t", "inputs": 1}], "files": {}, "nonce": "n"}
+    job["probes"] = "def t(namespace, one):\n    return namespace['x'] + one\n"
     try:
         for _ in range(4):
             reply = box.run(job)

@@ -138,10 +138,14 @@ def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_pa
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     workspace.sync(tmp_path / "ws", ROOT)
-    for name in workspace.course_notebooks(ROOT):
-        if name.startswith("exercises/"):
-            note = _sources(tmp_path / "ws" / name)[0]
-            assert "not submitted" in note and f"{Path(name).stem}/{Path(name).stem}.ipynb" in note
+    exercises = [n for n in workspace.course_notebooks(ROOT) if n.startswith("exercises/")]
+    # every exercise of solutions/ is there (none at all would leave nothing to check)
+    assert {Path(name).stem for name in exercises} == {
+        folder.name for folder in (ROOT / "solutions").glob("ex*") if folder.is_dir()
+    }
+    for name in exercises:
+        note = _sources(tmp_path / "ws" / name)[0]
+        assert "not submitted" in note and f"{Path(name).stem}/{Path(name).stem}.ipynb" in note
 
 
 def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(

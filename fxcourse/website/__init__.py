@@ -6,7 +6,9 @@ Sources are generated into build/site/src (chapters from solutions/, with each t
 task, its reference answer folded away and its checkpoint run; the exercises' task text from the
 released starters, never executed; a start page with the table of contents), then Sphinx builds
 them with warnings as errors. Executed outputs are cached in build/site/cache, keyed by each
-notebook's code: a rebuild after one chapter changed re-runs that chapter only.
+notebook's code: a rebuild after one chapter changed re-runs that chapter only. Each language of
+fxcourse.languages is an edition (the source at the site's root, a translation in <code>/), and
+every page's language switch names them all.
 """
 
 from __future__ import annotations
@@ -19,16 +21,15 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import i18n
+from fxcourse import i18n, languages
 from fxcourse.authoring import SOURCES, tryit_of
-from fxcourse.messages import _, use_language
+from fxcourse.messages import _, speaking, use_language
 from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = Path(__file__).with_name("conf.py").parent
 BUILD = ROOT / "build" / "site"
 EXERCISES = ROOT / "chapters" / "exercises"
-LANGUAGE_CODES = {"en": "en", "zh": "zh_CN"}
 
 
 def how_to_run() -> str:
@@ -125,7 +126,7 @@ def write_if_changed(path: Path, text: str) -> None:
 
 def chapter_sources(language: str) -> dict[str, nbformat.NotebookNode]:
     """Chapter sources (answers included) in `language`, by file name."""
-    if language == "en":
+    if language == languages.SOURCE.code:
         return {p.name: nbformat.read(p, as_version=4) for p in SOURCES.glob("[0-9][0-9]_*.ipynb")}
     return {
         document.path.name: in_language(document.translated(language), language)
@@ -150,7 +151,8 @@ def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNo
 def write_sources(src: Path, language: str) -> list[Path]:
     """Every page of the site in `language` under src; returns the pages written."""
     use_language(language)
-    starters = EXERCISES if language == "en" else ROOT / "chapters" / language / "exercises"
+    source = language == languages.SOURCE.code
+    starters = EXERCISES if source else ROOT / "chapters" / language / "exercises"
     pages: dict[Path, str] = {}
     chapters = dict(sorted(chapter_sources(language).items()))
     for name, nb in chapters.items():
@@ -168,42 +170,66 @@ def write_sources(src: Path, language: str) -> list[Path]:
             stale.unlink()
     for path, text in pages.items():
         write_if_changed(path, text)
-    use_language("en")
+    use_language(languages.SOURCE.code)
     return list(pages)
 
 
 def site_names(language: str) -> dict[str, str]:
     """The site's title (sidebar, every page's title suffix) and authors (footer) in language."""
-    use_language(language)
-    title, authors = _("torch.fx graph capture"), _("the course's authors")
-    use_language("en")
+    with speaking(language):
+        title, authors = _("torch.fx graph capture"), _("the course's authors")
     return {"project": title, "html_title": title, "author": authors, "copyright": authors}
 
 
-def search_words(build_dir: Path) -> Path:
+def page_words(language: str) -> dict[str, str]:
+    """The words of the site's own templates (fxcourse/website/_templates) in language."""
+    with speaking(language):
+        return {
+            "fxcourse_language": language,
+            "fxcourse_copyright": _("© Copyright {authors}.").format(
+                authors=_("the course's authors")
+            ),
+            "fxcourse_toggle_label": _("Show or hide the pages of this part"),
+        }
+
+
+def language_switch(language: str) -> list[dict]:
+    """Every edition of the site, as the language switch of a page in `language` links them:
+    the path from this edition's root to the other's (the page's own name follows it)."""
+    to_top = "" if language == languages.SOURCE.code else "../"
+    return [
+        {
+            "code": other.code,
+            "label": other.label,
+            "path": to_top + other.site_folder,
+            "current": other.code == language,
+        }
+        for other in languages.all_languages()
+    ]
+
+
+def search_words(build_dir: Path, language: str) -> Path:
     """A word list for jieba, which splits the Chinese pages into the words search finds: the
     glossary's terms stay whole (else 图中断 is indexed only as 图 and 中断, and a reader who
     searches for it finds nothing)."""
-    words = sorted({term.chinese for term in i18n.glossary("zh")})
+    words = sorted({term.chinese for term in i18n.glossary(language)})
     path = build_dir / "search-words.txt"
     write_if_changed(path, "".join(f"{word} 100000\n" for word in words))
     return path
 
 
 def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
-    """Sphinx with warnings as errors; the other edition is linked from every page."""
-    other = {"en": ("zh/", "zh", "中文"), "zh": ("../", "en", "English")}[language]
+    """Sphinx with warnings as errors; conf.py links every edition from every page."""
     options = {
-        "language": LANGUAGE_CODES[language],
+        "language": languages.get(language).sphinx,
         "nb_execution_cache_path": str(build_dir / "cache"),
         **site_names(language),
     }
-    if language == "zh":
-        options["html_search_options.dict"] = str(search_words(build_dir))
-    context = dict(zip(("root", "code", "label"), other, strict=True))
+    if languages.get(language).search_words:
+        options["html_search_options.dict"] = str(search_words(build_dir, language))
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
     defines += [
-        arg for key, value in context.items() for arg in ("-A", f"other_language_{key}={value}")
+        arg for key, value in page_words(language).items() for arg in ("-A", f"{key}={value}")
     ]
     return [
         *(sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n", "-q"),
@@ -212,9 +238,9 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
 
 
 def build(out: Path, build_dir: Path = BUILD) -> int:
-    """The English site in out, the Chinese one in out/zh; returns Sphinx's exit status."""
-    for language, target in (("en", out), ("zh", out / "zh")):
-        folder = build_dir / language
+    """The English site in out, each translation in out/<code>; returns Sphinx's exit status."""
+    for language in languages.codes():
+        folder, target = build_dir / language, out / languages.get(language).site_folder
         write_sources(folder / "src", language)
         command = sphinx_command(folder / "src", target, folder, language)
         if status := subprocess.call(command, cwd=ROOT):

@@ -71,5 +71,13 @@ def chinese_search_with_its_stemmer():
     return ChineseSearch
 
 
+def add_language_switch(app, pagename, templatename, context, doctree):
+    """The editions the language switch links (language-switch.html), from fxcourse.languages."""
+    from fxcourse.website import language_switch
+
+    context["fxcourse_languages"] = language_switch(context["fxcourse_language"])
+
+
 def setup(app):
     app.add_search_language(chinese_search_with_its_stemmer())
+    app.connect("html-page-context", add_language_switch)

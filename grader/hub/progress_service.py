@@ -141,7 +141,6 @@ not a grade: grades come from the formgrader.</p>
 {body}
 </table></body></html>"""
 NOBODY = "<tr><td>no learners yet</td></tr>"
-CSP = "default-src 'none'; style-src 'unsafe-inline'"  # the page runs no script at all
 
 
 def progress_of_everyone(unix_group: str) -> dict[str, dict | str]:
@@ -161,6 +160,7 @@ def main() -> None:
         async def get(self):
             loop = ioloop.IOLoop.current()
             rows = await loop.run_in_executor(None, progress_of_everyone, unix_group)
+            # the page runs no script at all
             self.set_header(
                 "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"
             )

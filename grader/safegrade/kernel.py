@@ -41,6 +41,5 @@ def run_check(assignment: str, grade_id: str, namespace: dict) -> None:
             inputs = probing.make_inputs(checks, grade_id, random.SystemRandom().getrandbits(32))
         except Exception as exc:
             raise GraderError(f"checks.py could not make the inputs of {grade_id}") from exc
-        sent = None if inputs is None else crossed(inputs)
-        data = crossed(probing.call_probe(probes, grade_id, namespace, sent))
+        data = crossed(probing.call_probe(probes, grade_id, namespace, crossed(inputs)))
         probing.run_check_function(checks, grade_id, data, inputs)

@@ -59,15 +59,15 @@ def torch_defaults():
             torch.set_num_threads(saved[2])
 
 
-def call_probe(probes, grade_id: str, namespace: dict, inputs=None):
-    """Run one probe on its inputs (None for a probe that takes none) under torch's defaults;
-    warnings are recorded, never raised or printed (they never cost points)."""
+def call_probe(probes, grade_id: str, namespace: dict, inputs):
+    """Run one probe on its inputs under torch's defaults; warnings are recorded, never raised
+    or printed (they never cost points)."""
     probe = getattr(probes, grade_id, None)
     if probe is None:
         raise LookupError(f"probes.py has no probe for {grade_id!r}")
     with warnings.catch_warnings(record=True), torch_defaults():
         warnings.simplefilter("always")
-        return probe(namespace) if inputs is None else probe(namespace, inputs)
+        return probe(namespace, inputs)
 
 
 def learner(namespace: dict, name: str):
@@ -88,15 +88,16 @@ def describe(gm, state: bool = False) -> dict:
 
 
 def make_inputs(checks, grade_id: str, seed: int):
-    """checks.inputs(grade_id, seed): the test's inputs, made on the trusted side; None when
-    checks.py makes none (its probes then take the namespace alone)."""
+    """checks.inputs(grade_id, seed): the test's inputs, made on the trusted side."""
     maker = getattr(checks, "inputs", None)
-    return None if maker is None else maker(grade_id, seed)
+    if maker is None:
+        raise LookupError("checks.py has no inputs(grade_id, seed)")
+    return maker(grade_id, seed)
 
 
 def run_check_function(checks, grade_id: str, data, inputs) -> None:
-    """checks.<grade_id>(data, inputs), or (data) for a test without inputs."""
+    """checks.<grade_id>(data, inputs)."""
     check = getattr(checks, grade_id, None)
     if check is None:
         raise LookupError(f"checks.py has no check for {grade_id!r}")
-    check(data) if inputs is None else check(data, inputs)
+    check(data, inputs)

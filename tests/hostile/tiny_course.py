@@ -3,7 +3,9 @@
 The assignment ``tiny`` asks for ``add_all(xs)`` (the sum of a list). Its source notebook has a
 read-only setup cell with a helper the visible tests use, one answer cell and three test cells
 worth 3 + 3 + 4 points; the hidden part of each calls the probe and check in probes.py and
-checks.py, as in the course's exercises. checks.py holds SECRET_MARK: no learner may ever see it.
+checks.py, as in the course's exercises: checks.py's `inputs(grade_id, seed)` makes each test's
+lists, its probe sums them, its check compares. checks.py holds SECRET_MARK: no learner may ever
+see it.
 """
 
 from __future__ import annotations
@@ -27,36 +29,41 @@ run_check("tiny", "{grade_id}", globals())
 PROBES = """from grader.safegrade.probing import learner
 
 
-def test_basic(namespace):
-    return learner(namespace, "add_all")([1, 2])
+def test_basic(namespace, inputs):
+    return learner(namespace, "add_all")(inputs)
 
 
-def test_helper(namespace):
-    return learner(namespace, "add_all")([1, 2, 3])
+test_helper = test_basic
 
 
-def test_hidden(namespace):
+def test_hidden(namespace, inputs):
     add_all = learner(namespace, "add_all")
-    return {"empty": add_all([]), "floats": add_all([10, -2, 0.5])}
+    return {name: add_all(numbers) for name, numbers in inputs.items()}
 """
 CHECKS = f"""import math
 
 # {SECRET_MARK}
 
 
-def test_basic(value):
+def inputs(grade_id, seed):
+    if grade_id == "test_hidden":
+        return {{"empty": [], "floats": [10, -2, 0.5]}}
+    return {{"test_basic": [1, 2], "test_helper": [1, 2, 3]}}[grade_id]
+
+
+def test_basic(value, numbers):
     assert isinstance(value, (int, float)), "not a number"
-    assert value == 3, "add_all([1, 2]) should be 3"
+    assert value == sum(numbers), f"add_all({{numbers}}) should be {{sum(numbers)}}"
 
 
-def test_helper(value):
-    assert value == 6, "check_sum failed"
+def test_helper(value, numbers):
+    assert value == sum(numbers), "check_sum failed"
 
 
-def test_hidden(data):
+def test_hidden(data, cases):
     assert data["empty"] == 0, "empty list"
     value = data["floats"]
-    assert type(value) is float and math.isclose(value, 8.5), "floats"
+    assert type(value) is float and math.isclose(value, sum(cases["floats"])), "floats"
 """
 CONFIG = """from grader.safegrade.preprocessors import configure
 

@@ -1,3 +1,5 @@
+# Generated from solutions/ex1_sigmoid_to_tanh/verify.py by `make release`; course maintainers:
+# edit that file, not this one.
 """The checks of Exercise 1's test cells. The cells call them on the models they build; the grader
 calls the very same functions on the graph your pass returned for its own hidden models. Each
 raises an AssertionError that says what to fix.

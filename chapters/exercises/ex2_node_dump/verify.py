@@ -1,3 +1,5 @@
+# Generated from solutions/ex2_node_dump/verify.py by `make release`; course maintainers: edit
+# that file, not this one.
 """The checks of Exercise 2's test cells. The cells call them on the graphs they build; the
 grader calls the very same functions on what your code made of its own hidden graphs, with the
 expected values it works out for those. Each raises an AssertionError that says what to fix.

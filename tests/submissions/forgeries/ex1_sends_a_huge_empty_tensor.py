@@ -6,9 +6,9 @@ expected: 0
 why: the decoder refuses the shape: each test fails with a DataError, the notebook is graded.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import sys
 
-# %% cell: replace_sigmoid_with_tanh
 huge = {"tensor": {"dtype": "float32", "shape": [0, 2**62, 2**62], "data": ""}}
 for module in list(sys.modules.values()):
     if getattr(module, "__name__", "").endswith("safegrade.worker"):

@@ -7,11 +7,11 @@ why: the graph the sandbox says it received must be the one the grader sent, and
 recomputed on the trusted side from the returned graph: either way a sigmoid is left.
 """
 
+# %% cell: replace_sigmoid_with_tanh
 import gc
 
 import torch
 
-# %% cell: replace_sigmoid_with_tanh
 for table in [o for o in gc.get_objects() if type(o) is dict]:
     if "torch.sigmoid" in table and "torch.tanh" in table:
         table["torch.sigmoid"] = table["torch.special.expit"] = torch.tanh

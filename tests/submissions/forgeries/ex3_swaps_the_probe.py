@@ -7,10 +7,10 @@ why: the invented timings of the sleeping function nodes fail every test; output
 on the trusted side.
 """
 
+# %% cell: timing_interpreter
 import gc
 
 
-# %% cell: timing_interpreter
 def forged(namespace, case):
     from grader.safegrade.graphs import build
 

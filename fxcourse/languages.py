@@ -1,0 +1,85 @@
+"""The course's languages, one entry each: everything that differs by language reads this list.
+
+    python -m fxcourse.languages codes             every language, the source (English) first
+    python -m fxcourse.languages translations      the languages translated from it
+    python -m fxcourse.languages for-locale LANG   the course language for a locale such as
+                                                   zh_CN.UTF-8 or zh (`make lab LANG=...`)
+
+A translation is an entry here plus its catalogs, fxcourse/locale/<code>/ (*.po, glossary.tsv;
+`make translations` creates them): `make chapters` then writes chapters/<code>/ and
+fxcourse/answers.<code>.json, the site gets a <code>/ edition and a place in the language switch,
+`make lab LANG=<code>` a workspace-<code>/ with JupyterLab's interface in that language. The texts
+that tell a learner something (the kernel check, the site's labels) are messages of
+fxcourse/locale/<code>/fxcourse.po, not fields here.
+
+Standard library only: the makefiles ask this module before the course's environment exists.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str  # folders and file names: fxcourse/locale/<code>/, chapters/<code>/, site <code>/
+    label: str  # the language's own name, as the site's language switch shows it
+    sphinx: str  # Sphinx's `language` (its search and its theme's own words)
+    lab_locale: str = ""  # JupyterLab's interface (a language pack in env/); "": its English
+    search_words: bool = False  # Sphinx's search splits words with jieba: keep glossary terms whole
+
+    @property
+    def site_folder(self) -> str:
+        """Where its edition of the site is, under the site's root: "" for the source."""
+        return "" if self is SOURCE else f"{self.code}/"
+
+
+SOURCE = Language("en", "English", "en")
+TRANSLATIONS = (Language("zh", "中文", "zh_CN", lab_locale="zh_CN", search_words=True),)
+
+
+def all_languages() -> tuple[Language, ...]:
+    return (SOURCE, *TRANSLATIONS)
+
+
+def codes() -> list[str]:
+    return [language.code for language in all_languages()]
+
+
+def translation_codes() -> list[str]:
+    return [language.code for language in TRANSLATIONS]
+
+
+def get(code: str) -> Language:
+    for language in all_languages():
+        if language.code == code:
+            return language
+    raise KeyError(f"no language {code!r} in fxcourse/languages.py (there are {codes()})")
+
+
+def for_locale(locale: str) -> str:
+    """The course language for a POSIX locale (zh_CN.UTF-8) or a bare code (zh): English unless
+    the locale names a translation."""
+    wanted = locale.split(".")[0].replace("-", "_").lower()
+    for language in TRANSLATIONS:
+        if wanted == language.code or wanted.startswith(f"{language.code}_"):
+            return language.code
+    return SOURCE.code
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["codes"]:
+        print(" ".join(codes()))
+    elif argv == ["translations"]:
+        print(" ".join(translation_codes()))
+    elif len(argv) in (1, 2) and argv[0] == "for-locale":
+        print(for_locale(argv[1] if len(argv) == 2 else ""))
+    else:
+        print(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,109 @@
+"""fxcourse/languages.py, the one list of the course's languages: a third language is one entry
+plus its catalog folder, and flows from there through `make translations`, `make chapters`, the
+site's editions and language switch, the student edition and the workspace (each at the level
+of the functions those commands call: the site is never built here)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from fxcourse import authoring, edition, i18n, languages, messages, website, workspace
+
+ROOT = authoring.ROOT
+FRENCH = languages.Language("fr", "Français", "fr", lab_locale="fr_FR")
+KERNEL_HINT = (
+    "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)"
+)
+
+
+def test_the_registry_lists_the_source_first_and_each_translation():
+    assert languages.codes()[0] == languages.SOURCE.code == "en"
+    assert languages.codes()[1:] == languages.translation_codes() and "zh" in languages.codes()
+    listed = subprocess.run(
+        [sys.executable, "-m", "fxcourse.languages", "codes"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert listed.stdout.split() == languages.codes()
+
+
+@pytest.mark.parametrize(
+    ("locale", "code"),
+    [("zh_CN.UTF-8", "zh"), ("zh", "zh"), ("zh-TW", "zh"), ("C.UTF-8", "en"), ("", "en")],
+)
+def test_a_locale_picks_its_course_language(locale, code):
+    assert languages.for_locale(locale) == code
+
+
+@pytest.fixture
+def french(tmp_path, monkeypatch):
+    """French registered, with the catalogs (a copy of fxcourse/locale/) in a temporary folder:
+    the repository's own files are never written."""
+    locales = tmp_path / "locale"
+    shutil.copytree(i18n.LOCALES, locales)
+    monkeypatch.setattr(languages, "TRANSLATIONS", (*languages.TRANSLATIONS, FRENCH))
+    monkeypatch.setattr(i18n, "LOCALES", locales)
+    monkeypatch.setattr(messages, "LOCALES", locales)
+    messages._catalog.cache_clear()
+    yield locales
+    messages._catalog.cache_clear()
+
+
+def test_a_third_language_flows_through_translations_and_chapters(french, capsys):
+    assert i18n.main(["update"]) == 0  # `make translations`
+    assert (french / "fr" / "01_symbolic_tracing.po").exists()
+    assert "fr/fxcourse.po" in capsys.readouterr().out
+    title = i18n.texts_of(nbformat.read(authoring.SOURCES / "02_fx_ir.ipynb", as_version=4))
+    english_title = next(text.text for text in title if text.kind == "markdown")
+    i18n.fill("02_fx_ir", "fr", {english_title: "# Chapitre 2 : l'IR de FX"})
+    i18n.fill("fxcourse", "fr", {KERNEL_HINT: "il manque au noyau les paquets du cours"})
+
+    derived = authoring.derived_files()  # `make chapters`
+    chapter = nbformat.reads(derived[authoring.CHAPTERS / "fr" / "02_fx_ir.ipynb"], as_version=4)
+    assert chapter.cells[0].source.startswith("# Chapitre 2 : l'IR de FX")
+    assert "il manque au noyau les paquets du cours" in chapter.cells[1].source
+    assert 'use_language("fr")' in chapter.cells[2].source
+    answers = json.loads(derived[authoring.ANSWERS.with_suffix(".fr.json")])
+    assert answers.keys() == json.loads(derived[authoring.ANSWERS]).keys()
+    starters = [p for p in derived if p.parent.parent == authoring.CHAPTERS / "fr" / "exercises"]
+    released = {p.parent.name for p in (authoring.CHAPTERS / "exercises").glob("*/*.ipynb")}
+    assert {p.parent.name for p in starters} == released and released
+    assert authoring.CHAPTERS / "zh" / "02_fx_ir.ipynb" in derived  # the others still there
+    assert any("fr" in problem for problem in i18n.all_problems("fr"))  # the rest is to do
+
+
+def test_a_third_language_gets_a_site_edition_and_a_place_in_every_switch(french, tmp_path):
+    switch = {code: website.language_switch(code) for code in languages.codes()}
+    assert [edition["label"] for edition in switch["en"]] == ["English", "中文", "Français"]
+    paths = {code: {e["code"]: e["path"] for e in editions} for code, editions in switch.items()}
+    assert paths["en"] == {"en": "", "zh": "zh/", "fr": "fr/"}
+    assert paths["fr"] == {"en": "../", "zh": "../zh/", "fr": "../fr/"}
+    assert [e["code"] for e in switch["fr"] if e["current"]] == ["fr"]
+    command = website.sphinx_command(tmp_path / "src", tmp_path / "out", tmp_path / "b", "fr")
+    assert "language=fr" in command and "fxcourse_language=fr" in command
+    assert not (tmp_path / "b" / "search-words.txt").exists()  # no jieba word list for French
+
+
+def test_a_third_language_reaches_the_student_edition_and_the_workspace(french):
+    assert "chapters/fr/*.ipynb" in edition.translated_patterns()
+    names = ["chapters/fr/01_symbolic_tracing.ipynb", "fxcourse/answers.fr.json", "solutions/x"]
+    assert edition.selected(names, answers=True) == names[:2]
+    assert edition.selected(names, answers=False) == names[:1]
+    assert workspace.chapters_in(ROOT, "fr") == ROOT / "chapters" / "fr"
+    assert workspace.chapters_in(ROOT, "en") == ROOT / "chapters"
+
+
+def test_jupyterlab_speaks_a_translations_locale(french, tmp_path):
+    workspace.write_lab_language(tmp_path, "fr")
+    setting = tmp_path / workspace.LAB_SETTINGS / "@jupyterlab" / "translation-extension"
+    assert json.loads((setting / "plugin.jupyterlab-settings").read_text()) == {"locale": "fr_FR"}
+    workspace.write_lab_language(tmp_path / "en", "en")
+    assert not (tmp_path / "en").exists()
