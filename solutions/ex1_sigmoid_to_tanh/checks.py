@@ -12,10 +12,10 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.safegrade.graphs import build, describe
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")  # the instructor's copy: the checks the test cells call
+GRAPHS = sibling(__file__, "probes").GRAPHS  # what this exercise's graphs may use
 
 
 class Wrap(nn.Module):
@@ -113,7 +113,7 @@ def inputs(grade_id: str, seed: int) -> dict:
                 tensor.copy_(torch.randn(tensor.shape, generator=generator))
         gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
         sample = torch.randn(3, width, generator=generator)
-        made[what] = {"graph": describe(gm, state=True), "sample": sample}
+        made[what] = {"graph": GRAPHS.describe(gm, state=True), "sample": sample}
     return made
 
 
@@ -148,10 +148,11 @@ def check_case(what: str, case: dict, run: dict, outputs=True, others_only=False
     assert same_nodes(run["received"], sent["nodes"]), (
         f"{what}: the graph your pass was given is not the one the grader sent"
     )
-    rewritten = build(graph, sent)
-    verify.check_rewrite(build(sent), rewritten, what, others_only=others_only)
+    rewritten = GRAPHS.build(graph, sent)
+    verify.check_rewrite(GRAPHS.build(sent), rewritten, what, others_only=others_only)
     if outputs:
-        expected = verify.check_against(rewritten, reference(build(sent)), case["sample"], what)
+        reference_output = reference(GRAPHS.build(sent))
+        expected = verify.check_against(rewritten, reference_output, case["sample"], what)
         verify.check_same_output(run["output"], expected, what)
 
 

@@ -13,10 +13,10 @@ import torch.fx
 import torch.nn as nn
 
 from grader.safegrade.data import DataError
-from grader.safegrade.graphs import build, describe
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")
+GRAPHS = sibling(__file__, "probes").GRAPHS  # what this exercise's graphs may use
 ACTIVATIONS = (nn.ReLU, nn.Tanh, nn.Sigmoid)
 
 
@@ -91,7 +91,11 @@ def inputs(grade_id: str, seed: int) -> dict:
     if grade_id == "test_merge":  # the later node named first, as in the visible test, and last
         pairs = {"example": ("relu_1", "relu"), "rich": ("special_expit", "special_expit_1")}
         return {
-            name: {"graph": describe(gm, state=True), "a": pairs[name][0], "b": pairs[name][1]}
+            name: {
+                "graph": GRAPHS.describe(gm, state=True),
+                "a": pairs[name][0],
+                "b": pairs[name][1],
+            }
             for name, gm in graphs.items()
         }
     if grade_id == "test_users":
@@ -99,7 +103,7 @@ def inputs(grade_id: str, seed: int) -> dict:
         graphs["merged"] = merged(
             torch.fx.symbolic_trace(Rich(seed)), "special_expit_1", "special_expit"
         )
-    return {name: describe(gm, state=True) for name, gm in graphs.items()}
+    return {name: GRAPHS.describe(gm, state=True) for name, gm in graphs.items()}
 
 
 def printed_target(node: torch.fx.Node) -> str:
@@ -120,7 +124,7 @@ def refers_to(gm: torch.fx.GraphModule, node: torch.fx.Node):
 
 def reference(graph: dict) -> list[dict]:
     """The dump the exercise asks for, of the graph as the grader sent it."""
-    gm = build(graph)
+    gm = GRAPHS.build(graph)
     nodes = list(gm.graph.nodes)
     order = {node: index for index, node in enumerate(nodes)}
     names = lambda value: torch.fx.node.map_arg(value, lambda n: n.name)  # noqa: E731
@@ -172,8 +176,8 @@ def test_merge(data, cases):
         returned = data[name]
         verify.check_returns_graph_module(returned.get("type"))
         try:
-            after = build(returned, case["graph"])
+            after = GRAPHS.build(returned, case["graph"])
         except DataError as exc:
             raise AssertionError(f"the graph merge returned is not valid: {exc}") from None
-        verify.check_merge(build(case["graph"]), after, case["a"], case["b"])
+        verify.check_merge(GRAPHS.build(case["graph"]), after, case["a"], case["b"])
         verify.check_recompiled(returned["code"], returned["graph_code"])
