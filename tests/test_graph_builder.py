@@ -254,7 +254,7 @@ def test_a_module_made_with_arguments_is_rebuilt_only_as_the_grader_made_it():
     root = nn.Sequential(Sleeper(0.25))
     traced = torch.fx.GraphModule(root, KeepsSleepers().trace(root))
     sent = crossed(local.describe(traced, state=True))
-    assert sent["modules"]["0"] == {"type": "Sleeper", "state": {}, "arguments": [0.25]}
+    assert sent["modules"]["0"] == {"type": "exercise.Sleeper", "state": {}, "arguments": [0.25]}
     assert local.build(sent)(torch.ones(1)).item() == 0.25
     claimed = copy.deepcopy(sent)
     del claimed["modules"]
@@ -281,6 +281,6 @@ def test_two_things_of_one_name_make_no_vocabulary():
     def other(x):
         return x
 
-    other.__qualname__ = nap.__qualname__
+    other.__name__, other.__qualname__ = nap.__name__, nap.__qualname__
     with pytest.raises(ValueError, match="one name"):
         graphs.Vocabulary(functions=(nap, other), local=(nap, other))

@@ -36,6 +36,7 @@ from .grammar import (
 MAX_NODES = 500
 # What tracing makes of `x[i]` and `x.shape`: every vocabulary allows them.
 STRUCTURAL = (operator.getitem, builtins.getattr)
+LOCAL = "exercise"  # the module name of an exercise's own functions and types, on both sides
 _isinstance, _type, _id = isinstance, type, id  # as they were before any learner's cell
 
 
@@ -62,8 +63,9 @@ class Vocabulary:
     """What an exercise's graphs may use: `functions` (besides STRUCTURAL), `methods` (names of
     call_method targets) and `modules`, module types, each with a function giving the plain
     constructor arguments of one of its modules (None: made without arguments, so a graph may
-    add one of its own). `local` holds functions and module types the exercise defines itself,
-    named by their qualified name alone (their module's name differs from side to side).
+    add one of its own). `local` holds functions and module types the exercise defines itself:
+    they are given the module name LOCAL, so that they are named alike on both sides (the sandbox
+    runs probes.py as `probes`, the trusted side loads it under a name of its own).
     Made in probes.py, so that it is made before any learner's cell runs in the sandbox."""
 
     def __init__(
@@ -73,15 +75,15 @@ class Vocabulary:
         modules: Mapping[type, Callable | None] | None = None,
         local: Iterable[object] = (),
     ):
-        local = tuple(local)
-        named = [(f.__qualname__ if f in local else target_name(f), f) for f in functions]
-        named += [(f.__qualname__, f) for f in local if not _isinstance(f, type)]
-        named += [(target_name(f), f) for f in STRUCTURAL]
-        kinds = dict(modules or {})
+        local, kinds = tuple(local), dict(modules or {})
+        for thing in local:
+            thing.__module__ = LOCAL
         kinds |= {kind: None for kind in local if _isinstance(kind, type) and kind not in kinds}
-        types = [(k.__qualname__ if k in local else type_name(k), k) for k in kinds]
+        own = (thing for thing in local if not _isinstance(thing, type))
+        named = [(target_name(f), f) for f in (*functions, *own, *STRUCTURAL)]
+        types = [(type_name(kind), kind) for kind in kinds]
         for what, pairs in (("function", named), ("module type", types)):
-            if len(dict(pairs)) != len({_id(obj) for _, obj in pairs}):
+            if len(dict(pairs)) != len({_id(thing) for _, thing in pairs}):
                 names = sorted(name for name, _ in pairs)
                 raise ValueError(f"two {what}s of the vocabulary have one name: {names}")
         self.functions, self.methods = dict(named), frozenset(methods)
