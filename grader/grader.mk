@@ -1,4 +1,4 @@
-# Instructor targets for the three graded exercises (nbgrader), included by the main Makefile.
+# Instructor targets for the graded exercises (nbgrader), included by the main Makefile.
 # Working folders (grader/release, submitted, autograded, feedback, exports, gradebook.db) are
 # git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
 
