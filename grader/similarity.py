@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
     args = parser.parse_args(argv)
     course = args.course.resolve()
-    found = {assignment: compare(course, assignment) for assignment in exercises.names(course)}
+    found = {assignment: compare(course, assignment) for assignment in exercises.names(ROOT)}
     if not any(codes for _, codes in found.values()):
         print(f"similarity: no submission in {course / SUBMITTED}: collect first", file=sys.stderr)
         return 1
