@@ -48,7 +48,7 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join(filter(None, [_BIN, os.environ.get("PATH")]))
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises.names(course)
+ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises_of(course)
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -56,6 +56,12 @@ RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
 AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
 GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+
+
+def exercises_of(course: Path) -> tuple[str, ...]:
+    """The exercises of the course at `course`, found in its solutions/ (grader/exercises.py);
+    this repository's for a folder without one (a scratch folder of submissions only)."""
+    return exercises.names(course) if (course / SOURCE).is_dir() else ASSIGNMENTS
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -85,7 +91,7 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise (gradebook entries, grader/release/), then copy
     each released folder to publish_to/<assignment>/: the student version, stripped, and the
     files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
-    assignments = exercises.names(course)
+    assignments = exercises_of(course)
     _clear(course / RELEASE / a for a in assignments)
     # One process for all (each start costs seconds), naming the exercises ("*" would also try
     # each chapter of solutions/ and warn about every one). Before grading (no publish_to) its
@@ -137,7 +143,7 @@ def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
         quiet = logging.getLogger("course_grader.collect")  # the report says what did not match
         quiet.setLevel(logging.ERROR)
         if lms:
-            regex = intake.lms_patterns(exercises.names(course))[lms]
+            regex = intake.lms_patterns(exercises_of(course))[lms]
             plugin = FileNameCollectorPlugin(named_regexp=regex, log=quiet)
         else:
             try:
@@ -154,7 +160,7 @@ def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
             raise intake.IntakeError(
                 f"the file-name pattern {regex!r} needs (?P<student_id>...) and (?P<file_id>...)"
             )
-        presets = intake.lms_patterns(exercises.names(course)).items()
+        presets = intake.lms_patterns(exercises_of(course)).items()
         names = [name for name, preset in presets if preset == regex]
         label = f"LMS={names[0]}" if names else f"{regex!r} (FileNameCollectorPlugin.named_regexp)"
         return plugin.collect, label
@@ -169,7 +175,7 @@ def collect(
     files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
     pattern = file_name_pattern(course, lms)
-    names = exercises.names(course)
+    names = exercises_of(course)
     report = intake.collect(Path(submissions), course / SUBMITTED, names, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report
@@ -229,7 +235,7 @@ class UsageError(Exception):
 
 def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
     """`names` (all exercises when empty), refusing a name that is not an exercise of course."""
-    names, known = list(names), exercises.names(course)
+    names, known = list(names), exercises_of(course)
     if unknown := [name for name in names if name not in known]:
         hints = "".join(intake.near_match(name, known) for name in unknown)
         raise UsageError(
@@ -319,7 +325,7 @@ def results(course: Path = ROOT) -> tuple[dict[str, dict[str, Result | None]], d
     the gradebook knows; assignment -> its graded cell ids, in the source notebook's order)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    table, cells, assignments = {}, {}, exercises.names(course)
+    table, cells, assignments = {}, {}, exercises_of(course)
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
         for assignment in assignments:
             try:
@@ -420,7 +426,7 @@ def ungraded(course: Path, table: dict) -> dict[tuple[str, str], str]:
     """(student, assignment) -> "could not grade" or "grader failed", for each upload that
     make autograde's last run could not grade (its result file says so) and that the gradebook
     holds no grade of; such students get a row in `table`."""
-    found, assignments = {}, exercises.names(course)
+    found, assignments = {}, exercises_of(course)
     for assignment in assignments:
         folder = course / AUTOGRADED / ".safegrade" / assignment
         for path in sorted(folder.glob("*.json")):
@@ -496,9 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
         return autograde(course) or status
     elif args.command == "collect":
-        return collect_exchange(course, args.assignment or exercises.names(course))
+        return collect_exchange(course, args.assignment or exercises_of(course))
     elif args.command == "release-feedback":
-        return release_feedback(course, args.assignment or exercises.names(course))
+        return release_feedback(course, args.assignment or exercises_of(course))
     elif args.command == "autograde":
         return autograde(course)
     elif args.command == "feedback":

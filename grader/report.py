@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import exercises as course_exercises
 from grader.course_grader import (
     AUTOGRADED,
     COURSE_ID,
@@ -39,6 +38,7 @@ from grader.course_grader import (
     GRADEBOOK,
     ROOT,
     SUBMITTED,
+    exercises_of,
     source_order,
 )
 
@@ -89,7 +89,7 @@ def read_class(course: Path = ROOT) -> list[Exercise]:
     exercises = []
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
         known = {student.id for student in gradebook.students}
-        for assignment in course_exercises.names(course):
+        for assignment in exercises_of(course):
             tests, points = graded_cells(gradebook, course, assignment)
             students = (
                 known | folders(course / SUBMITTED, assignment) | result_files(course, assignment)
