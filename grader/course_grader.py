@@ -1,4 +1,4 @@
-"""The instructor's pipeline for the course's three nbgrader exercises (driven by grader/grader.mk).
+"""The instructor's pipeline for the course's nbgrader exercises (driven by grader/grader.mk).
 
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import class_exchange, intake
+from grader import class_exchange, exercises, intake
 from grader.safegrade.data import spreadsheet_cell
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
@@ -48,15 +48,20 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join(filter(None, [_BIN, os.environ.get("PATH")]))
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = ("ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter")
-EXERCISE_FOLDERS = "ex[0-9]_*"  # matches ASSIGNMENTS and no chapter (tests/test_grading.py)
+ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises_of(course)
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
-SOURCE = Path("solutions")  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
+SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
 RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
 AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
 GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+
+
+def exercises_of(course: Path) -> tuple[str, ...]:
+    """The exercises of the course at `course`, found in its solutions/ (grader/exercises.py);
+    this repository's for a folder without one (a scratch folder of submissions only)."""
+    return exercises.names(course) if (course / SOURCE).is_dir() else ASSIGNMENTS
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -86,12 +91,15 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise (gradebook entries, grader/release/), then copy
     each released folder to publish_to/<assignment>/: the student version, stripped, and the
     files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
-    _clear(course / RELEASE / a for a in ASSIGNMENTS)
-    # One nbgrader process for all (each start costs seconds). Its pattern names the exercises'
-    # folders only: "*" would also try each chapter of solutions/ and warn about every one.
-    # Before grading (no publish_to) its log of every file it copies says nothing new.
+    assignments = exercises_of(course)
+    _clear(course / RELEASE / a for a in assignments)
+    # One process for all (each start costs seconds), naming the exercises ("*" would also try
+    # each chapter of solutions/ and warn about every one). Before grading (no publish_to) its
+    # log of every file it copies says nothing new.
     quiet = ["--log-level=30"] if publish_to is None else []  # 30: warnings and errors only
-    if nbgrader(course, "generate_assignment", EXERCISE_FOLDERS, "--force", *quiet) != 0:
+    print("$ nbgrader generate_assignment --force", *quiet, *assignments, flush=True)
+    command = [sys.executable, "-m", "grader.exercises", "generate", *quiet, *assignments]
+    if subprocess.run(command, cwd=course, check=False).returncode != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
         return []
@@ -100,9 +108,9 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     from fxcourse.notebooks import clean
     from fxcourse.stamps import stamp_notebook, stamp_python
 
-    _clear(publish_to / a for a in ASSIGNMENTS)
+    _clear(publish_to / a for a in assignments)
     published = []
-    for assignment in ASSIGNMENTS:
+    for assignment in assignments:
         released, target = course / RELEASE / assignment, publish_to / assignment
         shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
         for module in target.glob("*.py"):  # each says where it comes from (fxcourse.stamps)
@@ -141,7 +149,8 @@ def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
         quiet = logging.getLogger("course_grader.collect")  # the report says what did not match
         quiet.setLevel(logging.ERROR)
         if lms:
-            plugin = FileNameCollectorPlugin(named_regexp=LMS_PATTERNS[lms], log=quiet)
+            regex = intake.lms_patterns(exercises_of(course))[lms]
+            plugin = FileNameCollectorPlugin(named_regexp=regex, log=quiet)
         else:
             try:
                 config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
@@ -157,7 +166,8 @@ def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
             raise intake.IntakeError(
                 f"the file-name pattern {regex!r} needs (?P<student_id>...) and (?P<file_id>...)"
             )
-        names = [name for name, preset in LMS_PATTERNS.items() if preset == regex]
+        presets = intake.lms_patterns(exercises_of(course)).items()
+        names = [name for name, preset in presets if preset == regex]
         label = f"LMS={names[0]}" if names else f"{regex!r} (FileNameCollectorPlugin.named_regexp)"
         return plugin.collect, label
 
@@ -171,7 +181,8 @@ def collect(
     files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
     pattern = file_name_pattern(course, lms)
-    report = intake.collect(Path(submissions), course / SUBMITTED, ASSIGNMENTS, pattern, zone)
+    names = exercises_of(course)
+    report = intake.collect(Path(submissions), course / SUBMITTED, names, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report
 
@@ -228,21 +239,21 @@ class UsageError(Exception):
     """A wrong name or an empty input: the message says what would be right."""
 
 
-def check_assignments(names: Iterable[str]) -> list[str]:
-    """`names` (all exercises when empty), refusing a name that is not one of ASSIGNMENTS."""
-    names = list(names)
-    if unknown := [name for name in names if name not in ASSIGNMENTS]:
-        hints = "".join(intake.near_match(name, ASSIGNMENTS) for name in unknown)
+def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
+    """`names` (all exercises when empty), refusing a name that is not an exercise of course."""
+    names, known = list(names), exercises_of(course)
+    if unknown := [name for name in names if name not in known]:
+        hints = "".join(intake.near_match(name, known) for name in unknown)
         raise UsageError(
             f"unknown assignment {', '.join(map(repr, unknown))}{hints}: "
-            f"the assignments are {', '.join(ASSIGNMENTS)}"
+            f"the assignments are {', '.join(known)}"
         )
-    return names or list(ASSIGNMENTS)
+    return names or list(known)
 
 
 def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path]:
     """The submitted notebooks of `assignments` (all when empty); UsageError when there are none."""
-    chosen = check_assignments(assignments)
+    chosen = check_assignments(assignments, course)
     found = sorted(
         path
         for assignment in chosen
@@ -320,9 +331,9 @@ def results(course: Path = ROOT) -> tuple[dict[str, dict[str, Result | None]], d
     the gradebook knows; assignment -> its graded cell ids, in the source notebook's order)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    table, cells = {}, {}
+    table, cells, assignments = {}, {}, exercises_of(course)
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
-        for assignment in ASSIGNMENTS:
+        for assignment in assignments:
             try:
                 notebooks = gradebook.find_assignment(assignment).notebooks
             except MissingEntry:
@@ -331,7 +342,7 @@ def results(course: Path = ROOT) -> tuple[dict[str, dict[str, Result | None]], d
             cells[assignment] = sorted(names, key=source_order(course, assignment))
         for student in gradebook.students:
             row = table[student.id] = {}
-            for assignment in ASSIGNMENTS:
+            for assignment in assignments:
                 try:
                     submission = gradebook.find_submission(assignment, student.id)
                 except MissingEntry:
@@ -378,7 +389,7 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     submitted and scored 0; "could not grade" / "grader failed" an upload the last make
     autograde could not grade (see the reason it printed). No cell can start a spreadsheet
     formula. UsageError for an unknown name, or when nothing has been graded."""
-    chosen = check_assignments(assignments)
+    chosen = check_assignments(assignments, course)
     table, cells = results(course)
     failed = ungraded(course, table)
     if not failed and not any(row[a] is not None for row in table.values() for a in chosen):
@@ -421,15 +432,15 @@ def ungraded(course: Path, table: dict) -> dict[tuple[str, str], str]:
     """(student, assignment) -> "could not grade" or "grader failed", for each upload that
     make autograde's last run could not grade (its result file says so) and that the gradebook
     holds no grade of; such students get a row in `table`."""
-    found = {}
-    for assignment in ASSIGNMENTS:
+    found, assignments = {}, exercises_of(course)
+    for assignment in assignments:
         folder = course / AUTOGRADED / ".safegrade" / assignment
         for path in sorted(folder.glob("*.json")):
             try:
                 status = json.loads(path.read_text()).get("status")
             except (OSError, ValueError, AttributeError):
                 continue
-            row = table.setdefault(path.stem, dict.fromkeys(ASSIGNMENTS))
+            row = table.setdefault(path.stem, dict.fromkeys(assignments))
             if status in UNGRADED and row[assignment] is None:
                 found[(path.stem, assignment)] = UNGRADED[status]
     return found
@@ -497,9 +508,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
         return autograde(course) or status
     elif args.command == "collect":
-        return collect_exchange(course, args.assignment or ASSIGNMENTS)
+        return collect_exchange(course, args.assignment or exercises_of(course))
     elif args.command == "release-feedback":
-        return release_feedback(course, args.assignment or ASSIGNMENTS)
+        return release_feedback(course, args.assignment or exercises_of(course))
     elif args.command == "autograde":
         return autograde(course)
     elif args.command == "feedback":

@@ -1,4 +1,4 @@
-# Instructor targets for the three graded exercises (nbgrader), included by the main Makefile.
+# Instructor targets for the graded exercises (nbgrader), included by the main Makefile.
 # Working folders (grader/release, submitted, autograded, feedback, exports, gradebook.db) are
 # git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
 
@@ -11,7 +11,7 @@ GRADER := $(PY) grader/course_grader.py
 GRADING_WORKERS ?=
 AUTOGRADE ?= $(PY) -m grader.safegrade autograde $(if $(GRADING_WORKERS),--workers $(GRADING_WORKERS))
 SUBMISSIONS ?=
-# ASSIGNMENT=ex1_sigmoid_to_tanh limits autograde and export to one exercise (default: all).
+# ASSIGNMENT=<exercise> limits autograde and export to one exercise (default: all).
 ASSIGNMENT ?=
 # LMS downloads: LMS=plain|canvas|moodle|blackboard picks a file-name pattern (default: the one in
 # grader/nbgrader_config.py); LMS_TZ is the time zone of times written in file names.

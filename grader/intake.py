@@ -73,7 +73,7 @@ def lms_patterns(assignments: Iterable[str]) -> dict[str, str]:
     matched with re.match against the file's path: `(?:.*/)?` lets them match a full path too)."""
     names = "|".join(map(re.escape, assignments))
     return {
-        # alice_ex1_sigmoid_to_tanh.ipynb (student ids may hold underscores)
+        # alice_<exercise>.ipynb (student ids may hold underscores)
         "plain": rf"(?:.*/)?(?P<student_id>[^/]+)_(?P<file_id>{names})\.ipynb$",
         # Canvas: [<sortable name>_][LATE_]<user id or anon_...>_<attachment id>_<file>[-<n>].ipynb
         "canvas": rf"(?:.*/)?(?:[^/]*?_)?(?:LATE_)?(?P<student_id>\d+|anon_[^_/]+)_\d+_"
@@ -147,7 +147,7 @@ def _escaped(text: str, template: str) -> str:
 
 def near_match(name: str, choices: Iterable[str]) -> str:
     """'; did you mean 'X'?' for the choice `name` is a slip of (a letter or two off, or the
-    only choice with the same first word: ex3_timing for ex3_timing_interpreter), else ''."""
+    only choice with the same first word: node_dumps for node_dump_graph), else ''."""
     choices = list(choices)
     close = difflib.get_close_matches(name, choices, n=1, cutoff=0.8)
     same_start = [c for c in choices if c.split("_")[0] == name.split("_")[0]]

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from grader import course_grader as layout
+from grader import exercises
 from grader.class_exchange import ReleaseEveryFeedback, SafeExchangeCollect
 from grader.late_penalty import PercentPerDayLate
 from grader.learner_html import FeedbackOnly, LearnerHTML
@@ -53,6 +54,8 @@ c.GenerateFeedback.post_convert_hook = FeedbackOnly(
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
 configure(c, ROOT / layout.SOURCE)
+# Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
+exercises.configure(c)
 # The limits, one place for every way of grading (make autograde, nbgrader autograde, the
 # formgrader's Autograde button), read into one object (safegrade.sandbox.Limits): a cell that runs
 # longer than Execute.timeout is interrupted and fails (also under plain nbgrader); a whole

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.course_grader import (
-    ASSIGNMENTS,
     AUTOGRADED,
     COURSE_ID,
     FEEDBACK,
     GRADEBOOK,
     ROOT,
     SUBMITTED,
+    exercises_of,
     source_order,
 )
 
@@ -89,7 +89,7 @@ def read_class(course: Path = ROOT) -> list[Exercise]:
     exercises = []
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
         known = {student.id for student in gradebook.students}
-        for assignment in ASSIGNMENTS:
+        for assignment in exercises_of(course):
             tests, points = graded_cells(gradebook, course, assignment)
             students = (
                 known | folders(course / SUBMITTED, assignment) | result_files(course, assignment)

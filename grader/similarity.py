@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course_grader import ASSIGNMENTS, RELEASE, ROOT, SOURCE, STUDENT_VERSIONS, SUBMITTED
+from grader.course_grader import RELEASE, ROOT, SOURCE, STUDENT_VERSIONS, SUBMITTED, exercises_of
 from grader.report import REPORTS, inert
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
     args = parser.parse_args(argv)
     course = args.course.resolve()
-    found = {assignment: compare(course, assignment) for assignment in ASSIGNMENTS}
+    found = {assignment: compare(course, assignment) for assignment in exercises_of(course)}
     if not any(codes for _, codes in found.values()):
         print(f"similarity: no submission in {course / SUBMITTED}: collect first", file=sys.stderr)
         return 1

@@ -21,6 +21,12 @@ from grader.safegrade.data import DataError, Opaque, Ref
 from grader.safegrade.kernel import crossed
 
 MARK = "__import__('os').system('touch /tmp/pwned-by-a-description')"
+# What Model's graph uses, declared as an exercise declares its graphs' vocabulary (probes.py).
+VOCABULARY = graphs.Vocabulary(
+    functions=(operator.add, operator.mul, torch.cat),
+    methods=("sigmoid",),
+    modules={nn.Linear: graphs.linear_arguments, nn.ReLU: None},
+)
 
 
 class Model(nn.Module):
@@ -38,7 +44,7 @@ class Model(nn.Module):
 @pytest.fixture
 def sent() -> dict:
     """The description of a traced model, as it arrives on the trusted side."""
-    return crossed(graphs.describe(torch.fx.symbolic_trace(Model()), state=True))
+    return crossed(VOCABULARY.describe(torch.fx.symbolic_trace(Model()), state=True))
 
 
 def node(description: dict, op: str) -> dict:
@@ -51,7 +57,7 @@ def test_an_honest_description_is_rebuilt_and_runs_without_compiling_code(sent, 
 
     want = torch.fx.symbolic_trace(Model())
     monkeypatch.setattr(torch.fx.graph_module, "_forward_from_src", no_compiling)
-    gm = graphs.build(sent)
+    gm = VOCABULARY.build(sent)
     want.load_state_dict(gm.state_dict())
     x = torch.randn(2, 3)
     with torch.no_grad():
@@ -65,14 +71,14 @@ def test_a_description_made_on_the_trusted_side_is_rebuilt_as_it_is():
     """checks.py builds its own descriptions without a crossing (torch.fx's immutable lists
     and dicts in them)."""
     traced = torch.fx.symbolic_trace(Model())
-    gm = graphs.build(graphs.describe(traced, state=True))
+    gm = VOCABULARY.build(VOCABULARY.describe(traced, state=True))
     x = torch.randn(2, 3)
     with torch.no_grad():
         assert torch.equal(gm(x), traced(x))
 
 
 def test_a_probe_gets_an_ordinary_graph_module(sent):
-    gm = graphs.build(sent, codegen=True)
+    gm = VOCABULARY.build(sent, codegen=True)
     assert not isinstance(gm, graphs.DescribedGraphModule)
     assert gm(torch.randn(2, 3)).shape == (2, 4)
 
@@ -162,7 +168,7 @@ def test_a_hostile_description_is_refused_before_anything_is_built(case, sent, m
     description = copy.deepcopy(sent)
     HOSTILE[case](description)
     with pytest.raises(DataError):
-        graphs.build(description, sent)
+        VOCABULARY.build(description, sent)
     assert built == [] and dict(vars(torch.fx.graph_module.GraphModule)) == before
 
 
@@ -170,16 +176,18 @@ def test_a_path_through_a_module_or_tensor_is_refused(sent):
     description = copy.deepcopy(sent)
     description["nodes"].insert(1, {"name": "w", "op": "get_attr", "target": "lin.weight"})
     with pytest.raises(DataError, match="lin"):
-        graphs.build(description, sent | {"attrs": sent["attrs"] | {"lin.weight": torch.ones(1)}})
+        VOCABULARY.build(
+            description, sent | {"attrs": sent["attrs"] | {"lin.weight": torch.ones(1)}}
+        )
 
 
 def test_typed_constants_become_plain_values():
     graph = torch.fx.Graph()
     x = graph.placeholder("x")
     graph.output(graph.call_function(operator.mul, (x, 3)))
-    description = crossed(graphs.describe(torch.fx.GraphModule(nn.Module(), graph)))
+    description = crossed(VOCABULARY.describe(torch.fx.GraphModule(nn.Module(), graph)))
     description["nodes"][1]["args"] = (Ref(0), type("Three", (int,), {})(3))
-    gm = graphs.build(description)
+    gm = VOCABULARY.build(description)
     assert type(list(gm.graph.nodes)[1].args[1]) is int
 
 
@@ -189,5 +197,90 @@ def test_a_getattr_of_a_public_name_is_rebuilt(sent):
     description = copy.deepcopy(sent)
     row = {"name": "g", "op": "call_function", "target": graphs.target_name(getattr)}
     description["nodes"].insert(-1, row | {"args": (Ref(0), "T"), "kwargs": {}, "users": []})
-    gm = graphs.build(description, sent)
+    gm = VOCABULARY.build(description, sent)
     assert [n.args[1] for n in gm.graph.nodes if n.target is getattr] == ["T"]
+
+
+# ----------------------------------------------------------------------------- the vocabulary
+
+
+def test_only_what_the_exercise_declared_is_named_and_rebuilt(sent):
+    """torch.sigmoid is in no vocabulary here: described, it is named as not allowed, and a
+    description that names it as another exercise's vocabulary would is refused."""
+    graph = torch.fx.symbolic_trace(lambda x: torch.sigmoid(x) + 1)
+    described = crossed(VOCABULARY.describe(graph))
+    assert node(described, "call_function")["target"] == "<not allowed: torch.sigmoid>"
+    node(described, "call_function")["target"] = "torch.sigmoid"
+    with pytest.raises(DataError, match="never runs"):
+        VOCABULARY.build(described)
+    with_sigmoid = graphs.Vocabulary(functions=(torch.sigmoid, operator.add))
+    assert with_sigmoid.build(described)(torch.zeros(1)).item() == 1.5
+
+
+def test_the_vocabulary_is_captured_when_it_is_made(monkeypatch):
+    """Rebinding torch.cat after the vocabulary was made (as a learner's cell may) changes
+    neither how a graph's target is named nor what a rebuilt graph calls."""
+    genuine = torch.cat
+    graph = torch.fx.symbolic_trace(lambda x: torch.cat([x, x]))
+    monkeypatch.setattr(torch, "cat", lambda tensors, dim=0: tensors[0])
+    described = crossed(VOCABULARY.describe(graph))
+    assert node(described, "call_function")["target"] == "torch.cat"
+    rebuilt = VOCABULARY.build(described)
+    assert [n.target for n in rebuilt.graph.nodes if n.op == "call_function"] == [genuine]
+
+
+class Sleeper(nn.Module):
+    """A module type an exercise defines itself, made with an argument."""
+
+    def __init__(self, seconds: float):
+        super().__init__()
+        self.seconds = seconds
+
+    def forward(self, x):
+        return x * self.seconds
+
+
+class KeepsSleepers(torch.fx.Tracer):
+    def is_leaf_module(self, module, qualified_name):
+        return isinstance(module, Sleeper) or super().is_leaf_module(module, qualified_name)
+
+
+def test_a_module_made_with_arguments_is_rebuilt_only_as_the_grader_made_it():
+    local = graphs.Vocabulary(
+        functions=(operator.mul,),
+        modules={Sleeper: lambda module: (module.seconds,)},
+        local=(Sleeper,),
+    )
+    root = nn.Sequential(Sleeper(0.25))
+    traced = torch.fx.GraphModule(root, KeepsSleepers().trace(root))
+    sent = crossed(local.describe(traced, state=True))
+    assert sent["modules"]["0"] == {"type": "exercise.Sleeper", "state": {}, "arguments": [0.25]}
+    assert local.build(sent)(torch.ones(1)).item() == 0.25
+    claimed = copy.deepcopy(sent)
+    del claimed["modules"]
+    with pytest.raises(DataError, match="did not make"):  # a new one, with arguments of its own
+        local.build(claimed)
+    for arguments in ([Opaque("t", MARK)], [0.1, 0.2]):
+        hostile = copy.deepcopy(sent)
+        hostile["modules"]["0"]["arguments"] = arguments
+        with pytest.raises(DataError):
+            local.build(hostile)
+
+
+def test_a_linear_whose_arguments_and_weights_disagree_is_refused(sent):
+    hostile = copy.deepcopy(sent)
+    hostile["modules"]["lin"]["arguments"] = [5, 5, True]
+    with pytest.raises(DataError, match="cannot be made"):
+        VOCABULARY.build(hostile)
+
+
+def test_two_things_of_one_name_make_no_vocabulary():
+    def nap(x):
+        return x
+
+    def other(x):
+        return x
+
+    other.__name__, other.__qualname__ = nap.__name__, nap.__qualname__
+    with pytest.raises(ValueError, match="one name"):
+        graphs.Vocabulary(functions=(nap, other), local=(nap, other))

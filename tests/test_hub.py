@@ -53,7 +53,7 @@ from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
 from fxcourse.workspace import START_PAGE
-from grader import intake
+from grader import exercises, intake
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,9 +159,10 @@ def browser():
 
 def hidden_test_lines() -> list[str]:
     """The distinctive lines of exercise 1's hidden tests (none may reach a learner): those not
-    also written somewhere outside the hidden tests."""
+    also written somewhere outside the hidden tests. make release writes them into the source."""
     hidden, visible, inside = set(), set(), False
-    for cell in nbformat.read(SOURCE, as_version=4).cells:
+    source = exercises.with_hidden_tests(nbformat.read(SOURCE, as_version=4), ASSIGNMENT)
+    for cell in source.cells:
         for line in cell.source.splitlines():
             if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
                 inside = "BEGIN" in line

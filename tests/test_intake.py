@@ -532,8 +532,9 @@ def test_unreadable_uploads_fail_clearly(tmp_path: Path, course: Path, capsys, c
 
 @pytest.fixture
 def configured_course(tmp_path_factory) -> Path:
-    """A course folder with the repository's nbgrader configuration and no exercise."""
-    return course_grader.copy_course(tmp_path_factory.mktemp("configured"), assignments=[])
+    """A course folder with the repository's nbgrader configuration and its exercises' sources
+    (from which the course's file-name patterns name them), nothing graded."""
+    return course_grader.copy_course(tmp_path_factory.mktemp("configured"))
 
 
 def test_the_course_config_names_the_default_pattern(configured_course: Path, tmp_path: Path):

@@ -13,7 +13,17 @@ import nbformat
 import pytest
 import torch
 
-from grader.safegrade import batch, checking, data, kernel, preprocessors, probing, sandbox, worker
+from grader.safegrade import (
+    batch,
+    checking,
+    data,
+    graphs,
+    kernel,
+    preprocessors,
+    probing,
+    sandbox,
+    worker,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +121,8 @@ def test_text_is_made_safe_to_store():
 
 def test_a_graph_crosses_as_a_description():
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sigmoid()))
-    got = crossed(probing.describe(gm))
+    modules = {torch.nn.Linear: graphs.linear_arguments, torch.nn.Sigmoid: None}
+    got = crossed(probing.describe(gm, graphs.Vocabulary(modules=modules)))
     assert [node["op"] for node in got["nodes"]] == [
         "placeholder",
         "call_module",

@@ -1,6 +1,6 @@
 """Benchmark: plain `nbgrader autograde` against `make autograde` (this grader) on N submissions.
 
-    python -m grader.safegrade.bench [--n 8] [--assignment ex1_sigmoid_to_tanh] [--workers W]
+    python -m grader.safegrade.bench [--n 8] [--assignment NAME] [--workers W]
 
 Both grade the same N generated submissions (reference answers and untouched starters,
 alternating) of one exercise, each in its own copy of the course; the script prints both wall
@@ -76,7 +76,8 @@ def scores(gradebook: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=8, help="submissions (default 8)")
-    parser.add_argument("--assignment", default="ex1_sigmoid_to_tanh")
+    first = course_grader.ASSIGNMENTS[0]
+    parser.add_argument("--assignment", default=first, help=f"an exercise (default {first})")
     parser.add_argument("--workers", type=int, default=0, help="sandboxes (default: cores)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as base:

@@ -77,11 +77,11 @@ def learner(namespace: dict, name: str):
     return namespace[name]
 
 
-def describe(gm, state: bool = False) -> dict:
-    """graphs.describe (imports torch)."""
+def describe(gm, vocabulary, state: bool = False) -> dict:
+    """graphs.describe (imports torch): gm as data, named through the exercise's vocabulary."""
     from .graphs import describe
 
-    return describe(gm, state)
+    return describe(gm, vocabulary, state)
 
 
 # ----------------------------------------------------------------------------- checks

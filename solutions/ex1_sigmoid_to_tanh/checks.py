@@ -12,22 +12,11 @@ import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.safegrade.graphs import build, describe
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")  # the instructor's copy: the checks the test cells call
-
-
-class Wrap(nn.Module):
-    """A linear layer, then `activation` (the spelling under test), then * 2."""
-
-    def __init__(self, width, activation):
-        super().__init__()
-        self.lin = nn.Linear(width, width)
-        self.activation = activation
-
-    def forward(self, x):
-        return self.activation(self.lin(x)) * 2
+GRAPHS = sibling(__file__, "probes").GRAPHS  # what this exercise's graphs may use
+Wrap = verify.Wrap  # the test cells' model: a linear layer, the activation under test, * 2
 
 
 class Deep(nn.Module):
@@ -78,24 +67,24 @@ def chain(t):
 
 # The models each test sends: the checks' name for each, and how to make it for a width.
 CASES = {
-    "test_torch_sigmoid": {"torch.sigmoid": lambda w: Wrap(w, torch.sigmoid)},
+    "test_torch_sigmoid": {"torch.sigmoid": lambda w: Wrap(torch.sigmoid, w)},
     "test_method_and_module": {
-        "x.sigmoid()": lambda w: Wrap(w, lambda t: t.sigmoid()),
-        "nn.Sigmoid()": lambda w: Wrap(w, nn.Sigmoid()),
+        "x.sigmoid()": lambda w: Wrap(lambda t: t.sigmoid(), w),
+        "nn.Sigmoid()": lambda w: Wrap(nn.Sigmoid(), w),
         "nn.Sigmoid nested three levels deep": Deep,
     },
     "test_functional_spellings": {
-        "torch.special.expit": lambda w: Wrap(w, torch.special.expit),
+        "torch.special.expit": lambda w: Wrap(torch.special.expit, w),
         "a call_function node of F.sigmoid": by_hand,
-        "a chain": lambda w: Wrap(w, chain),
+        "a chain": lambda w: Wrap(chain, w),
     },
     "test_in_place": {
-        "x.sigmoid_()": lambda w: Wrap(w, lambda t: t.sigmoid_()),
-        "x.sigmoid_() with its result ignored": lambda w: Wrap(w, sigmoid_in_place),
+        "x.sigmoid_()": lambda w: Wrap(lambda t: t.sigmoid_(), w),
+        "x.sigmoid_() with its result ignored": lambda w: Wrap(sigmoid_in_place, w),
     },
     "test_graph_hygiene": {
-        "torch.sigmoid": lambda w: Wrap(w, torch.sigmoid),
-        "a model without a sigmoid": lambda w: Wrap(w, torch.relu),
+        "torch.sigmoid": lambda w: Wrap(torch.sigmoid, w),
+        "a model without a sigmoid": lambda w: Wrap(torch.relu, w),
         "Mixed": Mixed,
     },
 }
@@ -113,19 +102,17 @@ def inputs(grade_id: str, seed: int) -> dict:
                 tensor.copy_(torch.randn(tensor.shape, generator=generator))
         gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
         sample = torch.randn(3, width, generator=generator)
-        made[what] = {"graph": describe(gm, state=True), "sample": sample}
+        made[what] = {"graph": GRAPHS.describe(gm, state=True), "sample": sample}
     return made
 
 
 def reference(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """The rewrite the exercise asks for."""
-    functions = {torch.sigmoid: torch.tanh, F.sigmoid: torch.tanh, torch.special.expit: torch.tanh}
-    methods = {"sigmoid": "tanh", "sigmoid_": "tanh_"}
+    """The rewrite the exercise asks for, of every sigmoid spelling verify.py knows."""
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in functions:
-            node.target = functions[node.target]
-        elif node.op == "call_method" and node.target in methods:
-            node.target = methods[node.target]
+        if node.op == "call_function" and node.target in verify.SIGMOID_FUNCTIONS:
+            node.target = torch.tanh
+        elif node.op == "call_method" and node.target in verify.SIGMOID_METHODS:
+            node.target = node.target.replace("sigmoid", "tanh")
         elif node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.Sigmoid):
             parent, _, name = node.target.rpartition(".")
             setattr(gm.get_submodule(parent), name, nn.Tanh())
@@ -148,10 +135,11 @@ def check_case(what: str, case: dict, run: dict, outputs=True, others_only=False
     assert same_nodes(run["received"], sent["nodes"]), (
         f"{what}: the graph your pass was given is not the one the grader sent"
     )
-    rewritten = build(graph, sent)
-    verify.check_rewrite(build(sent), rewritten, what, others_only=others_only)
+    rewritten = GRAPHS.build(graph, sent)
+    verify.check_rewrite(GRAPHS.build(sent), rewritten, what, others_only=others_only)
     if outputs:
-        expected = verify.check_against(rewritten, reference(build(sent)), case["sample"], what)
+        reference_output = reference(GRAPHS.build(sent))
+        expected = verify.check_against(rewritten, reference_output, case["sample"], what)
         verify.check_same_output(run["output"], expected, what)
 
 

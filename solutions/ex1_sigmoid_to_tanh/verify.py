@@ -1,6 +1,6 @@
-"""The checks of Exercise 1's test cells. The cells call them on the models they build; the grader
-calls the very same functions on the graph your pass returned for its own hidden models. Each
-raises an AssertionError that says what to fix.
+"""The checks of Exercise 1's test cells, and their model, Wrap. The cells call them on the models
+they build; the grader calls the very same functions on the graph your pass returned for its own
+hidden models. Each raises an AssertionError that says what to fix.
 """
 
 import torch
@@ -12,6 +12,20 @@ SIGMOID_FUNCTIONS = (torch.sigmoid, F.sigmoid, torch.special.expit)
 SIGMOID_METHODS = ("sigmoid", "sigmoid_")
 # Every spelling of tanh as a function node: the same computation, so all are accepted.
 TANH_FUNCTIONS = (torch.tanh, F.tanh, torch.Tensor.tanh)
+
+
+class Wrap(nn.Module):
+    """A linear layer, then `activation` (the spelling under test), then * 2. Its weights are
+    drawn after torch.manual_seed(0): the same whatever the activation."""
+
+    def __init__(self, activation, width: int = 4):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(width, width)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.activation(self.lin(x)) * 2
 
 
 def check_returns_module(kind: str) -> None:

@@ -13,25 +13,12 @@ import torch.fx
 import torch.nn as nn
 
 from grader.safegrade.data import DataError
-from grader.safegrade.graphs import build, describe
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")
+GRAPHS = sibling(__file__, "probes").GRAPHS  # what this exercise's graphs may use
+Example = verify.Example  # the test cells' example; here with a constant drawn from the seed
 ACTIVATIONS = (nn.ReLU, nn.Tanh, nn.Sigmoid)
-
-
-class Example(nn.Module):
-    """The notebook's example, with the constant drawn from the seed."""
-
-    def __init__(self, constant):
-        super().__init__()
-        self.lin, self.constant = nn.Linear(3, 3), constant
-        self.scale = nn.Parameter(torch.ones(3, dtype=torch.float32))
-        self.register_buffer("shift", torch.zeros(1, 3, dtype=torch.float64))
-
-    def forward(self, x):
-        h = self.lin(x) * self.scale + self.constant
-        return torch.cat([h.relu(), x + self.shift, h.relu()], dim=1)
 
 
 class Rich(nn.Module):
@@ -91,7 +78,11 @@ def inputs(grade_id: str, seed: int) -> dict:
     if grade_id == "test_merge":  # the later node named first, as in the visible test, and last
         pairs = {"example": ("relu_1", "relu"), "rich": ("special_expit", "special_expit_1")}
         return {
-            name: {"graph": describe(gm, state=True), "a": pairs[name][0], "b": pairs[name][1]}
+            name: {
+                "graph": GRAPHS.describe(gm, state=True),
+                "a": pairs[name][0],
+                "b": pairs[name][1],
+            }
             for name, gm in graphs.items()
         }
     if grade_id == "test_users":
@@ -99,7 +90,7 @@ def inputs(grade_id: str, seed: int) -> dict:
         graphs["merged"] = merged(
             torch.fx.symbolic_trace(Rich(seed)), "special_expit_1", "special_expit"
         )
-    return {name: describe(gm, state=True) for name, gm in graphs.items()}
+    return {name: GRAPHS.describe(gm, state=True) for name, gm in graphs.items()}
 
 
 def printed_target(node: torch.fx.Node) -> str:
@@ -120,7 +111,7 @@ def refers_to(gm: torch.fx.GraphModule, node: torch.fx.Node):
 
 def reference(graph: dict) -> list[dict]:
     """The dump the exercise asks for, of the graph as the grader sent it."""
-    gm = build(graph)
+    gm = GRAPHS.build(graph)
     nodes = list(gm.graph.nodes)
     order = {node: index for index, node in enumerate(nodes)}
     names = lambda value: torch.fx.node.map_arg(value, lambda n: n.name)  # noqa: E731
@@ -172,8 +163,8 @@ def test_merge(data, cases):
         returned = data[name]
         verify.check_returns_graph_module(returned.get("type"))
         try:
-            after = build(returned, case["graph"])
+            after = GRAPHS.build(returned, case["graph"])
         except DataError as exc:
             raise AssertionError(f"the graph merge returned is not valid: {exc}") from None
-        verify.check_merge(build(case["graph"]), after, case["a"], case["b"])
+        verify.check_merge(GRAPHS.build(case["graph"]), after, case["a"], case["b"])
         verify.check_recompiled(returned["code"], returned["graph_code"])

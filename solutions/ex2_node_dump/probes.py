@@ -3,20 +3,35 @@ learner's dump_nodes makes of it, or the graph merge returns. They run beside th
 and hold no graphs or expected values: those are made and judged in checks.py.
 """
 
-from grader.safegrade.graphs import build, describe
+import operator
+
+import torch
+import torch.nn as nn
+
+from grader.safegrade.graphs import Vocabulary, linear_arguments
 from grader.safegrade.probing import learner
+
+# What this exercise's graphs may use, on both sides (checks.py reads it from here). Made when
+# this file runs: in the sandbox, before any learner's cell.
+GRAPHS = Vocabulary(
+    functions=(operator.add, operator.mul, torch.special.expit, torch.add, torch.cat, torch.neg),
+    methods=("relu", "sum", "to"),
+    modules={nn.Linear: linear_arguments, nn.ReLU: None, nn.Sigmoid: None, nn.Tanh: None},
+)
 
 
 def dumps(namespace: dict, inputs: dict) -> dict:
     dump_nodes = learner(namespace, "dump_nodes")
-    return {name: dump_nodes(build(graph, codegen=True)) for name, graph in inputs.items()}
+    return {name: dump_nodes(GRAPHS.build(graph, codegen=True)) for name, graph in inputs.items()}
 
 
 def test_merge(namespace: dict, inputs: dict) -> dict:
     """merge's graph for each case, as a description (with its code and its graph's code)."""
     merge = learner(namespace, "merge")
     return {
-        name: describe(merge(build(case["graph"], codegen=True), case["a"], case["b"]))
+        name: GRAPHS.describe(
+            merge(GRAPHS.build(case["graph"], codegen=True), case["a"], case["b"])
+        )
         for name, case in inputs.items()
     }
 

@@ -3,9 +3,25 @@ grader calls the very same functions on what your code made of its own hidden gr
 expected values it works out for those. Each raises an AssertionError that says what to fix.
 """
 
+import torch
 import torch.fx
+import torch.nn as nn
 
 KEYS = ("name", "op", "target", "args", "kwargs", "users", "refers_to")
+
+
+class Example(nn.Module):
+    """The test cells' example (the grader's hidden ones add another constant)."""
+
+    def __init__(self, constant: int = 1):
+        super().__init__()
+        self.lin, self.constant = nn.Linear(3, 3), constant
+        self.scale = nn.Parameter(torch.ones(3, dtype=torch.float32))
+        self.register_buffer("shift", torch.zeros(1, 3, dtype=torch.float64))
+
+    def forward(self, x):
+        h = self.lin(x) * self.scale + self.constant
+        return torch.cat([h.relu(), x + self.shift, h.relu()], dim=1)
 
 
 def records(rows) -> dict[str, dict]:

@@ -15,10 +15,11 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from grader.safegrade.graphs import Sleepy, build, describe, nap
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")  # the instructor's copy: the checks the test cells call
+probes = sibling(__file__, "probes")
+GRAPHS, Sleepy, nap = probes.GRAPHS, probes.Sleepy, probes.nap  # what its graphs may use
 
 
 class Net(nn.Module):
@@ -80,7 +81,7 @@ def traced(model: nn.Module, generator: torch.Generator) -> dict:
     with torch.no_grad():
         for tensor in model.state_dict().values():
             tensor.copy_(torch.randn(tensor.shape, generator=generator))
-    return describe(torch.fx.GraphModule(model, Tracer().trace(model)), state=True)
+    return GRAPHS.describe(torch.fx.GraphModule(model, Tracer().trace(model)), state=True)
 
 
 def naps(seed: int) -> tuple[float, float]:
@@ -110,7 +111,7 @@ def inputs(grade_id: str, seed: int) -> dict:
 
 def slept(graph: dict) -> dict[str, float]:
     """The function nodes that sleep, and for how long."""
-    return naps_in(build(graph))
+    return naps_in(GRAPHS.build(graph))
 
 
 def naps_in(gm: torch.fx.GraphModule) -> dict[str, float]:
@@ -121,7 +122,7 @@ def naps_in(gm: torch.fx.GraphModule) -> dict[str, float]:
 def check_slept(timings, case: dict) -> None:
     """Each node that sleeps (a function node) is timed about as long as it sleeps, and the
     nodes that do not sleep far shorter."""
-    gm = build(case["graph"])
+    gm = GRAPHS.build(case["graph"])
     naps = naps_in(gm)
     for name, seconds in naps.items():
         times = timings.get(name) if isinstance(timings, dict) else None
@@ -172,7 +173,7 @@ def test_run_output(data, cases):
     check_slept(data["net"]["timings"], cases["net"])
     for name, case in cases.items():
         with torch.no_grad():
-            want = build(case["graph"])(*case["inputs"])
+            want = GRAPHS.build(case["graph"])(*case["inputs"])
         got = data[name]["outputs"]
         assert isinstance(got, list) and len(got) == case["runs"], "one output per run"
         verify.check_outputs(got, want, OUTPUTS[name])
@@ -180,13 +181,13 @@ def test_run_output(data, cases):
 
 def test_timed_nodes(data, cases):
     for name, case in cases.items():
-        verify.check_timed(data[name]["timings"], build(case["graph"]), 1)
+        verify.check_timed(data[name]["timings"], GRAPHS.build(case["graph"]), 1)
         check_slept(data[name]["timings"], case)
 
 
 def test_repeated_runs(data, cases):
     timings = data["net"]["timings"]
-    verify.check_times_per_run(timings, build(cases["net"]["graph"]), 3)
+    verify.check_times_per_run(timings, GRAPHS.build(cases["net"]["graph"]), 3)
     check_slept(timings, cases["net"])
     naps = data["slow_second"]["timings"].get("nap")
     assert isinstance(naps, list) and len(naps) == 3, f"nap: want 3 times, got {naps}"
@@ -198,7 +199,7 @@ def test_repeated_runs(data, cases):
 def test_summary(data, cases):
     for name, case in cases.items():
         check_slept(data[name]["timings"], case)
-        gm = build(case["graph"])
+        gm = GRAPHS.build(case["graph"])
         rows = verify.check_summary(data[name]["rows"], data[name]["timings"], gm)
         naps = slept(case["graph"]) or {"nap": 0.05}
         slowest = max(naps, key=naps.get)

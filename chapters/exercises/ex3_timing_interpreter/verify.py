@@ -2,7 +2,7 @@
 # edit that file, not this one.
 """The checks of Exercise 3's test cells. The cells call them on `net`; the grader calls the very
 same functions on what your TimingInterpreter did with its own hidden models. Each raises an
-AssertionError that says what to fix. TIMED_OPS and target_text are the notebook's setup cell's.
+AssertionError that says what to fix. The notebook's setup cell imports TIMED_OPS and target_text.
 """
 
 import math

@@ -1,7 +1,7 @@
 # Generated from chapters/exercises/ex1_sigmoid_to_tanh/verify.py and
 # fxcourse/locale/zh/ex1_sigmoid_to_tanh.verify.po by `make chapters`; course maintainers: edit
 # those, not this one.
-"""练习 1 测试单元格所用的检查。单元格在它们构建的模型上调用这些函数；评分程序在它自己的隐藏模型上，对你的 pass 返回的图调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
+"""练习 1 测试单元格所用的检查，以及它们的模型 Wrap。单元格在它们构建的模型上调用这些函数；评分程序在它自己的隐藏模型上，对你的 pass 返回的图调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
 """
 
 import torch
@@ -13,6 +13,20 @@ SIGMOID_FUNCTIONS = (torch.sigmoid, F.sigmoid, torch.special.expit)
 SIGMOID_METHODS = ("sigmoid", "sigmoid_")
 # tanh 作为函数节点的每一种写法：计算相同，所以都接受。
 TANH_FUNCTIONS = (torch.tanh, F.tanh, torch.Tensor.tanh)
+
+
+class Wrap(nn.Module):
+    """一个线性层，接着是 `activation`（被测试的写法），再乘以 2。它的权重在
+    torch.manual_seed(0) 之后抽取：无论激活函数是什么都相同。"""
+
+    def __init__(self, activation, width: int = 4):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(width, width)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.activation(self.lin(x)) * 2
 
 
 def check_returns_module(kind: str) -> None:

@@ -5,9 +5,25 @@
 AssertionError，说明该改什么。
 """
 
+import torch
 import torch.fx
+import torch.nn as nn
 
 KEYS = ("name", "op", "target", "args", "kwargs", "users", "refers_to")
+
+
+class Example(nn.Module):
+    """测试单元格的示例（评分程序的隐藏示例加的是另一个常数）。"""
+
+    def __init__(self, constant: int = 1):
+        super().__init__()
+        self.lin, self.constant = nn.Linear(3, 3), constant
+        self.scale = nn.Parameter(torch.ones(3, dtype=torch.float32))
+        self.register_buffer("shift", torch.zeros(1, 3, dtype=torch.float64))
+
+    def forward(self, x):
+        h = self.lin(x) * self.scale + self.constant
+        return torch.cat([h.relu(), x + self.shift, h.relu()], dim=1)
 
 
 def records(rows) -> dict[str, dict]:

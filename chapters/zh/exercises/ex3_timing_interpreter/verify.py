@@ -3,7 +3,7 @@
 # those, not this one.
 """练习 3 测试单元格所用的检查。单元格在 `net` 上调用这些函数；评分程序对你的 TimingInterpreter
 在它自己的隐藏模型上的结果调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
-TIMED_OPS 和 target_text 来自 notebook 的准备单元格。
+notebook 的准备单元格从这里导入 TIMED_OPS 和 target_text。
 """
 
 import math

@@ -1,0 +1,105 @@
+"""The course's exercises, found in its `solutions/` folder: an exercise is a folder
+`solutions/<name>/` that holds nbgrader's source notebook `<name>.ipynb` (with its solutions),
+beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (the grader's, never
+released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
+an exercise: adding one is adding its folder, then `make release`.
+
+`make release` (and the formgrader's Generate) writes the hidden part of each test cell from its
+`grade_id` (WriteHiddenTests, set up by `configure`): the source notebooks hold none.
+
+    python -m grader.exercises generate [NBGRADER-OPTIONS] NAME...
+        nbgrader generate_assignment --force for each exercise, in one process
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
+HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
+from grader.safegrade.kernel import run_check
+
+run_check({assignment}, {grade_id}, globals())
+### END HIDDEN TESTS"""
+
+
+def names(course: Path) -> tuple[str, ...]:
+    """The exercises of the course at `course`, sorted: each folder of its solutions/ that holds
+    a notebook of the folder's own name."""
+    folder = course / SOURCE
+    found = (path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else ()
+    return tuple(sorted(name for name in found if (folder / name / f"{name}.ipynb").is_file()))
+
+
+def is_test_cell(cell) -> bool:
+    """An autograded test cell: graded, and not a cell the learner answers in."""
+    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and nbgrader.get("grade") and not nbgrader.get("solution")
+
+
+def hidden_tests(assignment: str, grade_id: str) -> str:
+    """The hidden part of a test cell: in the sandbox the cell is replaced by its probe and
+    check; under plain nbgrader this runs the same probe and check in the kernel."""
+    return HIDDEN_TESTS.format(assignment=json.dumps(assignment), grade_id=json.dumps(grade_id))
+
+
+def with_hidden_tests(nb, assignment: str):
+    """The source notebook `nb` with each test cell's hidden part written after its visible
+    part (in place; returned). A test cell that already has one is refused: the part is written
+    here, from the grade_id, and nowhere else."""
+    for cell in (cell for cell in nb.cells if is_test_cell(cell)):
+        grade_id = cell.metadata.nbgrader["grade_id"]
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            raise ValueError(
+                f"{assignment}: the test cell {grade_id} has a hidden part; remove it: make "
+                "release writes it from the cell's grade_id"
+            )
+        cell.source = f"{cell.source.rstrip()}\n{hidden_tests(assignment, grade_id)}"
+    return nb
+
+
+def write_hidden_tests_step():
+    """nbgrader's preprocessor class that runs with_hidden_tests (imports nbgrader)."""
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class WriteHiddenTests(NbGraderPreprocessor):
+        """Writes each test cell's hidden part from its grade_id, before nbgrader saves the
+        cells to the gradebook (the autograder runs them) and clears them from the release."""
+
+        def preprocess(self, nb, resources):
+            return with_hidden_tests(nb, resources["nbgrader"]["assignment"]), resources
+
+    return WriteHiddenTests
+
+
+def configure(c) -> None:
+    """The course configuration's part: GenerateAssignment writes the hidden tests first."""
+    from nbgrader.converters import GenerateAssignment
+
+    steps = GenerateAssignment.class_traits()["preprocessors"].default()
+    c.GenerateAssignment.preprocessors = [write_hidden_tests_step(), *steps]
+
+
+def generate(argv: list[str]) -> int:
+    """nbgrader generate_assignment for each NAME in argv (options apply to all), in this one
+    process: starting nbgrader costs seconds, and one glob cannot name exactly the exercises."""
+    from nbgrader.apps import GenerateAssignmentApp
+
+    options = [arg for arg in argv if arg.startswith("-")]
+    for name in (arg for arg in argv if not arg.startswith("-")):
+        app = GenerateAssignmentApp()
+        app.initialize([name, "--force", *options])
+        try:
+            app.start()
+        except SystemExit as stop:
+            if stop.code:
+                return int(stop.code) if isinstance(stop.code, int) else 1
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["generate"]:
+        sys.exit(__doc__.split("\n\n")[-1])
+    sys.exit(generate(sys.argv[2:]))

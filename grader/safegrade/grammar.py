@@ -1,0 +1,135 @@
+"""The grammar a graph description must pass before graphs.build makes anything of it.
+
+A description is a learner's claim. Before anything is built, it must pass a grammar: names and
+placeholder targets are ASCII identifiers, module and tensor paths dotted segments (identifiers
+without a leading underscore, or digits) naming no attribute of a GraphModule, constants plain
+values (None, bool, int, float, str, dtype, and tuples, lists, dicts and slices of them), all
+bounded. So no text of the learner's reaches the code torch.fx generates, no attribute is looked
+up or set along a learner's path outside a fresh container, and the work is bounded up front.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+import torch
+import torch.fx
+import torch.nn as nn
+
+from .data import DataError, Ref
+
+_isinstance, _type = isinstance, type  # as they were before any learner's cell
+
+MAX_NAME = 100  # characters of a node's name or a placeholder's target
+MAX_SEGMENT, MAX_SEGMENTS = 64, 8  # a module or tensor path: each part, and how many parts
+MAX_TEXT = 1_000  # characters of a string constant
+MAX_CONSTANTS, MAX_NESTING = 20_000, 8  # constants in all of a graph's nodes; nesting of each
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[0-9]+")
+OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _reserved() -> frozenset[str]:
+    """Names a path may not use: what a GraphModule or a module already has (graph, forward,
+    training, state_dict, ...), and Python's keywords."""
+    made = torch.fx.GraphModule(nn.Module(), torch.fx.Graph())
+    return frozenset(dir(made)) | frozenset(keyword.kwlist)
+
+
+RESERVED = _reserved()
+
+
+def shown(value: object) -> str:
+    """A learner's value, quoted for a message: its repr, at most 60 characters."""
+    text = repr(value) if _type(value) in _PLAIN else f"a {_type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def identifier(value: object, what: str) -> str:
+    if not (_type(value) is str and len(value) <= MAX_NAME and NAME.fullmatch(value)):
+        raise DataError(f"{what} must be a Python identifier of at most {MAX_NAME} characters, "
+                        f"not {shown(value)}")  # fmt: skip
+    if keyword.iskeyword(value):
+        raise DataError(f"{what} may not be the Python keyword {value!r}")
+    return value
+
+
+def path(value: object) -> str:
+    """A module or tensor path: at most MAX_SEGMENTS parts of at most MAX_SEGMENT characters,
+    each an identifier without a leading underscore, or digits, and none a GraphModule's own."""
+    parts = value.split(".") if _type(value) is str and len(value) <= 600 else None
+    if not parts or len(parts) > MAX_SEGMENTS:
+        raise DataError(f"a module or tensor path must have 1 to {MAX_SEGMENTS} parts, not "
+                        f"{shown(value)}")  # fmt: skip
+    for part in parts:
+        if len(part) > MAX_SEGMENT or not SEGMENT.fullmatch(part) or part in RESERVED:
+            raise DataError(
+                f"the path {shown(value)} has the part {shown(part)}: each part is letters, digits "
+                f"and _ (not first), at most {MAX_SEGMENT} characters, and names nothing a "
+                "GraphModule already has"
+            )
+    return value
+
+
+def check_arguments(op: str, target, args, kwargs) -> None:
+    if _type(args) not in (tuple, list) or _type(kwargs) is not dict:
+        raise DataError("a node's args must be a list and its kwargs a dict")
+    for key in kwargs:
+        identifier(key, "a keyword argument's name")
+    if op == "placeholder" and (kwargs or len(args) > 1):
+        raise DataError("a placeholder has at most one argument, its default value")
+    if op == "output" and (kwargs or len(args) != 1):
+        raise DataError("an output node has exactly one argument")
+    if op == "call_function" and target is builtins.getattr:
+        name = args[1] if len(args) > 1 else None
+        if _type(name) is not str or name.startswith("_") or not NAME.fullmatch(name):
+            raise DataError(f"getattr of {shown(name)}: only public attribute names")
+
+
+def check_placeholders(nodes: list) -> None:
+    targets = [node.target for node in nodes if node.op == "placeholder"]
+    if len(set(targets)) != len(targets):
+        raise DataError("two placeholders have the same target")
+
+
+def link(value, nodes: list, budget: list[int], depth: int = 0):
+    """value with every Ref replaced by the node at its position; anything but plain constants
+    (None, bool, int, float, str, dtype, and tuples, lists, dicts and slices of them) refused."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_NESTING:
+        raise DataError(f"a graph's arguments hold over {MAX_CONSTANTS} values or nest over "
+                        f"{MAX_NESTING} deep")  # fmt: skip
+    if _isinstance(value, Ref):
+        if not 0 <= value.position < len(nodes):
+            raise DataError(f"a node refers to node {value.position}, not made before it")
+        return nodes[value.position]
+    if value is None or _type(value) is bool:
+        return value
+    for kind in (int, float, str):  # TypedInt and the like become the plain value they hold
+        if _isinstance(value, kind):
+            return constant(kind(value))
+    if _isinstance(value, torch.dtype):
+        return value
+    # torch.fx's immutable_list and immutable_dict (a trusted description) become plain ones
+    for kind in (tuple, list):
+        if _isinstance(value, kind):
+            return kind(link(item, nodes, budget, depth + 1) for item in value)
+    if _isinstance(value, dict):
+        return {constant(k): link(v, nodes, budget, depth + 1) for k, v in value.items()}
+    if _type(value) is slice:
+        parts = (value.start, value.stop, value.step)
+        return slice(*(link(part, nodes, budget, depth + 1) for part in parts))
+    kind = _type(value).__name__
+    raise DataError(f"the graph holds a constant of type {kind}; only None, bool, int, float, "
+                    "str, a dtype and tuples, lists, dicts and slices of them")  # fmt: skip
+
+
+def constant(value):
+    if _type(value) not in _PLAIN:
+        raise DataError(f"a dict key of type {_type(value).__name__}: only plain values")
+    if _type(value) is str and len(value) > MAX_TEXT:
+        raise DataError(f"a string constant of {len(value)} characters (at most {MAX_TEXT})")
+    return value
