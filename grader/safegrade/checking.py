@@ -16,8 +16,9 @@ import os
 
 from . import probing
 from .data import clean_text, decode
+from .limits import LIMITS
 
-MESSAGE_CAP = 2_000  # characters of a verdict's message
+MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
 
 
 def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:

@@ -24,8 +24,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .data import DataError, Ref
+from .limits import LIMITS
 
-MAX_NODES = 500
+MAX_NODES = LIMITS.graph_nodes
 # call_method targets a rebuilt graph may call (all pure tensor methods or their in-place forms)
 METHODS = frozenset(
     "sigmoid sigmoid_ tanh tanh_ relu relu_ sum mean mul add sub neg to size view reshape".split()
@@ -152,10 +153,10 @@ def lint(gm) -> str | None:
 # bounded. So no text of the learner's reaches the code torch.fx generates, no attribute is looked
 # up or set along a learner's path outside a fresh container, and the work is bounded up front.
 
-MAX_NAME = 100  # characters of a node's name or a placeholder's target
-MAX_SEGMENT, MAX_SEGMENTS = 64, 8  # a module or tensor path: each part, and how many parts
-MAX_TEXT = 1_000  # characters of a string constant
-MAX_CONSTANTS, MAX_NESTING = 20_000, 8  # constants in all of a graph's nodes; nesting of each
+MAX_NAME = LIMITS.graph_name_chars
+MAX_SEGMENT, MAX_SEGMENTS = LIMITS.graph_path_part_chars, LIMITS.graph_path_parts
+MAX_TEXT = LIMITS.graph_text_chars
+MAX_CONSTANTS, MAX_NESTING = LIMITS.graph_constants, LIMITS.graph_nesting
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[0-9]+")
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
