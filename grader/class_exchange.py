@@ -3,8 +3,8 @@ classes in nbgrader's place, so `nbgrader collect`, `nbgrader release_feedback` 
 Collect and Release Feedback buttons use them; `make collect` and `make release-feedback` call the
 same functions).
 
-* Collect: intake.collect_inbound: links never followed, the student is the inbound folder's
-  owner, the time is the one the system recorded (not the learner's timestamp.txt).
+* Collect: intake_exchange.collect_inbound: links never followed, the student is the inbound
+  folder's owner, the time is the one the system recorded (not the learner's timestamp.txt).
 * Release feedback: every student whose feedback can go through the exchange gets it; a feedback
   folder that cannot (an LMS or folder upload has no submission_secret.txt) is named with the
   reason, and does not stop the others. nbgrader's own class stops at the first such folder.
@@ -23,7 +23,7 @@ from pathlib import Path
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash
 
-from grader import intake
+from grader import intake, intake_exchange
 
 SECRET_FILE = "submission_secret.txt"
 OUTBOUND_FEEDBACK_MODE = 0o711  # nbgrader's: learners reach their own file by its hashed name
@@ -42,7 +42,7 @@ def collect(exchange_root: Path, course_id: str, submitted: Path, assignments) -
     inbound = inbound_folder(exchange_root, course_id)
     if not inbound.is_dir():
         raise intake.IntakeError(f"{inbound} does not exist: nothing was released through it")
-    return intake.collect_inbound(inbound, submitted, assignments, owner_name)
+    return intake_exchange.collect_inbound(inbound, submitted, assignments, owner_name)
 
 
 @dataclass
@@ -104,7 +104,8 @@ def release_problem(folder: Path, pages: list[Path]) -> str:
 
 
 class SafeExchangeCollect(ExchangeCollect):
-    """nbgrader's collect (and the formgrader's Collect button) by intake.collect_inbound."""
+    """nbgrader's collect (and the formgrader's Collect button) by
+    intake_exchange.collect_inbound."""
 
     def init_src(self):
         if self.coursedir.course_id == "":
@@ -116,7 +117,7 @@ class SafeExchangeCollect(ExchangeCollect):
     def copy_files(self):
         submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
         assignment = self.coursedir.assignment_id
-        report = intake.collect_inbound(
+        report = intake_exchange.collect_inbound(
             Path(self.inbound_path), submitted, [assignment], owner_name
         )
         for line in report.lines(self.inbound_path):
