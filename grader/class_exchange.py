@@ -17,6 +17,7 @@ import os
 import pwd
 import shutil
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,51 @@ def collect(exchange_root: Path, course_id: str, submitted: Path, assignments) -
     if not inbound.is_dir():
         raise intake.IntakeError(f"{inbound} does not exist: nothing was released through it")
     return intake_exchange.collect_inbound(inbound, submitted, assignments, owner_name)
+
+
+def settings(course: Path, default_course_id: str) -> tuple[Path, str]:
+    """The exchange root and course id of the course's nbgrader configuration."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return Path(config.Exchange.root), config.CourseDirectory.course_id or default_course_id
+
+
+def collect_command(exchange_root: Path, course_id: str, submitted: Path, assignments) -> int:
+    """`make collect`: collect, print the report. Exit status: 0 all collected, 1 some files or
+    folders refused, 2 nothing to collect."""
+    try:
+        report = collect(exchange_root, course_id, submitted, assignments)
+    except intake.IntakeError as error:
+        print(f"collect: {error}", file=sys.stderr)
+        return 2
+    inbound = inbound_folder(exchange_root, course_id)
+    if not report.collected and not report.refused:
+        names = ", ".join(assignments)
+        print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
+        return 2
+    print("\n".join(report.lines(str(inbound))), flush=True)
+    return 1 if report.refused or not report.collected else 0
+
+
+def release_feedback_command(course_exchange: Path, feedback: Path, assignments) -> int:
+    """`make release-feedback`: release every feedback folder of `assignments` under `feedback`
+    to <course_exchange>/feedback, printing what was not. Exit status: 0 all released, 1 some
+    not, 2 none to release."""
+    folders = {a: list(feedback.glob(f"*/{a}")) for a in assignments}
+    if not any(folders.values()):
+        print(
+            f"release-feedback: no feedback of {', '.join(assignments)} in {feedback}: "
+            "run make feedback first",
+            file=sys.stderr,
+        )
+        return 2
+    not_released = 0
+    for assignment, found in folders.items():
+        result = release_feedback(found, assignment, course_exchange / "feedback")
+        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
+        not_released += len(result.not_released)
+    return 1 if not_released else 0
 
 
 @dataclass

@@ -29,7 +29,9 @@ grader/safegrade/limits.py (every cap).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -271,3 +273,37 @@ def collect_one(key: tuple[str, str], files: dict, submitted: Path, stage: Path,
         report.files += copied
         if not (target / f"{assignment}.ipynb").exists():
             report.notes.append(f"{shown(student)}/{assignment} has no {assignment}.ipynb")
+
+
+def file_name_pattern(course: Path, lms: str | None, presets: dict[str, str]) -> FileNamePattern:
+    """presets[lms], or else the course config's FileNameCollectorPlugin.named_regexp (the
+    pattern `nbgrader zip_collect` reads too), applied by nbgrader's own plugin."""
+
+    def load():
+        from nbgrader.plugins import FileNameCollectorPlugin
+        from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+        quiet = logging.getLogger("course_grader.collect")  # the report says what did not match
+        quiet.setLevel(logging.ERROR)
+        if lms:
+            plugin = FileNameCollectorPlugin(named_regexp=presets[lms], log=quiet)
+        else:
+            try:
+                config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+            except ConfigFileNotFound as error:
+                raise IntakeError(f"{error}: name a pattern with --lms") from error
+            plugin = FileNameCollectorPlugin(config=config, log=quiet)
+        regex = plugin.named_regexp
+        try:
+            groups = set(re.compile(regex).groupindex)
+        except re.error as error:
+            raise IntakeError(f"file-name pattern {regex!r}: {error}") from error
+        if not {"student_id", "file_id"} <= groups:
+            raise IntakeError(
+                f"the file-name pattern {regex!r} needs (?P<student_id>...) and (?P<file_id>...)"
+            )
+        names = [name for name, preset in presets.items() if preset == regex]
+        label = f"LMS={names[0]}" if names else f"{regex!r} (FileNameCollectorPlugin.named_regexp)"
+        return plugin.collect, label
+
+    return FileNamePattern(load)

@@ -193,7 +193,8 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
         assert f"the assignments are {', '.join(ASSIGNMENTS)}" in typo.stderr
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
-    assert course_grader.autograde(fresh) == 1
+    nothing_at_all = grader_command(fresh, "submitted")  # make autograde's check before grading
+    assert nothing_at_all.returncode == 1 and "nothing to grade" in nothing_at_all.stderr
     before_grading = grader_command(fresh, "feedback")
     assert before_grading.returncode == 1, before_grading.stderr
     assert "nothing autograded yet" in before_grading.stderr

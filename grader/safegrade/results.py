@@ -57,12 +57,15 @@ def load(path: Path) -> SubmissionResult | None:
         GRADED, NOT_GRADABLE, GRADER_FAILED
     ):  # fmt: skip
         return None
-    tests = [TestResult(**test) for test in found.get("tests", []) if isinstance(test, dict)]
     known = SubmissionResult.__dataclass_fields__
     given = {name: value for name, value in found.items() if name in known and name != "tests"}
     given = {"student": path.stem, "assignment": path.parent.name} | given
     given = {"score": None, "max_score": 0.0, "reason": ""} | given
-    return SubmissionResult(**given, tests=tests)
+    try:
+        tests = [TestResult(**test) for test in found.get("tests", [])]
+        return SubmissionResult(**given, tests=tests)
+    except TypeError:  # written by another version of the grader
+        return None
 
 
 def save(result: SubmissionResult, path: Path) -> None:
