@@ -134,7 +134,7 @@ def progress(done: int, total: int, started: dict, futures: dict, pending: set, 
     names = ", ".join(f"{s}/{a} ({now - started[(s, a)]:.0f} s)" for s, a in running[:4])
     more = f" and {len(running) - 4} more" if len(running) > 4 else ""
     text = f"[{done}/{total}] {line}" + (f" | running: {names}{more}" if running else "")
-    return inert_text(text, 400)
+    return inert_text(text, LIMITS.progress_line_chars)
 
 
 # ----------------------------------------------------------------------------- one submission

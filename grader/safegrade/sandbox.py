@@ -186,8 +186,8 @@ def bwrap_argv(folders: list[str], uid: int | None, extra: list[str]) -> list[st
     argv += ["--dev", "/dev", "--proc", "/proc"]
     # tmpfs first, binds after: a venv that lives under /tmp is then mounted over the new /tmp.
     # The template's own; each submission's process mounts its own /tmp and /dev/shm over them.
-    argv += ["--perms", "1777", "--size", str(16 << 20), "--tmpfs", "/tmp"]
-    argv += ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/dev/shm"]
+    argv += ["--perms", "1777", "--size", str(LIMITS.template_tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777", "--size", str(LIMITS.template_shm_bytes), "--tmpfs", "/dev/shm"]
     made = {"/tmp", "/dev", "/dev/shm", "/etc", "/proc"}
     for dest in [*folders, PACKAGE_IN_SANDBOX]:
         for parent in reversed(Path(dest).parents):  # bwrap would create them as 0700
@@ -222,7 +222,7 @@ def _pipe_holding(data: bytes) -> int:
 
 def _drain(stream, tail: deque) -> None:
     for line in stream:
-        tail.append(line.decode("utf-8", "replace").rstrip()[:300])
+        tail.append(line.decode("utf-8", "replace").rstrip()[: LIMITS.log_line_chars])
 
 
 def _feed(fd: int, payload: bytes) -> None:
@@ -267,7 +267,7 @@ class Sandbox:
             os.close(fd)
         if self.cancelled:
             self.cancel()
-        self.stderr: deque[str] = deque(maxlen=10)
+        self.stderr: deque[str] = deque(maxlen=LIMITS.log_lines)
         threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
         keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
         self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
@@ -348,7 +348,9 @@ class Sandbox:
         for fd in streams:
             selector.register(fd, selectors.EVENT_READ)
         selector.register(self.control, selectors.EVENT_READ)
-        deadline = time.monotonic() + self.limits.budget + 60  # the template stops it at budget
+        deadline = (
+            time.monotonic() + self.limits.budget + LIMITS.stop_grace
+        )  # the template stops it at budget
         reply = None
         try:
             while selector.get_map():

@@ -86,7 +86,7 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     notes += find_renamed(staged, source)
-    return [clean_text(note, 200) for note in notes[: LIMITS.notes_kept]]
+    return [clean_text(note, LIMITS.name_chars) for note in notes[: LIMITS.notes_kept]]
 
 
 def as_utf8(data: bytes, rel: str, notes: list[str]) -> bytes:

@@ -37,11 +37,11 @@ def grade_id(cell) -> str:
 
 def first_line(source: str) -> str:
     lines = source.strip().split("\n")
-    return repr(lines[0][:60]) if lines and lines[0] else "an empty cell"
+    return repr(lines[0][: LIMITS.cell_start_chars]) if lines and lines[0] else "an empty cell"
 
 
 def error_output(ename: str, evalue: str, traceback: list[str] = ()):
-    ename, evalue = clean_text(ename, 200), clean_text(evalue, LIMITS.error_chars)
+    ename, evalue = clean_text(ename, LIMITS.name_chars), clean_text(evalue, LIMITS.error_chars)
     return new_output(
         "error", ename=ename, evalue=evalue, traceback=list(traceback) or [f"{ename}: {evalue}"]
     )
@@ -98,7 +98,7 @@ def step(cell, checks=None) -> dict:
     try:
         inputs = trusted_inputs(checks, grade_id)
     except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
-        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
         raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
     return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
 

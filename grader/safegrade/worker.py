@@ -40,7 +40,7 @@ from .probing import call_probe
 FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
 OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
 WORK = "/tmp/work"
-SHM_MB = 64  # the size of each submission's /dev/shm
+SHM_MB = LIMITS.shm_mb  # the size of each submission's /dev/shm
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
 NOT_ISOLATED = 71  # the exit status of a child that could not make its own namespaces
 KEEP: list[str] = []  # folders bound under /tmp (the Python installation of a checkout there)
@@ -288,7 +288,7 @@ def set_limits(limits: dict) -> None:
         memory_limit,
         (resource.RLIMIT_NPROC, limits["nproc"]),
         (resource.RLIMIT_FSIZE, limits["file_mb"] << 20),
-        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_NOFILE, LIMITS.open_files),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_CPU, int(limits["budget"]) + 1),
     ):
@@ -485,7 +485,7 @@ def error_record(exc: BaseException, traceback: list) -> dict:
     except BaseException:  # noqa: BLE001 - a learner's __str__ may raise
         evalue = "<the exception's message could not be read>"
     return {
-        "ename": clean_text(type(exc).__name__, 200),
+        "ename": clean_text(type(exc).__name__, LIMITS.name_chars),
         "evalue": clean_text(evalue, LIMITS.error_chars),
         "traceback": [
             clean_text(line, LIMITS.traceback_line_chars)
