@@ -20,6 +20,7 @@ from grader.safegrade import (
     kernel,
     preprocessors,
     probing,
+    results,
     sandbox,
     staging,
     verdicts,
@@ -373,6 +374,67 @@ def test_preimports_come_from_the_sources(tmp_path):
     (tmp_path / "probes.py").write_text("import csv\n")
     (tmp_path / "verify.py").write_text("def check(): pass\n")
     assert sorted(staging.preimports([tmp_path])) == ["csv", "json", "math"]
+
+
+# ----------------------------------------------------------------------------- result files
+
+
+def graded_cell(grade_id: str, points: int, *outputs) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell("check()", outputs=list(outputs))
+    cell.metadata["nbgrader"] = {
+        "grade": True, "solution": False, "locked": True, "grade_id": grade_id, "points": points,
+        "schema_version": 3,
+    }  # fmt: skip
+    return cell
+
+
+class AutogradedCourse:
+    def __init__(self, root: Path):
+        self.autograded_directory, self.root = "autograded", root
+
+    def format_path(self, folder: str, student: str, assignment: str) -> str:
+        return str(self.root / folder / student / assignment)
+
+
+def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_path):
+    failed = nbformat.v4.new_output("error", ename="AssertionError", evalue="Not yet: 3 != 4")
+    stopped = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
+    cells = [graded_cell("test_a", 2), graded_cell("test_b", 3, failed)]
+    nb = nbformat.v4.new_notebook(cells=[*cells, graded_cell("test_c", 5, stopped)])
+    folder = tmp_path / "autograded" / "ann" / "hw"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "hw.ipynb")
+    course = AutogradedCourse(tmp_path)
+    got = results.read_result(course, "ann", "hw", [], ["a note"])
+    assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 10.0)
+    assert [(t.name, t.points, t.max_points, t.status) for t in got.tests] == [
+        ("test_a", 2.0, 2.0, results.PASSED),
+        ("test_b", 0.0, 3.0, results.FAILED),
+        ("test_c", 0.0, 5.0, results.NOT_RUN),
+    ]
+    assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
+    assert got.reason.startswith("2/10: 2 of 3 tests failed: test_b: AssertionError")
+    path = results.result_path(course, "ann", "hw")
+    results.save(got, path)
+    assert results.load(path) == got  # the file round-trips, typed
+    failure = results.grader_failed(got, ["SandboxError: bubblewrap is missing"])
+    assert failure.status == results.GRADER_FAILED and failure.score is None
+    assert failure.max_score == 10.0 and "the grader failed" in failure.reason
+    results.save(failure, path)
+    assert json.loads(path.read_text())["score"] is None  # never a 0 the submission did not earn
+    unreadable = results.read_result(course, "ann", "hw", ["NotJSONError: bad"], [])
+    assert (unreadable.status, unreadable.score) == (results.NOT_GRADABLE, 2.0)
+
+
+def test_a_result_file_of_another_shape_is_not_read(tmp_path):
+    path = tmp_path / "hw" / "ann.json"
+    path.parent.mkdir()
+    for text in ("not json", "[]", '{"status": "done"}', '{"status": "graded", "tests": [{}]}'):
+        path.write_text(text)
+        assert results.load(path) is None, text
+    path.write_text('{"status": "error"}')  # what older files held: read, with defaults
+    old = results.load(path)
+    assert (old.student, old.assignment, old.score, old.tests) == ("ann", "hw", None, [])
 
 
 # ----------------------------------------------------------------------------- the sandbox

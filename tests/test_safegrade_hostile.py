@@ -267,6 +267,7 @@ def test_failures_are_put_where_they_belong(tmp_path):
     run = autograde(course, env=dict(os.environ, PYTHONPATH=str(ROOT), PATH=no_bwrap))
     got = result(course, "s")
     assert got["status"] == "grader-error" and "the grader failed" in got["reason"], got
+    assert got["score"] is None  # no score recorded: 0 would say the submission earned it
     assert "bubblewrap" in got["reason"] and run.returncode == 0
     again = autograde(course)
     assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
