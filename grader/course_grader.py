@@ -34,6 +34,9 @@ from pathlib import Path
 
 from grader import class_exchange, grades_export, intake
 from grader.grades_export import by_test_path
+from grader.safegrade.data import inert_text
+from grader.safegrade.limits import LIMITS
+from grader.safegrade.results import not_graded
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this script runs from a login shell that never activated the venv (a hub terminal).
@@ -189,9 +192,13 @@ def feedback(
     course: Path = ROOT, students: Iterable[str] = (), assignments: Sequence[str] = ()
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
-    in grader/feedback."""
+    in grader/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
+    for result in not_graded(course / AUTOGRADED / ".safegrade", assignments or ASSIGNMENTS):
+        if not chosen or result.student in chosen:
+            note = f"feedback: none for {result.student}/{result.assignment}: {result.reason}"
+            print(inert_text(note, LIMITS.reason_chars), file=sys.stderr)
     graded = [
         folder
         for folder in (course / AUTOGRADED).glob("[!.]*/*")
@@ -227,11 +234,7 @@ def export_sources(course: Path) -> grades_export.Where:
 
 def scores(course: Path = ROOT) -> dict[str, dict[str, float | None]]:
     """student id -> {assignment: score after any late penalty, None when not submitted}."""
-    table, _ = grades_export.results(export_sources(course))
-    return {
-        student: {a: None if result is None else result.score for a, result in row.items()}
-        for student, row in table.items()
-    }
+    return grades_export.scores(export_sources(course))
 
 
 def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[str] = ()) -> Path:

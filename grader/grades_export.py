@@ -66,6 +66,15 @@ def results(where: Where) -> tuple[dict[str, dict[str, Result | None]], dict[str
     return table, cells
 
 
+def scores(where: Where) -> dict[str, dict[str, float | None]]:
+    """student id -> {assignment: score after any late penalty, None when not submitted}."""
+    table, _ = results(where)
+    return {
+        student: {a: None if result is None else result.score for a, result in row.items()}
+        for student, row in table.items()
+    }
+
+
 def source_order(sources: Path, assignment: str):
     """A sort key: graded cells in the order of the source notebook, unknown ones after."""
     import nbformat

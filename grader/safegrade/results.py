@@ -68,6 +68,13 @@ def load(path: Path) -> SubmissionResult | None:
         return None
 
 
+def not_graded(folder: Path, assignments) -> list[SubmissionResult]:
+    """The results under folder (<assignment>/<student>.json) of the uploads the last make
+    autograde could not grade or failed on: nbgrader has no grade, notebook or feedback of them."""
+    found = (load(path) for a in assignments for path in sorted((folder / a).glob("*.json")))
+    return [result for result in found if result is not None and result.status != GRADED]
+
+
 def save(result: SubmissionResult, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".tmp").write_text(result.as_json())
