@@ -3,8 +3,8 @@ classes in nbgrader's place, so `nbgrader collect`, `nbgrader release_feedback` 
 Collect and Release Feedback buttons use them; `make collect` and `make release-feedback` call the
 same functions).
 
-* Collect: intake.collect_inbound: links never followed, the student is the inbound folder's
-  owner, the time is the one the system recorded (not the learner's timestamp.txt).
+* Collect: intake_exchange.collect_inbound: links never followed, the student is the inbound
+  folder's owner, the time is the one the system recorded (not the learner's timestamp.txt).
 * Release feedback: every student whose feedback can go through the exchange gets it; a feedback
   folder that cannot (an LMS or folder upload has no submission_secret.txt) is named with the
   reason, and does not stop the others. nbgrader's own class stops at the first such folder.
@@ -17,13 +17,14 @@ import os
 import pwd
 import shutil
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash
 
-from grader import intake
+from grader import intake, intake_exchange
 
 SECRET_FILE = "submission_secret.txt"
 OUTBOUND_FEEDBACK_MODE = 0o711  # nbgrader's: learners reach their own file by its hashed name
@@ -42,7 +43,52 @@ def collect(exchange_root: Path, course_id: str, submitted: Path, assignments) -
     inbound = inbound_folder(exchange_root, course_id)
     if not inbound.is_dir():
         raise intake.IntakeError(f"{inbound} does not exist: nothing was released through it")
-    return intake.collect_inbound(inbound, submitted, assignments, owner_name)
+    return intake_exchange.collect_inbound(inbound, submitted, assignments, owner_name)
+
+
+def settings(course: Path, default_course_id: str) -> tuple[Path, str]:
+    """The exchange root and course id of the course's nbgrader configuration."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    return Path(config.Exchange.root), config.CourseDirectory.course_id or default_course_id
+
+
+def collect_command(exchange_root: Path, course_id: str, submitted: Path, assignments) -> int:
+    """`make collect`: collect, print the report. Exit status: 0 all collected, 1 some files or
+    folders refused, 2 nothing to collect."""
+    try:
+        report = collect(exchange_root, course_id, submitted, assignments)
+    except intake.IntakeError as error:
+        print(f"collect: {error}", file=sys.stderr)
+        return 2
+    inbound = inbound_folder(exchange_root, course_id)
+    if not report.collected and not report.refused:
+        names = ", ".join(assignments)
+        print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
+        return 2
+    print("\n".join(report.lines(str(inbound))), flush=True)
+    return 1 if report.refused or not report.collected else 0
+
+
+def release_feedback_command(course_exchange: Path, feedback: Path, assignments) -> int:
+    """`make release-feedback`: release every feedback folder of `assignments` under `feedback`
+    to <course_exchange>/feedback, printing what was not. Exit status: 0 all released, 1 some
+    not, 2 none to release."""
+    folders = {a: list(feedback.glob(f"*/{a}")) for a in assignments}
+    if not any(folders.values()):
+        print(
+            f"release-feedback: no feedback of {', '.join(assignments)} in {feedback}: "
+            "run make feedback first",
+            file=sys.stderr,
+        )
+        return 2
+    not_released = 0
+    for assignment, found in folders.items():
+        result = release_feedback(found, assignment, course_exchange / "feedback")
+        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
+        not_released += len(result.not_released)
+    return 1 if not_released else 0
 
 
 @dataclass
@@ -104,7 +150,8 @@ def release_problem(folder: Path, pages: list[Path]) -> str:
 
 
 class SafeExchangeCollect(ExchangeCollect):
-    """nbgrader's collect (and the formgrader's Collect button) by intake.collect_inbound."""
+    """nbgrader's collect (and the formgrader's Collect button) by
+    intake_exchange.collect_inbound."""
 
     def init_src(self):
         if self.coursedir.course_id == "":
@@ -116,7 +163,7 @@ class SafeExchangeCollect(ExchangeCollect):
     def copy_files(self):
         submitted = Path(self.coursedir.root) / self.coursedir.submitted_directory
         assignment = self.coursedir.assignment_id
-        report = intake.collect_inbound(
+        report = intake_exchange.collect_inbound(
             Path(self.inbound_path), submitted, [assignment], owner_name
         )
         for line in report.lines(self.inbound_path):

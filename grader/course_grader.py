@@ -7,7 +7,6 @@
                                   the submissions in nbgrader's exchange, by the same rules
     python grader/course_grader.py release-feedback [--assignment NAME]
                                   feedback through the exchange to every student who can get it
-    python grader/course_grader.py autograde [SUBMISSIONS]  collect (if given), then grade
     python grader/course_grader.py submitted [ASSIGNMENT]   fail unless something is there to grade
     python grader/course_grader.py feedback                 HTML feedback in grader/feedback
     python grader/course_grader.py export [ASSIGNMENT ...] [--out CSV]
@@ -18,28 +17,26 @@ An unknown assignment name or an empty input is refused with exit status 2 (1 fo
 grade or export yet") and a message naming the assignments.
 
 Every command takes --course DIR (default: this repository); nbgrader runs with DIR as its working
-folder, where it reads nbgrader_config.py. `autograde()` is the one grading step: a sandboxed grader
-can replace it (or the AUTOGRADE variable in grader.mk) without touching the other steps.
+folder, where it reads nbgrader_config.py. Grading itself is `python -m grader.safegrade autograde`
+(the AUTOGRADE variable in grader.mk), between `submitted` and `export`.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import io
-import json
-import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from grader import class_exchange, exercises, intake
-from grader.safegrade.data import spreadsheet_cell
+from grader import class_exchange, exercises, grades_export, intake
+from grader.grades_export import by_test_path
+from grader.safegrade.data import inert_text
+from grader.safegrade.limits import LIMITS
+from grader.safegrade.results import not_graded
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this script runs from a login shell that never activated the venv (a hub terminal).
@@ -106,20 +103,14 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     import nbformat
 
     from fxcourse.notebooks import clean
-    from fxcourse.stamps import stamp_notebook, stamp_python
 
     _clear(publish_to / a for a in assignments)
     published = []
     for assignment in assignments:
         released, target = course / RELEASE / assignment, publish_to / assignment
         shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
-        for module in target.glob("*.py"):  # each says where it comes from (fxcourse.stamps)
-            origin = [f"solutions/{assignment}/{module.name}"]
-            module.write_text(stamp_python(module.read_text(), origin, "make release"))
         notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
-        origin = [f"solutions/{assignment}/{assignment}.ipynb"]
-        notebook = stamp_notebook(one_folder_deeper(notebook), origin, "make release")
-        nbformat.write(notebook, target / f"{assignment}.ipynb")
+        nbformat.write(one_folder_deeper(notebook), target / f"{assignment}.ipynb")
         published.append(target / f"{assignment}.ipynb")
     return published
 
@@ -138,101 +129,32 @@ def one_folder_deeper(notebook):
     return notebook
 
 
-def file_name_pattern(course: Path, lms: str | None) -> intake.FileNamePattern:
-    """LMS_PATTERNS[lms], or else the course config's FileNameCollectorPlugin.named_regexp (the
-    pattern `nbgrader zip_collect` reads too), applied by nbgrader's own plugin."""
-
-    def load():
-        from nbgrader.plugins import FileNameCollectorPlugin
-        from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
-
-        quiet = logging.getLogger("course_grader.collect")  # the report says what did not match
-        quiet.setLevel(logging.ERROR)
-        if lms:
-            regex = intake.lms_patterns(exercises_of(course))[lms]
-            plugin = FileNameCollectorPlugin(named_regexp=regex, log=quiet)
-        else:
-            try:
-                config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-            except ConfigFileNotFound as error:
-                raise intake.IntakeError(f"{error}: name a pattern with --lms") from error
-            plugin = FileNameCollectorPlugin(config=config, log=quiet)
-        regex = plugin.named_regexp
-        try:
-            groups = set(re.compile(regex).groupindex)
-        except re.error as error:
-            raise intake.IntakeError(f"file-name pattern {regex!r}: {error}") from error
-        if not {"student_id", "file_id"} <= groups:
-            raise intake.IntakeError(
-                f"the file-name pattern {regex!r} needs (?P<student_id>...) and (?P<file_id>...)"
-            )
-        presets = intake.lms_patterns(exercises_of(course)).items()
-        names = [name for name, preset in presets if preset == regex]
-        label = f"LMS={names[0]}" if names else f"{regex!r} (FileNameCollectorPlugin.named_regexp)"
-        return plugin.collect, label
-
-    return intake.FileNamePattern(load)
-
-
 def collect(
     submissions: Path, course: Path = ROOT, lms: str | None = None, zone: str = "UTC"
 ) -> intake.Report:
     """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
     files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
-    pattern = file_name_pattern(course, lms)
     names = exercises_of(course)
+    pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(names))
     report = intake.collect(Path(submissions), course / SUBMITTED, names, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report
 
 
-def exchange_settings(course: Path) -> tuple[Path, str]:
-    """The exchange root and course id of the course's nbgrader configuration."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    return Path(config.Exchange.root), config.CourseDirectory.course_id or COURSE_ID
-
-
 def collect_exchange(course: Path, assignments: Sequence[str]) -> int:
-    """Collect from nbgrader's exchange (class_exchange.collect); prints the report. Exit status:
-    0 all collected, 1 some files or folders refused, 2 nothing to collect."""
-    root, course_id = exchange_settings(course)
-    try:
-        report = class_exchange.collect(root, course_id, course / SUBMITTED, assignments)
-    except intake.IntakeError as error:
-        print(f"collect: {error}", file=sys.stderr)
-        return 2
-    inbound = class_exchange.inbound_folder(root, course_id)
-    if not report.collected and not report.refused:
-        names = ", ".join(assignments)
-        print(f"collect: no submission of {names} in {inbound} yet", file=sys.stderr)
-        return 2
-    print("\n".join(report.lines(str(inbound))), flush=True)
-    return 1 if report.refused or not report.collected else 0
+    """Collect from nbgrader's exchange; prints the report. Exit status: 0 all collected, 1 some
+    files or folders refused, 2 nothing to collect."""
+    root, course_id = class_exchange.settings(course, COURSE_ID)
+    return class_exchange.collect_command(root, course_id, course / SUBMITTED, assignments)
 
 
 def release_feedback(course: Path, assignments: Sequence[str]) -> int:
     """Release the feedback of `assignments` through the exchange to every student who can get it,
     naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
     to release."""
-    root, course_id = exchange_settings(course)
-    outbound = root / course_id / "feedback"
-    folders = {a: list((course / FEEDBACK).glob(f"*/{a}")) for a in assignments}
-    if not any(folders.values()):
-        print(
-            f"release-feedback: no feedback of {', '.join(assignments)} in {course / FEEDBACK}: "
-            "run make feedback first",
-            file=sys.stderr,
-        )
-        return 2
-    not_released = 0
-    for assignment, found in folders.items():
-        result = class_exchange.release_feedback(found, assignment, outbound)
-        print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
-        not_released += len(result.not_released)
-    return 1 if not_released else 0
+    root, course_id = class_exchange.settings(course, COURSE_ID)
+    return class_exchange.release_feedback_command(root / course_id, course / FEEDBACK, assignments)
 
 
 class UsageError(Exception):
@@ -275,26 +197,18 @@ def _clear(outputs: Iterable[Path]) -> None:
         shutil.rmtree(output, ignore_errors=True)
 
 
-def autograde(course: Path = ROOT, extra_args: Sequence[str] = ()) -> int:
-    """Grade every submitted notebook of every exercise in one `nbgrader autograde` batch. A
-    submission that crashes its kernel or loops is graded, not fatal to the batch. Returns the exit
-    status: non-zero when nbgrader could not grade some submission (its log says which), or when
-    nothing was submitted."""
-    try:
-        submitted(course)
-    except UsageError as error:
-        print(f"autograde: {error}", file=sys.stderr)
-        return 1
-    return nbgrader(course, "autograde", "*", "--force", *extra_args)
-
-
 def feedback(
     course: Path = ROOT, students: Iterable[str] = (), assignments: Sequence[str] = ()
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
-    in grader/feedback."""
+    in grader/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
+    chosen_assignments = assignments or exercises_of(course)
+    for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):
+        if not chosen or result.student in chosen:
+            note = f"feedback: none for {result.student}/{result.assignment}: {result.reason}"
+            print(inert_text(note, LIMITS.reason_chars), file=sys.stderr)
     graded = [
         folder
         for folder in (course / AUTOGRADED).glob("[!.]*/*")
@@ -317,139 +231,35 @@ def feedback(
     )
 
 
-@dataclass(frozen=True)
-class Result:
-    """One student's graded submission of one exercise."""
-
-    score: float  # after the late penalty
-    late_penalty: float
-    cells: dict[str, float | None]  # grade cell id -> points
-
-
-def results(course: Path = ROOT) -> tuple[dict[str, dict[str, Result | None]], dict[str, list]]:
-    """(student id -> {assignment: Result, or None when nothing was submitted}, for every student
-    the gradebook knows; assignment -> its graded cell ids, in the source notebook's order)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    table, cells, assignments = {}, {}, exercises_of(course)
-    with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
-        for assignment in assignments:
-            try:
-                notebooks = gradebook.find_assignment(assignment).notebooks
-            except MissingEntry:
-                notebooks = []
-            names = [cell.name for notebook in notebooks for cell in notebook.grade_cells]
-            cells[assignment] = sorted(names, key=source_order(course, assignment))
-        for student in gradebook.students:
-            row = table[student.id] = {}
-            for assignment in assignments:
-                try:
-                    submission = gradebook.find_submission(assignment, student.id)
-                except MissingEntry:
-                    row[assignment] = None
-                    continue
-                penalty = submission.late_submission_penalty or 0.0
-                points = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
-                row[assignment] = Result(max(0.0, submission.score - penalty), penalty, points)
-    return table, cells
-
-
-def source_order(course: Path, assignment: str):
-    """A sort key: graded cells in the order of the source notebook, unknown ones after."""
-    import nbformat
-    from nbgrader.utils import is_grade
-
-    path = course / SOURCE / assignment / f"{assignment}.ipynb"
-    cells = nbformat.read(path, as_version=4).cells if path.exists() else []
-    order = [cell.metadata.nbgrader["grade_id"] for cell in cells if is_grade(cell)]
-    return lambda name: (order.index(name), "") if name in order else (len(order), name)
+def export_sources(course: Path) -> grades_export.Where:
+    """Where the export of the course at `course` reads."""
+    return grades_export.Where(
+        gradebook_url=f"sqlite:///{course / GRADEBOOK}",
+        course_id=COURSE_ID,
+        assignments=tuple(exercises_of(course)),
+        results=course / AUTOGRADED / ".safegrade",
+        sources=course / SOURCE,
+    )
 
 
 def scores(course: Path = ROOT) -> dict[str, dict[str, float | None]]:
     """student id -> {assignment: score after any late penalty, None when not submitted}."""
-    table, _ = results(course)
-    return {
-        student: {a: None if result is None else result.score for a, result in row.items()}
-        for student, row in table.items()
-    }
-
-
-def _points(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
-
-
-def by_test_path(grades_csv: Path) -> Path:
-    return grades_csv.with_name(f"{grades_csv.stem}_by_test{grades_csv.suffix}")
+    return grades_export.scores(export_sources(course))
 
 
 def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[str] = ()) -> Path:
-    """Write out (grades.csv): student_id, one column per exercise of `assignments` (default:
-    all; after any late penalty), total; and beside it grades_by_test.csv: one column per graded
-    cell, then the exercise's late penalty. An empty cell means nothing was submitted; 0 means
-    submitted and scored 0; "could not grade" / "grader failed" an upload the last make
-    autograde could not grade (see the reason it printed). No cell can start a spreadsheet
-    formula. UsageError for an unknown name, or when nothing has been graded."""
+    """grades.csv and grades_by_test.csv of `assignments` (default: all; grades_export.write
+    says what each cell means). UsageError for an unknown name, or when nothing has been
+    graded."""
     chosen = check_assignments(assignments, course)
-    table, cells = results(course)
-    failed = ungraded(course, table)
-    if not failed and not any(row[a] is not None for row in table.values() for a in chosen):
+    where = export_sources(course)
+    if not grades_export.anything_to_export(where, chosen):
         raise UsageError(
             f"nothing to export: {course / GRADEBOOK} holds no graded submission of "
             f"{', '.join(chosen)}; grade first: make collect, then make autograde "
             "(or make autograde SUBMISSIONS=FOLDER-OR-ZIP)"
         )
-    out = out or course / EXPORT
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as handle, by_test_path(out).open("w", newline="") as tests:
-        grades, per_test = csv.writer(handle), csv.writer(tests)
-        write_row(grades, ["student_id", *chosen, "total"])
-        columns = [(a, name) for a in chosen for name in [*cells[a], "late_penalty"]]
-        write_row(per_test, ["student_id", *(f"{a}:{name}" for a, name in columns)])
-        for student, row in sorted(table.items()):
-            points = [None if row[a] is None else row[a].score for a in chosen]
-            done = [p for p in points if p is not None]
-            total = _points(sum(done)) if done else ""
-            pairs = zip(chosen, points, strict=True)
-            write_row(
-                grades,
-                [student, *(failed.get((student, a)) or _points(p) for a, p in pairs), total],
-            )
-            by_test = [
-                failed.get((student, a)) or _points(_cell(row[a], name)) for a, name in columns
-            ]
-            write_row(per_test, [student, *by_test])
-    return out
-
-
-def write_row(writer, cells: list[str]) -> None:
-    writer.writerow([spreadsheet_cell(cell) for cell in cells])
-
-
-UNGRADED = {"error": "could not grade", "grader-error": "grader failed"}
-
-
-def ungraded(course: Path, table: dict) -> dict[tuple[str, str], str]:
-    """(student, assignment) -> "could not grade" or "grader failed", for each upload that
-    make autograde's last run could not grade (its result file says so) and that the gradebook
-    holds no grade of; such students get a row in `table`."""
-    found, assignments = {}, exercises_of(course)
-    for assignment in assignments:
-        folder = course / AUTOGRADED / ".safegrade" / assignment
-        for path in sorted(folder.glob("*.json")):
-            try:
-                status = json.loads(path.read_text()).get("status")
-            except (OSError, ValueError, AttributeError):
-                continue
-            row = table.setdefault(path.stem, dict.fromkeys(assignments))
-            if status in UNGRADED and row[assignment] is None:
-                found[(path.stem, assignment)] = UNGRADED[status]
-    return found
-
-
-def _cell(result: Result | None, name: str) -> float | None:
-    if result is None:
-        return None
-    return result.late_penalty if name == "late_penalty" else result.cells.get(name)
+    return grades_export.write(where, out or course / EXPORT, chosen)
 
 
 def assignment_name(name: str) -> str:
@@ -474,11 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
-    for name in ("collect", "autograde"):
-        command = commands.add_parser(name)
-        command.add_argument("submissions", type=Path, nargs="?")
-        command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
-        command.add_argument("--timezone", default="UTC", help="zone of times in file names")
+    command = commands.add_parser("collect")
+    command.add_argument("submissions", type=Path, nargs="?")
+    command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
+    command.add_argument("--timezone", default="UTC", help="zone of times in file names")
     feedback_cmds = ("release-feedback", "feedback")
     for command in (commands.choices["collect"], *map(commands.add_parser, feedback_cmds)):
         command.add_argument(
@@ -502,17 +311,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in release(course, publish_to):
             print(f"wrote {path}")
         print(RELEASED_IS_NOT_HANDED_OUT)
-    elif args.command in ("collect", "autograde") and args.submissions:
-        status = collect_status(args, course)
-        if args.command == "collect" or status >= 2:
-            return status
-        return autograde(course) or status
+    elif args.command == "collect" and args.submissions:
+        return collect_status(args, course)
     elif args.command == "collect":
         return collect_exchange(course, args.assignment or exercises_of(course))
     elif args.command == "release-feedback":
         return release_feedback(course, args.assignment or exercises_of(course))
-    elif args.command == "autograde":
-        return autograde(course)
     elif args.command == "feedback":
         return feedback(course, assignments=args.assignment or ())
     else:

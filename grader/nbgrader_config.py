@@ -56,19 +56,20 @@ c.GenerateFeedback.post_convert_hook = FeedbackOnly(
 configure(c, ROOT / layout.SOURCE)
 # Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
 exercises.configure(c)
-# The limits, one place for every way of grading (make autograde, nbgrader autograde, the
-# formgrader's Autograde button), read into one object (safegrade.sandbox.Limits): a cell that runs
-# longer than Execute.timeout is interrupted and fails (also under plain nbgrader); a whole
-# submission gets SandboxExecute.budget seconds; memory_mb MiB of memory beyond the sandbox's own
-# (a memory cgroup per sandbox where the machine allows one, which counts shared memory, /tmp and
-# page cache too; otherwise RLIMIT_AS per process: `make autograde` prints which), at most nproc
-# processes and threads, files of at most file_mb MiB, and a /tmp of tmp_mb MiB of its own.
-c.Execute.timeout = 60
-c.SandboxExecute.budget = 120
-c.SandboxExecute.memory_mb = 3072
-c.SandboxExecute.nproc = 64
-c.SandboxExecute.file_mb = 64
-c.SandboxExecute.tmp_mb = 256
+# The limits on a running submission, for every way of grading (make autograde, nbgrader
+# autograde, the formgrader's Autograde button). Every limit of the grader, with its unit and
+# help text, is in grader/safegrade/limits.py (GradingLimits); these six are configurable, the
+# others fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all.
+# cell_timeout: seconds per cell (nbgrader's Execute.timeout follows it); budget: seconds per
+# submission; memory_mb: MiB beyond the sandbox's own (a memory cgroup where the machine allows
+# one, otherwise RLIMIT_AS: `make autograde` prints which); nproc: processes and threads;
+# file_mb: largest file written, MiB; tmp_mb: the submission's own /tmp, MiB.
+c.GradingLimits.cell_timeout = 60
+c.GradingLimits.budget = 120
+c.GradingLimits.memory_mb = 3072
+c.GradingLimits.nproc = 64
+c.GradingLimits.file_mb = 64
+c.GradingLimits.tmp_mb = 256
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or

@@ -33,11 +33,12 @@ from pathlib import Path
 
 from grader.course_grader import RELEASE, ROOT, SOURCE, STUDENT_VERSIONS, SUBMITTED, exercises_of
 from grader.report import REPORTS, inert
+from grader.safegrade.limits import LIMITS
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
-MAX_NOTEBOOK_BYTES = 32 << 20
-SHOWN_PAIRS = 30  # per exercise, on the page; the CSV has every pair
+MAX_NOTEBOOK_BYTES = LIMITS.similarity_notebook_bytes
+SHOWN_PAIRS = LIMITS.shown_pairs  # per exercise, on the page; the CSV has every pair
 
 
 @dataclass

@@ -193,10 +193,31 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
         assert f"the assignments are {', '.join(ASSIGNMENTS)}" in typo.stderr
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
-    assert course_grader.autograde(fresh) == 1
+    nothing_at_all = grader_command(fresh, "submitted")  # make autograde's check before grading
+    assert nothing_at_all.returncode == 1 and "nothing to grade" in nothing_at_all.stderr
     before_grading = grader_command(fresh, "feedback")
     assert before_grading.returncode == 1, before_grading.stderr
     assert "nothing autograded yet" in before_grading.stderr
     one_typo = grader_command(fresh, "feedback", "--assignment", "ex9")
     assert one_typo.returncode == 2 and EX2 in one_typo.stderr
     assert "ERROR" not in before_grading.stderr and "Traceback" not in before_grading.stderr
+
+
+def test_feedback_names_the_uploads_make_autograde_could_not_grade(tmp_path: Path, capsys):
+    """Their typed results say why there is no feedback for them (nbgrader has none to render)."""
+    results = tmp_path / course_grader.AUTOGRADED / ".safegrade"
+    why = {"uma": ("error", "0: the grader could not grade this submission: NotJSONError")}
+    why |= {"vic": ("grader-error", "not graded: the grader failed, not the submission; rerun")}
+    why |= {"ada": ("graded", "10/10: all 3 tests passed")}
+    for student, (status, reason) in why.items():
+        (results / EX1).mkdir(parents=True, exist_ok=True)
+        (results / EX1 / f"{student}.json").write_text(
+            json.dumps({"status": status, "score": None, "reason": reason})
+        )
+    assert course_grader.feedback(tmp_path) == 1  # nothing autograded: no nbgrader run
+    err = capsys.readouterr().err
+    assert f"none for uma/{EX1}: 0: the grader could not grade" in err
+    assert f"none for vic/{EX1}: not graded: the grader failed" in err
+    assert "ada" not in err
+    assert course_grader.feedback(tmp_path, ["ada"]) == 1
+    assert "none for" not in capsys.readouterr().err

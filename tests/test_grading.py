@@ -45,7 +45,8 @@ REALISTIC = snippets()
 # Attacks and forgeries: plain nbgrader protects nothing, so they are graded sandboxed only.
 ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks") + snippets(HERE / "forgeries")
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-# One realistic answer loops forever: each path waits this out once for it (--Execute.timeout).
+# One realistic answer loops forever: each path waits this out once for it
+# (--GradingLimits.cell_timeout).
 CELL_TIMEOUT = {"sandboxed": 20, "plain": 45}  # a plain kernel imports torch in its first cell
 
 
@@ -89,7 +90,7 @@ def write_submissions(
 
 def grade(course: Path, how: str) -> subprocess.CompletedProcess:
     """how: "sandboxed" (what `make autograde` runs), or "plain:<assignment>"."""
-    timeout = f"--Execute.timeout={CELL_TIMEOUT[how.split(':')[0]]}"
+    timeout = f"--GradingLimits.cell_timeout={CELL_TIMEOUT[how.split(':')[0]]}"
     if how == "sandboxed":
         command = [sys.executable, "-m", "grader.safegrade", "autograde", timeout]
     else:

@@ -288,6 +288,23 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     assert "made up" not in shown and "<script>x" not in shown
 
 
+def test_the_progress_reader_is_stopped_at_the_output_cap_not_after_it_ends(monkeypatch):
+    """A reader that prints past the cap and then never ends is stopped at the cap: the service
+    holds no more than the cap, and does not wait out the time limit."""
+    monkeypatch.setattr(progress_service, "TIME_LIMIT_S", 60)
+    endless = "import sys, time; sys.stdout.buffer.write(b'x' * (1 << 20)); sys.stdout.flush(); "
+    endless += "time.sleep(3600)"
+    env = {"PATH": os.environ["PATH"]}
+    assert progress_service.run_capped([sys.executable, "-c", endless], env) == (
+        "could not be read (too large)"
+    )
+    small = [sys.executable, "-c", "print('{}'); raise SystemExit(2)"]
+    assert progress_service.run_capped(small, env) == (2, b"{}\n")
+    monkeypatch.setattr(progress_service, "TIME_LIMIT_S", 0.5)
+    silent = [sys.executable, "-c", "import time; time.sleep(3600)"]
+    assert progress_service.run_capped(silent, env) == "not read within 0.5 s"
+
+
 def test_a_learners_lab_opens_on_the_first_chapter_an_instructors_on_the_launcher(
     monkeypatch, tmp_path
 ):

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import course_grader, intake
+from grader import course_grader, intake, intake_exchange
 from grader.course_grader import SUBMITTED
+from grader.safegrade.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -319,7 +320,7 @@ def zip_with(path: Path, files: dict[str, bytes], special: dict[str, tuple[int, 
 
 
 def test_zip_entries_that_escape_link_or_are_special_are_refused(tmp_path, course, monkeypatch):
-    monkeypatch.setattr(intake, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(LIMITS, "file_bytes", 1000)
     files = {f"ann/{EX1}/{EX1}.ipynb": notebook("ann"), "../evil.ipynb": b"slip"}
     files |= {f"/abs_{EX1}.ipynb": b"absolute", f"ann/{EX1}/../../../up.ipynb": b"slip 2"}
     files |= {f"..\\win_{EX2}.ipynb": b"backslash slip", f"ann/{EX1}/big.bin": b"x" * 1001}
@@ -351,9 +352,9 @@ def test_zip_caps_encryption_and_damage(tmp_path: Path, course: Path, monkeypatc
     assert (
         "encrypted" in refused(collect(tmp_path / "locked.zip", tmp_path / "c2"))[f"a_{EX1}.ipynb"]
     )
-    monkeypatch.setattr(intake, "MAX_ZIP_BYTES", len(notebook("a")))
+    monkeypatch.setattr(LIMITS, "zip_bytes", len(notebook("a")))
     assert "cap" in refused(collect(tmp_path / "up.zip", tmp_path / "c3"))[f"b_{EX1}.ipynb"]
-    monkeypatch.setattr(intake, "MAX_ZIP_ENTRIES", 1)
+    monkeypatch.setattr(LIMITS, "zip_entries", 1)
     with pytest.raises(intake.IntakeError, match="over the cap"):
         collect(tmp_path / "up.zip", tmp_path / "c4")
 
@@ -367,10 +368,10 @@ def sparse(path: Path, size: int) -> None:
 
 def plant_sparse_files(folder: Path) -> int:
     """Files each under the per-file cap, together over the per-submission cap; their count."""
-    count = intake.MAX_SUBMISSION_BYTES // (intake.MAX_FILE_BYTES - 2**20) + 1
+    count = LIMITS.submission_bytes // (LIMITS.file_bytes - 2**20) + 1
     put(folder / f"{EX1}.ipynb", notebook("big"))
     for index in range(count):
-        sparse(folder / f"data{index}.bin", intake.MAX_FILE_BYTES - 2**20)
+        sparse(folder / f"data{index}.bin", LIMITS.file_bytes - 2**20)
     return count
 
 
@@ -396,7 +397,7 @@ def test_a_submission_over_the_total_byte_cap_is_refused_whole(
     copied = copies_made(monkeypatch)
     report = collect(tmp_path / "up", course)
     assert copied == [f"bob/{EX1}/{EX1}.ipynb"]
-    assert f"{intake.MAX_SUBMISSION_BYTES} bytes per submission" in refused(report)[f"ada/{EX1}"]
+    assert f"{LIMITS.submission_bytes} bytes per submission" in refused(report)[f"ada/{EX1}"]
     assert set(arrived(course)) == {f"bob/{EX1}/{EX1}.ipynb"}, "the others are still collected"
     assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
 
@@ -409,7 +410,7 @@ def test_a_submission_that_grew_after_its_sizes_were_read_is_refused_whole(
     folder = tmp_path / "up" / "ada" / EX1
     put(folder / f"{EX1}.ipynb", notebook("ada"))
     put(folder / "data.bin", b"x" * 4096)
-    monkeypatch.setattr(intake, "MAX_SUBMISSION_BYTES", 4096)
+    monkeypatch.setattr(LIMITS, "submission_bytes", 4096)
     monkeypatch.setattr(intake, "over_caps", lambda files: "")  # the sizes read before it grew
     report = collect(tmp_path / "up", course)
     assert "4096 bytes per submission" in refused(report)[f"ada/{EX1}"]
@@ -425,14 +426,14 @@ def test_an_exchange_submission_over_the_caps_is_refused_whole(
     plant_sparse_files(folder)
     copied = copies_made(monkeypatch)
     report = collect_exchange(tmp_path / "exchange", course, {os.getuid(): "ada"})
-    assert f"{intake.MAX_SUBMISSION_BYTES} bytes per submission" in refused(report)[name]
+    assert f"{LIMITS.submission_bytes} bytes per submission" in refused(report)[name]
     assert not copied, "copied before it was refused"
     assert report.collected == [] and not arrived(course)
     for path in folder.glob("data*.bin"):
         path.unlink()
     for index in range(5):
         put(folder / f"small{index}.txt", b"x")
-    monkeypatch.setattr(intake, "MAX_SUBMISSION_FILES", 5)  # the notebook makes 6
+    monkeypatch.setattr(LIMITS, "submission_files", 5)  # the notebook makes 6
     report = collect_exchange(tmp_path / "exchange", course, {os.getuid(): "ada"})
     assert "6 files, over the cap of 5 files per submission" in refused(report)[name]
     assert report.collected == [] and not arrived(course) and not copied
@@ -591,7 +592,7 @@ def hostile_inbound(exchange: Path, secrets: Path, ada: str = "ada") -> None:
 
 def collect_exchange(exchange: Path, course: Path, owners: dict[int, str]) -> intake.Report:
     inbound = exchange / course_grader.COURSE_ID / "inbound"
-    return intake.collect_inbound(inbound, course / SUBMITTED, [EX1], owners.__getitem__)
+    return intake_exchange.collect_inbound(inbound, course / SUBMITTED, [EX1], owners.__getitem__)
 
 
 def test_exchange_submissions_are_the_owners_with_the_system_time(tmp_path: Path, course: Path):
@@ -609,7 +610,7 @@ def test_exchange_submissions_are_the_owners_with_the_system_time(tmp_path: Path
     assert "links are not followed" in problems[f"{later}/gradebook.db"]
     assert "owned by 'ada'" in problems[f"bob+{EX1}+2026-01-03 10:00:00.000000 UTC+ccc"]
     # the time is the one the system recorded for the folder, not the back-dated claim
-    system_time = intake.changed_at(exchange / course_grader.COURSE_ID / "inbound" / later)
+    system_time = intake_exchange.changed_at(exchange / course_grader.COURSE_ID / "inbound" / later)
     assert got[f"ada/{EX1}/timestamp.txt"].decode().strip() == f"{system_time:{intake.TIME_FORMAT}}"
     assert any("timestamp.txt says 2020-01-01" in note for note in report.notes)
     assert report.collected == [("ada", EX1)]
@@ -634,7 +635,7 @@ def test_an_inbound_folder_swapped_for_a_link_while_collected_is_not_followed(
     folder = inbound_folder(exchange, f"ada+{EX1}+2026-01-01 10:00:00 UTC", {
         f"{EX1}.ipynb": notebook("ada"),
     })  # fmt: skip
-    checked_at = intake.changed_at
+    checked_at = intake_exchange.changed_at
 
     def swapped_after_the_check(path: Path):
         when = checked_at(path)
@@ -643,7 +644,7 @@ def test_an_inbound_folder_swapped_for_a_link_while_collected_is_not_followed(
             folder.symlink_to(secrets)
         return when
 
-    monkeypatch.setattr(intake, "changed_at", swapped_after_the_check)
+    monkeypatch.setattr(intake_exchange, "changed_at", swapped_after_the_check)
     report = collect_exchange(exchange, course, {os.getuid(): "ada"})
     assert not {b"HIDDEN CHECKS", b"SOLUTIONS"} & set(arrived(course).values())
     assert report.collected == [] and "replaced by a link" in report.refused[0][1]
@@ -666,7 +667,7 @@ def test_an_inbound_folder_changed_while_collected_gets_the_later_time(
     folder = inbound_folder(exchange, f"ada+{EX1}+2026-01-01 10:00:00 UTC", {
         f"{EX1}.ipynb": notebook("on time"),
     })  # fmt: skip
-    walk, read = intake.walk_folder, intake.read_inbound
+    walk, read = intake.walk_folder, intake_exchange.read_inbound
 
     def rewritten_first(root, *args, **kwargs):
         put(folder / f"{EX1}.ipynb", notebook("late"))
@@ -675,12 +676,12 @@ def test_an_inbound_folder_changed_while_collected_gets_the_later_time(
     def checked_on_time(*args):  # the check saw the on-time folder (its time an hour back)
         return [replace(found, when=found.when - timedelta(hours=1)) for found in read(*args)]
 
-    monkeypatch.setattr(intake, "read_inbound", checked_on_time)
-    monkeypatch.setattr(intake, "walk_folder", rewritten_first)
+    monkeypatch.setattr(intake_exchange, "read_inbound", checked_on_time)
+    monkeypatch.setattr(intake_exchange, "walk_folder", rewritten_first)
     report = collect_exchange(exchange, course, {os.getuid(): "ada"})
     got = arrived(course)
     assert got[f"ada/{EX1}/{EX1}.ipynb"] == notebook("late")
-    after = f"{intake.changed_at(folder):{intake.TIME_FORMAT}}"
+    after = f"{intake_exchange.changed_at(folder):{intake.TIME_FORMAT}}"
     assert got[f"ada/{EX1}/timestamp.txt"].decode().strip() == after
     assert any("changed while it was collected" in note for note in report.notes)
 

@@ -14,16 +14,21 @@ import pytest
 import torch
 
 from grader.safegrade import (
-    batch,
     checking,
     data,
+    files,
     graphs,
     kernel,
     preprocessors,
     probing,
+    results,
     sandbox,
+    staging,
+    verdicts,
     worker,
 )
+from grader.safegrade.limits import LIMITS
+from grader.safegrade.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -154,7 +159,7 @@ def frames(*records, nonce="n1") -> bytes:
 
 def test_records_arrive_one_per_cell_in_order():
     stream = frames({"cell": 0, "stdout": "a"}, {"cell": 1, "value": 2}, {"done": True})
-    assert preprocessors.read_records(stream, 2, "n1") == {
+    assert read_records(stream, 2, "n1") == {
         0: {"cell": 0, "stdout": "a"},
         1: {"cell": 1, "value": 2},
     }
@@ -183,13 +188,13 @@ FORGED_LINE = b'{"cell": 2, "probe": "t", "value": 4}\n{"cell": 2, "val'
 def test_a_forged_record_fails_the_cell_that_wrote_it_and_no_other(forged):
     real = [{"cell": 0, "stdout": ""}, {"cell": 1, "stdout": ""}, {"cell": 2, "value": 4}]
     stream = frames(real[0], forged, real[1], real[2], {"done": True})
-    records = preprocessors.read_records(stream, 3, "n1")
+    records = read_records(stream, 3, "n1")
     assert rejected(records, 1) and records[0] == real[0] and records[2] == real[2]
 
 
 def test_a_duplicated_record_fails_that_cell_alone():
     stream = frames({"cell": 0}, {"cell": 1}, {"cell": 0}, {"cell": 2}, {"done": True})
-    records = preprocessors.read_records(stream, 4, "n1")
+    records = read_records(stream, 4, "n1")
     assert rejected(records, 0) and records[1] == {"cell": 1} and records[2] == {"cell": 2}
     assert 3 not in records
 
@@ -197,22 +202,22 @@ def test_a_duplicated_record_fails_that_cell_alone():
 def test_a_forged_record_of_the_running_cell_fails_it_and_not_the_next():
     forged, real = {"cell": 1, "stdout": "forged"}, {"cell": 1, "stdout": ""}
     stream = frames({"cell": 0}, forged, real, {"cell": 2, "value": 4}, {"done": True})
-    records = preprocessors.read_records(stream, 3, "n1")
+    records = read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1)
     assert records[2] == {"cell": 2, "value": 4}
 
 
 def test_a_cut_off_or_oversized_frame_fails_its_cell():
     stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
-    records = preprocessors.read_records(stream, 3, "n1")
+    records = read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
     huge = frames({"cell": 0}) + (worker.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
-    assert rejected(preprocessors.read_records(huge, 2, "n1"), 1)
+    assert rejected(read_records(huge, 2, "n1"), 1)
 
 
 def test_records_after_the_last_are_ignored():
     stream = frames({"cell": 0}, {"done": True}, {"cell": 1, "value": 1})
-    assert preprocessors.read_records(stream, 2, "n1") == {0: {"cell": 0}}
+    assert read_records(stream, 2, "n1") == {0: {"cell": 0}}
 
 
 class Checks:
@@ -281,7 +286,7 @@ def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkey
     cell = nbformat.v4.new_code_cell("assert True")
     cell.metadata.nbgrader = {"grade": True, "grade_id": "test_x", "points": 1, "locked": True}
     with pytest.raises(checking.GraderFailure, match="could not make the inputs of test_x"):
-        preprocessors.step(cell, BrokenChecks)
+        verdicts.step(cell, BrokenChecks)
     (tmp_path / "probes.py").write_text("def test_x(ns, inputs):\n    return 1\n")
     (tmp_path / "checks.py").write_text("def inputs(grade_id, seed):\n    return {}[grade_id]\n")
     monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
@@ -317,10 +322,10 @@ def test_walk_leaves_out_links_fifos_and_deep_trees(tmp_path):
     (tmp_path / "a.txt").write_text("a")
     (tmp_path / "link").symlink_to("/etc/passwd")
     os.mkfifo(tmp_path / "pipe")
-    deep = tmp_path.joinpath(*["d"] * (preprocessors.MAX_DEPTH + 3))
+    deep = tmp_path.joinpath(*["d"] * (LIMITS.folder_depth + 3))
     deep.mkdir(parents=True)
     (deep / "far.txt").write_text("far")
-    found, notes = preprocessors.walk(tmp_path)
+    found, notes = files.walk(tmp_path)
     assert found == ["a.txt"]
     assert any("link was left out" in n for n in notes) and any(
         "pipe was left out" in n for n in notes
@@ -339,8 +344,8 @@ def test_staging_finds_a_renamed_notebook_and_strips_a_huge_one(tmp_path, monkey
     upload.mkdir()
     (upload / "my copy.ipynb").write_text(nbformat.writes(nb))
     (upload / "secret").symlink_to(source / "hw.ipynb")
-    monkeypatch.setattr(batch, "STRIP_OVER_BYTES", 1000)
-    notes = batch.stage(upload, tmp_path / "staged", source)
+    monkeypatch.setattr(LIMITS, "strip_over_bytes", 1000)
+    notes = staging.stage(upload, tmp_path / "staged", source)
     staged = nbformat.read(tmp_path / "staged" / "hw.ipynb", as_version=4)
     assert staged.cells[0].source == "x = 1" and staged.cells[0].outputs == []
     assert not (tmp_path / "staged" / "secret").exists()
@@ -357,8 +362,8 @@ def test_a_huge_notebook_with_bytes_that_are_not_utf8_is_still_stripped(tmp_path
     upload.mkdir(), source.mkdir()
     latin1 = nbformat.writes(nb).encode("utf-8").replace("\u00e9".encode(), b"\xe9")
     (upload / "hw.ipynb").write_bytes(latin1)
-    monkeypatch.setattr(batch, "STRIP_OVER_BYTES", 1000)
-    notes = batch.stage(upload, tmp_path / "staged", source)
+    monkeypatch.setattr(LIMITS, "strip_over_bytes", 1000)
+    notes = staging.stage(upload, tmp_path / "staged", source)
     staged = nbformat.read(tmp_path / "staged" / "hw.ipynb", as_version=4)
     assert staged.cells[0].source == "caf\ufffd" and staged.cells[1].outputs == [], notes
     assert any("not UTF-8" in n for n in notes) and any("without its outputs" in n for n in notes)
@@ -375,9 +380,9 @@ def test_a_notebook_too_big_without_outputs_is_left_out_before_nbgrader_reads_it
     upload, source = tmp_path / "upload", tmp_path / "source"
     upload.mkdir(), source.mkdir()
     (upload / "hw.ipynb").write_text(nbformat.writes(nb))
-    monkeypatch.setattr(batch, "STRIP_OVER_BYTES", 4000)
-    monkeypatch.setattr(batch, "MAX_CELLS", 20)
-    notes = batch.stage(upload, tmp_path / "staged", source)
+    monkeypatch.setattr(LIMITS, "strip_over_bytes", 4000)
+    monkeypatch.setattr(LIMITS, "notebook_cells", 20)
+    notes = staging.stage(upload, tmp_path / "staged", source)
     assert not (tmp_path / "staged" / "hw.ipynb").exists()
     want = "30 cells (at most 20)" if why == "cells" else "even without its outputs"
     assert any("hw.ipynb was left out" in n and want in n for n in notes), notes
@@ -386,7 +391,7 @@ def test_a_notebook_too_big_without_outputs_is_left_out_before_nbgrader_reads_it
 def test_files_for_the_sandbox_never_include_probes_or_checks(tmp_path):
     for name in ("probes.py", "checks.py", "data.csv", "hw.ipynb", "verify.py"):
         (tmp_path / name).write_text(name)
-    assert list(preprocessors.files_for_sandbox([tmp_path], [])) == ["data.csv", "verify.py"]
+    assert list(staging.files_for_sandbox([tmp_path], [])) == ["data.csv", "verify.py"]
 
 
 def test_preimports_come_from_the_sources(tmp_path):
@@ -397,7 +402,68 @@ def test_preimports_come_from_the_sources(tmp_path):
     (tmp_path / "hw.ipynb").write_text(nbformat.writes(nb))
     (tmp_path / "probes.py").write_text("import csv\n")
     (tmp_path / "verify.py").write_text("def check(): pass\n")
-    assert sorted(preprocessors.preimports([tmp_path])) == ["csv", "json", "math"]
+    assert sorted(staging.preimports([tmp_path])) == ["csv", "json", "math"]
+
+
+# ----------------------------------------------------------------------------- result files
+
+
+def graded_cell(grade_id: str, points: int, *outputs) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell("check()", outputs=list(outputs))
+    cell.metadata["nbgrader"] = {
+        "grade": True, "solution": False, "locked": True, "grade_id": grade_id, "points": points,
+        "schema_version": 3,
+    }  # fmt: skip
+    return cell
+
+
+class AutogradedCourse:
+    def __init__(self, root: Path):
+        self.autograded_directory, self.root = "autograded", root
+
+    def format_path(self, folder: str, student: str, assignment: str) -> str:
+        return str(self.root / folder / student / assignment)
+
+
+def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_path):
+    failed = nbformat.v4.new_output("error", ename="AssertionError", evalue="Not yet: 3 != 4")
+    stopped = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
+    cells = [graded_cell("test_a", 2), graded_cell("test_b", 3, failed)]
+    nb = nbformat.v4.new_notebook(cells=[*cells, graded_cell("test_c", 5, stopped)])
+    folder = tmp_path / "autograded" / "ann" / "hw"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "hw.ipynb")
+    course = AutogradedCourse(tmp_path)
+    got = results.read_result(course, "ann", "hw", [], ["a note"])
+    assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 10.0)
+    assert [(t.name, t.points, t.max_points, t.status) for t in got.tests] == [
+        ("test_a", 2.0, 2.0, results.PASSED),
+        ("test_b", 0.0, 3.0, results.FAILED),
+        ("test_c", 0.0, 5.0, results.NOT_RUN),
+    ]
+    assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
+    assert got.reason.startswith("2/10: 2 of 3 tests failed: test_b: AssertionError")
+    path = results.result_path(course, "ann", "hw")
+    results.save(got, path)
+    assert results.load(path) == got  # the file round-trips, typed
+    failure = results.grader_failed(got, ["SandboxError: bubblewrap is missing"])
+    assert failure.status == results.GRADER_FAILED and failure.score is None
+    assert failure.max_score == 10.0 and "the grader failed" in failure.reason
+    results.save(failure, path)
+    assert json.loads(path.read_text())["score"] is None  # never a 0 the submission did not earn
+    unreadable = results.read_result(course, "ann", "hw", ["NotJSONError: bad"], [])
+    assert (unreadable.status, unreadable.score) == (results.NOT_GRADABLE, 2.0)
+
+
+def test_a_result_file_of_another_shape_is_not_read(tmp_path):
+    path = tmp_path / "hw" / "ann.json"
+    path.parent.mkdir()
+    for text in ("not json", "[]", '{"status": "done"}', '{"status": "graded", "tests": [{}]}'):
+        path.write_text(text)
+        assert results.load(path) is None, text
+    path.write_text('{"status": "error"}')  # what older files held: read, with defaults
+    old = results.load(path)
+    assert (old.student, old.assignment, old.score, old.tests) == ("ann", "hw", None, [])
 
 
 # ----------------------------------------------------------------------------- the sandbox
@@ -420,7 +486,7 @@ def test_the_sandbox_sees_no_working_folder_of_the_repository_course():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     course = CourseDirectory(config=config)
     assert Path(course.root) == ROOT
-    sandbox.Sandbox([], preprocessors.forbidden_paths(course), sandbox.Limits())  # no refusal
+    sandbox.Sandbox([], staging.forbidden_paths(course), sandbox.Limits())  # no refusal
 
 
 def test_the_memory_limit_in_force_is_named():
@@ -432,11 +498,13 @@ def test_every_limit_comes_from_the_configuration():
     from traitlets.config import Config
 
     config = Config()
-    config.Execute.timeout = 7
-    config.SandboxExecute.budget = 30
-    config.SandboxExecute.tmp_mb = 99
-    limits = preprocessors.SandboxExecute(config=config).limits()
+    config.GradingLimits.cell_timeout = 7
+    config.GradingLimits.budget = 30
+    config.GradingLimits.tmp_mb = 99
+    execute = preprocessors.SandboxExecute(config=config)
+    limits = execute.limits()
     assert (limits.cell_timeout, limits.budget, limits.tmp_mb) == (7, 30, 99)
+    assert execute.timeout == 7  # nbgrader's own per-cell timeout, for the unsandboxed path
 
 
 def test_the_seccomp_filter_is_well_formed():

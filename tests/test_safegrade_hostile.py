@@ -16,6 +16,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -267,6 +268,7 @@ def test_failures_are_put_where_they_belong(tmp_path):
     run = autograde(course, env=dict(os.environ, PYTHONPATH=str(ROOT), PATH=no_bwrap))
     got = result(course, "s")
     assert got["status"] == "grader-error" and "the grader failed" in got["reason"], got
+    assert got["score"] is None  # no score recorded: 0 would say the submission earned it
     assert "bubblewrap" in got["reason"] and run.returncode == 0
     again = autograde(course)
     assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
@@ -429,6 +431,15 @@ def test_no_student_finds_what_an_earlier_one_left(one_sandbox):
 def test_the_memory_limit_in_force_is_reported(one_sandbox):
     line = next(x for x in one_sandbox["run"].stdout.splitlines() if "safegrade: memory:" in x)
     assert "cgroup" in line or "RLIMIT_AS" in line
+
+
+def test_the_limits_in_force_are_printed_before_grading(one_sandbox):
+    """The tiny course configures its own limits (tiny_course.CONFIG): those are printed."""
+    out = one_sandbox["run"].stdout
+    assert re.search(r"^  budget +\S+ s +configurable$", out, re.M), out[:3000]
+    assert re.search(r"^  memory_mb +1024 MiB +configurable$", out, re.M), out[:3000]
+    assert re.search(r"^  tmp_mb +128 MiB +configurable$", out, re.M), out[:3000]
+    assert out.index("the limits in force") < out.index("[1/")  # before the first submission
 
 
 def test_honest_styles_get_plain_nbgraders_scores(one_sandbox, tmp_path):

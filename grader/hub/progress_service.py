@@ -22,14 +22,16 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 from fxcourse.workspace import course_notebooks
+from grader.safegrade.limits import LIMITS
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
-TIME_LIMIT_S = 60
-MAX_OUTPUT = 256 * 1024
+TIME_LIMIT_S = LIMITS.progress_time
+MAX_OUTPUT = LIMITS.progress_output_bytes
 EXERCISE_STATES = {"passed", "failing", "not run", "not opened", "unreadable"}
 AS_OF_KINDS = {"checks ran", "notebook saved"}
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -55,15 +57,43 @@ def read_as(account: str, folder: str = "chapters") -> dict | str:
     command = [RUNUSER, "-u", account, "--", sys.executable, "-I", "-m", "fxcourse.progress"]
     command += ["--json", os.path.join(home, folder)]
     environment = {"PATH": "/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8"}
+    done = run_capped(command, environment)
+    if isinstance(done, str):
+        return done
+    returncode, output = done
+    if returncode != 0:
+        return "no chapters yet" if returncode == 2 else "could not be read"
+    return checked(output)
+
+
+def run_capped(command: list[str], environment: dict) -> tuple[int, bytes] | str:
+    """(exit status, stdout) of the command, its output read as it comes: past MAX_OUTPUT bytes
+    or TIME_LIMIT_S seconds it is stopped and a one-line reason returned instead (a learner's
+    notebooks can make the reader print without end; nothing more than the cap is ever held)."""
+    process = subprocess.Popen(
+        command, cwd="/", env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    timed_out = threading.Event()
+
+    def stop() -> None:
+        timed_out.set()
+        process.kill()
+
+    timer = threading.Timer(TIME_LIMIT_S, stop)
+    timer.start()
     try:
-        done = subprocess.run(
-            command, cwd="/", env=environment, capture_output=True, timeout=TIME_LIMIT_S
-        )
-    except subprocess.TimeoutExpired:
-        return f"not read within {TIME_LIMIT_S} s"
-    if done.returncode != 0:
-        return "no chapters yet" if done.returncode == 2 else "could not be read"
-    return checked(done.stdout)
+        output = process.stdout.read(MAX_OUTPUT + 1)
+        if len(output) > MAX_OUTPUT:
+            process.kill()
+        returncode = process.wait()
+    finally:
+        timer.cancel()
+        process.stdout.close()
+    if len(output) > MAX_OUTPUT:
+        return "could not be read (too large)"
+    if timed_out.is_set():
+        return f"not read within {TIME_LIMIT_S:g} s"
+    return returncode, output
 
 
 def checked(output: bytes) -> dict | str:

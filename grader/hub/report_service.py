@@ -22,9 +22,10 @@ from urllib.parse import quote
 
 from grader.hub.progress_service import RUNUSER, progress_of_everyone, serve
 from grader.report import CSP
+from grader.safegrade.limits import LIMITS
 
-TIME_LIMIT_S = 300  # a class of hundreds: the gradebook and every autograded notebook are read
-MAX_PAGE = 32 << 20
+TIME_LIMIT_S = LIMITS.report_time
+MAX_PAGE = LIMITS.report_page_bytes
 
 
 def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: str) -> str:
@@ -50,7 +51,7 @@ def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: s
             timeout=TIME_LIMIT_S,
         )
     except subprocess.TimeoutExpired:
-        return message(f"the report was not built within {TIME_LIMIT_S} s")
+        return message(f"the report was not built within {TIME_LIMIT_S:g} s")
     if done.returncode != 0 or len(done.stdout) > MAX_PAGE:
         last = done.stderr.decode(errors="replace").strip().split("\n")[-1]
         return message(f"no report yet: {last or 'the report could not be built'}")

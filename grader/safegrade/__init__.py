@@ -5,4 +5,4 @@
 sandbox side (``worker``, ``data``, ``probing``, ``graphs``) never imports nbgrader. See README.md.
 """
 
-VERSION = "3.0"
+VERSION = "3.1"  # 3.1: typed per-test results in the result files

@@ -1,13 +1,16 @@
 """python -m grader.safegrade autograde [ASSIGNMENT] [--workers N] [--force] [--student ID]
+python -m grader.safegrade limits     every limit of the grader in force, with its unit
 
-Run from the course root (where nbgrader_config.py is). Other options (--Execute.timeout=30,
---SandboxExecute.budget=60, ...) go to nbgrader as they would on its own command line.
+Run from the course root (where nbgrader_config.py is). Other options
+(--GradingLimits.cell_timeout=30, --GradingLimits.budget=60, ...) go to nbgrader as they would
+on its own command line.
 """
 
 import argparse
 import sys
 
 from .batch import autograde
+from .limits import GradingLimits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,12 +21,25 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--workers", "-j", type=int, default=0, help="sandboxes (default: cores)")
     grade.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
     grade.add_argument("--student", default="*", help="student id or glob")
+    commands.add_parser("limits", help="every limit of the grader, its value and unit")
     args, nbgrader_options = parser.parse_known_args(argv)
+    if args.command == "limits":
+        return print_limits(nbgrader_options)
     selection = [
         f"--CourseDirectory.assignment_id={args.assignment}",
         f"--CourseDirectory.student_id={args.student}",
     ]
     return autograde(selection + nbgrader_options, args.workers, args.force)
+
+
+def print_limits(nbgrader_options: list[str]) -> int:
+    """The limits as nbgrader's configuration (nbgrader_config.py here, options) sets them."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    app = AutogradeApp()
+    app.initialize(nbgrader_options)
+    print("\n".join(GradingLimits(config=app.config).lines()))
+    return 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Both grade the same N generated submissions (reference answers and untouched sta
 alternating) of one exercise, each in its own copy of the course; the script prints both wall
 times, the throughput ratio, and whether every student got the same score from both (exit 1 if
 not). Plain nbgrader runs the notebooks in a Jupyter kernel, one after another; its per-cell
-timeout is the course's Execute.timeout, as for the sandbox.
+timeout is the course's GradingLimits.cell_timeout, as for the sandbox.
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ import os
 
 from . import probing
 from .data import clean_text, decode
+from .limits import LIMITS
 
-MESSAGE_CAP = 2_000  # characters of a verdict's message
+MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
 
 
 def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
@@ -32,13 +33,16 @@ def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
     try:
         inputs = probing.make_inputs(checks, grade_id, seed)
     except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
-        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
         raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
     try:
         with probing.torch_defaults():
             probing.run_check_function(checks, grade_id, data, inputs)
     except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
-        return [clean_text(type(exc).__name__, 200), clean_text(str(exc), MESSAGE_CAP)]
+        return [
+            clean_text(type(exc).__name__, LIMITS.name_chars),
+            clean_text(str(exc), MESSAGE_CAP),
+        ]
     return None
 
 
@@ -52,7 +56,7 @@ def load_checks(folder: str):
     try:
         return probing.load(os.path.join(folder, "checks.py"))
     except Exception as exc:  # noqa: BLE001 - the instructor's file: the grader's failure
-        why = f"{type(exc).__name__}: {clean_text(str(exc), 300)}"
+        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
         raise GraderFailure(f"checks.py could not be loaded ({why})") from exc
 
 
@@ -69,10 +73,10 @@ def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:
     if record is None:
         return "CheckNotFinished", why_missing
     if "grader_error" in record:
-        raise GraderFailure(clean_text(str(record["grader_error"]), 500))
+        raise GraderFailure(clean_text(str(record["grader_error"]), LIMITS.grader_error_chars))
     verdict = record.get("verdict", "missing")
     if verdict is None:
         return None
     if type(verdict) is list and len(verdict) == 2 and all(type(v) is str for v in verdict):
-        return clean_text(verdict[0], 200), clean_text(verdict[1], MESSAGE_CAP)
+        return clean_text(verdict[0], LIMITS.name_chars), clean_text(verdict[1], MESSAGE_CAP)
     return "GraderError", "the check process sent a malformed verdict"

@@ -16,10 +16,12 @@ import math
 import sys
 from dataclasses import dataclass
 
-MAX_ITEMS = 200_000  # values in one probe result
-MAX_DEPTH = 50
-MAX_TENSOR_BYTES = 16 << 20
-MAX_REPR = 2_000
+from .limits import LIMITS
+
+MAX_ITEMS = LIMITS.data_items  # values in one probe result
+MAX_DEPTH = LIMITS.data_depth
+MAX_TENSOR_BYTES = LIMITS.tensor_bytes
+MAX_REPR = LIMITS.repr_chars
 DTYPES = (
     "float16 bfloat16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 bool"
 ).split()
@@ -244,7 +246,7 @@ def decode_tensor(body: dict):
     import torch
 
     dtype, shape = body.get("dtype"), body.get("shape")
-    if dtype not in DTYPES or type(shape) is not list or len(shape) > 16:
+    if dtype not in DTYPES or type(shape) is not list or len(shape) > LIMITS.tensor_dims:
         raise DataError("malformed tensor")
     if not all(type(n) is int and 0 <= n <= MAX_TENSOR_BYTES for n in shape):
         raise DataError("malformed tensor shape")

@@ -19,13 +19,14 @@ import torch.fx
 import torch.nn as nn
 
 from .data import DataError, Ref
+from .limits import LIMITS
 
 _isinstance, _type = isinstance, type  # as they were before any learner's cell
 
-MAX_NAME = 100  # characters of a node's name or a placeholder's target
-MAX_SEGMENT, MAX_SEGMENTS = 64, 8  # a module or tensor path: each part, and how many parts
-MAX_TEXT = 1_000  # characters of a string constant
-MAX_CONSTANTS, MAX_NESTING = 20_000, 8  # constants in all of a graph's nodes; nesting of each
+MAX_NAME = LIMITS.graph_name_chars
+MAX_SEGMENT, MAX_SEGMENTS = LIMITS.graph_path_part_chars, LIMITS.graph_path_parts
+MAX_TEXT = LIMITS.graph_text_chars
+MAX_CONSTANTS, MAX_NESTING = LIMITS.graph_constants, LIMITS.graph_nesting
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[0-9]+")
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")

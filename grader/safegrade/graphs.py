@@ -32,8 +32,9 @@ from .grammar import (
     path,
     shown,
 )
+from .limits import LIMITS
 
-MAX_NODES = 500
+MAX_NODES = LIMITS.graph_nodes
 # What tracing makes of `x[i]` and `x.shape`: every vocabulary allows them.
 STRUCTURAL = (operator.getitem, builtins.getattr)
 LOCAL = "exercise"  # the module name of an exercise's own functions and types, on both sides

@@ -31,13 +31,14 @@ from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .worker import FRAME_CAP, SHM_MB, write_frame
+from .limits import LIMITS
+from .worker import SHM_MB, write_frame
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE_IN_SANDBOX = "/opt/safegrade/grader/safegrade"
-READY_TIMEOUT = 300  # seconds to import torch in a fresh sandbox on a very busy machine
-RECORDS_CAP = 2 * FRAME_CAP  # bytes of records kept from one submission
-OUTPUT_CAP = 80_000  # bytes kept of what the submission's processes write to their own fds
+READY_TIMEOUT = LIMITS.ready_timeout  # seconds to import torch in a fresh sandbox
+RECORDS_CAP = LIMITS.records_bytes  # bytes of records kept from one submission
+OUTPUT_CAP = LIMITS.fd_output_bytes  # bytes kept of what its processes write to their own fds
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts")
 ENV = dict(PATH="/usr/local/bin:/usr/bin:/bin", HOME="/tmp/home", TMPDIR="/tmp", USER="sandbox")
 ENV |= dict(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
@@ -50,15 +51,15 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Every limit on a submission (grader/nbgrader_config.py sets them: Execute.timeout and
-    SandboxExecute's traits)."""
+    """The limits on a running submission, as GradingLimits (limits.py) holds them: the
+    configured ones (SandboxExecute.limits), or the defaults."""
 
-    cell_timeout: float = 60.0  # seconds per cell
-    budget: float = 120.0  # seconds for the whole submission
-    memory_mb: int = 3072  # memory of the submission (beyond the template's own)
-    nproc: int = 64  # processes and threads
-    file_mb: int = 64  # largest file written
-    tmp_mb: int = 256  # size of its /tmp
+    cell_timeout: float = LIMITS.cell_timeout
+    budget: float = LIMITS.budget
+    memory_mb: int = LIMITS.memory_mb
+    nproc: int = LIMITS.nproc
+    file_mb: int = LIMITS.file_mb
+    tmp_mb: int = LIMITS.tmp_mb
 
     def for_worker(self, memory_cgroup: bool) -> dict:
         return asdict(self) | {"memory_cgroup": memory_cgroup}
@@ -185,8 +186,8 @@ def bwrap_argv(folders: list[str], uid: int | None, extra: list[str]) -> list[st
     argv += ["--dev", "/dev", "--proc", "/proc"]
     # tmpfs first, binds after: a venv that lives under /tmp is then mounted over the new /tmp.
     # The template's own; each submission's process mounts its own /tmp and /dev/shm over them.
-    argv += ["--perms", "1777", "--size", str(16 << 20), "--tmpfs", "/tmp"]
-    argv += ["--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/dev/shm"]
+    argv += ["--perms", "1777", "--size", str(LIMITS.template_tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--perms", "1777", "--size", str(LIMITS.template_shm_bytes), "--tmpfs", "/dev/shm"]
     made = {"/tmp", "/dev", "/dev/shm", "/etc", "/proc"}
     for dest in [*folders, PACKAGE_IN_SANDBOX]:
         for parent in reversed(Path(dest).parents):  # bwrap would create them as 0700
@@ -221,7 +222,7 @@ def _pipe_holding(data: bytes) -> int:
 
 def _drain(stream, tail: deque) -> None:
     for line in stream:
-        tail.append(line.decode("utf-8", "replace").rstrip()[:300])
+        tail.append(line.decode("utf-8", "replace").rstrip()[: LIMITS.log_line_chars])
 
 
 def _feed(fd: int, payload: bytes) -> None:
@@ -266,7 +267,7 @@ class Sandbox:
             os.close(fd)
         if self.cancelled:
             self.cancel()
-        self.stderr: deque[str] = deque(maxlen=10)
+        self.stderr: deque[str] = deque(maxlen=LIMITS.log_lines)
         threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
         keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
         self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
@@ -347,7 +348,9 @@ class Sandbox:
         for fd in streams:
             selector.register(fd, selectors.EVENT_READ)
         selector.register(self.control, selectors.EVENT_READ)
-        deadline = time.monotonic() + self.limits.budget + 60  # the template stops it at budget
+        deadline = (
+            time.monotonic() + self.limits.budget + LIMITS.stop_grace
+        )  # the template stops it at budget
         reply = None
         try:
             while selector.get_map():

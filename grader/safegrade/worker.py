@@ -34,12 +34,13 @@ import types
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 from .data import clean_text, decode, encode
+from .limits import LIMITS
 from .probing import call_probe
 
-FRAME_CAP = 32 << 20  # bytes of one encoded record (a probe's data); the grader reads no more
-OUTPUT_CAP = 20_000  # characters of output kept per cell
+FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
+OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
 WORK = "/tmp/work"
-SHM_MB = 64  # the size of each submission's /dev/shm
+SHM_MB = LIMITS.shm_mb  # the size of each submission's /dev/shm
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
 NOT_ISOLATED = 71  # the exit status of a child that could not make its own namespaces
 KEEP: list[str] = []  # folders bound under /tmp (the Python installation of a checkout there)
@@ -287,7 +288,7 @@ def set_limits(limits: dict) -> None:
         memory_limit,
         (resource.RLIMIT_NPROC, limits["nproc"]),
         (resource.RLIMIT_FSIZE, limits["file_mb"] << 20),
-        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_NOFILE, LIMITS.open_files),
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_CPU, int(limits["budget"]) + 1),
     ):
@@ -484,9 +485,12 @@ def error_record(exc: BaseException, traceback: list) -> dict:
     except BaseException:  # noqa: BLE001 - a learner's __str__ may raise
         evalue = "<the exception's message could not be read>"
     return {
-        "ename": clean_text(type(exc).__name__, 200),
-        "evalue": clean_text(evalue, 2000),
-        "traceback": [clean_text(line, 4000) for line in traceback[-30:]],
+        "ename": clean_text(type(exc).__name__, LIMITS.name_chars),
+        "evalue": clean_text(evalue, LIMITS.error_chars),
+        "traceback": [
+            clean_text(line, LIMITS.traceback_line_chars)
+            for line in traceback[-LIMITS.traceback_lines :]
+        ],
     }
 
 

@@ -70,10 +70,10 @@ CONFIG = """from grader.safegrade.preprocessors import configure
 c = get_config()
 c.CourseDirectory.course_id = "tiny-course"
 configure(c, {source!r})
-c.Execute.timeout = {cell_timeout}
-c.SandboxExecute.budget = {budget}
-c.SandboxExecute.memory_mb = 1024
-c.SandboxExecute.tmp_mb = 128
+c.GradingLimits.cell_timeout = {cell_timeout}
+c.GradingLimits.budget = {budget}
+c.GradingLimits.memory_mb = 1024
+c.GradingLimits.tmp_mb = 128
 """
 CORRECT = (
     "def add_all(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"

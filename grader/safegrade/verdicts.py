@@ -1,0 +1,149 @@
+"""From records to a test cell's outputs: the job sent for a notebook's code cells, its tests'
+inputs from the exercise's checks, each cell's record and its check's verdict turned into the
+outputs nbgrader scores (a failing check is an error output of its cell).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import threading
+from pathlib import Path
+
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
+
+from . import probing
+from .checking import GraderFailure
+from .data import clean_text, encode
+from .limits import LIMITS
+
+
+def sent_data(cell, record: dict | None) -> bool:
+    """Whether a test cell's record holds its probe's data (not an error)."""
+    return (
+        isinstance(record, dict)
+        and "error" not in record
+        and record.get("probe") == grade_id(cell)
+        and "value" in record
+    )
+
+
+def grade_id(cell) -> str:
+    return cell.metadata.nbgrader["grade_id"]
+
+
+def first_line(source: str) -> str:
+    lines = source.strip().split("\n")
+    return repr(lines[0][: LIMITS.cell_start_chars]) if lines and lines[0] else "an empty cell"
+
+
+def error_output(ename: str, evalue: str, traceback: list[str] = ()):
+    ename, evalue = clean_text(ename, LIMITS.name_chars), clean_text(evalue, LIMITS.error_chars)
+    return new_output(
+        "error", ename=ename, evalue=evalue, traceback=list(traceback) or [f"{ename}: {evalue}"]
+    )
+
+
+def code_cells(nb) -> list:
+    """The code cells up to the last graded one: later cells cannot change a score."""
+    cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+    graded = [i for i, cell in enumerate(cells) if is_test(cell)]
+    return cells[: graded[-1] + 1] if graded else []
+
+
+def is_test(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+class Checks:
+    """An exercise's checks.py (loaded here, never sent), and this submission's seed, from which
+    checks.py makes each test's inputs."""
+
+    def __init__(self, folder: Path, seed: int):
+        self.module, self.seed = probing.sibling(folder / "probes.py", "checks"), seed
+
+    def __getattr__(self, name: str):
+        return getattr(self.module, name)
+
+
+def seed(course: CourseDirectory, student: str, assignment: str) -> int:
+    """The seed of a submission's test inputs: from its student, assignment and a secret kept
+    beside the autograded submissions (made on first use), so a regrade sees the same inputs."""
+    folder = Path(course.format_path(course.autograded_directory, ".", "."))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".safegrade_secret"
+    if not path.exists():  # written whole, then linked: a reader never sees half a secret
+        draft = folder / f".safegrade_secret.{os.getpid()}.{threading.get_ident()}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, secrets.token_hex(32).encode())
+        os.close(fd)
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    text = f"{path.read_text().strip()}\0{student}\0{assignment}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
+def step(cell, checks=None) -> dict:
+    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data."""
+    if not is_test(cell):
+        return {"code": cell.source}
+    grade_id = cell.metadata.nbgrader["grade_id"]
+    try:
+        inputs = trusted_inputs(checks, grade_id)
+    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
+        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
+        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
+    return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
+
+
+def trusted_inputs(checks, grade_id: str):
+    return probing.make_inputs(checks, grade_id, getattr(checks, "seed", 0))
+
+
+def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> list:
+    """The cell's outputs: the learner's output and error, or for a test cell the verdict of
+    its check (None: passed)."""
+    if record is None:
+        return [error_output(*missing)] if is_test(cell) else []
+    found = []
+    for name in ("stdout",) if is_test(cell) else ("stdout", "stderr"):
+        if isinstance(record.get(name), str) and record[name]:
+            found.append(
+                new_output(
+                    "stream",
+                    name=name,
+                    text=clean_text(record[name], LIMITS.cell_output_chars + 100),
+                )
+            )
+    error = record.get("error")
+    if isinstance(error, dict):
+        lines = error.get("traceback") if isinstance(error.get("traceback"), list) else []
+        cap, kept = LIMITS.traceback_line_chars, lines[-LIMITS.traceback_lines :]
+        lines = [clean_text(line, cap) for line in kept if isinstance(line, str)]
+        found.append(error_output(str(error.get("ename")), str(error.get("evalue")), lines))
+    elif is_test(cell) and not sent_data(cell, record):
+        found.append(error_output("GraderError", "the probe for this test sent no data"))
+    elif is_test(cell) and verdict is not None:
+        found.append(error_output(*verdict))
+    return found
+
+
+def stopped(reply: dict, records: dict, cells: list) -> tuple[str, str]:
+    """Why test cells have no record: where the submission's process stopped, and how."""
+    index = max(records) + 1 if records else 0
+    if index >= len(cells):
+        where = "after its last cell"
+    elif is_test(cells[index]):
+        where = f"test {cells[index].metadata.nbgrader['grade_id']}"
+    else:
+        where = f"the cell that starts {first_line(cells[index].source)}"
+    if reply.get("timed_out"):
+        return "TimeoutError", f"not run: the submission used up its time budget in {where}"
+    return "DeadKernelError", f"not run: the submission's process {reply.get('status')} in {where}"
