@@ -46,8 +46,8 @@ from traitlets import Bool, Float, Integer, List
 from . import checking, probing
 from .checking import GraderFailure
 from .data import clean_text, encode
+from .runner import FRAME_CAP
 from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
-from .worker import FRAME_CAP
 
 MAX_FILES_BYTES = 32 << 20  # the submission's other files, shipped into the sandbox
 MAX_FILES, MAX_DEPTH = 1000, 16
