@@ -92,7 +92,9 @@ def run(app, todo: list[tuple[str, str]], size: int, key: str, staging: Path) ->
     """Grade todo on `size` threads, printing a progress line that names the running ones."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     started, done = {}, 0
-    executor = ThreadPoolExecutor(size, thread_name_prefix="safegrade")
+    # One thread more than sandboxes: nbgrader's bookkeeping of the next submission goes on
+    # while every sandbox runs one (the sandbox waits for no thread).
+    executor = ThreadPoolExecutor(size + 1, thread_name_prefix="safegrade")
     try:
         futures = {executor.submit(grade_one, app, *t, key, staging, started): t for t in todo}
         pending = set(futures)

@@ -46,14 +46,14 @@ class Cgroup:
             swap.write_text(str(size))
 
     def remove(self) -> None:
-        for _ in range(50):  # the cgroup empties as the killed processes are reaped
+        for _ in range(500):  # the cgroup empties as the killed processes are reaped
             try:
                 self.path.rmdir()
                 return
             except FileNotFoundError:
                 return
             except OSError:
-                time.sleep(0.1)
+                time.sleep(0.01)
 
 
 def cgroup_bases() -> list[tuple[Path, str, str]]:

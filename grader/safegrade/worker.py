@@ -51,6 +51,7 @@ def main() -> None:
     while (message := receive(control)) is not None:
         command, fds = message
         send(control, serve(command["limits"], fds, shell))
+    os._exit(0)  # the grader is done with us: no teardown of torch's modules to wait for
 
 
 def receive(control: socket.socket) -> tuple[dict, list[int]] | None:
