@@ -4,10 +4,10 @@ late, which test most learners fail and with which message, and each learner's r
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
 Read from the gradebook (nbgrader's Gradebook API), the grader's result files
-(grader/autograded/.safegrade/<assignment>/<student>.json: graded, could not be graded, grader
+(classdata/autograded/.safegrade/<assignment>/<student>.json: graded, could not be graded, grader
 failed) and the autograded notebooks (the message each failing test printed, which is what the
 learner's feedback shows; the tests' own code, hidden or not, is never read). Writes
-grader/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
+classdata/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
 <assignment>_tests.csv (a row per test). `--progress` adds each learner's try-it progress: the
 JSON the class hub's progress page gathers ({account: {"tryits": {chapter: {id: passed}}}}).
 
@@ -34,6 +34,7 @@ from pathlib import Path
 from grader.course_grader import (
     ASSIGNMENTS,
     AUTOGRADED,
+    CLASSDATA,
     COURSE_ID,
     FEEDBACK,
     GRADEBOOK,
@@ -42,7 +43,7 @@ from grader.course_grader import (
     source_order,
 )
 
-REPORTS = Path("grader/reports")
+REPORTS = CLASSDATA / "reports"
 RESULTS = AUTOGRADED / ".safegrade"
 MESSAGE_CAP = 300  # characters of one failure message shown
 # What a submission of an exercise came to; "graded" is the only state with a score.
@@ -441,7 +442,8 @@ def learner_row(exercise: Exercise, s: Submission, progress: dict, link_base: st
         passed = tryit_totals(progress, s.student)
         cells.append(cell(passed, passed.split("/")[0] if passed else -1))
     if s.feedback:
-        href = html.escape(f"{link_base}/{s.feedback.removeprefix('grader/')}", quote=True)
+        within = Path(s.feedback).relative_to(CLASSDATA).as_posix()  # feedback/<student>/...
+        href = html.escape(f"{link_base}/{within}", quote=True)
         label = f"feedback of {html.escape(s.student)}"
         cells.append(f'<td><a href="{href}" aria-label="{label}">feedback</a></td>')
     else:
@@ -530,10 +532,10 @@ def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
-    parser.add_argument("--out", type=Path, help="folder (default: COURSE/grader/reports)")
+    parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
-    parser.add_argument("--link-base", default="..", help="URL of grader/ for feedback links")
+    parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     if not (course / GRADEBOOK).exists():
