@@ -36,7 +36,7 @@ import tiny_course  # noqa: E402
 
 from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
-from grader.safegrade.sandbox import python_folders  # noqa: E402
+from grader.safegrade.visibility import python_folders  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
@@ -274,8 +274,6 @@ def test_a_snooping_submission_finds_no_course_data_or_checkout(tmp_path):
     submission), no source tree of the course or of the checkout: only the system, the
     installation, the grader's installed sandbox package and its own files."""
     from test_safegrade import editable_sources
-
-    from grader.safegrade.visibility import python_folders
 
     sources, installation = editable_sources(), [Path(f) for f in python_folders()]
     assert sources and not any(Path(s).is_relative_to(tmp_path) for s in sources)
