@@ -36,7 +36,7 @@ from .cgroup import (
 )
 from .isolation import SHM_MB
 from .runner import FRAME_CAP, write_frame
-from .visibility import bwrap_argv, python_folders
+from .visibility import bwrap_argv, hold_site, python_folders, release_site
 
 READY_TIMEOUT = 300  # seconds to import torch in a fresh sandbox on a very busy machine
 RECORDS_CAP = 2 * FRAME_CAP  # bytes of records kept from one submission
@@ -253,6 +253,7 @@ class Pool:
         self.options = (preimport, forbidden, limits)
         self.busy: set[Sandbox] = set()
         self.closed = False
+        hold_site()  # its sandboxes' copy of this package, removed when the last pool closes
 
     def warm(self) -> None:
         """Start every sandbox now, side by side, rather than when each is first needed."""
@@ -281,6 +282,8 @@ class Pool:
 
     def close(self) -> None:
         """Stop every sandbox; the jobs running fail at once, later ones are refused."""
+        if not self.closed:
+            release_site()  # the sandboxes still busy are killed below
         self.closed = True
         for box in list(self.busy):
             box.cancel()

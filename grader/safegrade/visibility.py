@@ -28,7 +28,8 @@ ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf"
 ENV = dict(PATH="/usr/local/bin:/usr/bin:/bin", HOME="/tmp/home", TMPDIR="/tmp", USER="sandbox")
 ENV |= dict(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
 ENV |= dict(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLCONFIGDIR="/tmp/home/.mpl")
-_site: dict[str, str] = {}
+_site: dict[str, str] = {}  # "path": the site folder while one exists
+_site_holders = [0]  # pools open now (a server grades one notebook at a time, for years)
 _site_lock = threading.Lock()
 
 
@@ -48,7 +49,8 @@ def python_folders() -> list[str]:
 
 def site_folder() -> str:
     """A folder holding this package, installed (copied, byte-compiled, world-readable) as
-    ``grader/safegrade``: made once per grading process, removed when it exits."""
+    ``grader/safegrade``: made when first needed, removed when the last pool that held it closes
+    (release_site), or when the process exits."""
     with _site_lock:
         if os.path.isdir(_site.get("path", "")):
             return _site["path"]
@@ -65,6 +67,19 @@ def site_folder() -> str:
                 os.chmod(os.path.join(folder, name), 0o644)
         _site["path"] = site
         return site
+
+
+def hold_site() -> None:
+    with _site_lock:
+        _site_holders[0] += 1
+
+
+def release_site() -> None:
+    """One holder fewer; the site folder is removed with the last (made again when needed)."""
+    with _site_lock:
+        _site_holders[0] -= 1
+        if _site_holders[0] == 0 and "path" in _site:
+            shutil.rmtree(_site.pop("path"), ignore_errors=True)
 
 
 def bwrap_argv(bwrap: str, folders: list[str], uid: int | None, extra: list[str]) -> list[str]:
