@@ -32,8 +32,9 @@ JupyterLab's interface to that language for this workspace.
 
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
-in the workspace). The exchange root is $FXCOURSE_EXCHANGE, else the course's own grader/exchange
-(created, writable by everyone as nbgrader requires), else ./exchange in a student edition.
+in the workspace). The exchange root is $FXCOURSE_EXCHANGE, else the course's own
+classdata/exchange ($FXCOURSE_CLASSDATA/exchange; created, writable by everyone as nbgrader
+requires), else ./exchange in a student edition.
 """
 
 from __future__ import annotations
@@ -330,7 +331,9 @@ def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
 def exchange_root(root: Path = ROOT) -> Path:
     if configured := os.environ.get("FXCOURSE_EXCHANGE"):
         return Path(configured).resolve()
-    return root / "grader" / "exchange" if (root / "grader").is_dir() else root / "exchange"
+    if not (root / "grader").is_dir():  # a student edition
+        return root / "exchange"
+    return root / os.environ.get("FXCOURSE_CLASSDATA", "classdata") / "exchange"
 
 
 def ensure_exchange(exchange: Path) -> Path:

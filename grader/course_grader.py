@@ -2,13 +2,14 @@
 
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
-                                  a folder or .zip of submissions into grader/submitted (intake.py)
+                                  a folder or .zip of submissions into classdata/submitted
+                                  (intake.py)
     python grader/course_grader.py collect [--assignment NAME]
                                   the submissions in nbgrader's exchange, by the same rules
     python grader/course_grader.py release-feedback [--assignment NAME]
                                   feedback through the exchange to every student who can get it
     python grader/course_grader.py submitted [ASSIGNMENT]   fail unless something is there to grade
-    python grader/course_grader.py feedback                 HTML feedback in grader/feedback
+    python grader/course_grader.py feedback                 HTML feedback in classdata/feedback
     python grader/course_grader.py export [ASSIGNMENT ...] [--out CSV]
                                   grades.csv (a column per exercise) and grades_by_test.csv (a
                                   column per graded cell); fails when nothing has been graded
@@ -49,9 +50,15 @@ ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exerc
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
-RELEASE, SUBMITTED = Path("grader/release"), Path("grader/submitted")
-AUTOGRADED, FEEDBACK = Path("grader/autograded"), Path("grader/feedback")
-GRADEBOOK, EXPORT = Path("grader/gradebook.db"), Path("grader/exports/grades.csv")
+# The instructor's class data: nbgrader's working folders, the exchange, the gradebook and the
+# grading secret (autograded/.safegrade_secret), in a git-ignored folder of the course's own,
+# outside every package, so that no install of the code (and no sandbox) carries it along.
+# FXCOURSE_CLASSDATA (make CLASSDATA=...) moves it: a path relative to the course, or absolute.
+CLASSDATA = Path(os.environ.get("FXCOURSE_CLASSDATA", "classdata"))
+RELEASE, SUBMITTED = CLASSDATA / "release", CLASSDATA / "submitted"
+AUTOGRADED, FEEDBACK = CLASSDATA / "autograded", CLASSDATA / "feedback"
+GRADEBOOK, EXPORT = CLASSDATA / "gradebook.db", CLASSDATA / "exports" / "grades.csv"
+EXCHANGE, DOWNLOADED = CLASSDATA / "exchange", CLASSDATA / "downloaded"
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
 
 
@@ -85,7 +92,7 @@ def nbgrader(course: Path, *args: str) -> int:
 
 
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
-    """generate_assignment for every exercise (gradebook entries, grader/release/), then copy
+    """generate_assignment for every exercise (gradebook entries, classdata/release/), then copy
     each released folder to publish_to/<assignment>/: the student version, stripped, and the
     files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
     assignments = exercises_of(course)
@@ -201,7 +208,7 @@ def feedback(
     course: Path = ROOT, students: Iterable[str] = (), assignments: Sequence[str] = ()
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
-    in grader/feedback; names those the last make autograde could not grade (none for them)."""
+    in classdata/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
     chosen_assignments = assignments or exercises_of(course)
@@ -233,6 +240,7 @@ def feedback(
 
 def export_sources(course: Path) -> grades_export.Where:
     """Where the export of the course at `course` reads."""
+    (course / GRADEBOOK).parent.mkdir(parents=True, exist_ok=True)  # a course not used yet
     return grades_export.Where(
         gradebook_url=f"sqlite:///{course / GRADEBOOK}",
         course_id=COURSE_ID,

@@ -1,6 +1,12 @@
 # Instructor targets for the graded exercises (nbgrader), included by the main Makefile.
-# Working folders (grader/release, submitted, autograded, feedback, exports, gradebook.db) are
-# git-ignored. AUTOGRADE is the grading step alone: point it at another grader to swap it.
+# The class data (nbgrader's release, submitted, autograded, feedback, exports, exchange, the
+# gradebook and the grading secret) lives in classdata/, git-ignored and outside every package;
+# CLASSDATA=folder moves it (relative to the course, or absolute). AUTOGRADE is the grading step
+# alone: point it at another grader to swap it.
+CLASSDATA ?=
+ifneq ($(CLASSDATA),)
+export FXCOURSE_CLASSDATA := $(CLASSDATA)
+endif
 
 GRADER := $(PY) grader/course_grader.py
 # Grading runs learners' code only in a sandbox, whichever way it is started (grader/safegrade/
@@ -31,7 +37,7 @@ ONE_ASSIGNMENT = $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 release: env  ## instructor: generate student versions (formgrader's Generate) + gradebook entries
 	$(GRADER) release
 
-gradebook: env  ## instructor: gradebook entries and grader/release/ only (chapters untouched)
+gradebook: env  ## instructor: gradebook entries and classdata/release/ only (chapters untouched)
 	$(GRADER) release --no-publish
 
 # Whatever could be collected is graded; then make fails if some file of SUBMISSIONS was not
@@ -44,18 +50,18 @@ autograde: gradebook  ## instructor: grade SUBMISSIONS=folder or .zip (layouts: 
 	[ $$status -eq 0 ] || echo "make autograde: not everything was collected (see above)" >&2; \
 	exit $$status
 
-feedback: env  ## instructor: HTML feedback for every graded submission, in grader/feedback
+feedback: env  ## instructor: HTML feedback for every graded submission, in classdata/feedback
 	$(GRADER) feedback $(ONE_ASSIGNMENT)
 
-# From nbgrader's exchange (the hub's, or grader/exchange): the student is the owner of the
+# From nbgrader's exchange (the hub's, or classdata/exchange): the student is the owner of the
 # inbound folder, the time the one the system recorded, links never followed (README).
-collect: env  ## instructor: submissions from the exchange (or SUBMISSIONS=...) into grader/submitted
+collect: env  ## instructor: submissions from the exchange (or SUBMISSIONS=...) into classdata/submitted
 	$(if $(SUBMISSIONS),$(COLLECT),$(GRADER) collect $(ONE_ASSIGNMENT))
 
 release-feedback: env  ## instructor: feedback through the exchange; names those it cannot release
 	$(GRADER) release-feedback $(ONE_ASSIGNMENT)
 
-export: env  ## instructor: grader/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
+export: env  ## instructor: classdata/exports/grades.csv (per exercise) and grades_by_test.csv (per test)
 	$(GRADER) export $(ASSIGNMENT)
 
 bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
@@ -63,8 +69,8 @@ bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; B
 
 # PROGRESS=file.json adds the learners' try-it progress (the class hub's progress data).
 PROGRESS ?=
-report: env  ## instructor: grader/reports/report.html + CSV: the class per exercise (after autograde)
+report: env  ## instructor: classdata/reports/report.html + CSV: the class per exercise (after autograde)
 	$(PY) -m grader.report $(if $(PROGRESS),--progress "$(PROGRESS)")
 
-similarity: env  ## instructor: grader/reports/similarity.html + .csv: pairs of unusually alike answers
+similarity: env  ## instructor: classdata/reports/similarity.html + .csv: pairs of unusually alike answers
 	$(PY) -m grader.similarity

@@ -1,7 +1,8 @@
 """nbgrader settings of the course's graded exercises (the instructor side).
 
 The course root is the repository root: the source notebooks (with solutions and hidden tests) are
-in solutions/<assignment>/, nbgrader's working folders and gradebook under grader/ (git-ignored).
+in solutions/<assignment>/, nbgrader's working folders, exchange and gradebook under classdata/
+(git-ignored, outside every package; FXCOURSE_CLASSDATA moves it, see course_grader.CLASSDATA).
 nbgrader reads the repository root's nbgrader_config.py, which loads this file, whenever it starts
 there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
@@ -35,7 +36,7 @@ c.CourseDirectory.db_url = os.environ.get(
 # nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
 # not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
 # same root). nbgrader expects the folder to exist.
-c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(ROOT / "grader" / "exchange"))
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(ROOT / layout.EXCHANGE))
 os.makedirs(c.Exchange.root, exist_ok=True)
 # Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
 # folder's owner is the student, the system's time is the submission's) and Release Feedback
@@ -80,6 +81,6 @@ c.PercentPerDayLate.percent_per_day = 10.0
 
 # LMS downloads (grader/intake.py): the file-name pattern `make autograde SUBMISSIONS=...` uses
 # unless LMS=<name> picks another of layout.LMS_PATTERNS; `nbgrader zip_collect` reads the same
-# pattern and keeps its working folders under grader/, never in the repository root.
+# pattern and keeps its working folders in the class data, never in the repository root.
 c.FileNameCollectorPlugin.named_regexp = layout.LMS_PATTERNS["plain"]
-c.ZipCollectApp.downloaded_directory = "grader/downloaded"
+c.ZipCollectApp.downloaded_directory = str(layout.DOWNLOADED)

@@ -4,10 +4,10 @@ late, which test most learners fail and with which message, and each learner's r
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
 Read from the gradebook (nbgrader's Gradebook API), the grader's result files
-(grader/autograded/.safegrade/<assignment>/<student>.json: graded, could not be graded, grader
+(classdata/autograded/.safegrade/<assignment>/<student>.json: graded, could not be graded, grader
 failed) and the autograded notebooks (the message each failing test printed, which is what the
 learner's feedback shows; the tests' own code, hidden or not, is never read). Writes
-grader/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
+classdata/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
 <assignment>_tests.csv (a row per test). `--progress` adds each learner's try-it progress: the
 JSON the class hub's progress page gathers ({account: {"tryits": {chapter: {id: passed}}}}).
 
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from grader.course_grader import (
     AUTOGRADED,
+    CLASSDATA,
     COURSE_ID,
     FEEDBACK,
     GRADEBOOK,
@@ -63,7 +64,7 @@ __all__ = [
     "write_csv",
 ]  # fmt: skip
 
-REPORTS = Path("grader/reports")
+REPORTS = CLASSDATA / "reports"
 RESULTS = AUTOGRADED / ".safegrade"
 # ----------------------------------------------------------------------------- reading
 
@@ -247,10 +248,10 @@ def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
-    parser.add_argument("--out", type=Path, help="folder (default: COURSE/grader/reports)")
+    parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
-    parser.add_argument("--link-base", default="..", help="URL of grader/ for feedback links")
+    parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     if not (course / GRADEBOOK).exists():

@@ -3,7 +3,7 @@
     python -m grader.similarity [--course DIR] [--out DIR] [--top N]
 
 For each exercise, every submission's answer cells (the cells nbgrader marks as the learner's
-solution, read as JSON from grader/submitted/: never run) are fingerprinted by copydetect, the
+solution, read as JSON from classdata/submitted/: never run) are fingerprinted by copydetect, the
 winnowing of MOSS: comments, layout and names are normalised away (every variable is the same
 token, every function name another), so renaming, reformatting and commenting do not hide a copy.
 The starter code and the course's own code (every code cell of the chapters, try-it answers
@@ -234,7 +234,7 @@ def write_csv(path: Path, found: dict[str, tuple[list[Pair], dict[str, str]]]) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
-    parser.add_argument("--out", type=Path, help="folder (default: COURSE/grader/reports)")
+    parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
     args = parser.parse_args(argv)
     course = args.course.resolve()

@@ -448,7 +448,7 @@ def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path
         lab.shot("15-learner-submitted")
         assert_no_banners(lab, "the Assignments tab after Submit")
     nbgrader_in(course, lab.server.exchange, "collect", exercise)
-    collected = list((course / "grader" / "submitted").glob(f"*/{exercise}/{exercise}.ipynb"))
+    collected = list((course / "classdata" / "submitted").glob(f"*/{exercise}/{exercise}.ipynb"))
     assert len(collected) == 1, f"collect found {collected}"
 
 

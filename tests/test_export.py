@@ -90,7 +90,7 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
     record(course, FORMULA, EX1, full[EX1])  # a student id a spreadsheet would run
     ungraded = {("uma", EX2): "error", ("pat", EX3): "grader-error", ("vic", EX3): "grader-error"}
     for (student, assignment), status in ungraded.items():  # make autograde's result files
-        folder = course / "grader" / "autograded" / ".safegrade" / assignment
+        folder = course / "classdata" / "autograded" / ".safegrade" / assignment
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{student}.json").write_text(json.dumps({"status": status}))
 
@@ -107,7 +107,7 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
         "'" + FORMULA: {EX1: "10", EX2: "", EX3: "", "total": "10"},
     }
 
-    header, by_test = read_csv(course / "grader" / "exports" / "grades_by_test.csv")
+    header, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
     expected_columns = [f"{a}:{name}" for a in ASSIGNMENTS for name in [*full[a], "late_penalty"]]
     assert header == ["student_id", *expected_columns]
     assert set(by_test["nil"].values()) == {""}
@@ -165,7 +165,7 @@ def test_late_work_is_penalised_and_a_resubmission_is_graded_again(course: Path,
     penalty = configured_penalty(course, 10.0, (late - due).total_seconds())
     assert penalty > 0, "the course configures no penalty for late work"
     _, grades = read_csv(course_grader.export(course))
-    _, by_test = read_csv(course / "grader" / "exports" / "grades_by_test.csv")
+    _, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
     assert float(grades["tardy"][EX1]) == 10 - penalty
     assert float(by_test["tardy"][f"{EX1}:late_penalty"]) == penalty
     assert (grades["punctual"][EX1], by_test["punctual"][f"{EX1}:late_penalty"]) == ("10", "0")

@@ -137,7 +137,7 @@ def cell_scores(course: Path) -> dict[tuple[str, str, str], float | None]:
 
 
 def reason(course: Path, student: str, assignment: str) -> str:
-    path = course / "grader" / "autograded" / ".safegrade" / assignment / f"{student}.json"
+    path = course / "classdata" / "autograded" / ".safegrade" / assignment / f"{student}.json"
     return json.loads(path.read_text())["reason"]
 
 
@@ -225,7 +225,7 @@ def test_honest_classmates_after_a_hostile_description_keep_full_marks(released,
 
 def test_attacks_never_see_the_hidden_checks(graded):
     course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
-    folder = course / "grader" / "autograded" / student / "ex1_sigmoid_to_tanh"
+    folder = course / "classdata" / "autograded" / student / "ex1_sigmoid_to_tanh"
     nb = nbformat.read(folder / "ex1_sigmoid_to_tanh.ipynb", as_version=4)
     printed = " ".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
     assert "FOUND" not in printed, printed[:2000]
@@ -339,7 +339,7 @@ def test_release_feedback_through_the_exchange(graded):
         text=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert list((course / "grader" / "exchange").rglob("*.html"))
+    assert list((course / "classdata" / "exchange").rglob("*.html"))
 
 
 def test_the_formgraders_autograde_button_grades_in_the_sandbox(graded):
@@ -435,12 +435,12 @@ PROGRESS = {  # what the class hub's progress page gathers, for two of the learn
 @pytest.fixture(scope="module")
 def report(graded, tmp_path_factory) -> Path:
     """`make report` of the graded class (with feedback pages for two learners), in a folder of
-    its own; the course's grader/ is beside it as grader/reports is in a course."""
+    its own; the course's classdata/ is beside it as classdata/reports is in a course."""
     course = graded["sandboxed"]
     assert course_grader.feedback(course, ["reference", "ex1_only_torch_sigmoid"]) == 0
     progress = tmp_path_factory.mktemp("progress") / "progress.json"
     progress.write_text(json.dumps(PROGRESS))
-    out = course / "grader" / "reports"
+    out = course / "classdata" / "reports"
     command = [sys.executable, "-m", "grader.report", "--course", str(course)]
     done = subprocess.run([*command, "--progress", str(progress)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -460,7 +460,7 @@ def test_report_counts_scores_and_groups_the_messages_learners_read(graded, repo
         for student, row in rows.items():  # the same scores as make export
             score = exported.get(student, {}).get(assignment)
             assert row["score"] == ("" if score is None else f"{score:g}"), (student, row)
-            result = course / "grader/autograded/.safegrade" / assignment / f"{student}.json"
+            result = course / "classdata/autograded/.safegrade" / assignment / f"{student}.json"
             state = json.loads(result.read_text())["status"] if result.exists() else "absent"
             shown = {"graded": "graded", "error": "could not be graded"}
             shown |= {"grader-error": "grader failed", "absent": "not submitted"}

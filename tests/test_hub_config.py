@@ -177,7 +177,7 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     assert config.Exchange.root == str(exchange)
     assert config.CourseDirectory.root == str(course)
     assert config.CourseDirectory.course_id == "fx-course"
-    assert config.CourseDirectory.db_url == f"sqlite:///{course / 'grader' / 'gradebook.db'}"
+    assert config.CourseDirectory.db_url == f"sqlite:///{course / 'classdata' / 'gradebook.db'}"
     sources = sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb"))
     assert sources == list(ASSIGNMENTS)
     classroom.write_course_folder(course, exchange)  # again, as every `make hub` does

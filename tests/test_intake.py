@@ -2,7 +2,7 @@
 names, zips, and hostile uploads (links, FIFOs, sockets, odd names, zip slips, caps).
 
 Nothing is graded here: each test collects into a temporary course folder and reads what
-arrived in grader/submitted and what the report lists.
+arrived in classdata/submitted and what the report lists.
 """
 
 from __future__ import annotations
@@ -549,7 +549,7 @@ def test_the_course_config_names_the_default_pattern(configured_course: Path, tm
 
 
 def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_course: Path):
-    archive = configured_course / "grader" / "downloaded" / EX1 / "archive"
+    archive = configured_course / "classdata" / "downloaded" / EX1 / "archive"
     put(archive / f"bob_smith_{EX1}.ipynb", notebook("zip_collect"))
     before = {p.name for p in configured_course.iterdir()}
     command = [sys.executable, "-m", "nbgrader", "zip_collect", EX1, "--force"]

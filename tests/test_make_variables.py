@@ -1,5 +1,5 @@
 """`make` refuses a command-line variable that is a slip of one the course reads (`make autograde
-SUBMISSION=...` would otherwise grade what is already in grader/submitted/ and exit 0), and warns
+SUBMISSION=...` would otherwise grade what is already in classdata/submitted/ and exit 0), and warns
 about one no makefile reads. `make -n` only reads the makefiles: nothing is built or graded."""
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ reading records, judging, staging a submission, and the refusal to start a leaky
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import os
@@ -18,14 +19,16 @@ from grader.safegrade import (
     data,
     files,
     graphs,
+    isolation,
     kernel,
     preprocessors,
     probing,
     results,
+    runner,
     sandbox,
     staging,
     verdicts,
-    worker,
+    visibility,
 )
 from grader.safegrade.limits import LIMITS
 from grader.safegrade.records import read_records
@@ -211,7 +214,7 @@ def test_a_cut_off_or_oversized_frame_fails_its_cell():
     stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
     records = read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
-    huge = frames({"cell": 0}) + (worker.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
+    huge = frames({"cell": 0}) + (runner.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
     assert rejected(read_records(huge, 2, "n1"), 1)
 
 
@@ -474,15 +477,36 @@ def test_a_sandbox_that_would_see_the_course_refuses_to_start():
         sandbox.Sandbox([], [os.path.join(sys.prefix, "course")], sandbox.Limits())
 
 
-def test_the_sandbox_sees_no_working_folder_of_the_repository_course():
-    """The course is installed editable (fxcourse and grader from this checkout). The sandbox
-    binds the grader's safegrade package alone, never grader/ with the class's exchange,
-    submissions, gradebook and exports: so make autograde at the repository root starts."""
+def editable_sources() -> list[str]:
+    """The folders this venv's editable installs map packages to (a checkout's)."""
+    import sysconfig
+
+    mapped = []
+    for finder in Path(sysconfig.get_paths()["purelib"]).glob("__editable__*finder.py"):
+        for line in finder.read_text().splitlines():  # MAPPING: dict[...] = {'pkg': '/path'}
+            if line.startswith("MAPPING"):
+                mapped += ast.literal_eval(line.split("=", 1)[1].strip()).values()
+    return mapped
+
+
+def test_the_sandbox_shows_the_installation_never_a_checkout():
+    """The test venv is an editable install of a checkout (fxcourse and grader). The sandbox
+    binds the interpreter's prefixes and an installed copy of safegrade, never a folder the
+    editable install points into (the checkout, with its class data), so make autograde at the
+    repository root starts."""
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config.loader import PyFileConfigLoader
 
-    folders = sandbox.python_folders()
-    assert not any(sandbox.PACKAGE_DIR.is_relative_to(folder) for folder in folders), folders
+    folders, mapped = visibility.python_folders(), editable_sources()
+    assert mapped, "the test venv is expected to be an editable install of a checkout"
+    for source in map(Path, mapped):
+        assert not any(
+            source.is_relative_to(f) or Path(f).is_relative_to(source) for f in folders
+        ), (source, folders)
+    site = Path(visibility.site_folder())
+    assert not any(site.is_relative_to(source) for source in map(Path, mapped))
+    installed = sorted(p.name for p in (site / "grader" / "safegrade").glob("*.py"))
+    assert installed == sorted(p.name for p in visibility.PACKAGE_DIR.glob("*.py"))
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     course = CourseDirectory(config=config)
     assert Path(course.root) == ROOT
@@ -508,7 +532,7 @@ def test_every_limit_comes_from_the_configuration():
 
 
 def test_the_seccomp_filter_is_well_formed():
-    program = worker.seccomp_program()
+    program = isolation.seccomp_program()
     if program is None:
         pytest.skip("the seccomp filter is built for x86_64 only")
     assert len(program) % 8 == 0 and len(program) // 8 < 4096

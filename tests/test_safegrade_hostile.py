@@ -37,7 +37,7 @@ import tiny_course  # noqa: E402
 
 from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
-from grader.safegrade.sandbox import python_folders  # noqa: E402
+from grader.safegrade.visibility import python_folders  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
@@ -224,6 +224,91 @@ def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile):
     )
     assert done.stdout.strip().endswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
     assert scores(course / "gradebook.db")["wrong"] == 0
+
+
+SNOOP = """
+found = {"seen": 0, "read": 0, "hits": [], "site": False}
+
+
+def under(path, folders):
+    return any(path == f or path.startswith(f + "/") for f in folders)
+
+
+def look(path):
+    found["seen"] += 1
+    found["site"] |= path == "/opt/safegrade/grader/safegrade/worker.py"
+    named = os.path.basename(path) in NAMES and not under(path, [*INSTALLED, "/tmp/work"])
+    if named or under(path, FORBIDDEN):
+        found["hits"].append(path)
+
+
+def read(path):
+    try:
+        if os.path.islink(path) or os.path.getsize(path) > 262144:
+            return
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
+    found["read"] += 1
+    found["hits"] += [f"{path} holds {mark}" for mark in MARKS if mark.encode() in data]
+
+
+for top, dirs, files in os.walk("/"):
+    if top == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for name in dirs + files:
+        look(os.path.join(top, name))
+    for name in files if not under(top, ["/usr", *INSTALLED]) else []:
+        read(os.path.join(top, name))
+found["top"] = sorted(os.listdir("/"))
+found["checkout"] = sorted(os.listdir(CHECKOUT)) if os.path.isdir(CHECKOUT) else None
+print("snooped", json.dumps(found)[:15000])
+"""
+SYSTEM_TOP = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc"}
+
+
+def test_a_snooping_submission_finds_no_course_data_or_checkout(tmp_path):
+    """Graded by a venv that is an editable install of another checkout (this one), a submission
+    that walks / (but /proc, /sys and /dev) and reads every file it can outside /usr and the
+    Python installation finds no course, no class data (gradebook, grading secret, another
+    submission), no source tree of the course or of the checkout: only the system, the
+    installation, the grader's installed sandbox package and its own files."""
+    from test_safegrade import editable_sources
+
+    sources, installation = editable_sources(), [Path(f) for f in python_folders()]
+    assert sources and not any(Path(s).is_relative_to(tmp_path) for s in sources)
+    course = tiny_course.make_course(tmp_path / "course", cell_timeout=60, budget=120)
+    grading_secret = "GRADING-SECRET-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()
+    (course / "autograded").mkdir()
+    (course / "autograded" / ".safegrade_secret").write_text(grading_secret)
+    victim = "# VICTIM-ANSWER-MARK\n" + tiny_course.CORRECT
+    tiny_course.add_submission(course, "a_victim", tiny_course.with_answer(victim))
+    checkout = [  # the checkout's folders but one that holds the venv (shown: the prefix)
+        str(p) for p in ROOT.iterdir() if not any(f.is_relative_to(p) for f in installation)
+    ]
+    names = ["gradebook.db", ".safegrade_secret", "submission_secret.txt", "checks.py"]
+    given = {
+        "FORBIDDEN": sorted({str(course.resolve()), *checkout, *sources}),
+        "NAMES": [*names, tiny_course.NOTEBOOK],
+        "MARKS": [tiny_course.SECRET_MARK, grading_secret, "VICTIM-ANSWER-MARK"],
+        "CHECKOUT": str(ROOT),
+        "INSTALLED": [str(f) for f in installation],
+    }
+    code = "import json, os\n" + "".join(f"{k} = {v!r}\n" for k, v in given.items())
+    code += SNOOP + hostile_cases.WRONG
+    tiny_course.add_submission(course, "snoop", tiny_course.with_answer(code))
+    run = autograde(course, "--workers=1", timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert result(course, "a_victim")["score"] == 10, "the victim is graded (its data exists)"
+    output = printed(course, "snoop", "add_all")
+    found = json.loads(output.split("snooped ", 1)[1].split("\n")[0])
+    assert found["seen"] > 1000 and found["read"] > 20 and found["site"], output[:3000]
+    assert found["hits"] == [], found["hits"]
+    holding_venv = {f.relative_to(ROOT).parts[0] for f in installation if f.is_relative_to(ROOT)}
+    assert found["checkout"] == (sorted(holding_venv) if holding_venv else None), found
+    tops = SYSTEM_TOP | {"tmp", "opt"} | {f.parts[1] for f in installation}
+    assert set(found["top"]) <= tops, found["top"]
 
 
 def test_failures_are_put_where_they_belong(tmp_path):

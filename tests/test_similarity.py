@@ -1,5 +1,5 @@
 """`make similarity` on a made-up class (tests/similarity_class.py): 20 honest answers and 3
-planted copies per exercise, written into grader/submitted/ of a scratch course as the learners'
+planted copies per exercise, written into classdata/submitted/ of a scratch course as the learners'
 notebooks (the released starters with the answer in the solution cell). Every planted copy must
 rank above every other pair; the page escapes what learners wrote."""
 

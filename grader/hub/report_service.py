@@ -35,7 +35,7 @@ def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: s
     except KeyError:
         return message("no such account")
     course = os.path.join(home, course_folder)
-    files = f"{hub_prefix}user/{quote(instructor)}/files/{quote(course_folder)}/grader"
+    files = f"{hub_prefix}user/{quote(instructor)}/files/{quote(course_folder)}/classdata"
     command = [RUNUSER, "-u", instructor, "--", sys.executable, "-I", "-m", "grader.report"]
     command += ["--course", course, "--stdout", "--progress", "-", "--link-base", files]
     environment = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "HOME": home}

@@ -7,10 +7,17 @@ on its own command line.
 """
 
 import argparse
+import atexit
+import os
 import sys
 
-from .batch import autograde
-from .limits import GradingLimits
+# jsonschema imports its optional IRI parser (rfc3987-syntax, in the environment for Jupyter's
+# event schemas) when nbformat loads it: building that parser takes seconds, more than grading a
+# submission, and nothing here validates an IRI. Without it jsonschema leaves that format alone.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from .batch import autograde  # noqa: E402 - after the line above
+from .limits import GradingLimits  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,4 +50,11 @@ def print_limits(nbgrader_options: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Every grade, result file and gradebook write is done and closed: the exit handlers run
+    # (the sandboxes' site folder is removed), the interpreter's teardown of nbgrader's and
+    # torch's modules, which would only add a second, does not.
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

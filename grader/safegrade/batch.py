@@ -100,7 +100,9 @@ def run(app, session: GradingSession, todo: list, size: int, key: str, staging: 
     """Grade todo on `size` threads, printing a progress line that names the running ones."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     started, done = {}, 0
-    executor = ThreadPoolExecutor(size, thread_name_prefix="safegrade")
+    # One thread more than sandboxes: nbgrader's bookkeeping of the next submission goes on
+    # while every sandbox runs one (the sandbox waits for no thread).
+    executor = ThreadPoolExecutor(size + 1, thread_name_prefix="safegrade")
     try:
         futures = {
             executor.submit(grade_one, app, session, *t, key, staging, started): t for t in todo

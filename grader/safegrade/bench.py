@@ -44,7 +44,7 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
     course = course_grader.copy_course(base / "course", [assignment])
     run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"], course)
     name = f"{assignment}.ipynb"
-    starter = nbformat.read(course / "grader" / "release" / assignment / name, as_version=4)
+    starter = nbformat.read(course / course_grader.RELEASE / assignment / name, as_version=4)
     answers = {}
     for cell in nbformat.read(course / "solutions" / assignment / name, as_version=4).cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
@@ -56,7 +56,7 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
             cell.source = answers.get(
                 cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source
             )
-        folder = course / "grader" / "submitted" / f"student{i:03d}" / assignment
+        folder = course / course_grader.SUBMITTED / f"student{i:03d}" / assignment
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / name)
     return course

@@ -1,15 +1,16 @@
 """Start, feed and stop sandboxed workers (the trusted side of the process boundary).
 
 A sandbox is ``bwrap`` running ``worker.main``, a warm template, as PID 1 of new PID, network,
-IPC and UTS namespaces. It sees read-only system folders, the Python installation and this
-package, and nothing of the course: no sources, no checks, no gradebook, no other submission
-(``Sandbox`` refuses to start if a folder it would show contains one of them). As root, each
+IPC and UTS namespaces. It sees read-only system folders, the Python installation's prefixes and
+an installed copy of this package (visibility.py), and nothing of the course or of any checkout:
+no sources, no checks, no class data, no other submission (``Sandbox`` refuses to start if a
+folder it would show contains one of them). As root, each
 sandbox drops to a uid of its own, so that the process limit counts one sandbox and sandboxes
 cannot signal each other. Where the machine allows it, each sandbox has a memory cgroup of its own.
 
 The template never receives a submission: for each job this side makes three pipes (the job, the
 records, the output) and passes the child's ends to the template with the command to fork; the
-forked child isolates itself (worker.py) and talks to this side alone. Records come back as
+forked child isolates itself (isolation.py) and talks to this side alone. Records come back as
 length-prefixed frames, which ``preprocessors.read_records`` reads.
 """
 
@@ -23,26 +24,24 @@ import selectors
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from .cgroup import (
+    Cgroup,
+    memory_limit_in_force,  # noqa: F401 - the grader's import of it
+)
+from .isolation import SHM_MB
 from .limits import LIMITS
-from .worker import SHM_MB, write_frame
+from .runner import write_frame
+from .visibility import bwrap_argv, hold_site, python_folders, release_site
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-PACKAGE_IN_SANDBOX = "/opt/safegrade/grader/safegrade"
 READY_TIMEOUT = LIMITS.ready_timeout  # seconds to import torch in a fresh sandbox
 RECORDS_CAP = LIMITS.records_bytes  # bytes of records kept from one submission
 OUTPUT_CAP = LIMITS.fd_output_bytes  # bytes kept of what its processes write to their own fds
-ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "fonts")
-ENV = dict(PATH="/usr/local/bin:/usr/bin:/bin", HOME="/tmp/home", TMPDIR="/tmp", USER="sandbox")
-ENV |= dict(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg")
-ENV |= dict(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", MPLCONFIGDIR="/tmp/home/.mpl")
 
 
 class SandboxError(RuntimeError):
@@ -63,154 +62,6 @@ class Limits:
 
     def for_worker(self, memory_cgroup: bool) -> dict:
         return asdict(self) | {"memory_cgroup": memory_cgroup}
-
-
-class Cgroup:
-    """A memory cgroup for one sandbox: cgroup v2 ``memory.max`` or v1
-    ``memory.limit_in_bytes``, made under this process's own cgroup where that is writable."""
-
-    def __init__(self, path: Path, limit_file: str, usage_file: str):
-        self.path, self.limit_file, self.usage_file = path, limit_file, usage_file
-
-    @classmethod
-    def create(cls) -> Cgroup | None:
-        """A new, empty cgroup, or None where the machine does not let this process make one."""
-        for base, limit_file, usage_file in cgroup_bases():
-            path = base / f"safegrade-{secrets.token_hex(6)}"
-            try:
-                path.mkdir()
-            except OSError:
-                continue
-            if (path / limit_file).exists():
-                return cls(path, limit_file, usage_file)
-            path.rmdir()
-        return None
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """argv started inside the cgroup (before it can fork anything)."""
-        procs = str(self.path / "cgroup.procs")
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
-
-    def usage(self) -> int:
-        return int((self.path / self.usage_file).read_text().split()[0])
-
-    def limit(self, size: int) -> None:
-        (self.path / self.limit_file).write_text(str(size))
-        swap = self.path / "memory.memsw.limit_in_bytes"  # v1: no escape into swap
-        with suppress(OSError):
-            swap.write_text(str(size))
-
-    def remove(self) -> None:
-        for _ in range(50):  # the cgroup empties as the killed processes are reaped
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-
-
-def cgroup_bases() -> list[tuple[Path, str, str]]:
-    """Where this process's cgroups are: (folder, limit file, usage file), v1 memory first."""
-    bases = []
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            folder = Path("/sys/fs/cgroup/memory", path.lstrip("/"))
-            bases.insert(0, (folder, "memory.limit_in_bytes", "memory.usage_in_bytes"))
-        elif controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
-            bases.append((Path("/sys/fs/cgroup", path.lstrip("/")), "memory.max", "memory.current"))
-    return bases
-
-
-def memory_limit_in_force(limits: Limits) -> str:
-    """Which memory limit sandboxes get on this machine, in words (logged by the grader)."""
-    cgroup = Cgroup.create()
-    if cgroup is None:
-        return (
-            f"memory: RLIMIT_AS of {limits.memory_mb} MiB per process beyond the template's, "
-            f"/tmp {limits.tmp_mb} MiB, /dev/shm {SHM_MB} MiB (no writable memory cgroup here)"
-        )
-    cgroup.remove()
-    kind = "v1 memory.limit_in_bytes" if "memory/" in str(cgroup.path) else "v2 memory.max"
-    return (
-        f"memory: a cgroup ({kind}) per sandbox: the template's own memory + "
-        f"{limits.memory_mb} MiB + /tmp {limits.tmp_mb} MiB + /dev/shm {SHM_MB} MiB, shared "
-        "memory and page cache included"
-    )
-
-
-def python_folders() -> list[str]:
-    """The folders this interpreter needs: its prefixes and editable installs."""
-    query = (
-        "import json, sys, sysconfig; print(json.dumps([sys.prefix, sys.base_prefix, "
-        "sys.exec_prefix, sysconfig.get_paths()['purelib']]))"
-    )
-    python = sys.executable
-    done = subprocess.run([python, "-I", "-c", query], capture_output=True, text=True, check=True)
-    *prefixes, purelib = json.loads(done.stdout)
-    folders = {os.path.realpath(p) for p in prefixes}
-    for finder in Path(purelib).glob("__editable__*finder.py"):
-        for line in finder.read_text().splitlines():  # MAPPING = {'pkg': '/path/to/pkg'}
-            if line.startswith("MAPPING"):
-                mapped = json.loads(line.split("=", 1)[1].replace("'", '"')).values()
-                # The grader's own package is bound alone (PACKAGE_DIR): the folder an editable
-                # install maps `grader` to holds the class's exchange, submissions and exports.
-                folders.update(
-                    p for p in mapped if not PACKAGE_DIR.is_relative_to(os.path.realpath(p))
-                )
-    ordered = sorted(folders)
-    return [f for f in ordered if not any(f.startswith(o.rstrip("/") + "/") for o in ordered)]
-
-
-def bwrap_argv(folders: list[str], uid: int | None, extra: list[str]) -> list[str]:
-    bwrap = shutil.which("bwrap")
-    if not bwrap:
-        raise SandboxError("bubblewrap is not installed: 'apt-get install bubblewrap'")
-    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
-    argv += ["--unshare-cgroup-try", "--as-pid-1", "--die-with-parent", "--new-session"]
-    argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"] if uid else ["--unshare-user"]
-    argv += ["--hostname", "sandbox", "--clearenv"]
-    for key, value in ENV.items():
-        argv += ["--setenv", key, value]
-    argv += ["--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        if os.path.islink(f"/{name}"):
-            argv += ["--symlink", os.readlink(f"/{name}"), f"/{name}"]
-        elif os.path.isdir(f"/{name}"):
-            argv += ["--ro-bind", f"/{name}", f"/{name}"]
-    argv += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC:
-        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    argv += ["--dev", "/dev", "--proc", "/proc"]
-    # tmpfs first, binds after: a venv that lives under /tmp is then mounted over the new /tmp.
-    # The template's own; each submission's process mounts its own /tmp and /dev/shm over them.
-    argv += ["--perms", "1777", "--size", str(LIMITS.template_tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--perms", "1777", "--size", str(LIMITS.template_shm_bytes), "--tmpfs", "/dev/shm"]
-    made = {"/tmp", "/dev", "/dev/shm", "/etc", "/proc"}
-    for dest in [*folders, PACKAGE_IN_SANDBOX]:
-        for parent in reversed(Path(dest).parents):  # bwrap would create them as 0700
-            if str(parent) not in made and str(parent) != "/":
-                made.add(str(parent))
-                argv += ["--perms", "0755", "--dir", str(parent)]
-    for folder in folders:
-        argv += ["--ro-bind", folder, folder]
-    argv += ["--ro-bind", str(PACKAGE_DIR), PACKAGE_IN_SANDBOX, *extra, "--remount-ro", "/"]
-    # The interpreter through real folders, not resolved: a venv's python links to its base.
-    python = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), "python3")
-    start = "import sys; sys.path.insert(0, '/opt/safegrade'); from grader.safegrade import worker"
-    return argv + [
-        "--chdir",
-        "/tmp",
-        "--",
-        python,
-        "-I",
-        "-X",
-        "utf8",
-        "-c",
-        f"{start}; worker.main()",
-    ]
 
 
 def _pipe_holding(data: bytes) -> int:
@@ -239,7 +90,7 @@ class Sandbox:
         self.preimport, self.limits = preimport, limits
         self.folders = python_folders()
         for secret in map(os.path.realpath, forbidden):
-            for folder in self.folders + [str(PACKAGE_DIR)]:
+            for folder in self.folders:
                 if secret == folder or secret.startswith(folder.rstrip("/") + "/"):
                     raise SandboxError(f"refusing to start: the sandbox would see {secret}")
         # As root: a uid no other sandbox (of this or a concurrent run) has.
@@ -256,7 +107,10 @@ class Sandbox:
         for name, text in (("passwd", passwd), ("group", f"root:x:0:\nsandbox:x:{uid}:\n")):
             fds.append(_pipe_holding(text.encode()))
             extra += ["--perms", "0644", "--ro-bind-data", str(fds[-1]), f"/etc/{name}"]
-        argv = bwrap_argv(self.folders, self.uid, extra)
+        bwrap = shutil.which("bwrap")
+        if not bwrap:
+            raise SandboxError("bubblewrap is not installed: 'apt-get install bubblewrap'")
+        argv = bwrap_argv(bwrap, self.folders, self.uid, extra)
         self.cgroup = Cgroup.create()
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
@@ -350,7 +204,7 @@ class Sandbox:
         selector.register(self.control, selectors.EVENT_READ)
         deadline = (
             time.monotonic() + self.limits.budget + LIMITS.stop_grace
-        )  # the template stops it at budget
+        )  # the template stops at budget
         reply = None
         try:
             while selector.get_map():
@@ -402,6 +256,7 @@ class Pool:
         self.options = (preimport, forbidden, limits)
         self.busy: set[Sandbox] = set()
         self.closed = False
+        hold_site()  # its sandboxes' copy of this package, removed when the last pool closes
 
     def warm(self) -> None:
         """Start every sandbox now, side by side, rather than when each is first needed."""
@@ -430,6 +285,8 @@ class Pool:
 
     def close(self) -> None:
         """Stop every sandbox; the jobs running fail at once, later ones are refused."""
+        if not self.closed:
+            release_site()  # the sandboxes still busy are killed below
         self.closed = True
         for box in list(self.busy):
             box.cancel()

@@ -1,0 +1,121 @@
+"""The checks of Exercise 3's test cells. The cells call them on `net`; the grader calls the very
+same functions on what your TimingInterpreter did with its own hidden models. Each raises an
+AssertionError that says what to fix. The notebook's setup cell imports TIMED_OPS and target_text.
+"""
+
+import math
+
+import torch
+import torch.fx
+
+TIMED_OPS = ("call_function", "call_method", "call_module")
+
+
+def target_text(node: torch.fx.Node) -> str:
+    """The target as `print(gm.graph)` shows it after `target=` (Exercise 2's rule)."""
+    if isinstance(node.target, str):
+        return node.target
+    module = {"_operator": "operator"}.get(node.target.__module__, node.target.__module__)
+    return f"{module}.{node.target.__name__}"
+
+
+def close(a, b) -> bool:
+    """Equal outputs, tensors within their dtype's tolerance, containers item by item."""
+    if isinstance(a, torch.Tensor):
+        if not (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype):
+            return False
+        return a.dtype == torch.bool or torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    for kind in (tuple, list):
+        if isinstance(a, kind):
+            return isinstance(b, kind) and len(a) == len(b) and all(map(close, a, b))
+    return a == b
+
+
+def check_starts_empty(timings) -> None:
+    """timings: a new TimingInterpreter's, before any run."""
+    assert timings == {}, f"a new TimingInterpreter's timings should be empty, not {timings}"
+
+
+def check_outputs(outputs: list, expected, what: str) -> None:
+    """outputs: what each run returned; expected: what the module returns (`what`)."""
+    same = all(close(expected, output) for output in outputs)
+    assert same, f"run(x) must return what {what} returns"
+
+
+def timed_names(gm: torch.fx.GraphModule) -> list[str]:
+    return [node.name for node in gm.graph.nodes if node.op in TIMED_OPS]
+
+
+def is_seconds(value) -> bool:
+    """A time a timer gives: a real number (float, NumPy's float64, int), finite, >= 0."""
+    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return real and math.isfinite(value) and value >= 0
+
+
+def times_problem(name: str, times, calls: int) -> str | None:
+    """What is wrong with one node's list of times after `calls` runs, said as what to fix."""
+    if not isinstance(times, list):
+        return f"timings[{name!r}] should be a list of times, one per run, not {times!r}"
+    if len(times) != calls:
+        return (
+            f"{name}: {len(times)} time(s) after {calls} run(s): append one time per run in "
+            "run_node (and start each interpreter with empty timings)"
+        )
+    wrong = [t for t in times if not is_seconds(t)]
+    if wrong:
+        return (
+            f"{name}: each time is the seconds a node took (time.perf_counter() after minus "
+            f"before, >= 0), not {wrong[0]!r}"
+        )
+    return None
+
+
+def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
+    """timings after `calls` runs on gm: one time per run for each node whose op is in
+    TIMED_OPS, and no other node."""
+    want = sorted(timed_names(gm))
+    assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    got = sorted(timings, key=str)
+    assert got == want, f"the timed nodes are {want}, not {got}"
+    for name, times in timings.items():
+        problem = times_problem(name, times, calls)
+        assert problem is None, problem
+
+
+def check_times_per_run(timings, gm: torch.fx.GraphModule, calls: int) -> None:
+    """timings after `calls` runs on gm: each node whose op is in TIMED_OPS has `calls` times."""
+    assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    for name in timed_names(gm):
+        times = timings.get(name)
+        ok = isinstance(times, list) and len(times) == calls
+        assert ok, f"{name}: want {calls} times after {calls} runs, got {times}"
+
+
+def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
+    """rows (summary()) has one well-formed row per node in timings, slowest first."""
+    nodes = {node.name: node for node in gm.graph.nodes}
+    assert isinstance(rows, list), f"summary() returns a list, not {type(rows).__name__}"
+    names = [row.get("name") if isinstance(row, dict) else row for row in rows]
+    assert sorted(names, key=str) == sorted(timings, key=str), "one row per timed node"
+    totals = [sum(timings[row["name"]]) for row in rows]
+    for row, total in zip(rows, totals, strict=True):
+        keys = {"name", "op", "target", "calls", "mean_s", "percent"}
+        assert isinstance(row, dict) and set(row) == keys, f"keys must be {sorted(keys)}: {row}"
+        node, calls = nodes[row["name"]], len(timings[row["name"]])
+        assert (row["op"], row["target"]) == (node.op, target_text(node)), f"op/target: {row}"
+        assert row["calls"] == calls, f"{row['name']}: calls should be {calls}"
+        assert math.isclose(row["mean_s"], total / calls), f"{row['name']}: mean_s is total / calls"
+        share = 100 * total / sum(totals)
+        assert math.isclose(row["percent"], share), f"{row['name']}: percent should be {share:.3f}"
+    assert totals == sorted(totals, reverse=True), "rows go by total time, slowest first"
+    return rows
+
+
+try:  # in a learner's workspace: record each test cell's result, for `make progress`
+    from fxcourse.results import record_cells
+except (ImportError, OSError):  # an exercise copied without the course's fxcourse package
+    pass
+else:
+    record_cells()

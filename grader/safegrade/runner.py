@@ -1,0 +1,207 @@
+"""What a submission's (or a check's) process runs once it is isolated: its job, read from the
+grader, then one length-prefixed record per cell, in order, written straight to the grader.
+
+A submission's job runs the notebook's code cells in order in an IPython shell (magics work; an
+error in one cell does not stop the next), each graded test cell replaced by the instructor's
+probe. A check job (checking.py) runs the instructor's checks on one submission's data.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import signal
+import sys
+import types
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+
+from .data import clean_text, decode, encode
+from .limits import LIMITS
+from .probing import call_probe
+
+FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
+OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
+WORK = "/tmp/work"
+
+
+class CellTimeout(BaseException):
+    """Raised in a cell that runs past the cell timeout (a BaseException, like an interrupt)."""
+
+
+def read_exactly(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_job(fd: int) -> dict:
+    size = int.from_bytes(read_exactly(fd, 4), "big")
+    return json.loads(read_exactly(fd, size))
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    """One length-prefixed frame (the job to the child, a record to the grader)."""
+    view = memoryview(len(payload).to_bytes(4, "big") + payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_files(files: dict) -> None:
+    for folder in (WORK, "/tmp/home"):
+        os.makedirs(folder, exist_ok=True)
+    for name, payload in files.items():
+        parts = name.split("/")
+        if ".." in parts or name.startswith("/"):
+            continue
+        target = os.path.join(WORK, *parts)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(os.fsencode(target), "wb") as handle:
+            handle.write(base64.b64decode(payload))
+
+
+def run_submission(job: dict, shell, limits: dict) -> None:
+    write_files(job.get("files", {}))
+    os.chdir(WORK)
+    sys.path.insert(0, "")  # as in a kernel: modules beside the notebook (or %%writefile) import
+    signal.signal(signal.SIGALRM, _cell_timed_out)
+    probes = types.ModuleType("probes")
+    exec(compile(job["probes"], "probes.py", "exec"), probes.__dict__)
+    nonce, timeout = job["nonce"], limits["cell_timeout"]
+    for index, cell in enumerate(job["cells"]):
+        try:
+            if "probe" in cell:
+                record = run_probe(probes, cell, shell.user_ns, timeout)
+            else:
+                record = run_code(shell, cell["code"], timeout)
+        except CellTimeout:  # the alarm went off between the cell and the record
+            record = {"error": timeout_error(timeout)}
+        send_record(dict(record, cell=index), nonce)
+    send_record({"done": True}, nonce)
+    os._exit(0)
+
+
+def run_checks(job: dict, limits: dict) -> None:
+    """A check process (checking.py): the instructor's checks on one submission's data, one
+    verdict record per test, in order; the grader's own failure ends it with a record saying so."""
+    from .checking import GraderFailure, judge, load_checks
+
+    write_files(job.get("files", {}))
+    os.chdir(WORK)
+    signal.signal(signal.SIGALRM, _cell_timed_out)  # else the alarm ends the process, not the check
+    nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
+    try:
+        checks = load_checks(WORK)
+        for index, test in enumerate(job["tests"]):
+            try:
+                with time_limit(timeout):
+                    verdict = judge(checks, test["grade_id"], test["value"], job["seed"])
+            except CellTimeout:
+                verdict = ["CheckTimeout", f"checking your result took over {timeout:g} s"]
+            send_record({"cell": index, "verdict": verdict}, nonce)
+    except GraderFailure as exc:
+        send_record({"cell": index, "grader_error": str(exc)}, nonce)
+    send_record({"done": True}, nonce)
+    os._exit(0)
+
+
+def send_record(record: dict, nonce: str) -> None:
+    """The record, encoded, capped after encoding (data over the cap becomes an error), in a
+    frame that starts with this job's nonce."""
+    payload = json.dumps(record).encode()
+    if len(payload) > FRAME_CAP:
+        message = f"the data is {len(payload) >> 20} MiB once encoded; at most {FRAME_CAP >> 20}"
+        error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
+        kept = {key: record[key] for key in ("cell", "probe") if key in record}
+        payload = json.dumps(dict(kept, error=error)).encode()
+    write_frame(3, nonce.encode() + payload)
+
+
+def _cell_timed_out(_signum, _frame):
+    raise CellTimeout
+
+
+@contextmanager
+def time_limit(seconds: float):
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def timeout_error(seconds: float) -> dict:
+    message = f"the cell ran longer than {seconds:g} s and was interrupted"
+    return {"ename": "CellTimeoutError", "evalue": message, "traceback": []}
+
+
+def run_code(shell, source: str, timeout: float) -> dict:
+    out, err = Capture(1), Capture(2)
+    shell.last_error = None
+    with redirect_stdout(out), redirect_stderr(err), time_limit(timeout):
+        shell.run_cell(source, store_history=True)
+    record = {"stdout": out.text(), "stderr": err.text()}
+    error = shell.last_error
+    if error is not None and error["ename"] == "CellTimeout":
+        error = timeout_error(timeout)
+    return dict(record, error=error) if error else record
+
+
+def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
+    """The instructor's probe for the cell, on the inputs the grader sent (data, decoded here):
+    its data, or the error it raised."""
+    out = Capture()
+    record = {"probe": cell["probe"]}
+    try:
+        with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
+            inputs = decode(cell["inputs"]) if "inputs" in cell else None
+            record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
+    except CellTimeout:
+        record["error"] = timeout_error(timeout)
+    except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
+        record["error"] = error_record(exc, [])
+    record["stdout"] = out.text()
+    return record
+
+
+def error_record(exc: BaseException, traceback: list) -> dict:
+    try:
+        evalue = str(exc)
+    except BaseException:  # noqa: BLE001 - a learner's __str__ may raise
+        evalue = "<the exception's message could not be read>"
+    return {
+        "ename": clean_text(type(exc).__name__, LIMITS.name_chars),
+        "evalue": clean_text(evalue, LIMITS.error_chars),
+        "traceback": [
+            clean_text(line, LIMITS.traceback_line_chars)
+            for line in traceback[-LIMITS.traceback_lines :]
+        ],
+    }
+
+
+class Capture(io.StringIO):
+    """A text stream that keeps the first OUTPUT_CAP characters written to it. Like a kernel's
+    stream, it has a file descriptor (what is written there goes to the process's output)."""
+
+    dropped = 0
+
+    def __init__(self, fd: int = 1):
+        super().__init__()
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def write(self, text) -> int:
+        text = text if isinstance(text, str) else str(text)
+        room = max(0, OUTPUT_CAP - self.tell())
+        self.dropped += max(0, len(text) - room)
+        super().write(text[:room])
+        return len(text)
+
+    def text(self) -> str:
+        tail = f"\n[output truncated: {self.dropped} more characters]" if self.dropped else ""
+        return clean_text(self.getvalue() + tail, OUTPUT_CAP + 100)
