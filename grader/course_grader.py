@@ -117,23 +117,9 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
         released, target = course / RELEASE / assignment, publish_to / assignment
         shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
         notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
-        nbformat.write(one_folder_deeper(notebook), target / f"{assignment}.ipynb")
+        nbformat.write(exercises.one_folder_deeper(notebook), target / f"{assignment}.ipynb")
         published.append(target / f"{assignment}.ipynb")
     return published
-
-
-def one_folder_deeper(notebook):
-    """The notebook's relative links to the chapters (`../NN_….ipynb`, written for
-    solutions/<assignment>/) as seen from chapters/exercises/<assignment>/, with nbgrader's
-    checksums of the cells that changed made again (so `nbgrader validate` accepts them)."""
-    from nbgrader.utils import compute_checksum
-
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown" and "](../" in cell.source:
-            cell.source = cell.source.replace("](../", "](../../")
-            if "checksum" in cell.metadata.get("nbgrader", {}):
-                cell.metadata.nbgrader["checksum"] = compute_checksum(cell)
-    return notebook
 
 
 def collect(
@@ -298,12 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("--timezone", default="UTC", help="zone of times in file names")
     feedback_cmds = ("release-feedback", "feedback")
     for command in (commands.choices["collect"], *map(commands.add_parser, feedback_cmds)):
-        command.add_argument(
-            "--assignment",
-            type=assignment_name,
-            action="append",
-            help="one exercise (default: all)",
-        )
+        help_text = "one exercise (default: all)"
+        command.add_argument("--assignment", type=assignment_name, action="append", help=help_text)
     export_cmd = commands.add_parser("export")
     export_cmd.add_argument("assignments", nargs="*", help="exercises (default: all)")
     export_cmd.add_argument("--out", type=Path)
