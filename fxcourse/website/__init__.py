@@ -238,14 +238,17 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
 
 
 def build(out: Path, build_dir: Path = BUILD) -> int:
-    """The English site in out, each translation in out/<code>; returns Sphinx's exit status."""
+    """The English site in out, each translation in out/<code>; returns the first failing
+    Sphinx's exit status, else 0. The editions build side by side, each in its own Sphinx with
+    its own execution cache: executing the chapters is most of the time, one kernel at a time."""
+    commands = []
     for language in languages.codes():
         folder, target = build_dir / language, out / languages.get(language).site_folder
-        write_sources(folder / "src", language)
-        command = sphinx_command(folder / "src", target, folder, language)
-        if status := subprocess.call(command, cwd=ROOT):
-            return status
-    return 0
+        write_sources(folder / "src", language)  # one at a time: it switches the language
+        commands.append(sphinx_command(folder / "src", target, folder, language))
+    builds = [subprocess.Popen(command, cwd=ROOT) for command in commands]
+    statuses = [sphinx.wait() for sphinx in builds]
+    return next((status for status in statuses if status), 0)
 
 
 def main(argv: list[str] | None = None) -> int:
