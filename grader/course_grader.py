@@ -2,8 +2,7 @@
 
     python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
-                                  a folder or .zip of submissions into classdata/submitted
-                                  (intake.py)
+                                  a folder or .zip into classdata/submitted (intake.py)
     python grader/course_grader.py collect [--assignment NAME]
                                   the submissions in nbgrader's exchange, by the same rules
     python grader/course_grader.py release-feedback [--assignment NAME]
@@ -15,11 +14,10 @@
                                   column per graded cell); fails when nothing has been graded
 
 An unknown assignment name or an empty input is refused with exit status 2 (1 for "nothing to
-grade or export yet") and a message naming the assignments.
-
-Every command takes --course DIR (default: this repository); nbgrader runs with DIR as its working
-folder, where it reads nbgrader_config.py. Grading itself is `python -m grader.safegrade autograde`
-(the AUTOGRADE variable in grader.mk), between `submitted` and `export`.
+grade or export yet") and a message naming the assignments. Every command takes --course DIR
+(default: this repository); nbgrader runs with DIR as its working folder, where it reads
+nbgrader_config.py. Grading itself is `python -m grader.safegrade autograde` (the AUTOGRADE
+variable in grader.mk), between `submitted` and `export`.
 """
 
 from __future__ import annotations
@@ -47,6 +45,7 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises_of(course)
+exercises_of = exercises.of_course  # a course's exercises (this repository's for a bare folder)
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -60,12 +59,6 @@ AUTOGRADED, FEEDBACK = CLASSDATA / "autograded", CLASSDATA / "feedback"
 GRADEBOOK, EXPORT = CLASSDATA / "gradebook.db", CLASSDATA / "exports" / "grades.csv"
 EXCHANGE, DOWNLOADED = CLASSDATA / "exchange", CLASSDATA / "downloaded"
 LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
-
-
-def exercises_of(course: Path) -> tuple[str, ...]:
-    """The exercises of the course at `course`, found in its solutions/ (grader/exercises.py);
-    this repository's for a folder without one (a scratch folder of submissions only)."""
-    return exercises.names(course) if (course / SOURCE).is_dir() else ASSIGNMENTS
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -110,14 +103,20 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
     import nbformat
 
     from fxcourse.notebooks import clean
+    from fxcourse.stamps import stamp_notebook, stamp_python
 
     _clear(publish_to / a for a in assignments)
     published = []
     for assignment in assignments:
         released, target = course / RELEASE / assignment, publish_to / assignment
         shutil.copytree(released, target, ignore=shutil.ignore_patterns("*.ipynb"))
+        for module in target.glob("*.py"):  # each says where it comes from (fxcourse.stamps)
+            origin = [f"{SOURCE.as_posix()}/{assignment}/{module.name}"]
+            module.write_text(stamp_python(module.read_text(), origin, "make release"))
         notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
-        nbformat.write(exercises.one_folder_deeper(notebook), target / f"{assignment}.ipynb")
+        origin = [f"solutions/{assignment}/{assignment}.ipynb"]
+        notebook = stamp_notebook(exercises.one_folder_deeper(notebook), origin, "make release")
+        nbformat.write(notebook, target / f"{assignment}.ipynb")
         published.append(target / f"{assignment}.ipynb")
     return published
 

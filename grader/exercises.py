@@ -33,6 +33,12 @@ def names(course: Path) -> tuple[str, ...]:
     return tuple(sorted(name for name in found if (folder / name / f"{name}.ipynb").is_file()))
 
 
+def of_course(course: Path) -> tuple[str, ...]:
+    """The exercises of the course at `course`, found in its solutions/; this repository's for
+    a folder without one (a scratch folder of submissions only)."""
+    return names(course if (course / SOURCE).is_dir() else Path(__file__).resolve().parents[1])
+
+
 def is_test_cell(cell) -> bool:
     """An autograded test cell: graded, and not a cell the learner answers in."""
     nbgrader = cell.get("metadata", {}).get("nbgrader", {})

@@ -157,7 +157,7 @@ def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
     record = {"probe": cell["probe"]}
     try:
         with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
-            inputs = decode(cell["inputs"]) if "inputs" in cell else None
+            inputs = decode(cell["inputs"])
             record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
     except CellTimeout:
         record["error"] = timeout_error(timeout)

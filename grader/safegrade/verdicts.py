@@ -100,7 +100,7 @@ def step(cell, checks=None) -> dict:
     except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
         why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
         raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
-    return {"probe": grade_id} | ({} if inputs is None else {"inputs": encode(inputs)})
+    return {"probe": grade_id, "inputs": encode(inputs)}
 
 
 def trusted_inputs(checks, grade_id: str):
