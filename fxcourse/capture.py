@@ -18,6 +18,10 @@ inside), or None when no C++ compiler is installed. It uses private torch helper
 `native_stderr()` collects what compiled code writes straight to the process's stderr (file
 descriptor 2), which `contextlib.redirect_stderr` cannot catch: AOTInductor's runtime prints each
 error there before raising it.
+
+`what_each_call_compiled(fn, batches)` is checkpoint 10.1's measurement: for each call of `fn`
+compiled with `dynamic=None`, "reuse", "static" or "symbolic". Its words are `MeasuredWord`s, so
+the checkpoint, which asks for a prediction, can tell a pasted measurement from a written one.
 """
 
 from __future__ import annotations
@@ -222,3 +226,30 @@ def native_stderr() -> Iterator[LogCapture]:
             sink.seek(0)
             if text := sink.read().decode(errors="replace").strip():
                 capture.records.append(("stderr", text))
+
+
+class MeasuredWord(str):
+    """A word `what_each_call_compiled` measured rather than a learner predicted."""
+
+
+def what_each_call_compiled(fn, batches, width: int = 3) -> list[MeasuredWord]:
+    """For each call of `fn` on a (batch, width) tensor, compiled with dynamic=None from an empty
+    cache: "reuse" (an existing graph ran), "static" or "symbolic" (the batch of the new graph)."""
+    torch.compiler.reset()
+    graphs = []
+
+    def count_graphs(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(fn, backend=count_graphs)
+    found = []
+    for batch in batches:
+        before = len(graphs)
+        compiled(torch.randn(batch, width))
+        if len(graphs) == before:
+            found.append(MeasuredWord("reuse"))
+            continue
+        size = graphs[-1].graph.find_nodes(op="placeholder")[-1].meta["example_value"].shape[0]
+        found.append(MeasuredWord("static" if isinstance(size, int) else "symbolic"))
+    return found

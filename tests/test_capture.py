@@ -142,3 +142,13 @@ def test_native_stderr_collects_what_is_written_to_descriptor_2_and_restores_it(
         raise RuntimeError
     assert written.text() == "then it raised"
     assert (os.fstat(2).st_dev, os.fstat(2).st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_what_each_call_compiled_tells_reuse_static_and_symbolic_apart():
+    def doubled(x):
+        return x * 2
+
+    words = capture.what_each_call_compiled(doubled, (3, 3, 5, 1, 8))
+    assert words == ["static", "reuse", "symbolic", "static", "reuse"]
+    assert all(isinstance(word, capture.MeasuredWord) for word in words)
+    torch.compiler.reset()
