@@ -53,7 +53,7 @@ from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
 from fxcourse.workspace import START_PAGE
-from grader import exercises, intake
+from grader import exercises, intake, intake_exchange
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -338,7 +338,7 @@ def plant_in_exchange(hub: ClassHub, ada: str, bob: str) -> tuple[Path, str]:
         ada, "bash", "-c", PLANT, "plant", str(folder), str(checks), str(gradebook), str(forged)
     )
     assert done.returncode == 0, done.stderr
-    return folder, f"{intake.changed_at(folder):{intake.TIME_FORMAT}}"
+    return folder, f"{intake_exchange.changed_at(folder):{intake.TIME_FORMAT}}"
 
 
 def check_collected(hub: ClassHub, ada: str, bob: str, ada_time: str) -> None:
