@@ -29,6 +29,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from . import VERSION, probing
+from .bookkeeping import batch_bookkeeping
 from .data import inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
@@ -74,7 +75,10 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
             session.pool.warm()  # the sandboxes import torch while this process loads the checks
             for folder in folders:
                 load_checks(folder)
-            with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
+            with (
+                tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging,
+                batch_bookkeeping(),
+            ):
                 run(app, session, todo, size, key, Path(staging))
     except KeyboardInterrupt:
         print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
