@@ -286,15 +286,42 @@ def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkey
         def inputs(grade_id, seed):
             raise KeyError("a case the instructor forgot")
 
-    cell = nbformat.v4.new_code_cell("assert True")
-    cell.metadata.nbgrader = {"grade": True, "grade_id": "test_x", "points": 1, "locked": True}
     with pytest.raises(checking.GraderFailure, match="could not make the inputs of test_x"):
-        verdicts.step(cell, BrokenChecks)
+        checking.encoded_inputs(BrokenChecks, "test_x", BrokenChecks.seed)  # the inputs process
+    record = {"cell": 0, "grader_error": "checks.py could not make the inputs of test_x (...)"}
+    with pytest.raises(checking.GraderFailure, match="could not make the inputs of test_x"):
+        checking.inputs_of(record, "test_x")  # what the grading process makes of its record
     (tmp_path / "probes.py").write_text("def test_x(ns, inputs):\n    return 1\n")
     (tmp_path / "checks.py").write_text("def inputs(grade_id, seed):\n    return {}[grade_id]\n")
     monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
     with pytest.raises(kernel.GraderError, match="could not make the inputs of test_x"):
         kernel.run_check(tmp_path.name, "test_x", {})
+
+
+@pytest.mark.parametrize(
+    "record", [None, {"cell": 0, "error": {"ename": "DataTooLarge"}}, {"cell": 0, "stdout": "x"}]
+)
+def test_inputs_that_do_not_arrive_whole_are_the_graders_failure(record):
+    with pytest.raises(checking.GraderFailure, match="inputs of test_x"):
+        checking.inputs_of(record, "test_x")
+
+
+def test_the_inputs_process_sends_what_the_trusted_side_would_make():
+    class Checks:
+        @staticmethod
+        def inputs(grade_id, seed):
+            return None if grade_id == "old_form" else {"x": torch.arange(seed), "id": grade_id}
+
+    record = json.loads(json.dumps({"cell": 0} | checking.encoded_inputs(Checks, "t", 5)))
+    sent = checking.inputs_of(record, "t")
+    assert data.decode(sent["inputs"])["id"] == "t"
+    assert torch.equal(data.decode(sent["inputs"])["x"], torch.arange(5))
+    assert (
+        checking.inputs_of({"cell": 1} | checking.encoded_inputs(Checks, "old_form", 5), "") == {}
+    )
+    cell = nbformat.v4.new_code_cell("assert True")
+    cell.metadata.nbgrader = {"grade": True, "grade_id": "t", "points": 1, "locked": True}
+    assert verdicts.step(cell, {"t": sent}) == {"probe": "t", "inputs": sent["inputs"]}
 
 
 def test_the_attack_that_reads_the_checks_would_find_them_where_they_are():

@@ -28,7 +28,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from . import VERSION, probing
+from . import VERSION
+from .bookkeeping import batch_bookkeeping
 from .data import inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
@@ -71,10 +72,11 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
     session = GradingSession(Pool(size, imports, forbidden_paths(course), limits))
     try:
         if todo:
-            session.pool.warm()  # the sandboxes import torch while this process loads the checks
-            for folder in folders:
-                load_checks(folder)
-            with tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging:
+            session.pool.warm()  # the sandboxes import torch while nbgrader stages the first
+            with (
+                tempfile.TemporaryDirectory(prefix="safegrade-staging-") as staging,
+                batch_bookkeeping(),
+            ):
                 run(app, session, todo, size, key, Path(staging))
     except KeyboardInterrupt:
         print("INTERRUPTED: rerun the same command to grade the rest (done work is kept)")
@@ -87,13 +89,6 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
 
 def source_folder(course, assignment: str) -> Path:
     return Path(course.format_path(course.source_directory, ".", assignment))
-
-
-def load_checks(folder: Path) -> None:
-    try:
-        probing.sibling(folder / "probes.py", "checks")
-    except Exception as exc:  # noqa: BLE001 - each submission of it will report it
-        print(f"safegrade: the checks of {folder.name} do not load: {exc}", file=sys.stderr)
 
 
 def run(app, session: GradingSession, todo: list, size: int, key: str, staging: Path) -> None:

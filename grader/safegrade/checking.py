@@ -1,5 +1,8 @@
 """The check process: the instructor's checks, run on a submission's data in a sandboxed process
 of their own (a fresh child of the template, like a submission's, which never runs learner code).
+Before the submission runs, an inputs process (another such child, holding only the exercise's
+files and the seed) makes each test's inputs the same way, so the grading process never runs
+checks.py (nor imports torch).
 
 It receives the exercise's checks.py and verify.py (as files), the submission's seed and each
 test's data as the probe sent it; it makes each test's inputs from the seed, decodes the data,
@@ -15,7 +18,7 @@ from __future__ import annotations
 import os
 
 from . import probing
-from .data import clean_text, decode
+from .data import clean_text, decode, encode
 from .limits import LIMITS
 
 MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
@@ -30,11 +33,7 @@ def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
         return ["DataError", f"the data your code produced could not be read: {exc}"]
     if getattr(checks, grade_id, None) is None:
         return ["GraderError", f"checks.py has no check for {grade_id!r}"]
-    try:
-        inputs = probing.make_inputs(checks, grade_id, seed)
-    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
-        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
-        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
+    inputs = trusted_inputs(checks, grade_id, seed)
     try:
         with probing.torch_defaults():
             probing.run_check_function(checks, grade_id, data, inputs)
@@ -44,6 +43,26 @@ def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
             clean_text(str(exc), MESSAGE_CAP),
         ]
     return None
+
+
+def trusted_inputs(checks, grade_id: str, seed: int):
+    """checks.inputs(grade_id, seed); raises GraderFailure when checks.py cannot make them."""
+    try:
+        return probing.make_inputs(checks, grade_id, seed)
+    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
+        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
+        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
+
+
+def encoded_inputs(checks, grade_id: str, seed: int) -> dict:
+    """An inputs process's record of one test: {"inputs": its inputs as data} (every test has
+    inputs, made by checks.inputs). Raises GraderFailure when checks.py cannot make or send them."""
+    inputs = trusted_inputs(checks, grade_id, seed)
+    try:
+        return {"inputs": encode(inputs)}
+    except Exception as exc:  # noqa: BLE001 - the instructor's inputs, not the learner's data
+        why = clean_text(str(exc), LIMITS.check_error_chars)
+        raise GraderFailure(f"the inputs of {grade_id} cannot be sent ({why})") from exc
 
 
 class GraderFailure(RuntimeError):
@@ -65,6 +84,24 @@ def check_job(files: dict[str, str], seed: int, tests: list[tuple[str, object]])
     grade_id and data as the probe sent it."""
     rows = [{"grade_id": grade_id, "value": value} for grade_id, value in tests]
     return {"kind": "checks", "files": files, "seed": seed, "tests": rows}
+
+
+def inputs_job(files: dict[str, str], seed: int, grade_ids: list[str]) -> dict:
+    """The job an inputs process runs: the exercise's files (base64), the seed, and the grade_id
+    of each test whose inputs it makes."""
+    return {"kind": "inputs", "files": files, "seed": seed, "tests": list(grade_ids)}
+
+
+def inputs_of(record: dict | None, grade_id: str) -> dict:
+    """An inputs process's record for a test, checked: {"inputs": data}. Raises GraderFailure
+    when the process failed or sent no such record."""
+    if record is None:
+        raise GraderFailure(f"the grader's process making the inputs of {grade_id} did not finish")
+    if "grader_error" in record:
+        raise GraderFailure(clean_text(str(record["grader_error"]), LIMITS.grader_error_chars))
+    if "error" in record or "inputs" not in record or set(record) - {"cell", "inputs"}:
+        raise GraderFailure(f"the inputs of {grade_id} did not arrive whole")
+    return {key: value for key, value in record.items() if key == "inputs"}
 
 
 def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:

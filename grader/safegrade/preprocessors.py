@@ -44,7 +44,6 @@ from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
 from .session import GradingSession
 from .staging import files_for_sandbox, forbidden_paths, preimports
 from .verdicts import (
-    Checks,
     code_cells,
     error_output,
     first_line,
@@ -146,22 +145,23 @@ class SandboxExecute(ResilientExecute):
         info = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
-        checks = Checks(folder, seed(course, info["student"], info["assignment"]))
+        submission_seed = seed(course, info["student"], info["assignment"])
         submitted = course.format_path(
             course.submitted_directory, info["student"], info["assignment"]
         )
         cells = code_cells(nb)
         self.course, self.folder, self.own_pool = course, folder, None
         try:
+            inputs = self.test_inputs(cells, submission_seed)
             job = {
-                "cells": [step(cell, checks) for cell in cells],
+                "cells": [step(cell, inputs) for cell in cells],
                 "probes": (folder / "probes.py").read_text(),
                 "files": files_for_sandbox([Path(submitted), folder], course.ignore),
             }
             stream, nonce = self.run_job(job)
             records = read_records(stream, len(cells), nonce)
             missing = stopped(self.last_reply, records, cells)
-            verdicts = self.verdicts(cells, records, checks.seed)
+            verdicts = self.verdicts(cells, records, submission_seed)
         except GraderFailure:
             if self.session is not None:
                 self.session.grader_failed.add((info["student"], info["assignment"]))
@@ -173,18 +173,33 @@ class SandboxExecute(ResilientExecute):
             cell.outputs = outputs(cell, records.get(index), missing, verdicts.get(index))
         return nb, resources
 
+    def test_inputs(self, cells: list, seed: int) -> dict[str, dict]:
+        """grade_id -> {"inputs": data}, for every test cell: made from checks.py and the
+        seed by an inputs process of this submission's own (a sandboxed child that has held no
+        learner's data), so that this process, which holds the gradebook and the grading
+        secret, never runs checks.py, nor imports torch to make models for it."""
+        tests = sorted({grade_id(cell) for cell in cells if is_test(cell)})
+        if not tests:
+            return {}
+        stream, nonce = self.run_job(checking.inputs_job(self.exercise_files(), seed, tests))
+        found = read_records(stream, len(tests), nonce)
+        return {name: checking.inputs_of(found.get(k), name) for k, name in enumerate(tests)}
+
+    def exercise_files(self) -> dict[str, str]:
+        """The exercise's Python files (checks.py, probes.py, verify.py), base64, by name."""
+        return {
+            path.name: base64.b64encode(path.read_bytes()).decode("ascii")
+            for path in sorted(self.folder.glob("*.py"))
+        }
+
     def verdicts(self, cells: list, records: dict, seed: int) -> dict[int, tuple | None]:
         """cell index -> the verdict of its check (None: passed), for every test cell whose
         probe sent data, from a check process of this submission's own (checking.py)."""
         tested = [i for i, c in enumerate(cells) if is_test(c) and sent_data(c, records.get(i))]
         if not tested:
             return {}
-        files = {
-            path.name: base64.b64encode(path.read_bytes()).decode("ascii")
-            for path in sorted(self.folder.glob("*.py"))
-        }
         tests = [(grade_id(cells[i]), records[i]["value"]) for i in tested]
-        stream, nonce = self.run_job(checking.check_job(files, seed, tests))
+        stream, nonce = self.run_job(checking.check_job(self.exercise_files(), seed, tests))
         found = read_records(stream, len(tests), nonce)
         reply = self.last_reply
         why = f"the grader's check of this test did not finish: its process {reply.get('status')}"

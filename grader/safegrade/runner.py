@@ -3,7 +3,8 @@ grader, then one length-prefixed record per cell, in order, written straight to 
 
 A submission's job runs the notebook's code cells in order in an IPython shell (magics work; an
 error in one cell does not stop the next), each graded test cell replaced by the instructor's
-probe. A check job (checking.py) runs the instructor's checks on one submission's data.
+probe. A check job (checking.py) runs the instructor's checks on one submission's data; an
+inputs job makes each test's inputs from checks.py and the submission's seed.
 """
 
 from __future__ import annotations
@@ -86,26 +87,44 @@ def run_submission(job: dict, shell, limits: dict) -> None:
 
 def run_checks(job: dict, limits: dict) -> None:
     """A check process (checking.py): the instructor's checks on one submission's data, one
-    verdict record per test, in order; the grader's own failure ends it with a record saying so."""
-    from .checking import GraderFailure, judge, load_checks
+    verdict record per test, in order; or, for an inputs job, each test's inputs. The grader's
+    own failure ends it with a record saying so."""
+    from .checking import GraderFailure, load_checks
 
     write_files(job.get("files", {}))
     os.chdir(WORK)
     signal.signal(signal.SIGALRM, _cell_timed_out)  # else the alarm ends the process, not the check
     nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
+    make = inputs_record if job.get("kind") == "inputs" else verdict_record
     try:
         checks = load_checks(WORK)
         for index, test in enumerate(job["tests"]):
-            try:
-                with time_limit(timeout):
-                    verdict = judge(checks, test["grade_id"], test["value"], job["seed"])
-            except CellTimeout:
-                verdict = ["CheckTimeout", f"checking your result took over {timeout:g} s"]
-            send_record({"cell": index, "verdict": verdict}, nonce)
+            send_record({"cell": index} | make(checks, test, job["seed"], timeout), nonce)
     except GraderFailure as exc:
         send_record({"cell": index, "grader_error": str(exc)}, nonce)
     send_record({"done": True}, nonce)
     os._exit(0)
+
+
+def verdict_record(checks, test: dict, seed: int, timeout: float) -> dict:
+    from .checking import judge
+
+    try:
+        with time_limit(timeout):
+            return {"verdict": judge(checks, test["grade_id"], test["value"], seed)}
+    except CellTimeout:
+        return {"verdict": ["CheckTimeout", f"checking your result took over {timeout:g} s"]}
+
+
+def inputs_record(checks, grade_id: str, seed: int, timeout: float) -> dict:
+    from .checking import GraderFailure, encoded_inputs
+
+    try:
+        with time_limit(timeout):
+            return encoded_inputs(checks, grade_id, seed)
+    except CellTimeout:
+        why = f"checks.py took over {timeout:g} s to make the inputs of {grade_id}"
+        raise GraderFailure(why) from None
 
 
 def send_record(record: dict, nonce: str) -> None:

@@ -1,6 +1,6 @@
-"""From records to a test cell's outputs: the job sent for a notebook's code cells, its tests'
-inputs from the exercise's checks, each cell's record and its check's verdict turned into the
-outputs nbgrader scores (a failing check is an error output of its cell).
+"""From records to a test cell's outputs: the job sent for a notebook's code cells (its tests'
+inputs made by an inputs process, checking.py), each cell's record and its check's verdict
+turned into the outputs nbgrader scores (a failing check is an error output of its cell).
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 
-from . import probing
-from .checking import GraderFailure
-from .data import clean_text, encode
+from .data import clean_text
 from .limits import LIMITS
 
 
@@ -58,17 +56,6 @@ def is_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-class Checks:
-    """An exercise's checks.py (loaded here, never sent), and this submission's seed, from which
-    checks.py makes each test's inputs."""
-
-    def __init__(self, folder: Path, seed: int):
-        self.module, self.seed = probing.sibling(folder / "probes.py", "checks"), seed
-
-    def __getattr__(self, name: str):
-        return getattr(self.module, name)
-
-
 def seed(course: CourseDirectory, student: str, assignment: str) -> int:
     """The seed of a submission's test inputs: from its student, assignment and a secret kept
     beside the autograded submissions (made on first use), so a regrade sees the same inputs."""
@@ -90,21 +77,13 @@ def seed(course: CourseDirectory, student: str, assignment: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 
-def step(cell, checks=None) -> dict:
-    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data."""
+def step(cell, inputs: dict[str, dict]) -> dict:
+    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data
+    (grade_id -> {"inputs": data} or {}, from an inputs process: checking.inputs_of)."""
     if not is_test(cell):
         return {"code": cell.source}
     grade_id = cell.metadata.nbgrader["grade_id"]
-    try:
-        inputs = trusted_inputs(checks, grade_id)
-    except Exception as exc:  # noqa: BLE001 - the instructor's checks.py failed, not the learner
-        why = f"{type(exc).__name__}: {clean_text(str(exc), LIMITS.check_error_chars)}"
-        raise GraderFailure(f"checks.py could not make the inputs of {grade_id} ({why})") from exc
-    return {"probe": grade_id, "inputs": encode(inputs)}
-
-
-def trusted_inputs(checks, grade_id: str):
-    return probing.make_inputs(checks, grade_id, getattr(checks, "seed", 0))
+    return {"probe": grade_id} | inputs[grade_id]
 
 
 def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> list:

@@ -196,7 +196,7 @@ def child(fds: list[int], limits: dict, shell) -> None:
         set_limits(limits)
         install_seccomp()
         job = runner.read_job(0)
-        if job.get("kind") == "checks":
+        if job.get("kind") in ("checks", "inputs"):
             runner.run_checks(job, limits)
         runner.run_submission(job, shell, limits)
     finally:
