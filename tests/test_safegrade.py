@@ -310,15 +310,16 @@ def test_the_inputs_process_sends_what_the_trusted_side_would_make():
     class Checks:
         @staticmethod
         def inputs(grade_id, seed):
-            return None if grade_id == "old_form" else {"x": torch.arange(seed), "id": grade_id}
+            return None if grade_id == "none" else {"x": torch.arange(seed), "id": grade_id}
 
     record = json.loads(json.dumps({"cell": 0} | checking.encoded_inputs(Checks, "t", 5)))
     sent = checking.inputs_of(record, "t")
     assert data.decode(sent["inputs"])["id"] == "t"
     assert torch.equal(data.decode(sent["inputs"])["x"], torch.arange(5))
-    assert (
-        checking.inputs_of({"cell": 1} | checking.encoded_inputs(Checks, "old_form", 5), "") == {}
-    )
+    none = checking.inputs_of({"cell": 1} | checking.encoded_inputs(Checks, "none", 5), "none")
+    assert data.decode(none["inputs"]) is None  # inputs of None still travel, as data
+    with pytest.raises(checking.GraderFailure, match="did not arrive whole"):
+        checking.inputs_of({"cell": 1}, "t")  # every test's record holds its inputs
     cell = nbformat.v4.new_code_cell("assert True")
     cell.metadata.nbgrader = {"grade": True, "grade_id": "t", "points": 1, "locked": True}
     assert verdicts.step(cell, {"t": sent}) == {"probe": "t", "inputs": sent["inputs"]}
