@@ -89,6 +89,8 @@ TRACEBACK_SOURCE = re.compile(r"^\s*(File |Cell In\[|-+> ?\d|\d+ |\^)")
 PRINTED_CODE_START = re.compile(r"^(def|class) \w+")
 LIBRARY_MESSAGE = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+: ")
 OBJECT_REPR = re.compile(r"<[^<>\n]*>")
+# An operator's schema as torch prints it: "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor"
+OPERATOR_SCHEMA = re.compile(r"^\s*\w+::[\w.]+\(.*\) -> ")
 
 
 def english_sentences(text: str) -> list[str]:
@@ -141,7 +143,7 @@ def printed_prose(text: str) -> str:
     kept, in_code = [], False
     for line in text.splitlines():
         in_code = bool(PRINTED_CODE_START.match(line)) or (in_code and line[:1] in ("", " "))
-        if not in_code and not LIBRARY_MESSAGE.match(line):
+        if not in_code and not LIBRARY_MESSAGE.match(line) and not OPERATOR_SCHEMA.match(line):
             kept.append(OBJECT_REPR.sub(" ", line))
     return "\n".join(kept)
 
@@ -202,12 +204,13 @@ def test_an_english_sentence_is_found(text):
         "还没有通过：检查点需要一个 GraphModule。",
         "def forward(self, x):\n    relu = torch.relu(x);  x = None\n    return relu",
         "opcode         name    target                   args        kwargs",
+        "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
         "Success! Your notebook passes all the tests.",
         "<p>看看 <code>print the graph of this model</code></p><pre>for node in graph nodes</pre>",
     ],
 )
 def test_code_chinese_and_nbgrader_labels_are_not_english_sentences(text):
-    prose = html_prose(text) if text.startswith("<") else text
+    prose = html_prose(text) if text.startswith("<") else printed_prose(text)
     assert not english_sentences(prose), english_sentences(prose)
 
 
