@@ -294,8 +294,8 @@ def rule_cases(seed: int, count: int = 5) -> list[RuleCase]:
 
 
 def learner_cell(function) -> str:
-    """The imports, definitions and constants of the cell that defined `function` (what a fresh
-    Python gets when the learner reruns that cell), without its other statements."""
+    """The imports, definitions, constants and lambdas of the cell that defined `function` (what a
+    fresh Python gets when the learner reruns that cell), without its other statements."""
     import inspect
 
     code = function.__code__
@@ -304,10 +304,10 @@ def learner_cell(function) -> str:
     tree = ast.parse(source)
     body = []
     for statement in tree.body:
-        is_constant = isinstance(statement, ast.Assign) and isinstance(
-            statement.value, ast.Constant
+        is_value = isinstance(statement, ast.Assign) and isinstance(
+            statement.value, ast.Constant | ast.Lambda
         )
-        if isinstance(statement, kept) or is_constant:
+        if isinstance(statement, kept) or is_value:
             body.append(statement)
     return ast.unparse(ast.Module(body=body, type_ignores=[]))
 
@@ -331,14 +331,17 @@ print(json.dumps(keys))
 """
 
 
-def keys_in_fresh_python(function, rule_sets: dict[str, str], hash_seed: int) -> dict | str:
-    """{label: key} from `function`'s cell run in a new Python (PYTHONHASHSEED=hash_seed), each
-    rule set defined there under a file name of its own; or the new Python's error, a string."""
+def keys_in_fresh_python(
+    function, rule_sets: dict[str, str], hash_seed: int, name: str = "rules_key"
+) -> dict | str:
+    """{label: key} from the function called `name` of `function`'s cell, run in a new Python
+    (PYTHONHASHSEED=hash_seed), each rule set defined there under a file name of its own; or the
+    new Python's error, a string."""
     folder = f"/tmp/ipykernel_{hash_seed}"
     spec = {
         "cell": learner_cell(function),
         "cell_file": f"{folder}/cell.py",
-        "name": function.__name__,
+        "name": name,
         "rule_sets": {
             label: (source, f"{folder}/{index}.py")
             for index, (label, source) in enumerate(rule_sets.items())
