@@ -119,7 +119,7 @@ def refused_9_2(search, replace, seed: int) -> bool:
         for got, right in zip(mine(*case.inputs), theirs(*case.inputs), strict=True):
             close = 1e-5 if right.dtype == torch.float32 else 1e-10
             if got.dtype != right.dtype or not torch.allclose(
-                got, right, rtol=close, equal_nan=True
+                got, right, rtol=close, atol=close, equal_nan=True
             ):
                 return True
     return False
