@@ -124,6 +124,7 @@ class LabServer:
     log_path: Path
     workspace: Path  # the learner's (`make lab`): WORKSPACE=
     exchange: Path  # nbgrader's exchange for this server: FXCOURSE_EXCHANGE=
+    environment: dict[str, str]  # the server's: its runtime folder, exchange, settings
 
     def lab_url(self, query: str = "reset") -> str:
         return f"{self.url}lab?{query}&token={self.token}"
@@ -239,7 +240,7 @@ def start_lab(
         write_lab_settings(workspace / WORKSPACE_LAB_SETTINGS, settings)
     process = start_make(command, root, env, log_path)
     url, exchange = f"http://127.0.0.1:{port}/", Path(env["FXCOURSE_EXCHANGE"])
-    server = LabServer(url, token, root, process, log_path, workspace, exchange)
+    server = LabServer(url, token, root, process, log_path, workspace, exchange, env)
     try:
         _wait_until_up(server)
     except BaseException:
@@ -529,10 +530,15 @@ class LabPage(BrowserSteps):
         return self.page.evaluate(JS_NOTEBOOK_REPORT)
 
     def cell(self, index: int):
-        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+        """Cell `index` of the notebook in the current tab (other tabs' cells are in the page
+        too, hidden)."""
+        panel = self.page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+        return self.page.locator(f'[id="{panel}"] .jp-Notebook .jp-Cell').nth(index)
 
     def replace_cell_source(self, index: int, code: str) -> None:
         """Click into the cell's editor, select all of it and type `code` over it."""
+        # A cell far down is drawn (its editor made) only once it is scrolled to.
+        self.cell(index).scroll_into_view_if_needed()
         editor = self.cell(index).locator(".cm-content")
         editor.scroll_into_view_if_needed()
         editor.click()

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from fxcourse import progress, results, tryit, workspace
+from fxcourse import course_update, lab_link, progress, results, tryit, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,6 +135,54 @@ def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_pa
     assert not list((mine / workspace.PENDING).rglob("*.ipynb"))
 
 
+def _three_chapters(tmp_path: Path, monkeypatch, source: str) -> tuple[Path, Path]:
+    """A course of three one-cell chapters (`source` with the chapter's {letter} and {number})
+    and a workspace synced from it."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course, mine = tmp_path / "course", tmp_path / "workspace"
+    for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
+        text = source.format(letter=name[3], number=name[1])
+        _write_chapter(course / "chapters", name, text)
+    workspace.sync(mine, course)
+    return course, mine
+
+
+def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeypatch):
+    """Open in the lab `make lab` started: the update is staged for it (the lab merges it into
+    the open document, tests/test_lab_updates.py). Open in another lab: left alone and named,
+    with the lab's address. Closed: updated on disk. A later sync, the notebook closed, brings a
+    staged update in on disk (and forgets the staged copy)."""
+    course, mine = _three_chapters(tmp_path, monkeypatch, "{letter} = 1")
+    chapters = course / "chapters"
+    before = {name: (mine / name).read_bytes() for name in ("01_a.ipynb", "02_b.ipynb")}
+    for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
+        _write_chapter(chapters, name, f"{name[3]} = 2")
+    ours = lab_link.RunningLab("http://127.0.0.1:8888/", "t", mine, 1)
+    other = lab_link.RunningLab("http://127.0.0.1:9999/", "", mine.parent, 2)
+    labs = lab_link.OpenInLab(delivering={"01_a.ipynb": ours}, blocking={"02_b.ipynb": other})
+    report = workspace.sync(mine, course, labs=labs)
+    assert (report.in_lab, report.held, report.updated) == (
+        ["01_a.ipynb"],
+        ["02_b.ipynb"],
+        ["03_c.ipynb"],
+    )
+    assert {name: (mine / name).read_bytes() for name in before} == before, "an open copy written"
+    assert course_update.staged_names(mine) == ["01_a.ipynb"]
+    staged, language = course_update.staged(mine, "01_a.ipynb")
+    assert (staged.cells[0].source, language) == ("a = 2", "en")
+    (held,) = report.lines()[1:]
+    assert held.startswith("NOT UPDATED: 02_b.ipynb") and "http://127.0.0.1:9999/" in held, held
+    assert "save it and close it" in held.lower(), held
+
+    report = workspace.sync(mine, course)  # both closed now
+    assert report.updated == ["01_a.ipynb", "02_b.ipynb"] and not report.held
+    assert course_update.staged_names(mine) == []
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2"]
+    unasked = lab_link.OpenInLab(unasked=[other])  # a lab that did not answer: nothing changed
+    _write_chapter(chapters, "03_c.ipynb", "c = 3")
+    assert workspace.sync(mine, course, labs=unasked).held == ["03_c.ipynb"]
+
+
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     workspace.sync(tmp_path / "ws", ROOT)
@@ -233,6 +281,31 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
     assert progress.main([str(tmp_path / "nowhere")]) == 2
 
 
+def test_progress_dates_only_what_the_learner_saved_or_checked(tmp_path, monkeypatch, capsys):
+    """A chapter never opened shows no "[notebook saved ...]": its file's time is only when the
+    sync copied it (first copy, an update, an earlier sync's copy); one the learner saved does."""
+    course, mine = _three_chapters(tmp_path, monkeypatch, "checkpoint('{number}.1', 'x')")
+    chapters = course / "chapters"
+    monkeypatch.setattr(progress, "course_notebooks", lambda: workspace.course_notebooks(course))
+    assert progress.progress(mine)["as_of"] == {}
+    _open_and_run(mine / "02_b.ipynb")  # the lab saved it
+    _write_chapter(chapters, "03_c.ipynb", "checkpoint('3.1', 'x')", "# new in the course")
+    assert workspace.sync(mine, course).updated == ["03_c.ipynb"]  # rewritten by the sync
+    found = progress.progress(mine)["as_of"]
+    assert list(found) == ["02_b.ipynb"] and found["02_b.ipynb"][0] == "notebook saved", found
+    progress.main([str(mine)])
+    shown = capsys.readouterr().out.splitlines()
+    assert [line for line in shown if "[notebook saved" in line] == [
+        line for line in shown if line.startswith("  02_b.ipynb")
+    ], shown
+
+    earlier = tmp_path / "earlier"  # a workspace of an earlier sync: only its digests are known
+    shutil.copytree(chapters, earlier, ignore=shutil.ignore_patterns("exercises"))
+    digests = {n: hashlib.sha256((earlier / n).read_bytes()).hexdigest() for n in ("01_a.ipynb",)}
+    (earlier / workspace.LEGACY_MANIFEST).write_text(json.dumps(digests))
+    assert list(progress.progress(earlier)["as_of"]) == ["02_b.ipynb", "03_c.ipynb"]
+
+
 class _CellRun:
     """What IPython hands a post_run_cell callback: the cell's text and whether it succeeded."""
 
@@ -274,7 +347,7 @@ def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, mo
     assert f"{assignment}: passed ({exercise})  [checks ran " in shown, shown
     claim = progress.progress(mine)
     assert claim["as_of"][assignment][0] == "checks ran"
-    assert claim["as_of"]["02_fx_ir.ipynb"][0] == "notebook saved"
+    assert "02_fx_ir.ipynb" not in claim["as_of"]  # never saved: no date (the sync's is not)
 
     recorder(_CellRun(tests[-1].source, success=False))
     assert progress.progress(mine)["exercises"][assignment][0] == "failing"
