@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -39,6 +40,7 @@ from fxcourse.messages import _, speaking
 
 LIVE_S = 600  # a hidden browser tab reports about once a minute (browsers slow its timers)
 MAX_OPEN = 500  # paths one tab may report
+MERGE_S = 60  # how long a tab has to save a merged notebook before another tab may take it
 
 
 def _jupyter_server_extension_points() -> list[dict]:
@@ -55,13 +57,25 @@ def _load_jupyter_server_extension(serverapp) -> None:
     )
 
 
+@dataclass
+class Merge:
+    """An update handed to a tab, until the tab has saved it."""
+
+    workspace: Path
+    name: str
+    update: course_update.Update
+    course: nbformat.NotebookNode
+    frontend: str
+    since: float = field(default_factory=time.monotonic)
+
+
 class LabState:
     """The tabs connected to this server and the merges they have asked for."""
 
     def __init__(self, root: Path):
         self.root = root.resolve()
         self.frontends: dict[str, tuple[float, list[str]]] = {}  # id -> (last report, paths)
-        self.merges: dict[str, tuple] = {}  # token -> (workspace, name, Update, course)
+        self.merges: dict[str, Merge] = {}  # by token
 
     def report(self, frontend: str, paths: list[str], leaving: bool) -> list[str]:
         """Note what a tab has open; the paths among them with an update waiting."""
@@ -90,24 +104,42 @@ class LabState:
         staged = found and course_update.staged(*found)
         return (*found, *staged) if staged else None
 
-    def merge(self, path: str, notebook: nbformat.NotebookNode) -> dict:
+    def merge(self, path: str, notebook: nbformat.NotebookNode, frontend: str) -> dict:
         """The cells `notebook` (a tab's open document) should hold with the update merged in,
         the message to show, and the token to confirm with once saved."""
         waiting = self.waiting(path)
         if waiting is None:
             return {"token": None}  # nothing waiting (taken already)
         workspace, name, course, language = waiting
+        if self.taken_elsewhere(workspace, name, frontend):
+            return {"token": None}  # another tab of this notebook saves it (then it is stale)
         with speaking(language):
             update = course_update.plan(workspace, name, notebook, course)
             message = merged_message(update.outcome, name)
         token = secrets.token_hex(16)
-        self.merges[token] = (workspace, name, update, course)
+        self.merges[token] = Merge(workspace, name, update, course, frontend)
         cells = tab_cells(update.notebook) if update.notebook is not None else None
         return {"token": token, "cells": cells, "message": message}
 
+    def taken_elsewhere(self, workspace: Path, name: str, frontend: str) -> bool:
+        """Whether another tab was handed this notebook's update within MERGE_S and has not
+        saved it yet; this tab's earlier, unconfirmed merges of it are dropped (it asks again
+        when the learner typed while one was on its way)."""
+        cutoff = time.monotonic() - MERGE_S
+        self.merges = {
+            token: merge
+            for token, merge in self.merges.items()
+            if merge.since >= cutoff
+            and not (
+                merge.frontend == frontend and (merge.workspace, merge.name) == (workspace, name)
+            )
+        }
+        return any((m.workspace, m.name) == (workspace, name) for m in self.merges.values())
+
     def merged(self, token: str) -> None:
         """The tab saved the merged notebook: record the update as delivered."""
-        workspace, name, update, course = self.merges.pop(token)
+        merge = self.merges.pop(token)
+        workspace, name, update, course = merge.workspace, merge.name, merge.update, merge.course
         if update.beside is not None:
             beside = (workspace / name).with_name(course_update.beside_name(Path(name).name))
             course_update.write(update.beside, beside)
@@ -216,7 +248,8 @@ class MergeHandler(_Handler):
             notebook = notebook_of(body["notebook"])
         except (KeyError, TypeError, ValueError, nbformat.ValidationError) as error:
             raise web.HTTPError(400, f"not a notebook: {error}") from error
-        self.finish(self.lab.merge(str(body.get("path", "")), notebook))
+        frontend = str(body.get("frontend", ""))[:64]
+        self.finish(self.lab.merge(str(body.get("path", "")), notebook, frontend))
 
 
 class MergedHandler(_Handler):

@@ -103,7 +103,8 @@ class Tab:
         return call(self.server, "fxcourse/lab/frontends", body)["updates"]
 
     def merge(self, path: str, document: dict) -> dict:
-        return call(self.server, "fxcourse/lab/merge", {"path": path, "notebook": document})
+        body = {"path": path, "notebook": document, "frontend": self.name}
+        return call(self.server, "fxcourse/lab/merge", body)
 
     def save_and_confirm(self, path: str, document: dict, reply: dict) -> None:
         """Hold the answer's cells, save through the contents API, say it is saved."""
@@ -207,7 +208,12 @@ def test_an_update_goes_into_the_open_document_through_the_lab(course_and_worksp
         assert sorted(waiting) == open_paths, f"no update offered to the tab: {waiting}"
         assert {name: (mine / name).read_bytes() for name in open_paths} == on_disk
 
-        reply = tab.merge("01_a.ipynb", typed)
+        first = tab.merge("01_a.ipynb", typed)
+        assert Tab(server, "tab-2").merge("01_a.ipynb", typed) == {"token": None}  # one saves
+        reply = tab.merge("01_a.ipynb", typed)  # asked again (the learner typed meanwhile)
+        with pytest.raises(urllib.error.HTTPError) as dropped:
+            call(server, "fxcourse/lab/merged", {"token": first["token"]})
+        assert dropped.value.code == 404
         notice, *cells = reply["cells"]
         assert notice["id"] == course_update.NOTICE_ID and "Course update" in notice["source"]
         assert [cell["source"] for cell in cells] == ["a = 2", TYPED]

@@ -151,10 +151,11 @@
           const sent = JSON.stringify(documentOf(model));
           const reply = await this.request('fxcourse/lab/merge', {
             path,
-            notebook: JSON.parse(sent)
+            notebook: JSON.parse(sent),
+            frontend: this.frontend
           });
           if (!reply.token) {
-            return; // nothing waiting any more
+            return; // nothing waiting any more, or another tab of the notebook takes it
           }
           if (JSON.stringify(documentOf(model)) !== sent) {
             continue; // the learner typed meanwhile: merge into what is there now
