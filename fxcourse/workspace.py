@@ -1,6 +1,6 @@
 """The learner's workspace: their own copies of the chapters and exercises, outside git's view.
 
-    python -m fxcourse.workspace sync [--workspace DIR]
+    python -m fxcourse.workspace sync [--workspace DIR] [--language CODE] [--course DIR]
     python -m fxcourse.workspace exchange     create the exchange folder if needed, print its path
 
 `make lab` runs `sync` and opens JupyterLab in the workspace (default: ./workspace, git-ignored);
@@ -22,11 +22,13 @@ never sees the sync's output). A notebook open in the learner's running JupyterL
 written on disk, where the lab would meet it as "File Changed" at its next save: the update is
 handed to that lab (fxcourse.lab_link finds it, fxcourse.lab_updates merges the update into the
 open document, with what the learner typed and has not saved, and saves it), or, in a lab that
-cannot take it, left for a later sync and named, to be saved and closed first. An update is only
-taken as delivered once a later sync finds it in the learner's copy: until then the course
-version before it is kept in .fxcourse/pending/, and a sync that finds the update gone (an older
-lab's "File Changed: Overwrite" wrote the old cells back) delivers it again, as if for the first
-time. The merge itself, the notices and this bookkeeping are fxcourse.course_update's.
+cannot take it, left for a later sync and named, to be saved and closed first (the command then
+exits with 1). An update is only taken as delivered once a later sync finds it in the learner's
+copy: until then the course version before it is kept in .fxcourse/pending/, and a sync that
+finds the update gone (an older lab's "File Changed: Overwrite" wrote the old cells back)
+delivers it again, as if for the first time. The merge itself, the notices and this bookkeeping
+are fxcourse.course_update's. `--course DIR` syncs from another copy of the course (default:
+this one).
 
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
@@ -127,12 +129,25 @@ class SyncReport:
         return found
 
     def held_line(self, name: str) -> str:
-        lab = self.labs.lab_for(name)
-        where = f"the JupyterLab at {lab.url}" if lab else "a JupyterLab"
+        """Why `name` was not updated, and what to do (see sync_notebook)."""
+        labs, beside = self.labs, beside_name(name)
+        if name in labs.blocking:
+            return (
+                f"NOT UPDATED: {name} is open in the JupyterLab at {labs.blocking[name].url}, "
+                "which cannot take a course update into an open notebook. Save it and close it "
+                "there (File > Close and Shut Down Notebook), then run `make workspace` again; "
+                "nothing you typed is lost."
+            )
+        if beside in labs.delivering or beside in labs.blocking:
+            return (
+                f"NOT UPDATED: {name}: the course's version beside it, {beside}, which the "
+                f"update rewrites, is open in the JupyterLab at {labs.lab_for(beside).url}. "
+                "Close it there, then run `make workspace` again."
+            )
         return (
-            f"NOT UPDATED: {name} is open in {where}, which cannot take a course update into "
-            "an open notebook. Save it and close it there (File > Close and Shut Down "
-            "Notebook), then run `make workspace` again; nothing you typed is lost."
+            f"NOT UPDATED: {name}: the JupyterLab at {labs.unasked[0].url} did not say which "
+            "notebooks it has open (a password instead of a token?). Save and close the "
+            "notebooks open there, or stop it, then run `make workspace` again."
         )
 
 
@@ -233,11 +248,14 @@ def sync_notebook(
         return "in_lab"
     if labs.lab_for(name) is not None:
         return "held"  # open in a lab that cannot take it: left for a later sync
+    beside = target.with_name(beside_name(target.name))
+    if update.beside is not None and labs.lab_for(beside_name(name)) is not None:
+        return "held"  # the course version beside it is open: a tab must not meet it changed
     if update.again and report is not None:
         report.again.append(name)
     course_update.write_copy(workspace, name, update.notebook)
     if update.beside is not None:
-        course_update.write(update.beside, target.with_name(beside_name(target.name)))
+        course_update.write(update.beside, beside)
     course_update.commit(workspace, name, update, course)
     return update.outcome
 

@@ -180,7 +180,15 @@ def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeyp
     assert _learners_sources(mine / "01_a.ipynb") == ["a = 2"]
     unasked = lab_link.OpenInLab(unasked=[other])  # a lab that did not answer: nothing changed
     _write_chapter(chapters, "03_c.ipynb", "c = 3")
-    assert workspace.sync(mine, course, labs=unasked).held == ["03_c.ipynb"]
+    report = workspace.sync(mine, course, labs=unasked)
+    assert report.held == ["03_c.ipynb"] and "did not say which notebooks" in report.lines()[0]
+    _edit(mine / "03_c.ipynb", 1, "c = 'mine'")  # a collision: the course's version beside it
+    beside_open = lab_link.OpenInLab(delivering={workspace.beside_name("03_c.ipynb"): ours})
+    report = workspace.sync(mine, course, labs=beside_open)
+    assert report.held == ["03_c.ipynb"], report
+    assert "03_c.course-version.ipynb, which the update rewrites, is open" in report.lines()[0]
+    assert not (mine / workspace.beside_name("03_c.ipynb")).exists()
+    assert workspace.sync(mine, course).kept == ["03_c.ipynb"]  # closed: it comes in
 
 
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
