@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from browser_lab import LabPage, LabServer, visible_banners, warning_outputs
+from browser_lab import LabPage, visible_banners, warning_outputs
+from lab_runner import LabServer
 
 from fxcourse import workspace
 

@@ -44,20 +44,19 @@ import browser_updates
 import nbformat
 import pytest
 from browser_lab import (
-    AUTOSAVE_SETTINGS,
     CHROMIUM,
     CHROMIUM_ARGS,
     JS_PICTURES_WIDER_THAN_OUTPUT,
     LabPage,
     error_outputs,
     exact,
-    running_lab,
     svg_from_data_url,
     unexecuted_code_cells,
     visible_banners,
     warning_outputs,
 )
 from browser_updates import ENGLISH
+from lab_runner import AUTOSAVE_SETTINGS, running_lab
 
 from fxcourse import progress, workspace
 from grader import course_grader

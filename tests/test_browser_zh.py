@@ -32,8 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_lab import LabPage, error_outputs, running_lab, visible_banners, warning_outputs
+from browser_lab import LabPage, error_outputs, visible_banners, warning_outputs
 from browser_updates import CHINESE, update_reaches_the_open_tabs
+from lab_runner import running_lab
 from test_browser import (  # noqa: F401  (browser: a fixture, shared with the English test)
     CHAPTER_1,
     CHAPTER_RUN_TIMEOUT_S,

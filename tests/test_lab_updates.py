@@ -25,7 +25,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_lab import (
+from lab_runner import (
     LabServer,
     _wait_until_up,
     free_loopback_port,
