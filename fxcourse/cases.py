@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fxcourse.messages import _
+
 # Names a case gives to modules and functions: plain words, so that no rule can key on the
 # chapter's own names and still pass.
 WORDS = (
@@ -258,7 +260,8 @@ class CaseMaker:
         for op in chosen:
             drawn.add(op, table[op], binary=op in BINARY)
         model = drawn.finish()
-        self.note(f"a model of {len(chosen)} ops: {', '.join(drawn.described)}")
+        ops = ", ".join(drawn.described)
+        self.note(_("a model of {count} ops: {ops}").format(count=len(chosen), ops=ops))
         return model
 
     def input_for(self, model: nn.Module, batch: int | None = None, dtype=torch.float32):
@@ -300,7 +303,7 @@ class _ModelDraft:
         same_kind = [p for p, m in self.modules.items() if _op_of(m) == op]
         if same_kind and make.coin(0.3):  # the same module object, called again
             path = make.choice(same_kind)
-            return path, f"{spelling.describe()} '{path}' called again"
+            return path, _("{op} '{path}' called again").format(op=spelling.describe(), path=path)
         if spelling.target is nn.Linear:
             module = make.parameters_of(nn.Linear(self.width, self.width, bias=make.coin(0.8)))
         else:
@@ -311,13 +314,14 @@ class _ModelDraft:
         if make.coin(0.15):  # one module under two names
             alias = self._fresh_path()
             self.modules[alias] = module
-            return path, f"{spelling.describe()} '{path}' (also registered as '{alias}')"
+            text = _("{op} '{path}' (also registered as '{alias}')")
+            return path, text.format(op=spelling.describe(), path=path, alias=alias)
         return path, f"{spelling.describe()} '{path}'"
 
     def _fresh_path(self) -> str:
         make = self.make
         taken = set(self.modules) | {p.split(".")[0] for p in self.modules}
-        for _ in range(100):
+        for _attempt in range(100):
             name = str(len(self.modules)) if make.coin(0.4) else make.word()
             if self.decoys and make.coin(0.5):
                 name = make.choice(self.decoys)
