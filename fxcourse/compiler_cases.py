@@ -1,20 +1,20 @@
-"""Chapter 9's checkpoints: cases made fresh from a seed at every run, and their references.
+"""What chapter 9's case builders draw (fxcourse.cases makes the seeds, the checkpoints compare).
 
-    seed = fresh_seed()
-    for case in loss_cases(seed): ...     # try it 9.1: small losses, traced and partitioned twice
-    for case in lse_cases(seed): ...      # try it 9.2: graphs holding log(exp(a) + exp(b)) or not
-    for case in rule_cases(seed): ...     # try it 9.3: rule sets and one-edit variants of them
+    loss = draw_loss(make); forward, backward = split_loss(loss)   # try it 9.1
+    scores = draw_scores(make); graph = traced_scores(scores)       # try it 9.2
+    rules = draw_rules(make); keys_here(rules_key, rules)           # try it 9.3
+    keys_in_fresh_python(rules_key, rules, salt)                     # 9.3, as after a restart
 
-Every case is Python source written from the seed (operators, names, sizes, dtypes), so a message
-can show it and the same seed makes it again. `keys_in_fresh_python` runs a learner's
-`rules_key` in new Python processes, as a restart does. This module checks nothing and prints
-nothing: the checkpoints in the chapter compare the learner's answer with these references.
+Every case is Python source written from the maker's generator (operators, names, sizes,
+dtypes), so a "Not yet" can describe it and the same seed makes it again. Nothing here holds an
+answer: the checkpoints run the reference answer (fxcourse.reference) beside the learner's.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import linecache
 import os
@@ -22,17 +22,12 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
 
-DTYPES = (torch.float32, torch.float64, torch.bfloat16)
-
-
-def fresh_seed() -> int:
-    return random.SystemRandom().randrange(1, 100_000)
+PARTITIONERS = ("default_partition", "min_cut_rematerialization_partition")
 
 
 def defined(source: str, filename: str) -> dict:
@@ -56,21 +51,15 @@ MIXING = ("{} * x", "{} + w", "{} * torch.cos(w)")
 LOSSES = ("({}).sum()", "({} * x).sum()", "({}).pow(2).mean()")
 
 
-@dataclass
-class LossCase:
-    """A loss of x (N, M) and w (M,), its partitions: {partitioner's name: (forward, backward)}."""
+@dataclass(frozen=True)
+class Loss:
+    """A loss of x (rows, columns) and w (columns,), and the partitioner that splits it."""
 
-    seed: int
     expression: str
     dtype: torch.dtype
     shape: tuple[int, int]
     x_needs_grad: bool
-    splits: dict[str, tuple[fx.GraphModule, fx.GraphModule]] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        kind = str(self.dtype).removeprefix("torch.")
-        grads = "x, w" if self.x_needs_grad else "w"
-        return f"loss(x, w) = {self.expression}; x: {kind}{list(self.shape)}; grad: {grads}"
+    partition: str
 
 
 def loss_expression(rng: random.Random) -> str:
@@ -82,15 +71,20 @@ def loss_expression(rng: random.Random) -> str:
     return rng.choice(LOSSES).format(expression)
 
 
-def partitioned(case: LossCase) -> None:
-    """Trace the case's loss with AOTAutograd (Inductor's decompositions) and split its joint
-    graph with both partitioners, as Inductor's `partition_fn` does with the second one."""
-    from functorch.compile import (
-        aot_function,
-        default_partition,
-        make_boxed_func,
-        min_cut_rematerialization_partition,
-    )
+def draw_loss(make) -> Loss:
+    """A loss for `make` (an fxcourse.cases.CaseMaker): every run has each dtype and both
+    partitioners."""
+    dtype = make.each([torch.float32, torch.float64, torch.bfloat16])
+    partition = make.each(list(PARTITIONERS))
+    shape = (make.integer(2, 9), make.integer(3, 17))
+    return Loss(loss_expression(make.rng), dtype, shape, make.coin(0.4), partition)
+
+
+@functools.lru_cache(maxsize=32)
+def _joint(expression: str, dtype: torch.dtype, shape: tuple, x_needs_grad: bool) -> tuple:
+    """AOTAutograd's joint graph of the loss (Inductor's decompositions), with what the
+    partitioner is called with; traced once per loss."""
+    from functorch.compile import aot_function, default_partition, make_boxed_func
     from torch._inductor.decomposition import select_decomp_table
 
     joint = {}
@@ -102,39 +96,23 @@ def partitioned(case: LossCase) -> None:
     def run_as_is(gm, _):
         return make_boxed_func(gm.forward)
 
-    loss = defined(f"def loss(x, w):\n    return {case.expression}\n", f"<loss {case.seed}>")
-    rows, columns = case.shape
-    x = torch.randn(rows, columns, dtype=case.dtype, requires_grad=case.x_needs_grad)
-    w = torch.randn(columns, dtype=case.dtype, requires_grad=True)
+    loss = defined(f"def loss(x, w):\n    return {expression}\n", "<a drawn loss>")["loss"]
+    x = torch.randn(*shape, dtype=dtype, requires_grad=x_needs_grad)
+    w = torch.randn(shape[1], dtype=dtype, requires_grad=True)
     traced = aot_function(
-        loss["loss"], run_as_is, run_as_is, keep_joint, decompositions=select_decomp_table()
+        loss, run_as_is, run_as_is, keep_joint, decompositions=select_decomp_table()
     )
     traced(x, w).backward()
-    for partition in (default_partition, min_cut_rematerialization_partition):
-        graph = copy.deepcopy(joint["graph"])
-        case.splits[partition.__name__] = partition(graph, joint["inputs"], **joint["options"])
+    return joint["graph"], joint["inputs"], joint["options"]
 
 
-def loss_cases(seed: int, count: int = 5) -> Iterator[LossCase]:
-    """Made one at a time, so that a checkpoint stops tracing at its first failed case."""
-    rng = random.Random(seed)
-    for index in range(count):
-        shape = (rng.randint(2, 9), rng.randint(3, 17))
-        dtype = DTYPES[index % len(DTYPES)]
-        case = LossCase(seed, loss_expression(rng), dtype, shape, rng.random() < 0.4)
-        partitioned(case)
-        yield case
+def split_loss(loss: Loss) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """(forward, backward): the loss's joint graph split by its partitioner, as Inductor's
+    `partition_fn` splits it with min_cut_rematerialization_partition."""
+    import functorch.compile as partitioners
 
-
-def saved_bytes_reference(forward: fx.GraphModule, backward: fx.GraphModule) -> int:
-    inputs = {node.name for node in forward.graph.find_nodes(op="placeholder")}
-    total = 0
-    for node in backward.graph.find_nodes(op="placeholder"):
-        if node.name in inputs or node.name.startswith("tangents"):
-            continue
-        value = node.meta["val"]
-        total += value.numel() * value.element_size()
-    return total
+    graph, inputs, options = _joint(loss.expression, loss.dtype, loss.shape, loss.x_needs_grad)
+    return getattr(partitioners, loss.partition)(copy.deepcopy(graph), inputs, **options)
 
 
 # ----------------------------------------------------------------------------- try it 9.2
@@ -149,38 +127,32 @@ LEFT_ALONE = (
 )
 
 
-@dataclass
-class LseCase:
-    """A function of u and v returning terms, `rewrites` of which hold the expression."""
+@dataclass(frozen=True)
+class Scores:
+    """A function `scores(u, v)` returning a tuple of terms, and its inputs."""
 
-    seed: int
     source: str
-    rewrites: int
     inputs: tuple[torch.Tensor, torch.Tensor]
 
-    def __str__(self) -> str:
-        kind = str(self.inputs[0].dtype).removeprefix("torch.")
-        return f"{self.source.strip()}  # u, v: {kind}{list(self.inputs[0].shape)}"
 
-
-def lse_source(rng: random.Random) -> tuple[str, int]:
-    terms, lines, rewrites = [], [], 0
+def lse_source(rng: random.Random) -> str:
+    """`scores(u, v)`: three to five terms, at least one of them the expression."""
+    terms, lines, found = [], [], False
     for index in range(rng.randint(3, 5)):
         a, b = rng.sample(OPERANDS, 2)
         pick = rng.random()
         if pick < 0.5:
             terms.append(FOUND.format(a=a, b=b))
-            rewrites += 1
+            found = True
         elif pick < 0.65:  # exp(a) is read again outside the expression: nothing to rewrite
             lines.append(f"    e{index} = torch.exp({a})")
             terms.append(f"torch.log(e{index} + torch.exp({b})) * e{index}")
         else:
             terms.append(rng.choice(LEFT_ALONE).format(a=a, b=b))
-    if not rewrites:
+    if not found:
         terms.append(FOUND.format(a="v", b="u"))
-        rewrites = 1
     body = "\n".join(lines + [f"    return ({', '.join(terms)},)"])
-    return f"def scores(u, v):\n{body}\n", rewrites
+    return f"def scores(u, v):\n{body}\n"
 
 
 def lse_inputs(
@@ -197,30 +169,20 @@ def lse_inputs(
     return tuple(t.reshape(2, 3) for t in tensors) if matrix else tensors
 
 
-def lse_cases(seed: int, count: int = 5) -> list[LseCase]:
-    rng = random.Random(seed)
-    cases = []
-    for index in range(count):
-        source, rewrites = lse_source(rng)
-        dtype = (torch.float32, torch.float64)[index % 2]  # every seed: both dtypes, both ranks
-        inputs = lse_inputs(rng, dtype, matrix=index // 2 % 2 == 1)
-        cases.append(LseCase(seed, source, rewrites, inputs))
-    return cases
+def draw_scores(make) -> Scores:
+    """Scores for `make`: every run has float32 and float64 inputs, each in one and in two
+    dimensions."""
+    source = lse_source(make.rng)
+    dtype, matrix = make.each([(d, m) for d in (torch.float32, torch.float64) for m in (0, 1)])
+    return Scores(source, lse_inputs(make.rng, dtype, matrix=bool(matrix)))
 
 
-def lse_graph(case: LseCase) -> fx.GraphModule:
+def traced_scores(scores: Scores) -> fx.GraphModule:
+    """The ATen graph of the scores, with fake tensors in meta["val"], as Inductor's passes get."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    scores = defined(case.source, f"<scores {case.seed}>")["scores"]
-    return make_fx(scores, tracing_mode="fake")(*case.inputs)
-
-
-def lse_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.logaddexp(a, b)
-
-
-def lse_search_reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return torch.log(torch.exp(a) + torch.exp(b))
+    function = defined(scores.source, "<drawn scores>")["scores"]
+    return make_fx(function, tracing_mode="fake")(*scores.inputs)
 
 
 # ----------------------------------------------------------------------------- try it 9.3
@@ -233,9 +195,8 @@ SWAPS |= {"tanh": "sigmoid", "relu": "gelu"}
 
 @dataclass
 class RuleCase:
-    """Rule sets as source: `base`, and variants that must get another key (label -> source)."""
+    """A rule set as source, `base`, and edits of it that must get another key (kind -> source)."""
 
-    seed: int
     base: str
     edited: dict[str, str]
 
@@ -272,26 +233,51 @@ def other_constant(body: str) -> str:
     return f"{head}{float(number) + 1.25}{tail}"
 
 
-def rule_cases(seed: int, count: int = 5) -> list[RuleCase]:
-    rng = random.Random(seed)
-    cases = []
-    for index in range(count):
-        rules = []
-        for number in range(rng.randint(1, 3)):
-            bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
-            names = (f"find_{index}{number}", f"make_{index}{number}")
-            rules.append((names[0], bodies[0], names[1], bodies[1]))
-        swap = lambda body: one_swap(body, rng)  # noqa: E731
-        edited = {
-            "search operator": edited_rules(rules, rng, 1, swap),
-            "replacement operator": edited_rules(rules, rng, 3, swap),
-            "constant": edited_rules(rules, rng, rng.choice((1, 3)), other_constant),
-            "added rule": rule_text([*rules, ("find_more", "x * 7", "make_more", "x + x * 6")]),
-        }
-        if len(rules) > 1:
-            edited["removed rule"] = rule_text(rules[:-1])
-        cases.append(RuleCase(seed, rule_text(rules), edited))
-    return cases
+def draw_rules(make) -> RuleCase:
+    """A rule set of one to three rules, and one edit of each kind (a rule removed when it has
+    more than one)."""
+    rng, rules = make.rng, []
+    for number in range(rng.randint(1, 3)):
+        bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
+        names = (f"find_{number}", f"make_{number}")
+        rules.append((names[0], bodies[0], names[1], bodies[1]))
+    swap = lambda body: one_swap(body, rng)  # noqa: E731
+    edited = {
+        "search operator": edited_rules(rules, rng, 1, swap),
+        "replacement operator": edited_rules(rules, rng, 3, swap),
+        "constant": edited_rules(rules, rng, rng.choice((1, 3)), other_constant),
+        "added rule": rule_text([*rules, ("find_more", "x * 7", "make_more", "x + x * 6")]),
+    }
+    if len(rules) > 1:
+        edited["removed rule"] = rule_text(rules[:-1])
+    return RuleCase(rule_text(rules), edited)
+
+
+def first_change(before: str, after: str) -> str:
+    """The first line an edit changed, as `old` -> `new` (or +/- a line added or removed)."""
+    import difflib
+
+    changed = [
+        line
+        for line in difflib.ndiff(before.splitlines(), after.splitlines())
+        if line[:1] in "+-" and line[2:].strip() and not line[2:].startswith("RULES")
+    ]
+    removed = [line[2:].strip() for line in changed if line.startswith("-")]
+    added = [line[2:].strip() for line in changed if line.startswith("+")]
+    if removed and added:
+        return f"`{removed[0]}` -> `{added[0]}`"
+    return f"+ `{added[0]}`" if added else f"- `{removed[0]}`"
+
+
+def keys_here(rules_key, case: RuleCase) -> dict:
+    """rules_key in this process: of the rules, of the same rules defined again (new code objects
+    from another file name, the same process), and of each edit. Every set stays alive until all
+    keys are made, so no code object can reuse the address of one freed before it."""
+    sets = {"rules": (case.base, "<drawn rules>")}
+    sets["again"] = (case.base, "<drawn rules, defined again>")
+    sets |= {edit: (text, f"<drawn rules, {edit}>") for edit, text in case.edited.items()}
+    defined_sets = {label: defined(*source)["RULES"] for label, source in sets.items()}
+    return {label: rules_key(rules) for label, rules in defined_sets.items()}
 
 
 def learner_cell(function) -> str:
@@ -332,23 +318,21 @@ print(json.dumps(keys))
 """
 
 
-def keys_in_fresh_python(
-    function, rule_sets: dict[str, str], hash_seed: int, name: str = "rules_key"
-) -> dict | str:
-    """{label: key} from the function called `name` of `function`'s cell, run in a new Python
-    (PYTHONHASHSEED=hash_seed), each rule set defined there under a file name of its own; or the
-    new Python's error, a string."""
-    folder = f"/tmp/ipykernel_{hash_seed}"
+def keys_in_fresh_python(rules_key, case: RuleCase, salt: int) -> dict | str:
+    """keys_here's keys, from rules_key's cell run in a new Python (PYTHONHASHSEED=salt, other
+    file names: what a restart changes); or the new Python's error, a string."""
+    folder = f"/tmp/ipykernel_{salt}"
+    sets = {"rules": case.base, "again": case.base, **case.edited}
     spec = {
-        "cell": learner_cell(function),
+        "cell": learner_cell(rules_key),
         "cell_file": f"{folder}/cell.py",
-        "name": name,
+        "name": getattr(rules_key, "__name__", "rules_key").replace("<lambda>", "rules_key"),
         "rule_sets": {
             label: (source, f"{folder}/{index}.py")
-            for index, (label, source) in enumerate(rule_sets.items())
+            for index, (label, source) in enumerate(sets.items())
         },
     }
-    environment = {**os.environ, "PYTHONHASHSEED": str(hash_seed)}
+    environment = {**os.environ, "PYTHONHASHSEED": str(salt)}
     done = subprocess.run(
         [sys.executable, "-c", CHILD],
         input=json.dumps(spec),
