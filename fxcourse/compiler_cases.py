@@ -190,7 +190,7 @@ def traced_scores(scores: Scores) -> fx.GraphModule:
 BODIES = ("x * {c}", "x + {c}", "torch.sin(x) * {c}", "torch.exp(x) - {c}", "x / {c}")
 BODIES += ("torch.tanh(x) + {c}", "torch.relu(x) * {c}", "(x - {c}) * x")
 SWAPS = {"*": "/", "/": "*", "+": "-", "-": "+", "sin": "cos", "exp": "expm1"}
-SWAPS |= {"tanh": "sigmoid", "relu": "gelu"}
+SWAPS |= {"tanh": "sigmoid", "relu": "selu"}
 
 
 @dataclass

@@ -12,6 +12,7 @@ import functools
 import math
 import os
 import random
+import re
 
 import pytest
 import torch
@@ -285,3 +286,14 @@ def test_a_learners_cell_keeps_its_definitions_and_drops_its_other_statements():
     kept_source = cases.learner_cell(rules_key)
     assert "import hashlib" in kept_source and "LIMIT = 3" in kept_source
     assert "def rules_key" in kept_source and "print(" not in kept_source
+
+
+def test_9_3_rules_and_their_edits_call_only_what_torch_has():
+    for make in makers(7) + makers(8):
+        rules = cases.draw_rules(make)
+        for text in (rules.base, *rules.edited.values()):
+            for name in re.findall(r"torch\.(\w+)\(", text):
+                assert hasattr(torch, name), (name, text)
+            namespace = cases.defined(text, "<a drawn rule set>")
+            for search, replace in namespace["RULES"]:  # each rule runs on a tensor
+                assert search(torch.ones(3)).shape == replace(torch.ones(3)).shape == (3,)
