@@ -23,7 +23,8 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 .PHONY: lab workspace progress env
 
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
-	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) $(BIN)/jupyter lab \
+	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) \
+		FXCOURSE_LANGUAGE=$(COURSE_LANGUAGE) $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
