@@ -46,6 +46,23 @@ class Chart:
         return self.alt
 
 
+def shown(figure, alt: str) -> None:
+    """In a notebook, show a figure drawn elsewhere as a Chart now, with its text alternative,
+    and close it: matplotlib's inline backend would show it again at the cell's end, named only
+    by its image file on the website. Elsewhere (a script that saves the figure) do nothing."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    import matplotlib.pyplot as plt
+
+    display(Chart(figure, alt))
+    plt.close(figure)
+
+
 def bars_alt(
     values: dict[str, float],
     xlabel: str,

@@ -63,3 +63,35 @@ def test_the_text_alternative_is_in_the_learners_language():
         chart = horizontal_bars({"fast": 1.0}, "ms", "t", {"fast": (0.5, 2.0)}, "{:.1f}")
     assert chart.alt == "条形图：t，共 1 条；ms：fast 1.0（须线从 0.5 到 2.0）。"
     assert isinstance(chart, Chart)
+
+
+def test_a_figure_drawn_elsewhere_is_shown_once_with_its_text_alternative():
+    """chapter 4's benchmark chart (bench_fusion.plot_result) in a notebook: shown as a Chart
+    that lists each variant's ratios, and closed, so the inline backend does not show it again
+    named by its file; in a script (no IPython) the figure stays the script's to save."""
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from fxcourse.bench_fusion import BenchResult, plot_result
+    from fxcourse.timing import quartiles
+
+    times = {"unfused": [1.0, 1.1, 1.0], "chapter fuser": [0.8, 0.9, 0.85], "BN erased": [0.7] * 3}
+    result = BenchResult("cpu", 1, 64, 1, "thread", times)
+    script_ax = plot_result(result)
+    assert plt.fignum_exists(script_ax.figure.number)
+    plt.close(script_ax.figure)
+    InteractiveShell.instance()
+    try:
+        with capture_output() as shown:
+            ax = plot_result(result)
+    finally:
+        InteractiveShell.clear_instance()
+    assert not plt.fignum_exists(ax.figure.number)
+    (output,) = shown.outputs
+    page = output.data["text/html"]
+    assert 'class="fxcourse-chart"' in page
+    assert "relative to unfused in the same round, over 3 rounds" in page
+    low, median, high = quartiles([0.8 / 1.0, 0.9 / 1.1, 0.85 / 1.0])
+    fuser = f"chapter fuser: median {median:.2f}, middle half {low:.2f} to {high:.2f}; BN erased"
+    assert fuser in page and median == 0.9 / 1.1

@@ -273,18 +273,37 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 LANDMARK_ROLES = {"navigation", "search", "form", "region", "complementary", "banner", "main"}
 
 
-def english_on_a_chinese_page(nodes) -> list[str]:
+# Titles and labels that a chapter's own code passes to show_graph or horizontal_bars in English,
+# so that the Chinese page's picture says them in English (issue 37, section 1: the catalogs do
+# not hold a string passed as a title or label yet). Those chapters are other work; until it
+# lands, a picture's name is read without them, and the test fails once one of them is no
+# longer seen on its page, so that this list only shrinks.
+CHAPTER_TITLES_IN_ENGLISH = {
+    "zh/01_symbolic_tracing.html": [r"GatedNet with Linear traced into"],
+    "zh/05_interpreter.html": [
+        r"Tensors computed by Scorer's graph, input excluded",
+        r"\d+-node graph, input of \d+ elements",
+    ],
+}
+
+
+def english_on_a_chinese_page(nodes, waived: list[str], seen: set[str]) -> list[str]:
     """What a screen reader would say in English on a Chinese page: a picture whose name holds an
-    English sentence; outside the article, a control, picture or landmark whose name has no
-    Chinese at all (what is marked as another language, lang="en", aside)."""
+    English sentence (the `waived` patterns aside, those met added to `seen`); outside the
+    article, a control, picture or landmark whose name has no Chinese at all (what is marked as
+    another language, lang="en", aside)."""
     from test_browser_zh import english_sentences
 
     found = []
     for node in nodes:
         if node.lang and not node.lang.startswith("zh"):
             continue
-        if node.role in IMAGE_ROLES and english_sentences(node.name):
-            found.append(f"{node}: {english_sentences(node.name)}")
+        name = node.name
+        for pattern in waived:
+            name, count = re.subn(pattern, " ", name)
+            seen.update([pattern] if count else [])
+        if node.role in IMAGE_ROLES and english_sentences(name):
+            found.append(f"{node}: {english_sentences(name)}")
         chrome = node.role in CONTROL_ROLES | IMAGE_ROLES | LANDMARK_ROLES
         if chrome and not node.in_article and node.name.strip() and not CJK.search(node.name):
             found.append(str(node))
@@ -294,10 +313,9 @@ def english_on_a_chinese_page(nodes) -> list[str]:
 def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
     """The accessibility tree of every page in both languages, as the browser gives it to a
     screen reader: no picture named by its file or by "graph picture" alone; no control named
-    otherwise than its visible label; on a Chinese page no English (Chinese pages' charts and
-    pictures whose titles a chapter passes in English are another matter: see the report); every
-    graph picture's name says which box feeds which."""
-    problems, graph_names, toggles = {}, {}, {}
+    otherwise than its visible label; on a Chinese page no English (but the chapters' own titles
+    in CHAPTER_TITLES_IN_ENGLISH); every graph picture's name says which box feeds which."""
+    problems, graph_names, toggles, waived_seen = {}, {}, {}, set()
     for name in site_pages():
         page.goto(site_url + name)
         page.wait_for_load_state("networkidle")
@@ -306,18 +324,27 @@ def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
         found = [f"picture: {n}" for n in images_named_badly(nodes)]
         found += [f"control: {n}" for n in controls_named_otherwise(nodes)]
         if name.startswith("zh/"):
-            found += [f"English: {n}" for n in english_on_a_chinese_page(nodes)]
+            waived = CHAPTER_TITLES_IN_ENGLISH.get(name, [])
+            english = english_on_a_chinese_page(nodes, waived, waived_seen)
+            found += [f"English: {n}" for n in english]
         if found:
             problems[name] = found
-        pictures = page.locator("article img.fxcourse-graph")
+        pictures = page.locator("article img.fxcourse-graph, article img.fxcourse-chart")
         graph_names[name] = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
     assert not problems, "\n".join(f"{n}:\n  " + "\n  ".join(p) for n, p in problems.items())
+    gone = [p for patterns in CHAPTER_TITLES_IN_ENGLISH.values() for p in patterns]
+    gone = [pattern for pattern in gone if pattern not in waived_seen]
+    assert not gone, f"translated now: take them out of CHAPTER_TITLES_IN_ENGLISH: {gone}"
     assert "Show a reference answer" in toggles["02_fx_ir.html"], toggles["02_fx_ir.html"]
     assert "显示参考答案" in toggles["zh/02_fx_ir.html"], toggles["zh/02_fx_ir.html"]
     english = graph_names["04_operator_fusion.html"]
     assert english and all(" feeds " in alt for alt in english), english[:2]
     chinese = graph_names["zh/04_operator_fusion.html"]
     assert chinese and all("输出给" in alt for alt in chinese), chinese[:2]
+    charts = [alt for alt in graph_names["05_interpreter.html"] if alt.startswith("Bar chart, ")]
+    assert len(charts) == 2 and all(re.search(r": \w+ [\d,.]+", alt) for alt in charts), charts
+    charts = [alt for alt in graph_names["zh/05_interpreter.html"] if alt.startswith("条形图：")]
+    assert len(charts) == 2, graph_names["zh/05_interpreter.html"]
 
 
 def chapter_pages() -> list[str]:
@@ -343,7 +370,8 @@ def test_no_chapter_scrolls_sideways_on_a_phone(site_url):
         shown = "10_compile_and_export_in_depth.html"
         for language in ("", "zh/"):
             phone.goto(site_url + language + shown, wait_until="load")
-            phone.get_by_text("accumulated_recompile_limit").first.scroll_into_view_if_needed()
+            identifier = phone.locator("article p code", has_text="accumulated_recompile_limit")
+            identifier.first.scroll_into_view_if_needed()
             phone.screenshot(path=ARTIFACTS / f"14-phone-{language.strip('/') or 'en'}.png")
         browser.close()
     assert not wider, "\n".join(f"{name}: {found}" for name, found in wider.items())
@@ -429,10 +457,12 @@ def test_the_language_switch_keeps_the_search(page, site_url):
     assert "/zh/" not in page.url
 
 
-@pytest.mark.parametrize("language, query", [("", "torch.fx"), ("zh/", "图")])
-def test_search_snippets_start_with_the_page_s_text(page, site_url, language, query):
+@pytest.mark.parametrize(
+    "language, query, contents", [("", "torch.fx", "Contents"), ("zh/", "节点", "目录")]
+)
+def test_search_snippets_start_with_the_page_s_text(page, site_url, language, query, contents):
     """A result's snippet is page text: not the theme's colour-mode menu ("System Settings Light
-    Dark"), the download buttons or anything else of the page's chrome."""
+    Dark"), nor the page's contents ("Contents 1.1 ...") or anything else of its chrome."""
     page.goto(site_url + language + "search.html?q=" + quote(query))
     snippets = page.locator("#search-results li p.context")
     snippets.first.wait_for()
@@ -440,6 +470,7 @@ def test_search_snippets_start_with_the_page_s_text(page, site_url, language, qu
     looked_at(page, f"17-search-snippets-{language.strip('/') or 'en'}")
     menu = page.locator(".theme-switch-container .dropdown-item").all_text_contents()
     assert len(menu) == 3, menu
-    chrome = re.compile(r"\s*".join(re.escape(word.strip()) for word in menu))
+    colour_modes = r"\s*".join(re.escape(word.strip()) for word in menu)
+    chrome = re.compile(rf"{colour_modes}|{contents}\s*\d+\.\d")  # the menu, the page's contents
     texts = snippets.all_inner_texts()
     assert texts and not [text for text in texts if chrome.search(text)], texts[:3]
