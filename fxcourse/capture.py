@@ -25,8 +25,8 @@ for the block, every structured record torch.compile writes goes into `log_file`
 (compile ids, the function each compiled, its artifacts and recompile reasons).
 
 `what_each_call_compiled(fn, batches)` is checkpoint 10.1's measurement: for each call of `fn`
-compiled with `dynamic=None`, "reuse", "static" or "symbolic". Its words are `MeasuredWord`s, so
-the checkpoint, which asks for a prediction, can tell a pasted measurement from a written one.
+compiled with `dynamic=None`, "reuse", "static" or "symbolic" (as `MeasuredWord`s, so that a
+pasted measurement can be told from a written word).
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
-"""Chapter 10's checkpoints: cases made fresh from a seed at every run, judged against what
-torch.compile and the minifier actually do. The checkpoint cells word the messages (so they are
-translated with the chapter); this module makes the cases and measures.
+"""Chapter 10's checkpoints: the case builders they give `check.cases` (fxcourse.tryit, cases
+drawn fresh from a seed at every run) and the measurements they compare. The checkpoint cells
+word the messages, so that they are translated with the chapter.
 
-    seed = fresh_seed()                        a seed drawn now; the messages name it
-    batch_cases(seed)                          10.1: batch sequences (0s, 1s, repeats, new sizes)
-    words_under_force_eager(rule, batches)     10.1: the learner's rule, run with compiling off
-    serve_cases(seed)                          10.2: request streams (batch sizes, temperatures)
-    reference_outputs(scorer, requests)        10.2: what the chapter's Scorer computes for them
-    serve_run(serve, scorer, requests)         10.2: outputs, compiles and recompile reasons
-    minifier_cases(seed)                       10.3: a graph with one operator a backend gets wrong
-    minified(case, results_differ)             10.3: the minifier's result with that predicate
-
-Every case is rebuilt from its seed, so a learner can rerun the one a message names:
-`batch_cases(1234)` gives the same batches again.
+    batch_sequence(make)                     10.1: batch sizes of successive calls, and a width
+    words_under_force_eager(rule, batches)   10.1: the learner's rule, run with compiling off
+    request_stream(make)                     10.2: requests (batch sizes, temperatures) and weights
+    serve_run(serve, scorer, requests)       10.2: outputs, compiles and recompile reasons
+    reference_outputs(scorer, requests)      10.2: what the chapter's Scorer computes for them
+    minifier_case(make)                      10.3: a graph with one operator a backend gets wrong
+    minified(case, results_differ)           10.3: the minifier's result with that predicate
 """
 
 from __future__ import annotations
@@ -21,8 +17,6 @@ import contextlib
 import copy
 import io
 import logging
-import os
-import random
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,24 +29,16 @@ from fxcourse.capture import torch_logs
 CHAPTER_BATCHES = (3, 3, 5, 1, 8, 0, 6)
 
 
-def fresh_seed() -> int:
-    """A seed drawn from the operating system, different at every run."""
-    return int.from_bytes(os.urandom(3), "big")
-
-
-# ----------------------------------------------------------------------------- 10.1
-
-
-def batch_cases(seed: int, count: int = 6) -> list[tuple[tuple[int, ...], int]]:
-    """(batches, width) pairs: the chapter's example, then `count` sequences of 6 to 9 calls
-    drawn from three sizes of 2 or more and the special sizes 0 and 1, with repeats."""
-    rng = random.Random(seed)
-    cases = [(CHAPTER_BATCHES, 3)]
-    for _ in range(count):
-        sizes = [*rng.sample(range(2, 33), 3), 0, 1]
-        batches = tuple(rng.choice(sizes) for _ in range(rng.randint(6, 9)))
-        cases.append((batches, rng.randint(2, 6)))
-    return cases
+def batch_sequence(make) -> tuple[tuple[int, ...], int]:
+    """(batches, width): the chapter's example in a run's first case, then 6 to 9 calls drawn
+    from three sizes of 2 or more and the special sizes 0 and 1, with repeats."""
+    if make.index == 0:
+        make.note(f"{CHAPTER_BATCHES}")
+        return CHAPTER_BATCHES, 3
+    sizes = [make.integer(2, 32) for _ in range(3)] + [0, 1]
+    batches = tuple(make.choice(sizes) for _ in range(make.integer(6, 9)))
+    make.note(f"{batches}")
+    return batches, make.integer(2, 6)
 
 
 def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:
@@ -71,23 +57,22 @@ def differing_calls(predicted: Sequence[str], measured: Sequence[str]) -> list[i
 # ----------------------------------------------------------------------------- 10.2
 
 
-def serve_cases(seed: int, count: int = 5) -> list[list[tuple[torch.Tensor, float]]]:
-    """Request streams of 5 to 8 (x, temperature) pairs: batch sizes of 2 or more that change
-    and come back, temperatures that change, inputs large enough now and then to take the
-    clamping branch."""
-    rng = random.Random(seed)
-    generator = torch.Generator().manual_seed(seed)
-    streams = []
-    for _ in range(count):
-        sizes = rng.sample(range(2, 41), 3)
-        temperatures = [round(rng.uniform(0.2, 4.0), 2) for _ in range(3)]
-        stream = []
-        for _ in range(rng.randint(5, 8)):
-            scale = rng.choice((1.0, 1.0, 20.0))
-            x = torch.randn(rng.choice(sizes), 4, generator=generator) * scale
-            stream.append((x, rng.choice(temperatures)))
-        streams.append(stream)
-    return streams
+def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
+    """(requests, weights seed): 5 to 7 (x, temperature) pairs whose batch sizes and temperatures
+    change and come back; now and then inputs large enough to be clamped. Batch sizes are 5 or
+    more: a batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
+    sizes = [make.integer(5, 40) for _ in range(3)]
+    temperatures = [round(make.integer(20, 400) / 100, 2) for _ in range(3)]
+    count = make.integer(5, 7)
+    clamped = make.integer(0, count - 1)  # at least one request large enough to be clamped
+    requests = []
+    for index in range(count):
+        scale = 20.0 if index == clamped else make.choice((1.0, 1.0, 20.0))
+        requests.append(
+            (make.tensor(make.choice(sizes), 4, scale=scale), make.choice(temperatures))
+        )
+    make.note(f"{[tuple(x.shape)[0] for x, _ in requests]}, {[t for _, t in requests]}")
+    return requests, make.integer(0, 10**6)
 
 
 @dataclass
@@ -195,25 +180,22 @@ class MinifierCase:
         return str(self.wrong_op).removeprefix("aten.").removesuffix(".default")
 
 
-def minifier_cases(seed: int, count: int = 5) -> list[MinifierCase]:
-    """Chains of 4 to 7 unary operators with additions and products between them; the wrong
-    operator is drawn each time, and its place in the chain too. A chain whose result hides the
-    planted error (a saturated tanh downstream, say) is drawn again."""
-    rng = random.Random(seed)
-    cases = []
-    while len(cases) < count:
-        names = list(UNARY)
-        wrong = rng.choice(names)
-        others = [name for name in names if name != wrong]
-        chain = [rng.choice(others) for _ in range(rng.randint(4, 7))]
-        chain[rng.randrange(len(chain))] = wrong
-        width = rng.randint(3, 8)
+def minifier_case(make) -> MinifierCase:
+    """A chain of 4 to 7 unary operators with additions and products between them; the wrong
+    operator is drawn each time (each one in turn over a run), and its place in the chain too.
+    A chain whose result hides the planted error (a saturated tanh downstream) is drawn again."""
+    wrong = make.each(list(UNARY))
+    others = [name for name in UNARY if name != wrong]
+    while True:
+        chain = [make.choice(others) for _ in range(make.integer(4, 7))]
+        chain[make.integer(0, len(chain) - 1)] = wrong
+        width = make.integer(3, 8)
         gm = _traced_chain(chain, width)
-        inputs = [torch.randn(width, generator=torch.Generator().manual_seed(seed + len(cases)))]
+        inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
         if (case.backend(gm, inputs)(*inputs) - gm(*inputs)).abs().max() > 1e-2:
-            cases.append(case)
-    return cases
+            make.note(f"{' -> '.join(chain)}; {wrong} + 1")
+            return case
 
 
 def _traced_chain(chain: list[str], width: int) -> fx.GraphModule:

@@ -1,17 +1,14 @@
-"""Chapter 12's helpers: a draft export's report in short, and the checkpoints' fresh cases.
+"""Chapter 12's helpers: a draft export's report in short, and the case builders its
+checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at every run).
 
     draft_rows(program)        one (kind, expression or operator, your line) per reported problem
-    range_cases(seed)          12.1: ranges for n, example sizes, probes inside and outside
+    range_case(make)           12.1: a range for n, an example size, batch sizes to call with
     runs(program, *inputs)     12.1: whether the exported program accepts these inputs
-    gcd_cases(seed)            12.2: pairs that need few and many steps, zeros, an example pair
-
-Each case list is rebuilt from its seed, so a learner can rerun the one a message names.
+    gcd_pairs(make)            12.2: pairs that need few and many steps, zeros, random pairs
 """
 
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import dataclass
 
 
@@ -39,17 +36,17 @@ class RangeCase:
     batches: tuple[int, ...]
 
 
-def range_cases(seed: int, count: int = 5) -> list[RangeCase]:
-    """The chapter's range 2..32 first, then `count` fresh ranges, each of at least 3 sizes."""
-    rng = random.Random(seed)
-    cases = [RangeCase(2, 32, 5, (3, 1, 9))]
-    for _ in range(count):
-        low = rng.randint(2, 9)
-        high = rng.randint(low + 2, 48)
-        cases.append(
-            RangeCase(low, high, rng.randint(low, high), tuple(rng.sample(range(1, 17), 3)))
-        )
-    return cases
+def range_case(make) -> RangeCase:
+    """The chapter's range 2..32 in a run's first case, then a fresh range of at least 3 sizes."""
+    if make.index == 0:
+        case = RangeCase(2, 32, 5, (3, 1, 9))
+    else:
+        low = make.integer(2, 9)
+        high = make.integer(low + 2, 48)
+        batches = tuple(make.integer(1, 16) for _ in range(3))
+        case = RangeCase(low, high, make.integer(low, high), batches)
+    make.note(f"n: {case.low}..{case.high}")
+    return case
 
 
 def runs(program, *inputs) -> bool:
@@ -61,21 +58,21 @@ def runs(program, *inputs) -> bool:
         return False
 
 
-def gcd_cases(seed: int, count: int = 6) -> tuple[tuple[int, int], list[tuple[int, int]]]:
-    """An example pair for the export, and pairs to run: consecutive Fibonacci numbers (the
-    most steps for their size), multiples, zeros on either side, and random pairs."""
-    rng = random.Random(seed)
-    fib = [1, 1]
-    while len(fib) < 40:
-        fib.append(fib[-1] + fib[-2])
-    start = rng.randint(20, 37)
-    pairs = [(fib[start + 1], fib[start]), (rng.randint(1, 99), 0), (0, rng.randint(1, 99))]
-    factor = rng.randint(2, 50)
-    pairs.append((factor * rng.randint(1, 1000), factor * rng.randint(1, 1000)))
-    pairs += [(rng.randint(0, 10**6), rng.randint(1, 10**6)) for _ in range(count)]
-    example = (rng.randint(2, 500), rng.randint(2, 500))
-    return example, pairs
+FIBONACCI = [1, 1]
+while len(FIBONACCI) < 40:
+    FIBONACCI.append(FIBONACCI[-1] + FIBONACCI[-2])
 
 
-def gcd(a: int, b: int) -> int:
-    return math.gcd(a, b)
+def gcd_pairs(make) -> list[tuple[int, int]]:
+    """Pairs to run: consecutive Fibonacci numbers (the most steps for their size), multiples,
+    a zero on one side, and random pairs."""
+    start = make.integer(20, 37)
+    factor = make.integer(2, 50)
+    pairs = [
+        (FIBONACCI[start + 1], FIBONACCI[start]),
+        make.choice([(make.integer(1, 99), 0), (0, make.integer(1, 99))]),
+        (factor * make.integer(1, 1000), factor * make.integer(1, 1000)),
+        (make.integer(0, 10**6), make.integer(1, 10**6)),
+    ]
+    make.note(f"{pairs}")
+    return pairs
