@@ -31,6 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from fxcourse.messages import _
+
 # Names a case gives to modules and functions: plain words, so that no rule can key on the
 # chapter's own names and still pass.
 WORDS = (
@@ -258,7 +260,8 @@ class CaseMaker:
         for op in chosen:
             drawn.add(op, table[op], binary=op in BINARY)
         model = drawn.finish()
-        self.note(f"a model of {len(chosen)} ops: {', '.join(drawn.described)}")
+        ops = ", ".join(drawn.described)
+        self.note(_("a model of {count} ops: {ops}").format(count=len(chosen), ops=ops))
         return model
 
     def input_for(self, model: nn.Module, batch: int | None = None, dtype=torch.float32):
@@ -300,7 +303,7 @@ class _ModelDraft:
         same_kind = [p for p, m in self.modules.items() if _op_of(m) == op]
         if same_kind and make.coin(0.3):  # the same module object, called again
             path = make.choice(same_kind)
-            return path, f"{spelling.describe()} '{path}' called again"
+            return path, _("{op} '{path}' called again").format(op=spelling.describe(), path=path)
         if spelling.target is nn.Linear:
             module = make.parameters_of(nn.Linear(self.width, self.width, bias=make.coin(0.8)))
         else:
@@ -311,13 +314,14 @@ class _ModelDraft:
         if make.coin(0.15):  # one module under two names
             alias = self._fresh_path()
             self.modules[alias] = module
-            return path, f"{spelling.describe()} '{path}' (also registered as '{alias}')"
+            text = _("{op} '{path}' (also registered as '{alias}')")
+            return path, text.format(op=spelling.describe(), path=path, alias=alias)
         return path, f"{spelling.describe()} '{path}'"
 
     def _fresh_path(self) -> str:
         make = self.make
         taken = set(self.modules) | {p.split(".")[0] for p in self.modules}
-        for _ in range(100):
+        for _attempt in range(100):
             name = str(len(self.modules)) if make.coin(0.4) else make.word()
             if self.decoys and make.coin(0.5):
                 name = make.choice(self.decoys)
@@ -380,3 +384,113 @@ def hooks_on(module: nn.Module) -> list[str]:
     if module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks:
         found.append("global")
     return found
+
+
+# --- models that call their modules by path (tracers' leaves, module paths, unused modules) ---
+
+
+class Residual(nn.Module):
+    """`x + inner(x)`: a module type of the cases' own (no chapter names it), with a child."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return x + self.inner(x)
+
+
+class PathModel(nn.Module):
+    """Holds `modules` at their dotted paths; its forward follows `plan`, a list of (kind, path):
+    ("call", path) calls the module at `path` on the running value, which may be a grandchild
+    called straight from the root; ("read", path) adds the sum of the parameter at `path` (a
+    `get_attr` node once traced; the default tracer bakes a buffer in as a constant instead).
+    Modules the plan never names stay unused."""
+
+    def __init__(self, modules: dict[str, nn.Module], plan: Sequence[tuple[str, str]]):
+        super().__init__()
+        for path, module in modules.items():
+            _register(self, path, module)
+        unknown = [(kind, path) for kind, path in plan if kind not in ("call", "read")]
+        if unknown:
+            raise ValueError(f"a plan step is ('call', path) or ('read', path), not {unknown}")
+        self.plan = list(plan)
+
+    def forward(self, x):
+        for kind, path in self.plan:
+            owner, _, name = path.rpartition(".")
+            if kind == "call":
+                x = self.get_submodule(path)(x)
+            else:  # the tracer records a parameter it meets as a get_attr node
+                x = x + getattr(self.get_submodule(owner), name).sum()
+        return x
+
+
+def trace_with_leaves(model: nn.Module, leaves: Sequence[str]) -> torch.fx.GraphModule:
+    """`model` traced with the modules at `leaves` (qualified names) kept whole, as a custom
+    tracer would keep them (their children are then used through them), and the default rule
+    for every other module."""
+    keep = set(leaves)
+
+    class KeepsSome(torch.fx.Tracer):
+        def is_leaf_module(self, m: nn.Module, qualified_name: str) -> bool:
+            return qualified_name in keep or super().is_leaf_module(m, qualified_name)
+
+    return torch.fx.GraphModule(model, KeepsSome().trace(model))
+
+
+# --- a pass's edits to a traced graph (readers in odd places, users out of graph order) ------
+
+
+def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> None:
+    output = gm.graph.output_node()
+    returned = output.args[0] if isinstance(output.args[0], tuple) else (output.args[0],)
+    output.args = ((*returned, *extra),)
+    gm.recompile()
+
+
+def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Two more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
+    drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`)
+    and by keyword (`torch.add(a, other=b)`)."""
+    values = [node for node in gm.graph.nodes if node.op != "output"]
+    first, second = make.choice(values), make.choice(values)
+    with gm.graph.inserting_before(gm.graph.output_node()):
+        listed = gm.graph.call_function(torch.cat, ([first, second],))
+        keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
+    _outputs_with(gm, [listed, keyword])
+    make.note(f"{first.name} and {second.name} read inside a list and by keyword")
+    return gm
+
+
+def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A pass's edit: a new node (`torch.neg`) placed just before one reader of a value takes
+    over that reader's input. The value's `users` then lists the new node last, though a later
+    reader comes after it in graph order. `gm` needs a value with two readers."""
+    order = {node: index for index, node in enumerate(gm.graph.nodes)}
+    pairs = [
+        (reader, value)
+        for reader in gm.graph.nodes
+        for value in reader.all_input_nodes
+        if any(order[user] > order[reader] for user in value.users)
+    ]
+    if not pairs:
+        raise ValueError("early_reader needs a value that two nodes read")
+    reader, value = make.choice(pairs)
+    with gm.graph.inserting_before(reader):
+        negated = gm.graph.call_function(torch.neg, (value,))
+    reader.replace_input_with(value, negated)
+    gm.recompile()
+    make.note(f"a pass put neg({value.name}) before {reader.name}, which now reads it")
+    return gm
+
+
+def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.GraphModule:
+    """A pass's edit: every call of the modules at `paths` is erased, its input going on in its
+    place; the modules stay registered, unused."""
+    for node in list(gm.graph.find_nodes(op="call_module")):
+        if node.target in paths:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm

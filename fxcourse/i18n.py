@@ -43,6 +43,7 @@ LOCALES = Path(__file__).with_name("locale")
 FENCE = re.compile(r"^\s*(```|~~~|:::)")
 CHECK_CALLS = {"check": 1, "checkpoint": 1}
 CHECK_METHODS = {"close": 2}  # check.close(mine, wanted, hint)
+MAKER_METHODS = {"note": 0}  # make.note(text): what a Not-yet says of a fresh case
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def message_strings(source: str, asserts: bool) -> list[str]:
         if asserts:
             found.extend(docstring_values(node))
         printed.extend(printed_literals(node))
-    found += printed + printed_choices(tree, printed)
+    found += printed + printed_choices(tree, printed + found)
     strings = [
         ast.get_source_segment(source, n)
         for n in found
@@ -132,12 +133,12 @@ def message_strings(source: str, asserts: bool) -> list[str]:
 
 
 def hint_position(func: ast.expr) -> int | None:
-    """Where a checkpoint call takes its hint: check(cond, hint), checkpoint(id, goal) and
-    check.close(mine, wanted, hint)."""
+    """Where a checkpoint call takes its hint: check(cond, hint), checkpoint(id, goal),
+    check.close(mine, wanted, hint), and a case builder's make.note(text)."""
     if isinstance(func, ast.Name):
         return CHECK_CALLS.get(func.id)
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return CHECK_METHODS.get(func.attr) if func.value.id == "check" else None
+        return {"check": CHECK_METHODS, "make": MAKER_METHODS}.get(func.value.id, {}).get(func.attr)
     return None
 
 

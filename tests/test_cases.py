@@ -259,3 +259,61 @@ def test_hooks_on_names_every_way_a_module_runs_other_code_than_its_forward():
         assert cases.hooks_on(nn.ReLU()) == ["global"]
     finally:
         handle.remove()
+
+
+# ----------------------------------------------------------------------------- paths and edits
+
+
+def test_a_path_model_calls_grandchildren_reads_parameters_and_leaves_the_rest_unused():
+    modules = {
+        "box": nn.Sequential(nn.Linear(3, 3), nn.Tanh()),
+        "res": cases.Residual(nn.Linear(3, 3)),
+        "spare": nn.ReLU(),
+    }
+    plan = [("call", "box"), ("call", "box.0"), ("read", "res.inner.weight"), ("call", "res")]
+    model = cases.PathModel(modules, plan)
+    gm = fx.symbolic_trace(model)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(gm(x), model(x))
+    called = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    assert called == ["box.0", "box.1", "box.0", "res.inner"], called
+    assert [n.target for n in gm.graph.nodes if n.op == "get_attr"] == ["res.inner.weight"]
+    whole = cases.trace_with_leaves(model, ["box", "res"])
+    called = [n.target for n in whole.graph.nodes if n.op == "call_module"]
+    assert called == ["box", "box.0", "res"], called
+    torch.testing.assert_close(whole(x), model(x))
+    with pytest.raises(ValueError, match="a plan step"):
+        cases.PathModel(modules, [("run", "box")])
+
+
+def test_extra_readers_and_early_reader_put_users_out_of_graph_order():
+    out_of_order = 0
+    for seed in range(20):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "sigmoid", "add", "mul", "linear"], must=["add"])
+        gm = fx.symbolic_trace(model)
+        x = make.input_for(model)
+        read = cases.extra_readers(make, gm)(x)
+        torch.testing.assert_close(
+            read[: len(read) - 2], model(x) if isinstance(model(x), tuple) else (model(x),)
+        )
+        gm = cases.early_reader(make, gm)
+        gm.graph.lint()
+        targets = [n.target for n in gm.graph.nodes]
+        assert torch.cat in targets and torch.neg in targets
+        assert any("other" in n.kwargs for n in gm.graph.nodes)
+        assert isinstance(gm(x), tuple)
+        order = {node: index for index, node in enumerate(gm.graph.nodes)}
+        for node in gm.graph.nodes:
+            users = list(node.users)
+            out_of_order += users != sorted(users, key=order.get)
+    assert out_of_order >= 20, "each edit should leave a value whose users are out of graph order"
+
+
+def test_erase_calls_leaves_the_modules_registered_and_unused():
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(11)])
+    gm = cases.erase_calls(fx.symbolic_trace(model), ["1"])
+    called = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    assert "1" not in called and "10" in called and len(called) == 10
+    assert isinstance(gm.get_submodule("1"), nn.Linear)
+    gm(torch.randn(3, 2))
