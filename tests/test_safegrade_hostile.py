@@ -37,6 +37,7 @@ import tiny_course  # noqa: E402
 
 from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
+from grader.safegrade.records import read_records  # noqa: E402
 from grader.safegrade.visibility import python_folders  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
@@ -188,9 +189,45 @@ def test_no_process_is_left_and_outputs_are_capped(hostile):
 
 def test_the_graders_memory_stays_bounded(hostile):
     """many_tiny_outputs is a 600,000-output notebook: read whole it would take gigabytes."""
-    peak_kb = int(hostile["run"].stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
-    print(f"grader peak RSS: {peak_kb / 1024:.0f} MiB")
-    assert peak_kb < 400 * 1024
+    peak = peak_kb(hostile["run"])
+    print(f"grader peak RSS: {peak / 1024:.0f} MiB")
+    assert peak < 400 * 1024
+
+
+def peak_kb(run: subprocess.CompletedProcess) -> int:
+    return int(run.stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
+
+
+def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
+    """One worker grades an honest class, then the same class with submissions that send as
+    much as the caps let through (hostile_cases.memory_cases: record frames of eleven million
+    values, a flood of output, notebooks at the size and value caps): the grading process's
+    peak grows by no more than the bound make autograde prints."""
+    from grader.safegrade.limits import LIMITS, MiB
+
+    runs = {}
+    for name, cases in (("honest", []), ("at_the_caps", hostile_cases.memory_cases())):
+        course = tiny_course.make_course(tmp_path / name)
+        for student in ("honest", "honest_too"):
+            tiny_course.add_submission(
+                course, student, tiny_course.with_answer(tiny_course.CORRECT)
+            )
+        for case in cases:
+            tiny_course.add_submission(course, case.name, case.submission)
+        runs[name] = autograde(course, "--workers=1", timeout=900)
+        assert runs[name].returncode == 0, runs[name].stderr[-3000:]
+        for case in cases:
+            got = result(course, case.name)
+            assert (got["score"], case.reason in got["reason"]) == (case.score, True), got
+    flood = course / "autograded" / "m_output_flood" / "tiny" / "tiny.ipynb"
+    assert flood.stat().st_size < 4 * LIMITS.records_text_chars + (1 << 20)
+    grown, bound = (
+        peak_kb(runs["at_the_caps"]) - peak_kb(runs["honest"]),
+        LIMITS.grading_memory_bytes(),
+    )
+    print(f"grader peak: {peak_kb(runs['honest']) >> 10} MiB honest, grown by {grown >> 10} MiB")
+    assert f"grows by at most {bound // MiB} MiB per worker" in runs["at_the_caps"].stdout
+    assert grown << 10 <= bound
 
 
 def test_a_second_run_changes_nothing(hostile):
@@ -441,12 +478,12 @@ def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     from grader.safegrade.sandbox import Limits, Sandbox
 
     box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
-    job = {"cells": [{"code": "x = 41"}, {"probe": "t", "inputs": 1}], "files": {}, "nonce": "n"}
+    job = {"cells": [{"code": "x = 41"}, {"probe": "t", "inputs": 0}], "files": {}, "nonce": "n"}
     job["probes"] = "def t(namespace, one):\n    return namespace['x'] + one\n"
     try:
         for _ in range(4):
-            reply = box.run(job)
-            assert b'"value": 42' in reply["records"], reply
+            reply = box.run(job, [b"1"])  # the inputs: blob 0
+            assert bytes(read_records(reply["records"], 2, "n")[1]["data"]) == b"42", reply
             box.stop()
     finally:
         box.stop()
