@@ -177,6 +177,24 @@ def test_hidden_checks_never_reach_a_learner(hostile):
         assert "run_check" not in text, page
     page = (course / "feedback" / "wrong" / "tiny" / "tiny.html").read_text()
     assert "add_all([1, 2]) should be 3" in page
+    tangled = (course / "feedback" / "tangled_markup" / "tiny" / "tiny.html").read_text()
+    assert "Shown as text: it is 330004 characters long" in tangled  # 30,000 nested divs
+    assert "passed 100000 characters" in tangled and len(tangled) < 1_000_000
+
+
+def test_feedback_on_tangled_markup_takes_seconds(hostile):
+    """nbgrader's generate_feedback (make feedback) on the notebook of 30,000 nested divs, a
+    20,000-row table and 300,000 printed '<' alone, and on an honest one (the formgrader's
+    exporter is test_learner_html's): printed side by side, they differ by seconds, not the
+    minutes bleach and nbconvert's page parser took (a time budget is not asserted)."""
+    course, seconds = hostile["course"], {}
+    for student in ("correct", "tangled_markup"):
+        started = time.monotonic()
+        tiny_course.nbgrader(course, "generate_feedback", "tiny", f"--student={student}", "--force")
+        seconds[student] = time.monotonic() - started
+    print("feedback seconds: " + ", ".join(f"{s} {t:.1f}" for s, t in seconds.items()))
+    page = course / "feedback" / "tangled_markup" / "tiny" / "tiny.html"
+    assert "Shown as text" in page.read_text()
 
 
 def test_no_process_is_left_and_outputs_are_capped(hostile):

@@ -187,6 +187,28 @@ class GradingLimits(Configurable):
     report_message_chars = _limit(Integer, 300, "characters", help=(
         "A test's failure message as the class report shows it."
     ))
+    # --- learners' markup shown to the instructor (grader/learner_html.py) ---------------------
+    learner_html_chars = _limit(Integer, 100_000, "characters", help=(
+        "A markdown cell, or an output's HTML, rendered and cleaned; a longer one is shown as text."
+    ))
+    learner_html_tags = _limit(Integer, 2000, "count", help=(
+        "Tags of one cell's markup cleaned (bleach's time grows with them); more: shown as text."
+    ))
+    learner_html_depth = _limit(Integer, 50, "count", help=(
+        "Nesting of one cell's tags (bleach's time grows with its square); deeper: as text."
+    ))
+    learner_html_text_chars = _limit(Integer, 10_000, "characters", help=(
+        "Characters shown of such a cell's text (escaped: nbconvert's page parser takes time "
+        "with each escaped character)."
+    ))
+    learner_html_notebook_chars = _limit(Integer, 100_000, "characters", help=(
+        "Characters of a notebook's cells and outputs shown on one page, counted escaped; the "
+        "rest is cut, with a note (nbconvert's passes over a page take time with its size)."
+    ))
+    learner_html_time = _limit(Float, 20.0, "s", help=(
+        "Seconds spent cleaning one notebook's markup (feedback, the formgrader's views); after "
+        "them, its remaining cells are shown as text, their outputs as plain text and images."
+    ))
     # --- results, reports and the hub's services -------------------------------------------------
     reason_chars = _limit(Integer, 600, "characters", help=(
         "The one-line reason of a submission's result file and the batch's summary."

@@ -461,9 +461,25 @@ def file_cases(course: Path) -> list[Case]:
     ]
 
 
+def tangled_markup() -> dict:
+    """A correct notebook with markdown that bleach and nbconvert take minutes over: 30,000
+    nested <div>s, a table of 20,000 rows, and 15 cells that print 20,000 '<' each (each
+    escaped on the page)."""
+    nb = with_answer(CORRECT)
+    deep = "<div>" * 30_000 + "DEEP" + "</div>" * 30_000
+    table = "|a|b|\n|-|-|\n" + "|x|y|\n" * 20_000
+    markdown = {"cell_type": "markdown", "metadata": {}}
+    printing = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    printing["source"] = "print('<' * 20_000)"
+    nb["cells"][:0] = [markdown | {"source": deep}, markdown | {"source": table}]
+    nb["cells"][3:3] = [printing] * 15
+    return nb
+
+
 def build_cases(course: Path, port: int = 9) -> list[Case]:
     cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
     cases += runaway_cases() + tmp_cases() + exit_cases() + output_cases()
+    cases.append(Case("tangled_markup", tangled_markup(), 10, "all 3 tests passed"))
     return cases + file_cases(course)
 
 
