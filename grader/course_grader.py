@@ -23,6 +23,7 @@ variable in grader.mk), between `submitted` and `export`.
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import os
 import shutil
@@ -194,7 +195,8 @@ def feedback(
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
-    selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
+    # one id per run, escaped: nbgrader globs it ("Ann [TA] Lee" would match no folder)
+    selections = [[f"--student={glob.escape(student)}"] for student in students] or [[]]
     chosen = set(students)
     chosen_assignments = assignments or exercises_of(course)
     for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):

@@ -90,6 +90,8 @@ def student_problem(student: str) -> str | None:
         return f"the student id '{shown(student)}' is not printable UTF-8 text"
     if student.startswith(".") or "/" in student or "\\" in student:
         return f"the student id '{student}' starts with '.' or holds a slash"
+    if student != student.strip():  # nbgrader strips an id: it would grade another folder
+        return f"the student id '{student}' starts or ends with a space"
     return None
 
 

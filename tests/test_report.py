@@ -90,3 +90,31 @@ def test_the_page_sorts_in_a_browser_and_passes_axe(tmp_path):
         assert serious_violations(tab) == []
         assert dialogs == []  # no learner's script ran
         browser.close()
+
+
+def test_try_it_ids_a_learner_made_up_never_break_the_report(tmp_path):
+    """The hub's progress service reads each learner's claim about their try-its: one id of
+    5,000 digits (over Python's int() digit limit) stopped the class report. The service and
+    the report keep only the course's own try-it ids, each in its own chapter; the report's
+    order cannot raise whatever ids it is given."""
+    import json
+    import sys
+
+    from grader.hub import progress_service
+    from grader.report_model import stalled_tryits
+
+    huge = "9" * 5000
+    chapters = progress_service.CHAPTERS
+    claim = {"tryits": {name: {} for name in chapters}, "exercises": {}, "as_of": {}}
+    claim["tryits"][chapters[0]] = {"1.1": True, huge: True, "2.1": True, f"1.{huge}": False}
+    row = progress_service.checked(json.dumps(claim).encode())
+    assert row["tryits"][chapters[0]] == {"1.1": True}  # 2.1 is chapter 2's
+    sent = {"ann": {"tryits": claim["tryits"]}, "ben": "could not be read"}
+    (tmp_path / "progress.json").write_text(json.dumps(sent))
+    progress = report.read_progress(str(tmp_path / "progress.json"))
+    assert progress["ann"]["01_symbolic_tracing.ipynb"] == {"1.1": True} and "ben" not in progress
+    page = report.page(made_up_class(), progress)
+    assert huge not in page and "1.1" in page
+    order = stalled_tryits({"x": {"c": {huge: True, "2.10": False, "2.9": False, "a.b": True}}})
+    assert [tid for tid, _, _ in order] == ["2.9", "2.10", huge, "a.b"]
+    assert sys.get_int_max_str_digits() < 5000  # the limit the old key ran into

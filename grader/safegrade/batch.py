@@ -153,7 +153,12 @@ def grade_one(
     with session.bookkeeping():
         from nbgrader.coursedir import CourseDirectory
 
-        coursedir = CourseDirectory(config=config, student_id=student, assignment_id=assignment)
+        # nbgrader globs the ids it is given: "Ann [TA] Lee" would match no folder, "[A-Z]*"
+        # classmates' folders. Escaped, each matches its own folder alone (nbgrader reads the
+        # ids it records from the folder it matched).
+        coursedir = CourseDirectory(
+            config=config, student_id=glob.escape(student), assignment_id=glob.escape(assignment)
+        )
         converter = Autograde(coursedir=coursedir, config=config, log=log)
         converter.force = True
         session.grader_failed.discard((student, assignment))

@@ -99,7 +99,9 @@ def readable_notebook(data: bytes, rel: str, notes: list[str]) -> tuple[str | No
     data, bad = as_utf8(data)
     if bad:
         notes.append(f"{rel} held {bad} byte(s) that are not UTF-8, replaced by \ufffd")
-    return too_big(data), data
+    if problem := too_big(data):
+        return problem, data
+    return too_many_cells(data), with_metadata(data, rel, notes)
 
 
 def too_big(notebook: bytes) -> str | None:
@@ -111,13 +113,39 @@ def too_big(notebook: bytes) -> str | None:
         return f"{len(notebook) >> 20} MB even without its outputs (at most {most})"
     if (values := json_values(notebook)) > LIMITS.notebook_values:
         return f"{values} JSON values even without its outputs (at most {LIMITS.notebook_values})"
+    return None
+
+
+def parsed(notebook: bytes) -> dict | None:
+    """The notebook's JSON (bounded by too_big first), or None: nbgrader says what is wrong."""
     try:
-        cells = json.loads(notebook).get("cells")
-    except (ValueError, AttributeError, RecursionError):
-        return None  # nbgrader reports what is wrong with it
+        found = json.loads(notebook)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def too_many_cells(notebook: bytes) -> str | None:
+    cells = (parsed(notebook) or {}).get("cells")
     if isinstance(cells, list) and len(cells) > LIMITS.notebook_cells:
         return f"{len(cells)} cells (at most {LIMITS.notebook_cells})"
     return None
+
+
+def with_metadata(notebook: bytes, rel: str, notes: list[str]) -> bytes:
+    """The notebook with each cell's metadata an object: an editor or a script that wrote null
+    there makes nbformat refuse the whole notebook (it would score 0); {} it is, with a note."""
+    found = parsed(notebook)
+    cells = found.get("cells") if found is not None else None
+    if not isinstance(cells, list):
+        return notebook
+    damaged = [c for c in cells if isinstance(c, dict) and not isinstance(c.get("metadata"), dict)]
+    if not damaged:
+        return notebook
+    for cell in damaged:
+        cell["metadata"] = {}
+    notes.append(f"{rel}: {len(damaged)} cell(s) had metadata that was not an object, now {{}}")
+    return json.dumps(found, ensure_ascii=False).encode()
 
 
 def find_renamed(staged: Path, source: Path) -> list[str]:
