@@ -23,7 +23,6 @@ variable in grader.mk), between `submitted` and `export`.
 from __future__ import annotations
 
 import argparse
-import glob
 import io
 import os
 import shutil
@@ -147,7 +146,9 @@ def release_feedback(course: Path, assignments: Sequence[str]) -> int:
     naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
     to release."""
     root, course_id = class_exchange.settings(course, COURSE_ID)
-    return class_exchange.release_feedback_command(root / course_id, course / FEEDBACK, assignments)
+    return class_exchange.release_feedback_command(
+        root / course_id, course / FEEDBACK, assignments, course / AUTOGRADED / ".safegrade"
+    )
 
 
 class UsageError(Exception):
@@ -195,8 +196,7 @@ def feedback(
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
-    # one id per run, escaped: nbgrader globs it ("Ann [TA] Lee" would match no folder)
-    selections = [[f"--student={glob.escape(student)}"] for student in students] or [[]]
+    selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
     chosen_assignments = assignments or exercises_of(course)
     for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):
@@ -279,6 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
+    release_cmd.add_argument(  # make autograde ASSIGNMENT=...: a wrong name stops it first
+        "--assignment", type=assignment_name, action="append", help="refuse a wrong name first"
+    )
     command = commands.add_parser("collect")
     command.add_argument("submissions", type=Path, nargs="?")
     command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")

@@ -125,7 +125,10 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
     if graded is None or state in (NOT_GRADED, GRADER_FAILED):
         submitted = (course / SUBMITTED / student / assignment).is_dir()
         state = state or (WAITING if submitted else ABSENT)
-        return Submission(student, state, reason=reason[: LIMITS.report_message_chars])
+        detail = outcome.detail if outcome is not None else ""
+        return Submission(
+            student, state, reason=reason[: LIMITS.report_message_chars], detail=detail
+        )
     penalty = graded.late_submission_penalty or 0.0
     tests = {g.name: g.score for nb in graded.notebooks for g in nb.grades}
     page = FEEDBACK / student / assignment / f"{assignment}.html"

@@ -172,7 +172,7 @@ def not_graded(course: Path, student: str, assignment: str) -> str:
         return "not graded yet: run make autograde"
     if result.status == GRADER_FAILED:
         return "the grader failed on it: run make autograde again"
-    return f"it could not be graded ({result.reason})"
+    return result.reason
 
 
 def answers(course: Path, assignment: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -250,37 +250,6 @@ def test_classmates_after_one_holding_every_lock_keep_full_marks(released, tmp_p
     assert got == dict.fromkeys(["a_locker", "b_classmate", "c_classmate", "d_classmate"], [10])
 
 
-def test_student_ids_with_glob_characters_are_graded_as_themselves(released, tmp_path):
-    """nbgrader globs the student ids it is given: an honest "Ann [TA] Lee" matched no folder
-    (0: "No notebooks were matched") and "[A-Z]*" matched its classmates' folders. Autograde,
-    feedback and export name each student's own folder alone."""
-    ex1 = "ex1_sigmoid_to_tanh"
-    nothing = Snippet(
-        "",
-        ex1,
-        0,
-        {"replace_sigmoid_with_tanh": "def replace_sigmoid_with_tanh(gm):\n    return gm\n"},
-    )
-    uploads = [("Ann [TA] Lee", honest(ex1)), ("[A-Z]*", nothing), ("Bob", honest(ex1))]
-    uploads += [("C?", honest(ex1)), ("Dee", nothing)]
-    batch = one_worker_batch(released, tmp_path, uploads)
-    course = batch["course"]
-    got = {name: row[ex1] for name, row in batch["scores"].items()}
-    assert got == {"Ann [TA] Lee": 10, "[A-Z]*": 0, "Bob": 10, "C?": 10, "Dee": 0}
-    assert "tests failed" in reason(course, "[A-Z]*", ex1)
-    feedback = course / course_grader.FEEDBACK
-    for student in ("[A-Z]*", "Ann [TA] Lee"):
-        assert course_grader.feedback(course, [student], [ex1]) == 0
-    assert sorted(p.parent.parent.name for p in feedback.rglob("*.html")) == [
-        "Ann [TA] Lee",
-        "[A-Z]*",
-    ]
-    course_grader.export(course)
-    with (course / course_grader.EXPORT).open() as handle:
-        rows = {row["student_id"]: float(row[ex1]) for row in csv.DictReader(handle)}
-    assert rows == got
-
-
 def test_attacks_never_see_the_hidden_checks(graded):
     course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
     folder = course / "classdata" / "autograded" / student / "ex1_sigmoid_to_tanh"

@@ -376,7 +376,9 @@ def test_failures_are_put_where_they_belong(tmp_path):
     assert scores(course / "gradebook.db") == {"s": 10.0}
     (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
     assert autograde(course).returncode == 0
-    assert result(course, "s")["reason"].startswith("0: the grader could not grade")
+    got = result(course, "s")
+    assert got["reason"].startswith("could not be graded: the notebook is cut off or corrupt")
+    assert "NotJSONError" in got["detail"] or "JSONDecodeError" in got["detail"], got
     assert scores(course / "gradebook.db").get("s", 0) == 0
     for kept in ("feedback", "autograded"):
         assert not (course / kept / "s" / "tiny").exists(), kept
@@ -412,6 +414,25 @@ def test_failures_are_put_where_they_belong(tmp_path):
     assert "bubblewrap" in got["reason"] and run.returncode == 0
     again = autograde(course)
     assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
+
+
+def test_a_student_folder_named_like_a_pattern_is_never_handed_to_nbgrader(tmp_path):
+    """nbgrader matches a student id, then the folder it found, as file patterns: a folder
+    "[a-c]*" would be graded as its classmates, "dee [ta]" as nobody (intake refuses such
+    ids; these were put in place by hand). Each is reported as not graded, saying what to do;
+    every classmate is graded once, as themselves."""
+    course = tiny_course.make_course(tmp_path)
+    for student in ("ann", "bob", "[a-c]*", "dee [ta]", "eve?"):
+        answer = tiny_course.CORRECT if student.isalpha() else hostile_cases.WRONG
+        tiny_course.add_submission(course, student, tiny_course.with_answer(answer))
+    run = autograde(course, "--workers=1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert scores(course / "gradebook.db") == {"ann": 10.0, "bob": 10.0}
+    for student in ("[a-c]*", "dee [ta]", "eve?"):
+        got = result(course, student)
+        assert got["status"] == "error" and "reads as a file pattern: rename" in got["reason"]
+    graded = re.findall(r"^\[\d/5\] tiny/(.+?): ", run.stdout, re.MULTILINE)
+    assert sorted(graded) == sorted(["ann", "bob", "[a-c]*", "dee [ta]", "eve?"]), run.stdout
 
 
 SNOOPING_CHECKS = """import os

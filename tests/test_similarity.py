@@ -90,7 +90,7 @@ def compared(tmp_path_factory) -> Path:
     uploads = tmp_path_factory.mktemp("uploads")
     for assignment in ASSIGNMENTS:
         answers = class_answers(assignment)
-        answers["learner05"] += f"\n# {HOSTILE}\n"
+        answers["learner05"] += f"\n# {HOSTILE}\nlong_line = {'x' * 300!r}\n"
         for student, code in answers.items():
             notebook = nbformat.writes(with_code(assignment, code)).encode()
             upload(uploads, student, assignment, f"{assignment}.ipynb", notebook)
@@ -189,6 +189,11 @@ def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared
         assert "copier_of_learner" in first.locator("h3").inner_text()
         assert first.locator("mark").count() >= 2  # matches marked on both sides
         first.screenshot(path=artifacts / "similarity-first-pair.png")
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 1280  # long lines wrap
+        left_out = tab.locator("ul", has_text="broken_upload")
+        assert left_out.is_visible() and "could not be graded" in left_out.inner_text()
+        left_out.screenshot(path=artifacts / "similarity-not-compared.png")
+        tab.screenshot(path=artifacts / "similarity.png", full_page=True)
         assert serious_violations(tab) == []
         assert dialogs == []
         browser.close()
