@@ -130,6 +130,8 @@ def test_every_submission_gets_a_score_and_one_line_reason(hostile):
     for case in cases:
         assert "\n" not in result(hostile["course"], case.name)["reason"], case.name
         assert f"  {case.name}  tiny  " in summary, case.name
+    plain = "could not be graded: the notebook is cut off or corrupt: ask for a new upload"
+    assert f"\n  invalid_json  tiny  {plain}\n" in summary  # no "0:", no parser's words
 
 
 @pytest.mark.parametrize("case", hostile_cases.build_cases(Path("/course")), ids=lambda c: c.name)
@@ -420,7 +422,8 @@ def test_a_student_folder_named_like_a_pattern_is_never_handed_to_nbgrader(tmp_p
     """nbgrader matches a student id, then the folder it found, as file patterns: a folder
     "[a-c]*" would be graded as its classmates, "dee [ta]" as nobody (intake refuses such
     ids; these were put in place by hand). Each is reported as not graded, saying what to do;
-    every classmate is graded once, as themselves."""
+    every classmate is graded once, as themselves, and gets feedback and a row of the export
+    of their own; the export says which uploads could not be graded."""
     course = tiny_course.make_course(tmp_path)
     for student in ("ann", "bob", "[a-c]*", "dee [ta]", "eve?"):
         answer = tiny_course.CORRECT if student.isalpha() else hostile_cases.WRONG
@@ -433,6 +436,30 @@ def test_a_student_folder_named_like_a_pattern_is_never_handed_to_nbgrader(tmp_p
         assert got["status"] == "error" and "reads as a file pattern: rename" in got["reason"]
     graded = re.findall(r"^\[\d/5\] tiny/(.+?): ", run.stdout, re.MULTILINE)
     assert sorted(graded) == sorted(["ann", "bob", "[a-c]*", "dee [ta]", "eve?"]), run.stdout
+    tiny_course.nbgrader(course, "generate_feedback", "tiny", "--force")
+    pages = {page.parent.parent.name for page in (course / "feedback").glob("*/tiny/*.html")}
+    assert pages == {"ann", "bob"}
+    assert exported(course) == {
+        "ann": "10",
+        "bob": "10",
+        **dict.fromkeys(["[a-c]*", "dee [ta]", "eve?"], "could not grade"),
+    }
+
+
+def exported(course: Path) -> dict[str, str]:
+    """student id -> their cell of the tiny course's grades.csv (make export's writer)."""
+    from grader import grades_export
+
+    where = grades_export.Where(
+        gradebook_url=f"sqlite:///{course / 'gradebook.db'}",
+        course_id="tiny-course",
+        assignments=("tiny",),
+        results=course / "autograded" / ".safegrade",
+        sources=course / "source",
+    )
+    out = grades_export.write(where, course / "export" / "grades.csv", ["tiny"])
+    with out.open(newline="") as handle:
+        return {row["student_id"]: row["tiny"] for row in csv.DictReader(handle)}
 
 
 SNOOPING_CHECKS = """import os

@@ -4,8 +4,8 @@ answer in the solution cell) and graded by `make autograde`, whose autograded no
 similarity reads. Every planted copy must rank above every other pair, including copies hidden
 the ways an upload can hide them from a reader of the raw files (a cell whose metadata is null,
 a byte that is not UTF-8, nbformat 3, a renamed notebook, a notebook over 32 MiB, the answer in
-a cell of the learner's own); a notebook that could not be graded is named with the reason; the
-page escapes what learners wrote."""
+a cell of the learner's own); a notebook that could not be graded and a starter uploaded
+unchanged are named with the reason; the page escapes what learners wrote."""
 
 from __future__ import annotations
 
@@ -97,6 +97,8 @@ def compared(tmp_path_factory) -> Path:
     for student, (_, name, data) in hidden_copies(HIDDEN_IN).items():
         upload(uploads, student, HIDDEN_IN, name, data)
     upload(uploads, "broken_upload", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", b'{"cells": [')
+    unchanged = nbformat.writes(starter(HIDDEN_IN)).encode()
+    upload(uploads, "starter_unchanged", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", unchanged)
     course_grader.collect(uploads, course)
     command = [sys.executable, "-m", "grader.safegrade", "autograde"]
     graded = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
@@ -129,13 +131,16 @@ def test_every_planted_copy_ranks_above_every_honest_pair(compared, assignment):
     print(assignment, "planted", sorted(planted), "highest honest", sorted(others)[-3:])
 
 
-def test_a_notebook_that_could_not_be_read_is_named_with_the_reason(compared):
+def test_every_notebook_left_out_is_named_with_the_reason(compared):
+    """An upload that could not be graded and one that is the starter unchanged are named on
+    the page and on stderr, each with why; no other notebook is left out."""
     page = (compared / "out" / "similarity.html").read_text()
     stderr = (compared / "out" / "stderr.txt").read_text()
     for shown in (page, stderr):
         assert "broken_upload" in shown and "could not be graded" in shown, shown[-2000:]
+        assert "starter_unchanged" in shown and "no code of its own" in shown, shown[-2000:]
         assert "hidden_" not in shown.split("broken_upload")[0][-200:]
-    assert stderr.count("not compared") == 1, stderr
+    assert stderr.count("not compared") == 2, stderr
     assert page.count("Every submission was compared.") == len(ASSIGNMENTS) - 1
 
 
@@ -192,6 +197,7 @@ def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared
         assert tab.evaluate("document.documentElement.scrollWidth") <= 1280  # long lines wrap
         left_out = tab.locator("ul", has_text="broken_upload")
         assert left_out.is_visible() and "could not be graded" in left_out.inner_text()
+        assert "starter_unchanged" in left_out.inner_text()
         left_out.screenshot(path=artifacts / "similarity-not-compared.png")
         tab.screenshot(path=artifacts / "similarity.png", full_page=True)
         assert serious_violations(tab) == []
