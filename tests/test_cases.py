@@ -225,6 +225,42 @@ def test_the_case_generator_is_one_module_every_chapter_imports():
     assert cases.CaseMaker is tryit.CaseMaker
 
 
+# ----------------------------------------------------------------------------- layouts, hooks
+
+
+@pytest.mark.parametrize("layout", cases.LAYOUTS)
+def test_laid_out_gives_the_shape_asked_for_in_the_layout_asked_for(layout):
+    shape = (2, 3, 4, 5)
+    made = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
+    assert made.shape == shape and made.dtype == torch.float64
+    assert made.is_contiguous() == (layout == "contiguous")
+    channels_last = made.is_contiguous(memory_format=torch.channels_last)
+    assert channels_last == (layout == "channels_last")
+    again = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
+    assert torch.equal(made, again) and made.stride() == again.stride()
+
+
+def test_laid_out_refuses_a_layout_it_cannot_make():
+    with pytest.raises(ValueError, match="no layout 'channels_last'"):
+        cases.laid_out(CaseMaker(1), (3, 3), "channels_last")
+
+
+def test_hooks_on_names_every_way_a_module_runs_other_code_than_its_forward():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+    assert cases.hooks_on(model) == []
+    handle = model[0].register_forward_pre_hook(lambda module, args: args)
+    assert cases.hooks_on(model) == ["0"]
+    handle.remove()
+    model[1][0].register_forward_hook(lambda module, args, out: out)
+    model.forward = lambda x: x
+    assert cases.hooks_on(model) == ["(the module itself)", "1.0"]
+    handle = nn.modules.module.register_module_forward_hook(lambda module, args, out: out)
+    try:
+        assert cases.hooks_on(nn.ReLU()) == ["global"]
+    finally:
+        handle.remove()
+
+
 # ----------------------------------------------------------------------------- paths and edits
 
 
@@ -322,3 +358,61 @@ def test_same_state_sees_a_changed_weight_and_a_new_parameter():
 def test_rounding_grows_with_the_largest_value():
     assert cases.rounding(torch.zeros(3)) == pytest.approx(1e-5)
     assert cases.rounding(torch.tensor([-300.0, 2.0])) == pytest.approx(301e-5)
+
+
+# ------------------------------------------------------------------- what ran, and under which name
+
+
+def test_modules_run_names_tagged_modules_however_they_are_reached_and_only_in_the_block():
+    shared = nn.Tanh()
+    model = cases.tag_modules(nn.Sequential(nn.Linear(2, 2), shared, nn.Sequential(shared)))
+    copied = fx.GraphModule(model, fx.symbolic_trace(model).graph)
+    with cases.modules_run() as ran:
+        fx.Interpreter(copied).run(torch.randn(1, 2))
+        nn.ReLU()(torch.randn(2))  # untagged: not listed
+    assert ran == ["0", "1", "1"], ran  # the shared Tanh keeps its first name at both calls
+    model(torch.randn(1, 2))
+    assert ran == ["0", "1", "1"], "the hook outlived its block"
+
+
+def test_record_calls_lists_the_function_and_method_nodes_a_run_computed():
+    for seed in range(10):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "sigmoid", "add", "mul", "linear"], must=["add"])
+        x, ran = make.input_for(model), []
+        gm = cases.record_calls(fx.symbolic_trace(model), ran)
+        torch.testing.assert_close(fx.Interpreter(gm).run(x), model(x))
+        computed = [n.name for n in gm.graph.nodes if n.op == "call_function"]
+        assert ran == computed and computed, (ran, computed)
+        ran.clear()
+        gm(x)
+        assert ran == computed
+        assert not any(n.op == "call_method" for n in gm.graph.nodes)
+
+
+def test_rename_inputs_gives_placeholders_drawn_words_and_the_code_still_runs():
+    names = set()
+    for seed in range(10):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "add", "linear"])
+        x = make.input_for(model)
+        gm = cases.rename_inputs(make, fx.symbolic_trace(model))
+        (placeholder,) = gm.graph.find_nodes(op="placeholder")
+        assert placeholder.name == placeholder.target != "x"
+        names.add(placeholder.name)
+        torch.testing.assert_close(gm(x), model(x))
+    assert len(names) > 2, names
+
+
+def test_none_reached_tells_a_none_read_by_an_op_from_other_errors():
+    def returns_nothing(x):
+        return None
+
+    assert cases.none_reached(torch.neg, torch.ones(1))[1] is None
+    for fails in (lambda: torch.relu(returns_nothing(1)), lambda: returns_nothing(1).sigmoid()):
+        value, problem = cases.none_reached(fails)
+        assert value is None and "NoneType" in problem and "\n" not in problem
+    with pytest.raises(TypeError, match="unsupported"):
+        cases.none_reached(lambda: 1 + "a")
+    with pytest.raises(ValueError):
+        cases.none_reached(int, "a")
