@@ -281,22 +281,45 @@ def keys_here(rules_key, case: RuleCase) -> dict:
 
 
 def learner_cell(function) -> str:
-    """The imports, definitions, constants and lambdas of the cell that defined `function` (what a
-    fresh Python gets when the learner reruns that cell), without its other statements."""
+    """The imports, definitions and assignments of the cell that defined `function` (what a fresh
+    Python gets when the learner reruns that cell), without its other statements and without an
+    assignment that reads a name the cell does not bind (another cell's value)."""
+    import builtins
     import inspect
 
     code = function.__code__
     source = "".join(linecache.getlines(code.co_filename)) or inspect.getsource(function)
-    kept = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
-    tree = ast.parse(source)
+    bound = set(dir(builtins))
     body = []
-    for statement in tree.body:
-        is_value = isinstance(statement, ast.Assign) and isinstance(
-            statement.value, ast.Constant | ast.Lambda
-        )
-        if isinstance(statement, kept) or is_value:
+    for statement in ast.parse(source).body:
+        if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
             body.append(statement)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+            written = {
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            if read - written - bound:
+                continue
+            body.append(statement)
+        else:
+            continue
+        bound |= names_bound(statement)
     return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def names_bound(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return {statement.name}
+    return {
+        n.id
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
 
 
 CHILD = """

@@ -9,6 +9,7 @@ FXCOURSE_CASE_SEEDS=20 judges twenty runs per try-it (the default, 2, keeps `mak
 from __future__ import annotations
 
 import functools
+import linecache
 import math
 import os
 import random
@@ -286,6 +287,22 @@ def test_a_learners_cell_keeps_its_definitions_and_drops_its_other_statements():
     kept_source = cases.learner_cell(rules_key)
     assert "import hashlib" in kept_source and "LIMIT = 3" in kept_source
     assert "def rules_key" in kept_source and "print(" not in kept_source
+
+
+def test_a_learners_cell_keeps_aliases_and_computed_constants_but_not_another_cells_names():
+    cell = "import hashlib\ndigest = hashlib.sha256\nSALT = 'v' + '1'\nPARTS: tuple = ('a',)\n"
+    cell += "\ndef rules_key(rules):\n"
+    cell += "    return digest((SALT + PARTS[0]).encode()).hexdigest()\n\nseen = rules_key(RULES)\n"
+    filename = "/tmp/ipykernel_x/2.py"
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    namespace = {"RULES": []}  # another cell's value
+    exec(compile(cell, filename, "exec"), namespace)
+    rules_key = namespace["rules_key"]
+    kept_source = cases.learner_cell(rules_key)
+    for kept in ("digest = hashlib.sha256", "SALT = ", "PARTS: tuple"):
+        assert kept in kept_source, kept_source
+    assert "seen =" not in kept_source  # it reads RULES, another cell's value
+    assert cases.defined(kept_source, "<fresh>")["rules_key"]([])
 
 
 def test_9_3_rules_and_their_edits_call_only_what_torch_has():
