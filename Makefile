@@ -32,6 +32,11 @@ formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader
 test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
+.PHONY: test-checkpoints
+test-checkpoints: env-test  ## every checkpoint: the answer passed on 20 runs of fresh cases, each mistake refused on 3 (slow)
+	FXCOURSE_ANSWER_RUNS=$(or $(ANSWER_RUNS),20) FXCOURSE_MISTAKE_RUNS=$(or $(MISTAKE_RUNS),3) \
+		$(BIN)/pytest -n $(TEST_WORKERS) tests/test_tryits.py -k checkpoints_say $(PYTEST_ARGS)
+
 env-test:
 	@VENV=$(VENV) env/setup.sh test
 

@@ -22,12 +22,16 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 
 .PHONY: lab workspace progress env
 
+# A lab already open on the workspace is named (its address), not started a second time; its
+# lab extension (fxcourse/lab_updates.py) merges course updates into the notebooks open in it.
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
+	@$(PY) -m fxcourse.lab_link running "$(WORKSPACE)" || \
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
+		--LabApp.extra_labextensions_path="$(LEARNER_JUPYTER_CONFIG)/labextensions" \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"
 
-workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh, ...) or bring new chapters into it (your edited notebooks are kept)
+workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh, ...) or bring new chapters into it (your edits are kept, also unsaved ones in an open lab)
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
 progress: env  ## which try-its and exercises you have passed (as the checks said when they last ran)

@@ -8,12 +8,17 @@ whose metadata carries {"tryit": {"id": "1.1", "role": ROLE}}, in this order:
 
     scaffold   what the learner starts from (names, signature, `...`); must run without error
     mistake    one or more plausible wrong answers or shortcuts, each opening with a comment that
-               says what is wrong; the checkpoint must reject every one of them
+               says what is wrong; the checkpoint must reject every one of them. At least one
+               is right only for the chapter's own example (names, sizes, one level deep) and
+               says so in its metadata: {"tryit": {..., "example_only": true}}
     answer     the reference answer
     check      the checkpoint cell (fxcourse.tryit.checkpoint)
 
 The learner chapter keeps the scaffold and the check and drops the mistakes and the answer; the
-answers go to answers.json, which `show_answer` and the "Not yet" box read.
+answers go to answers.json, which `show_answer` and the "Not yet" box read, and to
+references.json, which the checkpoints run beside the learner's answer (every edition ships it,
+also one without shown answers). An answer cell builds new objects and never changes one an
+earlier cell made: the checkpoint runs it again, in a copy of the learner's namespace.
 """
 
 from __future__ import annotations
@@ -28,11 +33,13 @@ import nbformat
 from fxcourse import i18n, languages, stamps
 from fxcourse.messages import _, speaking
 from fxcourse.notebooks import clean
+from fxcourse.reference import defined_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
 ANSWERS = Path(__file__).with_name("answers.json")
+REFERENCES = Path(__file__).with_name("references.json")
 ROLES = ("scaffold", "mistake", "answer", "check")
 LEARNER_ROLES = {"scaffold", "check"}
 # A learner chapter's first code cell: a kernel without torch or fxcourse (Jupyter's default
@@ -123,6 +130,20 @@ def answers_of(nb: nbformat.NotebookNode, chapter: str) -> dict[str, dict[str, s
     }
 
 
+def references_of(nb: nbformat.NotebookNode) -> dict[str, dict]:
+    """Per try-it: the answer's code (run by the checkpoint) and the names its scaffold defines
+    (whose defining cell the checkpoint asks about first)."""
+    found: dict[str, dict] = {}
+    for cell in nb.cells:
+        if marker := tryit_of(cell):
+            entry = found.setdefault(marker[0], {"code": "", "defines": []})
+            if marker[1] == "answer":
+                entry["code"] = cell.source.strip()
+            elif marker[1] == "scaffold":
+                entry["defines"] = defined_names(cell.source)
+    return found
+
+
 def shown(path: Path) -> str:
     """A path as a stamp names it: from the course's root."""
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -139,6 +160,7 @@ def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
     answers.<lang>.json, the exercise starters, the README)."""
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
+    references: dict[str, dict] = {}
     errors = []
     for source in sorted(sources.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(source, as_version=4)
@@ -146,9 +168,11 @@ def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
         learner = stamps.stamp_notebook(learner_version(nb), [shown(source)], "make chapters")
         derived[CHAPTERS / source.name] = nbformat.writes(learner) + "\n"
         answers.update(answers_of(nb, source.stem))
+        references.update(references_of(nb))
     if errors:
         raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
     derived[ANSWERS] = answers_text(answers, [f"{shown(sources)}/NN_*.ipynb"])
+    derived[REFERENCES] = answers_text(references, [f"{shown(sources)}/NN_*.ipynb"])
     for language in languages.translation_codes():
         derived.update(translated_files(language))
     return derived

@@ -33,6 +33,7 @@ INCLUDE = [
     "chapters/exercises/nbgrader_config.py",
     "fxcourse/*.py",
     "fxcourse/answers.json",
+    "fxcourse/references.json",  # what the checkpoints compare with: kept without answers too
     "env/requirements.in",
     "env/requirements.lock",
     "env/setup.sh",

@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCALES = Path(__file__).with_name("locale")
 FENCE = re.compile(r"^\s*(```|~~~|:::)")
 CHECK_CALLS = {"check": 1, "checkpoint": 1}
+CHECK_METHODS = {"close": 2}  # check.close(mine, wanted, hint)
+MAKER_METHODS = {"note": 0}  # make.note(text): what a Not-yet says of a fresh case
 
 
 @dataclass(frozen=True)
@@ -109,9 +111,8 @@ def message_strings(source: str, asserts: bool) -> list[str]:
         return []
     found, printed = [], []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            position = CHECK_CALLS.get(node.func.id)
-            if position is not None and len(node.args) > position:
+        if isinstance(node, ast.Call) and (position := hint_position(node.func)) is not None:
+            if len(node.args) > position:
                 found.append(node.args[position])
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "goal" for t in node.targets
@@ -122,13 +123,23 @@ def message_strings(source: str, asserts: bool) -> list[str]:
         if asserts:
             found.extend(docstring_values(node))
         printed.extend(printed_literals(node))
-    found += printed + printed_choices(tree, printed)
+    found += printed + printed_choices(tree, printed + found)
     strings = [
         ast.get_source_segment(source, n)
         for n in found
         if isinstance(n, ast.JoinedStr | ast.Constant)
     ]
     return list(dict.fromkeys(s for s in strings if s and re.search(r"[A-Za-z]{2}", s)))
+
+
+def hint_position(func: ast.expr) -> int | None:
+    """Where a checkpoint call takes its hint: check(cond, hint), checkpoint(id, goal),
+    check.close(mine, wanted, hint), and a case builder's make.note(text)."""
+    if isinstance(func, ast.Name):
+        return CHECK_CALLS.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return {"check": CHECK_METHODS, "make": MAKER_METHODS}.get(func.value.id, {}).get(func.attr)
+    return None
 
 
 PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}

@@ -8,7 +8,8 @@ in exercises/) last ran without an error, in the lab or under nbgrader's Validat
 are recorded as the checks run (fxcourse/results.py), so progress agrees with what the checks say
 now, saved or not; a check with no record (run before records were kept) is read from the saved
 notebook's outputs. Each chapter and exercise says when that was ("checks ran" or "notebook
-saved"). Nothing is run. Given several workspaces, it prints one block each; `--json` prints the
+saved"; nothing for a notebook the learner never saved, whose file time is only when the sync
+copied it). Nothing is run. Given several workspaces, it prints one block each; `--json` prints the
 same as data (what the class hub's progress page reads, running as each learner:
 grader/hub/progress_service.py).
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 import nbformat
 
 from fxcourse import results
+from fxcourse.course_update import untouched
 from fxcourse.messages import in_every_language, printed_pattern
 from fxcourse.workspace import course_notebooks
 
@@ -71,20 +73,29 @@ def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None
     return "passed" if states and set(states) == {"ok"} else "not run"
 
 
-def as_of(path: Path, times: list[str]) -> list[str] | None:
+def as_of(path: Path, times: list[str], workspace: Path | None = None) -> list[str] | None:
     """["checks ran", when] for the newest recorded run among `times`, else ["notebook saved",
-    the file's time]; None for a link (whatever it points at is not the learner's to date)."""
+    the file's time]; None for a link (whatever it points at is not the learner's to date) and
+    for a copy still as the workspace's sync wrote it (never saved by the learner: its time is
+    the sync's)."""
     if times:
         return ["checks ran", max(times)]
-    return None if path.is_symlink() else ["notebook saved", results.saved_at(path)]
+    if path.is_symlink():
+        return None
+    if workspace is not None and path.is_relative_to(workspace):
+        if untouched(workspace, str(path.relative_to(workspace))):
+            return None
+    return ["notebook saved", results.saved_at(path)]
 
 
-def chapter_progress(path: Path, recorded: dict) -> tuple[dict | None, list[str] | None]:
+def chapter_progress(
+    workspace: Path, path: Path, recorded: dict
+) -> tuple[dict | None, list[str] | None]:
     notebook = _read(path)
     if notebook is None:
         return None, None
     marks = tryits(notebook, recorded)
-    return marks, as_of(path, [recorded[t][1] for t in marks if t in recorded])
+    return marks, as_of(path, [recorded[t][1] for t in marks if t in recorded], workspace)
 
 
 def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | None]:
@@ -93,9 +104,8 @@ def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | Non
         return "unreadable", None
     recorded = results.cell_results(workspace, path)
     keys = [results.cell_key(cell.source) for cell in test_cells(notebook)]
-    return exercise_state(notebook, recorded), as_of(
-        path, [recorded[k][1] for k in keys if k in recorded]
-    )
+    times = [recorded[k][1] for k in keys if k in recorded]
+    return exercise_state(notebook, recorded), as_of(path, times, workspace)
 
 
 def progress(workspace: Path) -> dict:
@@ -119,7 +129,7 @@ def progress(workspace: Path) -> dict:
         elif not path.exists():
             found["tryits"][name], when = {}, None
         else:
-            found["tryits"][name], when = chapter_progress(path, recorded)
+            found["tryits"][name], when = chapter_progress(workspace, path, recorded)
         if when:
             found["as_of"][Path(name).stem if name.startswith("exercises/") else name] = when
     return found

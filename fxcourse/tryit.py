@@ -1,15 +1,31 @@
 """Checkpoints for the chapters' "Try it" prompts, and the reference answers behind them.
 
-A try-it is a scaffold cell the learner fills in, followed by a checkpoint cell:
+A try-it is a scaffold cell the learner fills in, followed by a checkpoint cell. The checkpoint
+runs the learner's answer and the reference answer on cases it makes fresh at every run
+(fxcourse.cases), and compares what the lesson is about:
+
+    def soft_clips(make):  # what 1.1's cases may contain
+        return (make.tensor(make.integer(2, 9), make.integer(1, 5), dtype=make.dtype()),)
 
     with checkpoint("1.1", "trace soft_clip into traced_soft_clip (section 1.3)") as check:
         check(isinstance(traced_soft_clip, fx.GraphModule), "trace it with fx.symbolic_trace")
-        check(torch.allclose(traced_soft_clip(x), 3 * torch.tanh(x / 3)), "3 * tanh(x / 3)")
+        for case in check.cases(soft_clips):
+            mine, reference = case.both(lambda answer, x: answer.traced_soft_clip(x))
+            check.close(mine, reference, "the traced graph computes other values")
+
+`check.cases(builder, count)` yields `count` cases (at least 5), each drawn from its own seed;
+`case.both(fn)` builds the case's objects twice, once for each side, and returns
+`fn(learner, *objects)` and `fn(reference, *objects)`, where `learner` holds the notebook's
+names and `reference` the reference answer's (fxcourse.reference). `case.objects()` builds one
+more copy, to inspect. A "Not yet" inside the loop names the case (its seed, what it held) and
+how to see it again (`show_case`, `replay`); it never prints the reference's values.
 
 The block stops at the first failed `check(...)` and shows a friendly "Not yet" message with the
 goal; an error raised by the learner's unfinished code (a name not defined yet, a `...` where a
-value belongs) becomes such a message too, so "Run All" always reaches the end of a chapter. When
-every check holds, it says the checkpoint passed.
+value belongs) becomes such a message too, so "Run All" always reaches the end of a chapter. A
+checkpoint first asks whether the cell that defines the try-it's names last ran cleanly: a cell
+that now raises leaves an old value in memory, which is not the learner's answer. When every check
+holds, it says the checkpoint passed.
 
 Reference answers come from answers.json, generated from the instructor's chapters (absent from a
 student edition built without answers). A "Not yet" box holds the answer collapsed: it shows only
@@ -21,11 +37,15 @@ from __future__ import annotations
 
 import html
 import json
+import secrets
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse import reference
+from fxcourse.cases import CaseMaker, seeds_of
 from fxcourse.messages import _, language
 from fxcourse.results import record_tryit
 from fxcourse.stamps import unstamped_json
@@ -51,6 +71,9 @@ class CheckpointResult:
     tryit_id: str
     goal: str
     problem: str | None = None
+    case: str | None = None  # the case the problem was found in, and how to see it again
+    cases_run: int = 0  # fresh cases judged (what the course's tests count)
+    reference_runs: int = 0  # how many of them the reference answer also ran
 
     @property
     def passed(self) -> bool:
@@ -59,13 +82,16 @@ class CheckpointResult:
     def __repr__(self) -> str:
         if self.passed:
             return _("Checkpoint {id} passed.").format(id=self.tryit_id)
-        return (
-            _("Not yet (try it {id}): {problem}").format(id=self.tryit_id, problem=self.problem)
-            + "\n  "
-            + _("Goal: {goal}").format(goal=self.goal)
-            + "\n  "
-            + self._stuck()
-        )
+        not_yet = _("Not yet (try it {id}): {problem}")
+        lines = [not_yet.format(id=self.tryit_id, problem=self.problem)]
+        lines += [self.case] if self.case else []
+        lines += [_("Goal: {goal}").format(goal=self.goal), self._stuck()]
+        return "\n  ".join(lines)
+
+    def summary(self) -> dict:
+        """What the course's tests read from a displayed result (its output metadata)."""
+        keys = ("tryit_id", "passed", "cases_run", "reference_runs")
+        return {key: getattr(self, key) for key in keys}
 
     def _stuck(self) -> str:
         if not load_answers():
@@ -83,6 +109,8 @@ class CheckpointResult:
         body = _("<b>Not yet</b> (try it {id}): {problem}<br><b>Goal:</b> {goal}").format(
             id=self.tryit_id, problem=html.escape(self.problem or ""), goal=html.escape(self.goal)
         )
+        if self.case:
+            body += f"<br><small>{html.escape(self.case)}</small>"
         return _box("#fff8e1", "#f9a825", body + show_answer(self.tryit_id).as_details())
 
 
@@ -94,34 +122,158 @@ def _box(background: str, border: str, body: str) -> str:
     return f'<div class="fxcourse-checkpoint" style="{style}">{body}</div>'
 
 
+MIN_CASES = 5
+_replays: dict[str, int] = {}  # try-it id -> the seed its next checkpoint run uses
+_builders: dict[str, Callable] = {}  # try-it id -> the case builder its checkpoint last used
+
+
 class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as check:`)
-    """Context manager for one try-it's checkpoint; see the module docstring."""
+    """One try-it's checkpoint; see the module docstring. Inside the block, `check` is this
+    object: call it with a condition and a hint, or use its `cases`, `close`, `learner` and
+    `reference`."""
 
     def __init__(self, tryit_id: str, goal: str):
         self.result = CheckpointResult(tryit_id, goal)
+        self.learner_globals = sys._getframe(1).f_globals
+        self.run_seed = _replays.pop(tryit_id, None) or secrets.randbelow(10**6)
+        self.case: Case | None = None
+        self._reference = None
 
-    def __enter__(self):
-        return self.check
+    def __enter__(self) -> checkpoint:
+        return self
 
-    @staticmethod
-    def check(condition: object, hint: str) -> None:
+    def __call__(self, condition: object, hint: str) -> None:
         """Stop the checkpoint with `hint` unless `condition` is true."""
         if not condition:
             raise NotYet(hint)
 
+    def close(self, mine, wanted, hint: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
+        """Stop with `hint` unless `mine` has the reference's structure, shapes and dtypes and
+        values within the tolerances (the reference's values are never shown)."""
+        self(reference.close_enough(mine, wanted, atol, rtol), hint)
+
+    @property
+    def learner(self) -> reference.LearnerNames:
+        return reference.LearnerNames(self.learner_globals)
+
+    @property
+    def reference(self):
+        """The reference answer's names (run once per checkpoint, in a copy of the learner's)."""
+        if self._reference is None:
+            self._reference = reference.reference_namespace(
+                self.result.tryit_id, self.learner_globals
+            )
+        return self._reference
+
+    def cases(self, builder: Callable[[CaseMaker], object], count: int = 6) -> Iterator[Case]:
+        """`count` fresh cases, each `builder(make)` for a maker seeded from this run's seed."""
+        if count < MIN_CASES:
+            raise ValueError(f"a checkpoint judges at least {MIN_CASES} fresh cases")
+        _builders[self.result.tryit_id] = builder
+        for index, seed in enumerate(seeds_of(self.run_seed, count)):
+            self.case = Case(self, builder, seed, index, count)
+            self.result.cases_run += 1
+            yield self.case
+        self.case = None
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and not issubclass(exc_type, Exception):
             return False  # KeyboardInterrupt and friends stop the cell as usual
-        if exc is not None:
+        if stale := self._stale():
+            self.result.problem = stale
+        elif exc is not None:
             self.result.problem = _describe(exc, tb)
+            if self.case is not None:
+                self.result.case = self.case.where()
         _display(self.result)
         record_tryit(self.result.tryit_id, self.result.passed)  # what progress reads
         return True
+
+    def _stale(self) -> str | None:
+        """A problem when the cell defining this try-it's names last raised (an old value)."""
+        log = reference.cell_log()
+        entry = reference.load_references().get(self.result.tryit_id, {})
+        failed = log.failed(entry.get("defines", [])) if log else None
+        if failed is None:
+            return None
+        name, error = failed
+        return _(
+            "the cell that defines {name} raised {error} when it last ran, so {name} still holds "
+            "an older value: fix that cell and run it again"
+        ).format(name=name, error=error)
+
+
+@dataclass
+class Case:
+    """One fresh case of a checkpoint run: its seed, and its objects made on demand."""
+
+    run: checkpoint
+    builder: Callable[[CaseMaker], object]
+    seed: int
+    index: int
+    count: int
+    description: str | None = None
+
+    def objects(self) -> tuple:
+        """A fresh copy of the case's objects (the same seed gives equal objects)."""
+        make = CaseMaker(self.seed, self.index, self.run.run_seed)
+        made = self.builder(make)
+        self.description = self.description or make.describe()
+        return made if isinstance(made, tuple) else (made,)
+
+    def both(self, fn: Callable) -> tuple:
+        """(fn(learner, *objects), fn(reference, *objects)), each side with objects of its own;
+        the reference runs first, so nothing the learner's code changes can reach it."""
+        try:
+            wanted = fn(self.run.reference, *self.objects())
+        except Exception as error:
+            raise reference.ReferenceFailed(f"{type(error).__name__}: {error}") from error
+        self.run.result.reference_runs += 1
+        return fn(self.run.learner, *self.objects()), wanted
+
+    def where(self) -> str:
+        tryit_id = self.run.result.tryit_id
+        return _(
+            "Case {number} of {count} (seed {seed}): {description}. To look at it: "
+            'show_case("{id}", {seed}, {number}); to check the same cases again: '
+            'replay("{id}", {seed}), then run this cell.'
+        ).format(
+            number=self.index + 1,
+            count=self.count,
+            seed=self.run.run_seed,
+            description=self.description or "",
+            id=tryit_id,
+        )
+
+
+def replay(tryit_id: str, seed: int) -> str:
+    """The next run of try-it `tryit_id`'s checkpoint judges the cases of run seed `seed`."""
+    _replays[tryit_id] = int(seed)
+    return _("The next run of checkpoint {id} checks the cases of seed {seed}.").format(
+        id=tryit_id, seed=seed
+    )
+
+
+def show_case(tryit_id: str, seed: int, number: int) -> tuple:
+    """The objects of case `number` of run seed `seed`, as try-it `tryit_id` made them."""
+    builder = _builders.get(tryit_id)
+    if builder is None:
+        raise LookupError(_("run the checkpoint of try it {id} first").format(id=tryit_id))
+    case_seed = seeds_of(int(seed), number)[number - 1]
+    make = CaseMaker(case_seed, number - 1, int(seed))
+    made = builder(make)
+    print(make.describe())
+    return made
 
 
 def _describe(exc: BaseException, tb) -> str:
     if isinstance(exc, NotYet):
         return str(exc)
+    if isinstance(exc, reference.ReferenceFailed | reference.ReferenceMissing):
+        return _(
+            "the course's reference answer failed here ({error}): a bug in the course, not in "
+            "your answer; please report it"
+        ).format(error=exc)
     if isinstance(exc, NameError):
         return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
     where = _learners_frame(traceback.extract_tb(tb))
@@ -145,7 +297,7 @@ def _display(result: CheckpointResult) -> None:
     except ImportError:  # plain Python
         print(repr(result))
     else:
-        display(result)
+        display(result, metadata={"fxcourse": result.summary()})
 
 
 def load_answers(path: Path | None = None) -> dict[str, dict]:
@@ -202,3 +354,6 @@ def show_answer(tryit_id: str) -> Answer:
 
 def _natural(tryit_id: str) -> list[int]:
     return [int(part) if part.isdigit() else 0 for part in tryit_id.split(".")]
+
+
+reference.cell_log()  # from the chapter's first import on, note which cells ran cleanly

@@ -1,6 +1,6 @@
 """The learner's workspace: their own copies of the chapters and exercises, outside git's view.
 
-    python -m fxcourse.workspace sync [--workspace DIR]
+    python -m fxcourse.workspace sync [--workspace DIR] [--language CODE] [--course DIR]
     python -m fxcourse.workspace exchange     create the exchange folder if needed, print its path
 
 `make lab` runs `sync` and opens JupyterLab in the workspace (default: ./workspace, git-ignored);
@@ -18,11 +18,17 @@ every chapter and exercise starter. Later runs bring course updates in the way n
 - the module beside each exercise that its test cells import (verify.py) is always the course's.
 
 Every notebook a sync changed opens with a notice cell that says so (the learner on a class hub
-never sees the sync's output) and what to answer JupyterLab: a notebook open in the lab while the
-sync wrote it gets "File Changed" on its next save, where Overwrite puts the old cells back. So an
-update is only taken as delivered once a later sync finds it in the learner's copy: until then the
-course version before it is kept in .fxcourse/pending/, and a sync that finds the update gone
-(its changes would still change the copy) delivers it again, as if for the first time.
+never sees the sync's output). A notebook open in the learner's running JupyterLab is not
+written on disk, where the lab would meet it as "File Changed" at its next save: the update is
+handed to that lab (fxcourse.lab_link finds it, fxcourse.lab_updates merges the update into the
+open document, with what the learner typed and has not saved, and saves it), or, in a lab that
+cannot take it, left for a later sync and named, to be saved and closed first (the command then
+exits with 1). An update is only taken as delivered once a later sync finds it in the learner's
+copy: until then the course version before it is kept in .fxcourse/pending/, and a sync that
+finds the update gone (an older lab's "File Changed: Overwrite" wrote the old cells back)
+delivers it again, as if for the first time. The merge itself, the notices and this bookkeeping
+are fxcourse.course_update's. `--course DIR` syncs from another copy of the course (default:
+this one).
 
 The course version each copy came from is kept in the workspace's hidden .fxcourse/course/
 folder (JupyterLab does not show it). Exercise copies open with a note: only the copy fetched in
@@ -40,8 +46,6 @@ requires), else ./exchange in a student edition.
 from __future__ import annotations
 
 import argparse
-import datetime
-import hashlib
 import json
 import os
 import sys
@@ -50,16 +54,20 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import languages
+from fxcourse import course_update, lab_link, languages
+from fxcourse.course_update import (  # noqa: F401  (the workspace's names, as before)
+    BASES,
+    LEGACY_MANIFEST,
+    NOTICE_KEY,
+    PENDING,
+    STATE,
+    beside_name,
+    cells_text,
+)
+from fxcourse.lab_link import OpenInLab
 from fxcourse.messages import _, use_language
 
 ROOT = Path(__file__).resolve().parents[1]
-STATE = ".fxcourse"  # hidden folder of the workspace: course versions (bases), progress
-BASES = f"{STATE}/course"
-PENDING = f"{STATE}/pending"  # the course version before an update not yet seen in the copy
-LEGACY_MANIFEST = ".fxcourse-sync.json"  # earlier syncs: one SHA-256 per copied notebook
-BESIDE = ".course-version.ipynb"
-NOTICE_KEY = "fxcourse_sync_notice"  # cell metadata marking the notice a sync added
 COURSE_ID = "fx-course"
 START_PAGE = "01_symbolic_tracing.ipynb"  # where a learner's lab opens (make lab, the hub)
 NBGRADER_CONFIG = '''\
@@ -88,31 +96,6 @@ def exercise_note(assignment: str) -> str:
     ).format(assignment=assignment)
 
 
-def update_notice(day: str, beside: str) -> str:
-    """The markdown cell a colliding course update puts at the top of the learner's notebook."""
-    return _(
-        "**Course update ({day}):** the course changed cells of this notebook that you had "
-        "changed too. Your cells are kept as you wrote them; the course's changes that did not "
-        "collide with yours are merged in. The course's new version is saved beside this "
-        "notebook: [{beside}]({beside}). Compare, copy what you need, then delete this cell. "
-        'If JupyterLab says the file "has changed on disk", choose **Revert** to load this.'
-    ).format(day=day, beside=beside)
-
-
-def change_notice(day: str, merged: bool) -> str:
-    """The markdown cell a course update puts at the top of a notebook it changed."""
-    what = (
-        _("the course's changes are merged into your edits")
-        if merged
-        else _("you had not edited it, so it is now the course's new version")
-    )
-    return _(
-        "**Course update ({day}):** the course changed this notebook; {what}. If JupyterLab "
-        'says the file "has changed on disk", choose **Revert** to load the update (Overwrite '
-        "would put your old copy back until the next update check). Delete this cell once read."
-    ).format(day=day, what=what)
-
-
 LAB_SETTINGS = f"{STATE}/lab-settings"
 
 
@@ -124,6 +107,9 @@ class SyncReport:
     kept: list[str] = field(default_factory=list)  # edited, colliding: course version beside
     # an earlier update that was not in the copy (JupyterLab's Overwrite): delivered again
     again: list[str] = field(default_factory=list)
+    in_lab: list[str] = field(default_factory=list)  # open in the lab: handed to it
+    held: list[str] = field(default_factory=list)  # open in a lab that cannot take it: not yet
+    labs: OpenInLab = field(default_factory=OpenInLab)
 
     def lines(self) -> list[str]:
         found = [
@@ -139,7 +125,30 @@ class SyncReport:
             f"version is beside it as {beside_name(name)} (the notebook's first cell says so)"
             for name in self.kept
         ]
+        found += [self.held_line(name) for name in self.held]
         return found
+
+    def held_line(self, name: str) -> str:
+        """Why `name` was not updated, and what to do (see sync_notebook)."""
+        labs, beside = self.labs, beside_name(name)
+        if name in labs.blocking:
+            return (
+                f"NOT UPDATED: {name} is open in the JupyterLab at {labs.blocking[name].url}, "
+                "which cannot take a course update into an open notebook. Save it and close it "
+                "there (File > Close and Shut Down Notebook), then run `make workspace` again; "
+                "nothing you typed is lost."
+            )
+        if beside in labs.delivering or beside in labs.blocking:
+            return (
+                f"NOT UPDATED: {name}: the course's version beside it, {beside}, which the "
+                f"update rewrites, is open in the JupyterLab at {labs.lab_for(beside).url}. "
+                "Close it there, then run `make workspace` again."
+            )
+        return (
+            f"NOT UPDATED: {name}: the JupyterLab at {labs.unasked[0].url} did not say which "
+            "notebooks it has open (a password instead of a token?). Save and close the "
+            "notebooks open there, or stop it, then run `make workspace` again."
+        )
 
 
 def chapters_in(root: Path, language: str) -> Path:
@@ -166,10 +175,6 @@ def course_modules(root: Path = ROOT, language: str = languages.SOURCE.code) -> 
     }
 
 
-def beside_name(name: str) -> str:
-    return name.removesuffix(".ipynb") + BESIDE
-
-
 def course_version(name: str, source: Path) -> nbformat.NotebookNode:
     """The course's notebook as the learner gets it (an exercise opens with exercise_note)."""
     notebook = nbformat.read(source, as_version=4)
@@ -179,22 +184,20 @@ def course_version(name: str, source: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def cells_text(notebook: nbformat.NotebookNode) -> list[tuple]:
-    """What the learner writes: each cell's kind and text (not outputs, counts or metadata)."""
-    return [
-        (cell.cell_type, cell.source, json.dumps(cell.get("attachments"), sort_keys=True))
-        for cell in notebook.cells
-        if NOTICE_KEY not in cell.metadata
-    ]
-
-
-def sync(workspace: Path, root: Path = ROOT, language: str = languages.SOURCE.code) -> SyncReport:
-    """Bring the course's notebooks in `language` into `workspace` (see the module docstring)."""
+def sync(
+    workspace: Path,
+    root: Path = ROOT,
+    language: str = languages.SOURCE.code,
+    labs: OpenInLab | None = None,
+) -> SyncReport:
+    """Bring the course's notebooks in `language` into `workspace` (see the module docstring);
+    `labs` says which of them are open in a running lab (fxcourse.lab_link.open_notebooks)."""
     workspace.mkdir(parents=True, exist_ok=True)
     use_language(language)
-    report = SyncReport()
+    report = SyncReport(labs=labs or OpenInLab())
     for name, source in course_notebooks(root, language).items():
-        outcome = sync_notebook(workspace, name, course_version(name, source), report)
+        course = course_version(name, source)
+        outcome = sync_notebook(workspace, name, course, report, language)
         if outcome:
             getattr(report, outcome).append(name)
     for name, source in course_modules(root, language).items():
@@ -222,110 +225,39 @@ def write_lab_language(workspace: Path, language: str) -> None:
 
 
 def sync_notebook(
-    workspace: Path, name: str, course: nbformat.NotebookNode, report: SyncReport | None = None
+    workspace: Path,
+    name: str,
+    course: nbformat.NotebookNode,
+    report: SyncReport | None = None,
+    language: str = languages.SOURCE.code,
 ) -> str | None:
     """One notebook: returns the SyncReport list it belongs to, None when nothing changed (an
     update delivered again is also listed in report.again)."""
-    target, base_path = workspace / name, workspace / BASES / name
-    pending_path = workspace / PENDING / name
+    target = workspace / name
     if not target.exists():
-        _write(course, target)
-        _write(course, base_path)
-        pending_path.unlink(missing_ok=True)
+        course_update.write_copy(workspace, name, course)
+        course_update.commit(workspace, name, course_update.Update(None), course)
         return "copied"
-    mine = nbformat.read(target, as_version=4)
-    base = _base(workspace, name, target, mine)
-    if pending_path.exists():
-        before = nbformat.read(pending_path, as_version=4)
-        if base is not None and not _has_update(before, mine, base):
-            base = before  # the update was lost (Overwrite): deliver it again
-            if report is not None:
-                report.again.append(name)
-        pending_path.unlink()
-    if base is not None and cells_text(base) == cells_text(course):
-        outcome = None  # the course did not change this notebook
-    elif cells_text(mine) == cells_text(course):
-        outcome = None  # the learner already has the course's cells
-    elif base is not None and cells_text(mine) == cells_text(base):
-        _write(with_notice(course, change_notice(_today(), merged=False)), target)
-        outcome = "updated"
-    else:
-        outcome = _merge_into(target, mine, base, course)
-    if outcome and base is not None:
-        _write(base, pending_path)  # until a later sync finds the update in the copy
-    _write(course, base_path)
-    return outcome
-
-
-def _has_update(before, mine, after) -> bool:
-    """Whether the course's changes from `before` to `after` are in the learner's copy: merging
-    them into it again changes nothing (a change both sides made is merged once)."""
-    from nbdime.merging import merge_notebooks
-
-    mine = nbformat.from_dict(mine)
-    mine.cells = [cell for cell in mine.cells if NOTICE_KEY not in cell.metadata]
-    merged, _ = merge_notebooks(before, mine, after, _merge_args("use-local"))
-    return cells_text(merged) == cells_text(mine)
-
-
-def with_notice(notebook: nbformat.NotebookNode, text: str) -> nbformat.NotebookNode:
-    """notebook with one notice cell at the top (an earlier sync's notice replaced)."""
-    notice = nbformat.v4.new_markdown_cell(text)
-    notice.metadata[NOTICE_KEY] = True
-    notebook = nbformat.from_dict(notebook)
-    notebook.cells = [notice, *(c for c in notebook.cells if NOTICE_KEY not in c.metadata)]
-    return notebook
-
-
-def _today() -> str:
-    return datetime.date.today().isoformat()
-
-
-def _base(workspace: Path, name: str, target: Path, mine) -> nbformat.NotebookNode | None:
-    """The course version the learner's copy came from; None when unknown."""
-    base_path = workspace / BASES / name
-    if base_path.exists():
-        return nbformat.read(base_path, as_version=4)
-    legacy = workspace / LEGACY_MANIFEST  # an earlier sync: only the copy's hash is known
-    digests = json.loads(legacy.read_text()) if legacy.exists() else {}
-    untouched = digests.get(name) == hashlib.sha256(target.read_bytes()).hexdigest()
-    return mine if untouched else None
-
-
-def _merge_into(target: Path, mine, base, course) -> str:
-    """Three-way merge of the course's changes into the learner's edited copy."""
-    from nbdime.merging import merge_notebooks
-
-    mine.cells = [cell for cell in mine.cells if NOTICE_KEY not in cell.metadata]
-    if base is None:  # nothing to merge against: keep the learner's cells whole
-        merged, collided = mine, True
-    else:
-        _, decisions = merge_notebooks(base, mine, course, _merge_args("mergetool"))
-        collided = any(decision.conflict for decision in decisions)
-        merged, _ = merge_notebooks(base, mine, course, _merge_args("use-local"))
-    if not collided:
-        _write(with_notice(merged, change_notice(_today(), merged=True)), target)
-        return "merged"
+    update = course_update.plan(workspace, name, nbformat.read(target, as_version=4), course)
+    if update.notebook is None:  # the copy stays as it is
+        course_update.commit(workspace, name, update, course)
+        return None
+    labs = report.labs if report is not None else OpenInLab()
+    if labs.delivers(name):  # the lab merges it into the open notebook (fxcourse.lab_updates)
+        course_update.stage(workspace, name, course, language)
+        return "in_lab"
+    if labs.lab_for(name) is not None:
+        return "held"  # open in a lab that cannot take it: left for a later sync
     beside = target.with_name(beside_name(target.name))
-    _write(course, beside)
-    _write(with_notice(merged, update_notice(_today(), beside.name)), target)
-    return "kept"
-
-
-def _merge_args(strategy: str) -> argparse.Namespace:
-    """nbdime's merge options: `strategy` for every conflict; counts and scroll state ignored."""
-    return argparse.Namespace(
-        merge_strategy=strategy,
-        input_strategy=None,
-        output_strategy=None,
-        ignore_transients=True,
-        log_level="WARNING",
-    )
-
-
-def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(notebook, path)
+    if update.beside is not None and labs.lab_for(beside_name(name)) is not None:
+        return "held"  # the course version beside it is open: a tab must not meet it changed
+    if update.again and report is not None:
+        report.again.append(name)
+    course_update.write_copy(workspace, name, update.notebook)
+    if update.beside is not None:
+        course_update.write(update.beside, beside)
+    course_update.commit(workspace, name, update, course)
+    return update.outcome
 
 
 def exchange_root(root: Path = ROOT) -> Path:
@@ -357,15 +289,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["sync", "exchange"])
     parser.add_argument("--workspace", type=Path, default=ROOT / "workspace")
     parser.add_argument("--language", choices=languages.codes(), default=languages.SOURCE.code)
+    parser.add_argument(
+        "--course", type=Path, default=ROOT, help="the course folder to copy from (this one)"
+    )
     args = parser.parse_args(argv)
     if args.command == "exchange":
         print(ensure_exchange(exchange_root()))
         return 0
-    report = sync(args.workspace.resolve(), language=args.language)
+    folder = args.workspace.resolve()
+    labs = lab_link.open_notebooks(folder) if folder.is_dir() else OpenInLab()
+    report = sync(folder, args.course.resolve(), args.language, labs)
     for line in report.lines():
         print(f"[workspace] {line}")
+    for line in lab_delivery_lines(folder, report.in_lab):
+        print(f"[workspace] {line}")
+    if report.held:
+        print(f"[workspace] {args.workspace}: {len(report.held)} notebook(s) not updated (above)")
+        return 1
     print(f"[workspace] {args.workspace} is up to date")
     return 0
+
+
+def lab_delivery_lines(workspace: Path, names: list[str]) -> list[str]:
+    """Wait for the lab to take the updates of the notebooks open in it; say what happened."""
+    if not names:
+        return []
+    print(f"[workspace] open in your JupyterLab, the update goes into its tab: {', '.join(names)}")
+    delivered = lab_link.wait_for_delivery(workspace, names)
+    lines = [
+        f"merged into the notebook open in your lab, with what you typed there (and saved): {name}"
+        for name in delivered
+    ]
+    lines += [
+        f"{name} is open in your lab, which has not taken its update yet: it does as soon as "
+        "the notebook's tab is shown again, with what you typed kept (or, if you close the "
+        "notebook first, at your next `make workspace`)"
+        for name in names
+        if name not in delivered
+    ]
+    return lines
 
 
 if __name__ == "__main__":

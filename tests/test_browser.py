@@ -15,10 +15,11 @@ Debian's headless Chromium with Playwright:
    the learner fetches it from the Assignments tab into the workspace and submits it, and the
    instructor's `nbgrader collect` picks it up;
 5. the instructor's formgrader lists the course's assignments;
-6. with JupyterLab's autosave on: a course update reaches chapters the learner opened or edited;
-   an update made while a chapter is open, answered with "File Changed: Overwrite", comes back
-   at the next sync with a notice in the chapter; an exercise fixed and Validated shows as passed
-   in progress at once (a checkpoint's pass too, in 1, before any save).
+6. with JupyterLab's autosave on: a course update reaches chapters the learner opened or edited
+   (the lab closed); an exercise fixed and Validated shows as passed in progress at once (a
+   checkpoint's pass too, in 1, before any save);
+7. a course update made while chapters are open, one with an attempt typed and not saved, goes
+   into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py).
 
 Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
 outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (git-ignored), with
@@ -39,22 +40,23 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import browser_updates
 import nbformat
 import pytest
 from browser_lab import (
-    AUTOSAVE_SETTINGS,
     CHROMIUM,
     CHROMIUM_ARGS,
     JS_PICTURES_WIDER_THAN_OUTPUT,
     LabPage,
     error_outputs,
     exact,
-    running_lab,
     svg_from_data_url,
     unexecuted_code_cells,
     visible_banners,
     warning_outputs,
 )
+from browser_updates import ENGLISH
+from lab_runner import AUTOSAVE_SETTINGS, running_lab
 
 from fxcourse import progress, workspace
 from grader import course_grader
@@ -677,61 +679,16 @@ def test_progress_agrees_with_validate_right_after_it(browser, autosave_lab_serv
 
 # ----------------------------------------------------------------------------- an update while open
 
-OPEN_DURING_UPDATE = "04_operator_fusion.ipynb"  # no other test of the autosave lab touches it
 
-
-def test_course_update_made_while_the_chapter_is_open_survives_overwrite(
-    browser, autosave_lab_server, artifacts, tmp_path, monkeypatch
+def test_a_course_update_reaches_the_open_tabs_with_what_was_typed(
+    browser, lab_server, artifacts, tmp_path
 ):
-    """The learner has a chapter open (autosave on) when `make workspace` merges a course update
-    into it; their next edit makes JupyterLab ask "File Changed", and they answer Overwrite,
-    which writes their old cells back. The next sync finds the update missing and brings it in
-    again, and the chapter opens with a notice that says it changed."""
-    server, name = autosave_lab_server, OPEN_DURING_UPDATE
-    path = server.workspace / name
-    course = tmp_path / "course"
-    (course / "chapters" / "exercises").mkdir(parents=True)
-    updated = nbformat.read(ROOT / "chapters" / name, as_version=4)
-    updated.cells[2].source += " Updated while the lab was open."
-    nbformat.write(updated, course / "chapters" / name)
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(server.exchange))
+    """tests/browser_updates.py: typed and not saved, updated, both kept, no dialog."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     try:
-        lab = LabPage(context.new_page(), server, artifacts)
-        lab.open_lab()
-        open_notebook(lab, name, "40-open-during-update")
-        _saved(path, lambda nb: "version" in nb.metadata.get("language_info", {}), name)
-        first_code = nbformat.read(path, as_version=4).cells[1].source
-        lab.replace_cell_source(1, f"{first_code}\n{LEARNER_LINE}")
-        _saved(path, lambda nb: nb.cells[1].source.endswith(LEARNER_LINE), "the learner's edit")
-
-        assert workspace.sync(server.workspace, root=course).merged == [name]
-        with lab.step("41-file-changed-overwrite"):
-            lab.replace_cell_source(1, f"{first_code}\n{LEARNER_LINE}\n{LEARNER_LINE} again")
-            dialog = lab.page.locator(".jp-Dialog")
-            dialog.get_by_text("File Changed").wait_for()
-            lab.shot("41-file-changed-dialog")
-            dialog.locator("button", has_text="Overwrite").click()
-            _saved(path, lambda nb: nb.cells[1].source.endswith(" again"), "the Overwrite")
-        overwritten = nbformat.read(path, as_version=4)
-        assert "Updated while the lab was open" not in json.dumps(overwritten.cells)
-    finally:
-        context.close()
-
-    report = workspace.sync(server.workspace, root=course)
-    assert report.again == [name] and report.merged == [name], report
-    cells = nbformat.read(path, as_version=4).cells
-    assert cells[2].source.endswith(" again") and "open." in cells[3].source, "not merged"
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    try:
-        lab = LabPage(context.new_page(), server, artifacts)
-        with lab.step("42-update-back-with-notice"):
+        lab = LabPage(context.new_page(), lab_server, artifacts)
+        with lab.step("50-lab-start"):
             lab.open_lab()
-            open_notebook(lab, name, "42-update-back-with-notice")
-            notice = lab.cell(0).text_content()
-            assert "Course update" in notice and "Revert" in notice, notice
-            assert "Updated while the lab was open." in lab.cell(3).text_content()
-            lab.shot("42-update-back-with-notice")
-            assert_no_banners(lab, "the chapter the update came back to")
+        browser_updates.update_reaches_the_open_tabs(lab, tmp_path / "course", ENGLISH)
     finally:
         context.close()

@@ -4,7 +4,8 @@ Starts the learner's lab as `make lab LANG=zh` does (Chinese chapters, JupyterLa
 scratch workspace) and drives Debian's headless Chromium with Playwright, with the browser fixture
 and steps of tests/test_browser.py: chapter 1 runs top to bottom; in exercise 1 the learner types
 a wrong answer, runs the notebook and presses nbgrader's Validate button, then types the right
-answer and presses Validate again.
+answer and presses Validate again. A course update made while two chapters are open, one with
+an attempt typed and not saved, goes into the open tabs (tests/browser_updates.py).
 
 Everything the learner reads on the way is collected: the chapters' Markdown, every output of
 every code cell (printed text, HTML boxes, error messages) and the text of each Validate dialog.
@@ -31,7 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_lab import LabPage, error_outputs, running_lab, visible_banners, warning_outputs
+from browser_lab import LabPage, error_outputs, visible_banners, warning_outputs
+from browser_updates import CHINESE, update_reaches_the_open_tabs
+from lab_runner import running_lab
 from test_browser import (  # noqa: F401  (browser: a fixture, shared with the English test)
     CHAPTER_1,
     CHAPTER_RUN_TIMEOUT_S,
@@ -349,3 +352,20 @@ def right_answer(stub: dict) -> str:
     head = stub["source"].splitlines()[:2]
     assert solution[0] == head[0] and solution[1].lstrip().startswith('"""'), solution[:2]
     return "\n".join(head + solution[2:])
+
+
+def test_a_course_update_reaches_the_open_chinese_tabs_with_what_was_typed(
+    browser,  # noqa: F811
+    zh_lab_server,
+    artifacts,
+    tmp_path,
+):
+    """tests/browser_updates.py in the Chinese lab: the notice and the lab's message in Chinese."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale="zh-CN")
+    try:
+        lab = LabPage(context.new_page(), zh_lab_server, artifacts)
+        with lab.step("50-lab-start"):
+            lab.open_lab()
+        update_reaches_the_open_tabs(lab, tmp_path / "course", CHINESE)
+    finally:
+        context.close()

@@ -101,6 +101,9 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     assert ("Show a reference answer" in readme) == answers
     assert ".venv/bin/nbgrader validate" in readme and "`nbgrader validate" not in readme
     texts = edition_texts(out)
+    # The checkpoints run the reference answers (fxcourse.reference): every edition carries them,
+    # there and nowhere else; a no-answers edition has nothing that shows them to the learner.
+    references = texts.pop("fxcourse/references.json")
     leaks = [
         f"{name} contains text of {where}"
         for secret, where in secrets(answers_allowed=answers).items()
@@ -108,9 +111,12 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
         if secret in text
     ]
     assert not leaks, "\n".join(leaks)
+    allowed = secrets(answers_allowed=False).keys() - secrets(answers_allowed=True).keys()
+    assert allowed and all(answer in references for answer in allowed)
     if answers:  # the same search does find the answers, where they are allowed
-        allowed = secrets(answers_allowed=False).keys() - secrets(answers_allowed=True).keys()
-        assert allowed and all(answer in texts["fxcourse/answers.json"] for answer in allowed)
+        assert all(answer in texts["fxcourse/answers.json"] for answer in allowed)
+    else:
+        assert "show_answer" not in "".join(texts[n] for n in texts if n.startswith("README"))
 
 
 @pytest.mark.parametrize("answers", [True, False], ids=["with-answers", "no-answers"])

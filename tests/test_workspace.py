@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_notebook, new_output
+from nbformat.v4 import new_code_cell, new_notebook
 
-from fxcourse import progress, results, tryit, workspace
+from fxcourse import course_update, lab_link, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,6 +135,62 @@ def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_pa
     assert not list((mine / workspace.PENDING).rglob("*.ipynb"))
 
 
+def _three_chapters(tmp_path: Path, monkeypatch, source: str) -> tuple[Path, Path]:
+    """A course of three one-cell chapters (`source` with the chapter's {letter} and {number})
+    and a workspace synced from it."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    course, mine = tmp_path / "course", tmp_path / "workspace"
+    for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
+        text = source.format(letter=name[3], number=name[1])
+        _write_chapter(course / "chapters", name, text)
+    workspace.sync(mine, course)
+    return course, mine
+
+
+def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeypatch):
+    """Open in the lab `make lab` started: the update is staged for it (the lab merges it into
+    the open document, tests/test_lab_updates.py). Open in another lab: left alone and named,
+    with the lab's address. Closed: updated on disk. A later sync, the notebook closed, brings a
+    staged update in on disk (and forgets the staged copy)."""
+    course, mine = _three_chapters(tmp_path, monkeypatch, "{letter} = 1")
+    chapters = course / "chapters"
+    before = {name: (mine / name).read_bytes() for name in ("01_a.ipynb", "02_b.ipynb")}
+    for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
+        _write_chapter(chapters, name, f"{name[3]} = 2")
+    ours = lab_link.RunningLab("http://127.0.0.1:8888/", "t", mine, 1)
+    other = lab_link.RunningLab("http://127.0.0.1:9999/", "", mine.parent, 2)
+    labs = lab_link.OpenInLab(delivering={"01_a.ipynb": ours}, blocking={"02_b.ipynb": other})
+    report = workspace.sync(mine, course, labs=labs)
+    assert (report.in_lab, report.held, report.updated) == (
+        ["01_a.ipynb"],
+        ["02_b.ipynb"],
+        ["03_c.ipynb"],
+    )
+    assert {name: (mine / name).read_bytes() for name in before} == before, "an open copy written"
+    assert course_update.staged_names(mine) == ["01_a.ipynb"]
+    staged, language = course_update.staged(mine, "01_a.ipynb")
+    assert (staged.cells[0].source, language) == ("a = 2", "en")
+    (held,) = report.lines()[1:]
+    assert held.startswith("NOT UPDATED: 02_b.ipynb") and "http://127.0.0.1:9999/" in held, held
+    assert "save it and close it" in held.lower(), held
+
+    report = workspace.sync(mine, course)  # both closed now
+    assert report.updated == ["01_a.ipynb", "02_b.ipynb"] and not report.held
+    assert course_update.staged_names(mine) == []
+    assert _learners_sources(mine / "01_a.ipynb") == ["a = 2"]
+    unasked = lab_link.OpenInLab(unasked=[other])  # a lab that did not answer: nothing changed
+    _write_chapter(chapters, "03_c.ipynb", "c = 3")
+    report = workspace.sync(mine, course, labs=unasked)
+    assert report.held == ["03_c.ipynb"] and "did not say which notebooks" in report.lines()[0]
+    _edit(mine / "03_c.ipynb", 1, "c = 'mine'")  # a collision: the course's version beside it
+    beside_open = lab_link.OpenInLab(delivering={workspace.beside_name("03_c.ipynb"): ours})
+    report = workspace.sync(mine, course, labs=beside_open)
+    assert report.held == ["03_c.ipynb"], report
+    assert "03_c.course-version.ipynb, which the update rewrites, is open" in report.lines()[0]
+    assert not (mine / workspace.beside_name("03_c.ipynb")).exists()
+    assert workspace.sync(mine, course).kept == ["03_c.ipynb"]  # closed: it comes in
+
+
 def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     workspace.sync(tmp_path / "ws", ROOT)
@@ -185,109 +241,6 @@ def test_the_default_workspace_is_ignored_by_git():
     for path in ("workspace/01_symbolic_tracing.ipynb", "workspace/exercises/ex1.ipynb"):
         ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
         assert ignored.returncode == 0, f"{path} is not git-ignored"
-
-
-def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_notebooks(
-    tmp_path, monkeypatch, capsys
-):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
-    mine = tmp_path / "ws"
-    workspace.sync(mine, ROOT)
-    chapter = mine / "01_symbolic_tracing.ipynb"
-    notebook = nbformat.read(chapter, as_version=4)
-    checks = [cell for cell in notebook.cells if progress.CHECKPOINT.search(cell.source)]
-    first_id = progress.CHECKPOINT.search(checks[0].source).group(1)
-    checks[0].outputs = [
-        new_output("execute_result", {"text/plain": f"Checkpoint {first_id} passed."})
-    ]
-    nbformat.write(notebook, chapter)
-    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
-    notebook = nbformat.read(mine / exercise, as_version=4)
-    for count, cell in enumerate(notebook.cells, 1):
-        cell.execution_count = count if cell.cell_type == "code" else None
-    fetched = mine / Path(exercise).stem / Path(exercise).name  # the submitted copy wins
-    fetched.parent.mkdir()
-    nbformat.write(notebook, fetched)
-
-    assert progress.main([str(mine)]) == 0
-    shown = capsys.readouterr().out
-    assert f"01_symbolic_tracing.ipynb: 1/{len(checks)} try-its passed  {first_id}✓" in shown
-    assert f"{Path(exercise).stem}: passed ({Path(exercise).stem}/" in shown
-    assert progress.main(["--json", str(mine)]) == 0  # what the hub's progress page reads
-    claim = json.loads(capsys.readouterr().out)
-    assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is True
-    assert claim["exercises"][Path(exercise).stem][0] == "passed"
-    (mine / "02_fx_ir.ipynb").write_text("not a notebook")
-    assert progress.main(["--json", str(mine)]) == 0  # the learner's own file: said, not read
-    claim = json.loads(capsys.readouterr().out)
-    assert claim["tryits"]["02_fx_ir.ipynb"] is None and "02_fx_ir.ipynb" not in claim["as_of"]
-    (mine / "03_graph_transforms.ipynb").unlink()
-    (mine / "03_graph_transforms.ipynb").symlink_to(chapter)  # a link: read, never dated
-    claim = progress.progress(mine)
-    assert (
-        claim["tryits"]["03_graph_transforms.ipynb"]
-        and "03_graph_transforms.ipynb" not in (claim["as_of"])
-    )
-    assert progress.main([str(mine)]) == 0
-    assert "02_fx_ir.ipynb: not readable as a notebook" in capsys.readouterr().out
-    assert progress.main([str(tmp_path / "nowhere")]) == 2
-
-
-class _CellRun:
-    """What IPython hands a post_run_cell callback: the cell's text and whether it succeeded."""
-
-    def __init__(self, source: str, success: bool):
-        self.info = type("Info", (), {"raw_cell": source})()
-        self.success = success
-
-
-def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, monkeypatch, capsys):
-    """A checkpoint that passes and a Validate run whose test cells all pass count at once,
-    though the saved notebooks still show the last Run All's failures; a later failing run
-    counts too; records that are not the course's are ignored."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
-    mine = tmp_path / "ws"
-    workspace.sync(mine, ROOT)
-    chapter = nbformat.read(mine / "01_symbolic_tracing.ipynb", as_version=4)
-    first_id = progress.CHECKPOINT.search(
-        next(c.source for c in chapter.cells if progress.CHECKPOINT.search(c.source))
-    ).group(1)
-    exercise = next(name for name in workspace.course_notebooks(ROOT) if "exercises/" in name)
-    assignment, notebook = Path(exercise).stem, nbformat.read(mine / exercise, as_version=4)
-    tests = progress.test_cells(notebook)
-    for count, cell in enumerate(tests, 1):  # the last Run All, saved: the first test failed
-        cell.execution_count = count
-    tests[0].outputs = [new_output("error", ename="AssertionError", evalue="no", traceback=[])]
-    nbformat.write(notebook, mine / exercise)
-    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
-
-    monkeypatch.chdir(mine)
-    with tryit.checkpoint(first_id, "the goal") as check:
-        check(True, "never shown")
-    monkeypatch.chdir(mine / Path(exercise).parent)  # where Validate's kernel runs the notebook
-    recorder = results.CellRecorder(mine / results.RESULTS / f"{Path(exercise).parent}.json")
-    for cell in tests:
-        recorder(_CellRun(cell.source, success=True))
-    assert progress.main([str(mine)]) == 0
-    shown = capsys.readouterr().out
-    assert "01_symbolic_tracing.ipynb: 1/" in shown and f"{first_id}✓" in shown, shown
-    assert f"{assignment}: passed ({exercise})  [checks ran " in shown, shown
-    claim = progress.progress(mine)
-    assert claim["as_of"][assignment][0] == "checks ran"
-    assert claim["as_of"]["02_fx_ir.ipynb"][0] == "notebook saved"
-
-    recorder(_CellRun(tests[-1].source, success=False))
-    assert progress.progress(mine)["exercises"][assignment][0] == "failing"
-    (mine / results.RESULTS / f"tryit-{first_id}.json").write_text('{"passed": "yes"}')
-    (mine / results.RESULTS / f"{Path(exercise).parent}.json").write_text("x" * 300_000)
-    claim = progress.progress(mine)
-    assert claim["tryits"]["01_symbolic_tracing.ipynb"][first_id] is False  # the saved output
-    assert claim["exercises"][assignment][0] == "failing"  # the saved outputs again
-
-    outside = tmp_path / "not-a-workspace"
-    outside.mkdir()
-    results.record_tryit(first_id, True, folder=outside)
-    assert not list(outside.rglob("*.json")), "a result recorded outside any workspace"
 
 
 def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path, monkeypatch):

@@ -1,0 +1,460 @@
+"""Fresh cases for the checkpoints: small models, graphs and inputs drawn from a seed.
+
+A checkpoint (fxcourse.tryit) judges a learner's answer on cases made at the moment it runs, not
+only on the chapter's example, and runs the reference answer on the same cases. Each case is
+built by a function of the try-it's own (its *case builder*), which receives a `CaseMaker`:
+
+    def relu_graphs(make: CaseMaker):
+        model = make.model(ops=["relu", "leaky_relu", "add", "linear"], must=["relu"])
+        return model, make.input_for(model)
+
+A builder decides what its cases may contain; the maker decides the rest at random from the case's
+seed: names (words, numeric `nn.Sequential` indices), sizes, depths, dtypes, which spelling an op
+takes (`torch.relu`, `F.relu`, `.relu()`, `nn.ReLU`, positional or keyword arguments), a module
+called twice or registered under two names. The same seed gives the same case, so a "Not yet"
+names its seed and `fxcourse.tryit.replay` shows the same case again.
+
+`make.each(options)` spreads choices over a run's cases: among `len(options)` consecutive cases
+each option appears once (in an order drawn from the run's seed), so a feature the answer must
+handle is in every run, not only in lucky ones.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from fxcourse.messages import _
+
+# Names a case gives to modules and functions: plain words, so that no rule can key on the
+# chapter's own names and still pass.
+WORDS = (
+    "act", "block", "body", "branch", "cell", "core", "edge", "feat", "gate", "head", "hidden",
+    "inner", "layer", "left", "lift", "mix", "neck", "node", "outer", "path", "proj", "right",
+    "scale", "shift", "stage", "stem", "step", "tail", "trunk", "unit", "wing", "zone",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """One way to write an op in a model: a function, a tensor method or a module."""
+
+    kind: str  # "function", "method" or "module"
+    target: object  # the function, the method's name, or a factory of the module
+    keywords: dict = field(default_factory=dict)  # constant keyword arguments
+    label: str = ""
+
+    def describe(self) -> str:
+        return self.label or _label(self.kind, self.target)
+
+
+def _label(kind: str, target: object) -> str:
+    if kind == "method":
+        return f".{target}()"
+    if kind == "module":
+        return f"nn.{getattr(target, '__name__', 'Module')}"
+    module = getattr(target, "__module__", "") or ""
+    prefix = {"torch": "torch", "torch.nn.functional": "F", "_operator": "operator"}
+    return f"{prefix.get(module, module)}.{getattr(target, '__name__', target)}"
+
+
+def function(target: Callable, **keywords) -> Spelling:
+    return Spelling("function", target, keywords)
+
+
+def method(name: str, **keywords) -> Spelling:
+    return Spelling("method", name, keywords)
+
+
+def module(factory: type[nn.Module], **kwargs) -> Spelling:
+    """A module spelling; each use makes a new module (a Linear is sized by the model)."""
+    if factory is nn.Linear:
+        return Spelling("module", nn.Linear, label="nn.Linear")
+    made = lambda: factory(**kwargs)  # noqa: E731
+    made.__name__ = factory.__name__
+    return Spelling("module", made)
+
+
+# Each op of the vocabulary, in every spelling a graph may hold. Unary ops keep the shape.
+UNARY: dict[str, tuple[Spelling, ...]] = {
+    "relu": (function(torch.relu), function(F.relu), method("relu"), module(nn.ReLU)),
+    "leaky_relu": (
+        function(F.leaky_relu, negative_slope=0.2),
+        module(nn.LeakyReLU, negative_slope=0.1),
+    ),
+    "relu6": (function(F.relu6), module(nn.ReLU6)),
+    "sigmoid": (function(torch.sigmoid), method("sigmoid"), module(nn.Sigmoid)),
+    "hardsigmoid": (function(F.hardsigmoid), module(nn.Hardsigmoid)),
+    "tanh": (function(torch.tanh), method("tanh"), module(nn.Tanh)),
+    "gelu": (function(F.gelu), module(nn.GELU)),
+    "silu": (function(F.silu), module(nn.SiLU)),
+    "neg": (function(torch.neg), function(operator.neg), method("neg")),
+    "exp": (function(torch.exp), method("exp")),
+    "sin": (function(torch.sin), method("sin")),
+    "abs": (function(torch.abs), method("abs")),
+    "linear": (module(nn.Linear),),
+    "identity": (module(nn.Identity),),
+}
+BINARY: dict[str, tuple[Spelling, ...]] = {
+    "add": (function(operator.add), function(torch.add), method("add")),
+    "mul": (function(operator.mul), function(torch.mul), method("mul")),
+    "sub": (function(operator.sub), function(torch.sub), method("sub")),
+}
+
+
+@dataclass
+class Step:
+    """One op of a `DrawnModel`'s forward: what it applies and to which earlier values."""
+
+    op: str
+    spelling: Spelling
+    inputs: tuple[int, ...]  # indices into the values computed so far (0 is the input)
+    module: str | None = None  # the qualified name of the module it calls
+
+
+class DrawnModel(nn.Module):
+    """A model whose forward follows a drawn list of steps; `fx.symbolic_trace` unrolls it into
+    an ordinary graph (the loop over steps is Python data, not a tensor)."""
+
+    def __init__(self, steps: list[Step], modules: dict[str, nn.Module], outputs: tuple[int, ...]):
+        super().__init__()
+        self.steps, self.outputs = steps, outputs
+        for path, module in modules.items():
+            _register(self, path, module)
+
+    def forward(self, x):
+        values = [x]
+        for step in self.steps:
+            args = [values[i] for i in step.inputs]
+            values.append(_apply(self, step, args))
+        picked = [values[i] for i in self.outputs]
+        return picked[0] if len(picked) == 1 else tuple(picked)
+
+
+def _register(root: nn.Module, path: str, module: nn.Module) -> None:
+    *parents, leaf = path.split(".")
+    owner = root
+    for part in parents:
+        if not hasattr(owner, part):
+            owner.add_module(part, nn.Module())
+        owner = owner.get_submodule(part)
+    owner.add_module(leaf, module)
+
+
+def _apply(root: nn.Module, step: Step, args: list):
+    spelling = step.spelling
+    if spelling.kind == "module":
+        return root.get_submodule(step.module)(*args)
+    if spelling.kind == "method":
+        return getattr(args[0], spelling.target)(*args[1:], **spelling.keywords)
+    return spelling.target(*args, **spelling.keywords)
+
+
+class CaseMaker:
+    """Draws one case's contents from its seed; see the module docstring."""
+
+    def __init__(self, seed: int, index: int = 0, run_seed: int | None = None):
+        self.seed, self.index = seed, index
+        self.run_seed = seed if run_seed is None else run_seed
+        self.rng = random.Random(seed)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.notes: list[str] = []
+
+    # --- plain choices ---------------------------------------------------------------------
+    def note(self, text: str) -> None:
+        """Add to the case's description (what a "Not yet" says about the case)."""
+        self.notes.append(text)
+
+    def describe(self) -> str:
+        return "; ".join(self.notes) if self.notes else "a drawn case"
+
+    def integer(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+    def coin(self, p: float = 0.5) -> bool:
+        return self.rng.random() < p
+
+    def choice(self, options: Sequence):
+        return options[self.rng.randrange(len(options))]
+
+    def each(self, options: Sequence):
+        """options[k] for this case, each option once per len(options) consecutive cases."""
+        order = list(range(len(options)))
+        random.Random(f"{self.run_seed}:{len(options)}:{options!r}").shuffle(order)
+        return options[order[self.index % len(options)]]
+
+    def word(self, avoid: Sequence[str] = ()) -> str:
+        return self.choice([w for w in WORDS if w not in avoid])
+
+    def words(self, count: int) -> list[str]:
+        return self.rng.sample(WORDS, count)
+
+    def dtype(self, options: Sequence[torch.dtype] = (torch.float32, torch.float64)) -> torch.dtype:
+        return self.choice(options)
+
+    # --- tensors and modules ---------------------------------------------------------------
+    def tensor(self, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0):
+        return torch.randn(*shape, generator=self.generator, dtype=dtype) * scale
+
+    def parameters_of(self, module: nn.Module) -> nn.Module:
+        """Draw every parameter and buffer of `module` again from the case's generator (a module
+        made by a case holds the same numbers whenever the same seed makes it)."""
+        with torch.no_grad():
+            for value in [*module.parameters(), *module.buffers()]:
+                if value.is_floating_point():
+                    value.copy_(torch.randn(value.shape, generator=self.generator) * 0.5)
+        return module
+
+    def trained_batchnorm(self, module: nn.Module) -> nn.Module:
+        """A BatchNorm with running statistics and affine values that are not the identity."""
+        with torch.no_grad():
+            channels = module.num_features
+            module.running_mean.copy_(torch.randn(channels, generator=self.generator) * 0.5)
+            var = torch.rand(channels, generator=self.generator) * 1.5 + 0.25
+            module.running_var.copy_(var)
+            if module.affine:
+                module.weight.copy_(torch.rand(channels, generator=self.generator) + 0.5)
+                module.bias.copy_(torch.randn(channels, generator=self.generator) * 0.3)
+        return module
+
+    def sequential(self, layers: Sequence[nn.Module], numeric: bool | None = None) -> nn.Sequential:
+        """An nn.Sequential of `layers`, named 0, 1, ... or with drawn words."""
+        numeric = self.coin() if numeric is None else numeric
+        if numeric:
+            return nn.Sequential(*layers)
+        names = self.words(len(layers))
+        return nn.Sequential(OrderedDict(zip(names, layers, strict=True)))
+
+    # --- drawn models ------------------------------------------------------------------------
+    def model(
+        self,
+        ops: Sequence[str],
+        must: Sequence[str] = (),
+        length: tuple[int, int] = (3, 7),
+        width: int | None = None,
+        spellings: dict[str, Sequence[Spelling]] | None = None,
+        nested: bool | None = None,
+        decoys: Sequence[str] = (),
+    ) -> DrawnModel:
+        """A model of `length` steps over the ops named (keys of UNARY and BINARY), holding every
+        op of `must` at least once, in drawn spellings (`spellings` narrows or adds some); modules
+        sit at drawn names (nested in containers when `nested`; often one of `decoys`, names
+        that a rule keyed on names would misread), one is sometimes called twice or registered
+        twice."""
+        table = {**UNARY, **BINARY, **(spellings or {})}
+        unknown = sorted((set(ops) | set(must)) - set(table))
+        if unknown:
+            raise ValueError(f"no spellings for {unknown}; known: {sorted(table)}")
+        width = width or self.integer(3, 8)
+        count = max(self.integer(*length), len(must))
+        chosen = list(must) + [self.choice(list(ops)) for _ in range(count - len(must))]
+        self.rng.shuffle(chosen)
+        drawn = _ModelDraft(self, width, self.coin(0.4) if nested is None else nested, decoys)
+        for op in chosen:
+            drawn.add(op, table[op], binary=op in BINARY)
+        model = drawn.finish()
+        ops = ", ".join(drawn.described)
+        self.note(_("a model of {count} ops: {ops}").format(count=len(chosen), ops=ops))
+        return model
+
+    def input_for(self, model: nn.Module, batch: int | None = None, dtype=torch.float32):
+        width = getattr(model, "width", None) or _first_width(model)
+        return self.tensor(batch or self.integer(1, 5), width, dtype=dtype)
+
+
+def _first_width(model: nn.Module) -> int:
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            return module.in_features
+    raise ValueError("pass the input's width: the model holds no Linear to read it from")
+
+
+class _ModelDraft:
+    """The steps and modules of a DrawnModel while they are drawn."""
+
+    def __init__(self, make: CaseMaker, width: int, nested: bool, decoys: Sequence[str]):
+        self.make, self.width, self.nested, self.decoys = make, width, nested, list(decoys)
+        self.steps: list[Step] = []
+        self.modules: dict[str, nn.Module] = {}
+        self.described: list[str] = []
+        self.containers = make.words(2) if nested else []
+
+    def add(self, op: str, spellings: Sequence[Spelling], binary: bool) -> None:
+        make = self.make
+        spelling = make.choice(list(spellings))
+        latest = len(self.steps)
+        first = latest if make.coin(0.75) else make.integer(0, latest)
+        inputs = (first, make.integer(0, latest)) if binary else (first,)
+        path, text = None, spelling.describe()
+        if spelling.kind == "module":
+            path, text = self._module_for(op, spelling)
+        self.steps.append(Step(op, spelling, inputs, path))
+        self.described.append(text)
+
+    def _module_for(self, op: str, spelling: Spelling) -> tuple[str, str]:
+        make = self.make
+        same_kind = [p for p, m in self.modules.items() if _op_of(m) == op]
+        if same_kind and make.coin(0.3):  # the same module object, called again
+            path = make.choice(same_kind)
+            return path, _("{op} '{path}' called again").format(op=spelling.describe(), path=path)
+        if spelling.target is nn.Linear:
+            module = make.parameters_of(nn.Linear(self.width, self.width, bias=make.coin(0.8)))
+        else:
+            module = spelling.target()
+        module.fxcourse_op = op
+        path = self._fresh_path()
+        self.modules[path] = module
+        if make.coin(0.15):  # one module under two names
+            alias = self._fresh_path()
+            self.modules[alias] = module
+            text = _("{op} '{path}' (also registered as '{alias}')")
+            return path, text.format(op=spelling.describe(), path=path, alias=alias)
+        return path, f"{spelling.describe()} '{path}'"
+
+    def _fresh_path(self) -> str:
+        make = self.make
+        taken = set(self.modules) | {p.split(".")[0] for p in self.modules}
+        for _attempt in range(100):
+            name = str(len(self.modules)) if make.coin(0.4) else make.word()
+            if self.decoys and make.coin(0.5):
+                name = make.choice(self.decoys)
+            if self.containers and make.coin(0.6):
+                name = f"{make.choice(self.containers)}.{name}"
+            if name not in taken and name not in self.containers:
+                return name
+        return f"m{len(self.modules)}"
+
+    def finish(self) -> DrawnModel:
+        """The model; every value no later step reads is an output, so every op counts."""
+        read = {i for step in self.steps for i in step.inputs}
+        outputs = tuple(i for i in range(1, len(self.steps) + 1) if i not in read)
+        model = DrawnModel(self.steps, self.modules, outputs)
+        model.width = self.width
+        return model
+
+
+def _op_of(module: nn.Module) -> str | None:
+    return getattr(module, "fxcourse_op", None)
+
+
+def seeds_of(run_seed: int, count: int) -> list[int]:
+    """The seeds of a run's cases: one per case, drawn from the run's seed."""
+    rng = random.Random(run_seed)
+    return [rng.randrange(10**9) for _ in range(count)]
+
+
+# --- models that call their modules by path (tracers' leaves, module paths, unused modules) ---
+
+
+class Residual(nn.Module):
+    """`x + inner(x)`: a module type of the cases' own (no chapter names it), with a child."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return x + self.inner(x)
+
+
+class PathModel(nn.Module):
+    """Holds `modules` at their dotted paths; its forward follows `plan`, a list of (kind, path):
+    ("call", path) calls the module at `path` on the running value, which may be a grandchild
+    called straight from the root; ("read", path) adds the sum of the parameter at `path` (a
+    `get_attr` node once traced; the default tracer bakes a buffer in as a constant instead).
+    Modules the plan never names stay unused."""
+
+    def __init__(self, modules: dict[str, nn.Module], plan: Sequence[tuple[str, str]]):
+        super().__init__()
+        for path, module in modules.items():
+            _register(self, path, module)
+        unknown = [(kind, path) for kind, path in plan if kind not in ("call", "read")]
+        if unknown:
+            raise ValueError(f"a plan step is ('call', path) or ('read', path), not {unknown}")
+        self.plan = list(plan)
+
+    def forward(self, x):
+        for kind, path in self.plan:
+            owner, _, name = path.rpartition(".")
+            if kind == "call":
+                x = self.get_submodule(path)(x)
+            else:  # the tracer records a parameter it meets as a get_attr node
+                x = x + getattr(self.get_submodule(owner), name).sum()
+        return x
+
+
+def trace_with_leaves(model: nn.Module, leaves: Sequence[str]) -> torch.fx.GraphModule:
+    """`model` traced with the modules at `leaves` (qualified names) kept whole, as a custom
+    tracer would keep them (their children are then used through them), and the default rule
+    for every other module."""
+    keep = set(leaves)
+
+    class KeepsSome(torch.fx.Tracer):
+        def is_leaf_module(self, m: nn.Module, qualified_name: str) -> bool:
+            return qualified_name in keep or super().is_leaf_module(m, qualified_name)
+
+    return torch.fx.GraphModule(model, KeepsSome().trace(model))
+
+
+# --- a pass's edits to a traced graph (readers in odd places, users out of graph order) ------
+
+
+def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> None:
+    output = gm.graph.output_node()
+    returned = output.args[0] if isinstance(output.args[0], tuple) else (output.args[0],)
+    output.args = ((*returned, *extra),)
+    gm.recompile()
+
+
+def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Two more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
+    drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`)
+    and by keyword (`torch.add(a, other=b)`)."""
+    values = [node for node in gm.graph.nodes if node.op != "output"]
+    first, second = make.choice(values), make.choice(values)
+    with gm.graph.inserting_before(gm.graph.output_node()):
+        listed = gm.graph.call_function(torch.cat, ([first, second],))
+        keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
+    _outputs_with(gm, [listed, keyword])
+    make.note(f"{first.name} and {second.name} read inside a list and by keyword")
+    return gm
+
+
+def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A pass's edit: a new node (`torch.neg`) placed just before one reader of a value takes
+    over that reader's input. The value's `users` then lists the new node last, though a later
+    reader comes after it in graph order. `gm` needs a value with two readers."""
+    order = {node: index for index, node in enumerate(gm.graph.nodes)}
+    pairs = [
+        (reader, value)
+        for reader in gm.graph.nodes
+        for value in reader.all_input_nodes
+        if any(order[user] > order[reader] for user in value.users)
+    ]
+    if not pairs:
+        raise ValueError("early_reader needs a value that two nodes read")
+    reader, value = make.choice(pairs)
+    with gm.graph.inserting_before(reader):
+        negated = gm.graph.call_function(torch.neg, (value,))
+    reader.replace_input_with(value, negated)
+    gm.recompile()
+    make.note(f"a pass put neg({value.name}) before {reader.name}, which now reads it")
+    return gm
+
+
+def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.GraphModule:
+    """A pass's edit: every call of the modules at `paths` is erased, its input going on in its
+    place; the modules stay registered, unused."""
+    for node in list(gm.graph.find_nodes(op="call_module")):
+        if node.target in paths:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm

@@ -1,0 +1,175 @@
+"""What a checkpoint compares with: the reference answer, run beside the learner's, and whether
+the learner's own cell is the one the kernel last ran cleanly.
+
+references.json (written by `make chapters` from the chapter sources, shipped in every edition,
+also in one without shown answers) holds, per try-it, the answer cell's code and the names its
+scaffold defines. A checkpoint runs that code in a copy of the learner's namespace, with its
+printing captured, so the reference's definitions never replace the learner's. An answer cell
+therefore builds new objects; it never changes one an earlier cell made (authoring rule, see
+fxcourse/authoring.py).
+
+The kernel's memory keeps a name's old value when the cell that defines it raises: a checkpoint
+would judge the old value. `CellLog` (an IPython post_run_cell callback registered when this
+module is imported in a kernel) remembers, per top-level name, whether the cell that bound it
+last ran cleanly, and the checkpoint asks it first.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from fxcourse.stamps import unstamped_json
+
+REFERENCES_FILE = Path(__file__).with_name("references.json")
+
+
+class ReferenceMissing(LookupError):
+    """The course ships no reference for a try-it (a bug in the course, not the learner's)."""
+
+
+def load_references(path: Path = REFERENCES_FILE) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    return unstamped_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def reference_namespace(tryit_id: str, learner_globals: dict) -> SimpleNamespace:
+    """The reference answer's names, defined in a copy of the learner's namespace."""
+    entry = load_references().get(tryit_id)
+    if entry is None:
+        raise ReferenceMissing(f"the course has no reference answer for try it {tryit_id}")
+    namespace = dict(learner_globals)
+    code = compile(entry["code"], f"<reference answer of try it {tryit_id}>", "exec")
+    with contextlib.redirect_stdout(io.StringIO()), _no_display():
+        exec(code, namespace)  # noqa: S102 - the course's own answer, in the learner's kernel
+    return SimpleNamespace(**namespace)
+
+
+@contextlib.contextmanager
+def _no_display():
+    """Rich displays (pictures, tables) of the reference's demonstration lines go nowhere."""
+    try:
+        from IPython.utils.capture import capture_output
+    except ImportError:
+        yield
+        return
+    with capture_output(stdout=False, stderr=True, display=True):
+        yield
+
+
+def defined_names(code: str) -> list[str]:
+    """The names a cell binds at its top level (assignments, defs, classes, imports)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found: list[str] = []
+    for statement in tree.body:
+        for name in _bound_by(statement):
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _bound_by(statement: ast.stmt) -> list[str]:
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [statement.name]
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in statement.names]
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+        targets = [statement.target]
+    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+class LearnerNames:
+    """The learner's notebook names, read as attributes (a missing one is a NameError)."""
+
+    def __init__(self, names: dict):
+        self._names = names
+
+    def __getattr__(self, name: str):
+        try:
+            return self._names[name]
+        except KeyError:
+            raise NameError(f"name {name!r} is not defined") from None
+
+
+class ReferenceFailed(Exception):
+    """The reference answer raised on a case: a bug in the course, never the learner's."""
+
+
+def close_enough(mine, wanted, atol: float, rtol: float) -> bool:
+    """Whether `mine` has `wanted`'s structure (tensors with its shape and dtype, tuples,
+    dicts) and values within the tolerances."""
+    import torch
+
+    if isinstance(wanted, torch.Tensor):
+        return (
+            isinstance(mine, torch.Tensor)
+            and mine.shape == wanted.shape
+            and mine.dtype == wanted.dtype
+            and torch.allclose(mine, wanted, atol=atol, rtol=rtol, equal_nan=True)
+        )
+    if isinstance(wanted, tuple | list):
+        return (
+            isinstance(mine, tuple | list)
+            and len(mine) == len(wanted)
+            and all(close_enough(m, w, atol, rtol) for m, w in zip(mine, wanted, strict=True))
+        )
+    if isinstance(wanted, dict):
+        return (
+            isinstance(mine, dict)
+            and mine.keys() == wanted.keys()
+            and all(close_enough(mine[k], wanted[k], atol, rtol) for k in wanted)
+        )
+    if isinstance(wanted, float):
+        return isinstance(mine, int | float) and abs(mine - wanted) <= atol + rtol * abs(wanted)
+    return type(mine) is type(wanted) and mine == wanted
+
+
+class CellLog:
+    """IPython's post_run_cell callback: for each top-level name a cell binds, whether that cell
+    last ran cleanly, and the error it raised if not."""
+
+    def __init__(self):
+        self.last: dict[str, str | None] = {}  # name -> None (clean) or the error's text
+
+    def __call__(self, result) -> None:
+        raw = getattr(result.info, "raw_cell", "") or ""
+        error = result.error_in_exec or result.error_before_exec
+        outcome = None if error is None else f"{type(error).__name__}: {error}"
+        for name in defined_names(raw):
+            self.last[name] = outcome
+
+    def failed(self, names: list[str]) -> tuple[str, str] | None:
+        """(name, error) for the first of `names` whose defining cell last raised."""
+        for name in names:
+            if self.last.get(name):
+                return name, self.last[name]
+        return None
+
+
+def cell_log() -> CellLog | None:
+    """The kernel's CellLog, registered on first use; None outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python without IPython
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    callbacks = shell.events.callbacks["post_run_cell"]
+    for known in callbacks:
+        if isinstance(known, CellLog):
+            return known
+    log = CellLog()
+    shell.events.register("post_run_cell", log)
+    return log

@@ -1,0 +1,283 @@
+"""The checkpoints' fresh cases (fxcourse.cases) and how a checkpoint runs them (fxcourse.tryit,
+fxcourse.reference): the same seed gives the same case, every declared feature is in every run,
+every drawn op reaches the output, and the learner's and the reference's sides never share."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import fx, nn
+
+from fxcourse import cases, reference, tryit
+from fxcourse.cases import BINARY, UNARY, CaseMaker, seeds_of
+
+
+def drawn(seed: int, index: int = 0, **kwargs) -> fx.GraphModule:
+    make = CaseMaker(seed, index)
+    options = {"ops": ["relu", "sigmoid", "add", "linear", "mul"], **kwargs}
+    return fx.symbolic_trace(make.model(**options))
+
+
+def test_the_same_seed_gives_the_same_case_and_another_seed_another():
+    first, again = drawn(7), drawn(7)
+    assert first.code == again.code
+    mine, theirs = first.state_dict(), again.state_dict()
+    assert mine.keys() == theirs.keys()
+    assert all(torch.equal(mine[name], theirs[name]) for name in mine)
+    codes = {drawn(seed).code for seed in range(12)}
+    assert len(codes) >= 10, "twelve seeds drew almost the same model"
+
+
+@pytest.mark.parametrize("op", sorted(set(UNARY) | set(BINARY)))
+def test_every_op_of_the_vocabulary_traces_and_runs_in_each_spelling(op):
+    for index, spelling in enumerate({**UNARY, **BINARY}[op]):
+        make = CaseMaker(100 + index)
+        model = make.model(ops=[op], must=[op], spellings={op: [spelling]}, length=(2, 3))
+        gm = fx.symbolic_trace(model)
+        x = make.input_for(model)
+        torch.testing.assert_close(gm(x), model(x))
+        kinds = {node.op for node in gm.graph.nodes}
+        want = {"function": "call_function", "method": "call_method", "module": "call_module"}
+        assert want[spelling.kind] in kinds, (op, spelling, gm.code)
+
+
+def test_must_ops_are_always_there_and_every_op_reaches_the_output():
+    for seed in range(40):
+        gm = drawn(seed, must=["sigmoid", "linear"])
+        sigmoids = [
+            n
+            for n in gm.graph.nodes
+            if n.target in (torch.sigmoid, "sigmoid")
+            or n.op == "call_module"
+            and isinstance(gm.get_submodule(n.target), nn.Sigmoid)
+        ]
+        assert sigmoids, gm.code
+        output = next(iter(reversed(gm.graph.nodes)))
+        used = {output}
+        for node in reversed(gm.graph.nodes):
+            if node in used:
+                used.update(node.all_input_nodes)
+        dead = [n.name for n in gm.graph.nodes if n not in used]
+        assert not dead, f"seed {seed}: {dead} never reach the output\n{gm.code}"
+
+
+def test_each_spreads_every_option_over_a_run():
+    options = ["a", "b", "c", "d"]
+    for run_seed in range(20):
+        picked = [CaseMaker(s, i, run_seed).each(options) for i, s in enumerate(range(4))]
+        assert sorted(picked) == options, (run_seed, picked)
+    orders = {tuple(CaseMaker(0, i, run).each(options) for i in range(4)) for run in range(30)}
+    assert len(orders) > 5, "the order of the options should change from run to run"
+
+
+def test_models_hold_numeric_names_nested_modules_reuse_and_decoys_across_seeds():
+    seen = {"numeric": False, "nested": False, "called again": False, "decoy": False}
+    for seed in range(60):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "linear", "tanh"], length=(5, 8), decoys=["relu"])
+        gm = fx.symbolic_trace(model)
+        targets = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
+        seen["numeric"] |= any(t.split(".")[-1].isdigit() for t in targets)
+        seen["nested"] |= any("." in t for t in targets)
+        seen["called again"] |= len(targets) > len(set(targets))
+        seen["decoy"] |= any(
+            t.split(".")[-1] == "relu" and not isinstance(gm.get_submodule(t), nn.ReLU)
+            for t in targets
+        )
+    assert all(seen.values()), seen
+
+
+def test_a_builder_may_not_ask_for_an_op_without_spellings():
+    with pytest.raises(ValueError, match="no spellings for"):
+        CaseMaker(1).model(ops=["softmax"])
+
+
+def test_trained_batchnorm_is_not_the_identity():
+    make = CaseMaker(3)
+    bn = make.trained_batchnorm(nn.BatchNorm2d(4)).eval()
+    x = make.tensor(2, 4, 3, 3)
+    assert not torch.allclose(bn(x), x, atol=1e-2)
+
+
+def test_seeds_of_a_run_are_a_prefix_of_a_longer_run():
+    assert seeds_of(42, 3) == seeds_of(42, 6)[:3]
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+@pytest.fixture
+def references(tmp_path, monkeypatch):
+    """A references.json of two made-up try-its."""
+    table = {
+        "9.1": {"code": "def double(x):\n    return 2 * x\nprint('shown')", "defines": ["double"]},
+        "9.2": {"code": "def double(x):\n    raise ValueError('course bug')", "defines": []},
+    }
+    path = tmp_path / "references.json"
+    path.write_text(json.dumps(table))
+    monkeypatch.setattr(reference, "REFERENCES_FILE", path)
+    monkeypatch.setattr(reference.load_references, "__defaults__", (path,))
+    return table
+
+
+def numbers(make):
+    return make.tensor(make.integer(1, 4), dtype=make.dtype())
+
+
+def run_checkpoint(tryit_id, double, capsys) -> tryit.CheckpointResult:
+    globals()["double"] = double
+    with tryit.checkpoint(tryit_id, "double it") as check:
+        for case in check.cases(numbers):
+            mine, wanted = case.both(lambda answer, x: answer.double(x))
+            check.close(mine, wanted, "not doubled")
+    capsys.readouterr()
+    return check.result
+
+
+def test_a_checkpoint_judges_fresh_cases_beside_the_reference(references, capsys):
+    result = run_checkpoint("9.1", lambda x: x + x, capsys)
+    assert result.passed and result.cases_run == 6 and result.reference_runs == 6
+    assert globals()["double"](torch.ones(1)).item() == 2, "the learner's name was replaced"
+
+
+def test_not_yet_names_the_case_and_how_to_see_it_again_without_the_reference_value(
+    references, capsys
+):
+    result = run_checkpoint("9.1", lambda x: x * 3, capsys)
+    assert not result.passed and result.problem == "not doubled"
+    assert f"seed {result.case.split('seed ')[1].split(')')[0]}" in result.case
+    assert 'show_case("9.1"' in result.case and 'replay("9.1"' in result.case
+    seed = int(result.case.split("seed ")[1].split(")")[0])
+    tryit.replay("9.1", seed)
+    again = run_checkpoint("9.1", lambda x: x * 3, capsys)
+    assert again.case == result.case, "replay should judge the same cases"
+    shown = tryit.show_case("9.1", seed, 1)
+    assert isinstance(shown, torch.Tensor)
+
+
+def test_a_failing_reference_is_the_course_s_bug_not_the_learner_s(references, capsys):
+    result = run_checkpoint("9.2", lambda x: 2 * x, capsys)
+    assert not result.passed and "a bug in the course" in result.problem
+
+
+def test_the_reference_runs_first_on_objects_of_its_own(references, capsys):
+    def builder(make):
+        return [1, 2, 3]
+
+    seen = []
+
+    def spoil(answer, items):
+        if isinstance(answer, reference.LearnerNames):
+            items.clear()
+        seen.append(list(items))
+        return len(items)
+
+    with tryit.checkpoint("9.1", "goal") as check:
+        for case in check.cases(builder):
+            case.both(spoil)
+    capsys.readouterr()
+    assert seen[0] == [1, 2, 3] and seen[1] == [], seen[:2]
+    assert seen[2] == [1, 2, 3], "the next case got a list the learner's side had emptied"
+
+
+def test_fewer_than_five_cases_is_refused(references):
+    with pytest.raises(ValueError, match="at least 5"):
+        next(tryit.checkpoint("9.1", "goal").cases(numbers, count=3))
+
+
+def test_close_enough_compares_structure_shape_and_dtype():
+    t = torch.ones(2)
+    assert reference.close_enough((t, {"a": 1.0}), (t.clone(), {"a": 1.0 + 1e-7}), 1e-5, 1e-4)
+    assert not reference.close_enough(t.double(), t, 1e-5, 1e-4)
+    assert not reference.close_enough(t[:1], t, 1e-5, 1e-4)
+    assert not reference.close_enough({"a": t}, {"b": t}, 1e-5, 1e-4)
+
+
+def test_defined_names_are_a_cells_top_level_bindings():
+    code = (
+        "import torch.nn as nn\nfrom x import y as z\nclass A: pass\ndef f(): g = 1\n"
+        "a, (b, c) = 1, (2, 3)\nd: int = 4"
+    )
+    assert reference.defined_names(code) == ["nn", "z", "A", "f", "a", "b", "c", "d"]
+    assert reference.defined_names("def broken(:") == []
+
+
+def test_a_cell_that_now_raises_is_reported_before_its_old_value_is_judged():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        log = reference.cell_log()
+        assert log is not None
+        shell.run_cell("def answer():\n    return 1\n")
+        assert log.failed(["answer"]) is None
+        shell.run_cell("def answer():\n    return 2\nraise RuntimeError('half done')\n")
+        assert log.failed(["answer"]) == ("answer", "RuntimeError: half done")
+        shell.run_cell("def answer():\n    return 3\n")
+        assert log.failed(["answer"]) is None
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def test_the_case_generator_is_one_module_every_chapter_imports():
+    assert cases.CaseMaker is tryit.CaseMaker
+
+
+# ----------------------------------------------------------------------------- paths and edits
+
+
+def test_a_path_model_calls_grandchildren_reads_parameters_and_leaves_the_rest_unused():
+    modules = {
+        "box": nn.Sequential(nn.Linear(3, 3), nn.Tanh()),
+        "res": cases.Residual(nn.Linear(3, 3)),
+        "spare": nn.ReLU(),
+    }
+    plan = [("call", "box"), ("call", "box.0"), ("read", "res.inner.weight"), ("call", "res")]
+    model = cases.PathModel(modules, plan)
+    gm = fx.symbolic_trace(model)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(gm(x), model(x))
+    called = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    assert called == ["box.0", "box.1", "box.0", "res.inner"], called
+    assert [n.target for n in gm.graph.nodes if n.op == "get_attr"] == ["res.inner.weight"]
+    whole = cases.trace_with_leaves(model, ["box", "res"])
+    called = [n.target for n in whole.graph.nodes if n.op == "call_module"]
+    assert called == ["box", "box.0", "res"], called
+    torch.testing.assert_close(whole(x), model(x))
+    with pytest.raises(ValueError, match="a plan step"):
+        cases.PathModel(modules, [("run", "box")])
+
+
+def test_extra_readers_and_early_reader_put_users_out_of_graph_order():
+    out_of_order = 0
+    for seed in range(20):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "sigmoid", "add", "mul", "linear"], must=["add"])
+        gm = fx.symbolic_trace(model)
+        x = make.input_for(model)
+        read = cases.extra_readers(make, gm)(x)
+        torch.testing.assert_close(
+            read[: len(read) - 2], model(x) if isinstance(model(x), tuple) else (model(x),)
+        )
+        gm = cases.early_reader(make, gm)
+        gm.graph.lint()
+        targets = [n.target for n in gm.graph.nodes]
+        assert torch.cat in targets and torch.neg in targets
+        assert any("other" in n.kwargs for n in gm.graph.nodes)
+        assert isinstance(gm(x), tuple)
+        order = {node: index for index, node in enumerate(gm.graph.nodes)}
+        for node in gm.graph.nodes:
+            users = list(node.users)
+            out_of_order += users != sorted(users, key=order.get)
+    assert out_of_order >= 20, "each edit should leave a value whose users are out of graph order"
+
+
+def test_erase_calls_leaves_the_modules_registered_and_unused():
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(11)])
+    gm = cases.erase_calls(fx.symbolic_trace(model), ["1"])
+    called = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    assert "1" not in called and "10" in called and len(called) == 10
+    assert isinstance(gm.get_submodule("1"), nn.Linear)
+    gm(torch.randn(3, 2))
