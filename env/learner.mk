@@ -26,7 +26,8 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 # lab extension (fxcourse/lab_updates.py) merges course updates into the notebooks open in it.
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
 	@$(PY) -m fxcourse.lab_link running "$(WORKSPACE)" || \
-	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) $(BIN)/jupyter lab \
+	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) \
+		FXCOURSE_LANGUAGE=$(COURSE_LANGUAGE) $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
 		--LabApp.extra_labextensions_path="$(LEARNER_JUPYTER_CONFIG)/labextensions" \
 		$(ROOT_FLAG) $(LAB_ARGS) "$(WORKSPACE)/$(START_PAGE)"

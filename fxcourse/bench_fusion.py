@@ -29,7 +29,9 @@ import torch.fx as fx
 from torch import nn
 from torch.fx.experimental.optimization import fuse
 
+from fxcourse import charts
 from fxcourse.fusion import fuse_conv_bn
+from fxcourse.graphs import alt_text
 from fxcourse.messages import _
 from fxcourse.timing import (
     Comparison,
@@ -275,11 +277,13 @@ def fold_verdict(result: BenchResult, fuser: str = "chapter fuser") -> str:
 
 def plot_result(result: BenchResult, ax=None):
     """Each variant's time relative to unfused, round by round: one dot per round, a bar from
-    the 25th to the 75th percentile and a tick at the median; returns the matplotlib Axes."""
+    the 25th to the 75th percentile and a tick at the median; returns the matplotlib Axes. In a
+    notebook a chart of its own is shown with a text alternative that says what it plots."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 2.8))
+    own_figure = ax is None
+    if own_figure:
+        _figure, ax = plt.subplots(figsize=(6, 2.8))
     names = [name for name in result.round_times if name != BASELINE]
     for row, name in enumerate(names):
         ratios = result.compare(name).per_round
@@ -297,7 +301,26 @@ def plot_result(result: BenchResult, ax=None):
         "bars the middle half, ticks the median",
         fontsize=8,
     )
+    if own_figure:
+        charts.shown(ax.figure, ratios_alt(result, names))
     return ax
+
+
+def ratios_alt(result: BenchResult, names: list[str]) -> str:
+    """What plot_result plots, for a screen reader: each variant's median ratio and middle half."""
+    rows = []
+    for name in names:
+        q1, median, q3 = quartiles(result.compare(name).per_round)
+        rows.append(
+            _("{name}: median {median:.2f}, middle half {low:.2f} to {high:.2f}").format(
+                name=name, median=median, low=q1, high=q3
+            )
+        )
+    title = _(
+        "Chart of each variant's time relative to {baseline} in the same round, over {rounds} "
+        "rounds (below 1 is faster)"
+    ).format(baseline=BASELINE, rounds=len(result.round_times[BASELINE]))
+    return alt_text(title, rows)
 
 
 def devices_for(choice: str) -> list[str]:

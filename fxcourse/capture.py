@@ -19,22 +19,31 @@ inside), or None when no C++ compiler is installed. It uses private torch helper
 descriptor 2), which `contextlib.redirect_stderr` cannot catch: AOTInductor's runtime prints each
 error there before raising it.
 
+`structured_trace(log_file)` is the in-notebook twin of TORCH_TRACE (read only when torch starts):
+for the block, every structured record torch.compile writes goes into `log_file`, which
+`tlparse(log_file, folder)` turns into tlparse's HTML report and reads back as a `TlparseReport`
+(compile ids, the function each compiled, its artifacts and recompile reasons).
+
 `what_each_call_compiled(fn, batches)` is checkpoint 10.1's measurement: for each call of `fn`
-compiled with `dynamic=None`, "reuse", "static" or "symbolic". Its words are `MeasuredWord`s, so
-the checkpoint, which asks for a prediction, can tell a pasted measurement from a written one.
+compiled with `dynamic=None`, "reuse", "static" or "symbolic" (as `MeasuredWord`s, so that a
+pasted measurement can be told from a written word).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -253,3 +262,93 @@ def what_each_call_compiled(fn, batches, width: int = 3) -> list[MeasuredWord]:
         size = graphs[-1].graph.find_nodes(op="placeholder")[-1].meta["example_value"].shape[0]
         found.append(MeasuredWord("static" if isinstance(size, int) else "symbolic"))
     return found
+
+
+@contextlib.contextmanager
+def structured_trace(log_file: str | os.PathLike) -> Iterator[Path]:
+    """Write torch's structured trace (what TORCH_TRACE=folder records) into `log_file` for the
+    block. It adds a handler to torch's trace logger ("torch.__trace", torch/_logging/_internal.py)
+    with torch's own trace format, and first repeats the file names interned before the block, so
+    that stacks in the log name their files. Compile ids count from 0 after
+    `torch.compiler.reset()`."""
+    from torch._logging._internal import TorchLogsFormatter, trace_log, trace_structured
+    from torch._logging.structured import INTERN_TABLE
+
+    path = Path(log_file)
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(TorchLogsFormatter(trace=True))
+    trace_log.addHandler(handler)
+    try:
+        for text, number in list(INTERN_TABLE.items()):
+            trace_structured("str", lambda t=text, n=number: (t, n), suppress_context=True)
+        yield path
+    finally:
+        trace_log.removeHandler(handler)
+        handler.close()
+
+
+def tlparse_program() -> str:
+    """The tlparse executable installed with the course (beside this Python), or on PATH."""
+    beside = Path(sys.executable).with_name("tlparse")
+    found = str(beside) if beside.exists() else shutil.which("tlparse")
+    if found is None:
+        raise FileNotFoundError("tlparse is not installed: pip install tlparse")
+    return found
+
+
+def tlparse(log_file: str | os.PathLike, folder: str | os.PathLike) -> TlparseReport:
+    """Run tlparse on one trace log, writing its HTML report into `folder` (replaced)."""
+    command = [tlparse_program(), str(log_file), "-o", str(folder), "--overwrite", "--no-browser"]
+    subprocess.run(command, capture_output=True, text=True, check=True)
+    return TlparseReport(Path(folder))
+
+
+@dataclass
+class TlparseReport:
+    """A tlparse report folder: index.html, compile_directory.json (each compile id's
+    artifacts) and raw.jsonl (the records it read)."""
+
+    folder: Path
+
+    @property
+    def index(self) -> Path:
+        return self.folder / "index.html"
+
+    def directory(self) -> dict[str, dict]:
+        return json.loads((self.folder / "compile_directory.json").read_text(encoding="utf-8"))
+
+    def compile_ids(self) -> list[str]:
+        """Compile ids such as "[1/0]" (frame 1, its first compile), in the order they ran."""
+        return [key for key in self.directory() if key.startswith("[") and key[1].isdigit()]
+
+    def artifacts(self, compile_id: str) -> list[str]:
+        return [item["name"] for item in self.directory()[compile_id]["artifacts"]]
+
+    def artifact(self, compile_id: str, prefix: str) -> str:
+        """The text of the compile's first artifact whose name starts with `prefix`."""
+        for item in self.directory()[compile_id]["artifacts"]:
+            if item["name"].startswith(prefix):
+                return (self.folder / item["url"]).read_text(encoding="utf-8")
+        raise KeyError(f"{compile_id} has no artifact {prefix}*: {self.artifacts(compile_id)}")
+
+    def recompile_reasons(self, compile_id: str) -> list[str]:
+        """The failed guards that made this compile a recompile (empty for a first compile)."""
+        if not any(name.startswith("recompile_reasons") for name in self.artifacts(compile_id)):
+            return []
+        text = self.artifact(compile_id, "recompile_reasons")
+        try:
+            reasons = json.loads(text)
+        except json.JSONDecodeError:
+            reasons = text
+        return [reasons] if isinstance(reasons, str) else list(reasons)
+
+    def function_names(self) -> dict[str, str]:
+        """Compile id -> the name of the function that compile started from (raw.jsonl's
+        dynamo_start records, the innermost frame of their stack)."""
+        names = {}
+        for line in (self.folder / "raw.jsonl").read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if "dynamo_start" in record:
+                compile_id = f"[{record['frame_id']}/{record['frame_compile_id']}]"
+                names.setdefault(compile_id, record["dynamo_start"]["stack"][-1]["name"])
+        return names

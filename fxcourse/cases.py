@@ -21,10 +21,11 @@ handle is in every run, not only in lucky ones.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import random
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -458,3 +459,79 @@ def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.Grap
             gm.graph.erase_node(node)
     gm.recompile()
     return gm
+
+
+# --- what ran: modules and nodes a run called, inputs under drawn names ----------------------
+
+
+def tag_modules(model: nn.Module) -> nn.Module:
+    """Mark each module of `model` with its qualified name (`fxcourse_path`), which a copy
+    (`copy.deepcopy`) keeps: `modules_run` then names a module however it was reached."""
+    for path, module in model.named_modules():
+        if path:
+            module.fxcourse_path = path
+    return model
+
+
+@contextlib.contextmanager
+def modules_run() -> Iterator[list[str]]:
+    """A list that fills, inside the block, with the `fxcourse_path` of every tagged module
+    that runs (a module called twice appears twice), whoever calls it."""
+    ran: list[str] = []
+
+    def note(module, args, output):
+        if (path := getattr(module, "fxcourse_path", None)) is not None:
+            ran.append(path)
+
+    handle = nn.modules.module.register_module_forward_hook(note)
+    try:
+        yield ran
+    finally:
+        handle.remove()
+
+
+def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:
+    """Each call_function and call_method node of `gm` becomes a call of a function that
+    appends the node's name to `ran`, then computes what the node computed; call_module nodes
+    stay (see `modules_run`). So `ran` says which of these nodes a run computed, however it ran
+    the graph (an Interpreter, the generated code, a copy)."""
+    for node in list(gm.graph.nodes):
+        if node.op in ("call_function", "call_method"):
+            node.target = _recorded(node.name, node.op, node.target, ran)
+            node.op = "call_function"
+    gm.recompile()
+    return gm
+
+
+def _recorded(name: str, op: str, target, ran: list[str]) -> Callable:
+    def call(*args, **kwargs):
+        ran.append(name)
+        if op == "call_method":
+            return getattr(args[0], target)(*args[1:], **kwargs)
+        return target(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"{name}_recorded"
+    return call
+
+
+def rename_inputs(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The placeholders of `gm` under drawn words (a trace names them after forward's
+    parameters, `x` for a DrawnModel), so no rule can key on an input's name."""
+    for node in list(gm.graph.find_nodes(op="placeholder")):
+        node._rename(make.word(avoid=[n.name for n in gm.graph.nodes]))
+        node.target = node.name
+    gm.recompile()
+    return gm
+
+
+def none_reached(fn: Callable, *args, **kwargs) -> tuple[object, str | None]:
+    """(fn(*args, **kwargs), None); or, when it failed because an op received `None` where a
+    value belongs (a TypeError or AttributeError that names NoneType, as an override that
+    returns nothing causes), (None, the error's first line): what a checkpoint turns into a
+    question rather than a traceback."""
+    try:
+        return fn(*args, **kwargs), None
+    except (TypeError, AttributeError) as error:
+        if "NoneType" not in str(error):
+            raise
+        return None, str(error).strip().splitlines()[0]

@@ -1,6 +1,92 @@
-"""Small matplotlib charts for the chapters, so that their cells show FX rather than plotting."""
+"""Small matplotlib charts for the chapters, so that their cells show FX rather than plotting.
+
+A chart is shown as a picture with a text alternative that lists what it plots (its title, its
+axis and every bar's value), in the language of fxcourse's messages: a screen reader says what a
+sighted reader sees, in the notebook and on the course's website alike.
+"""
 
 from __future__ import annotations
+
+import base64
+import html
+import io
+
+from fxcourse.graphs import alt_text
+from fxcourse.messages import _
+
+
+class Chart:
+    """A matplotlib Figure as Jupyter shows it (a PNG), with its text alternative `alt`; the
+    text form (a console, a text-only export) is the text alternative too."""
+
+    DPI = 100  # CSS px per inch of the figure: its size on the page
+    SHARPNESS = 2  # pixels per CSS px in the PNG, for high-density screens
+
+    def __init__(self, figure, alt: str):
+        self.figure = figure
+        self.alt = alt
+
+    def _png(self) -> bytes:
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=self.DPI * self.SHARPNESS)
+        return buffer.getvalue()
+
+    def _repr_png_(self) -> bytes:
+        return self._png()
+
+    def _repr_html_(self) -> str:
+        source = "data:image/png;base64," + base64.b64encode(self._png()).decode()
+        width = round(self.figure.get_figwidth() * self.DPI)
+        return (
+            f'<img class="fxcourse-chart" src="{source}" width="{width}" '
+            f'style="max-width:100%;height:auto" alt="{html.escape(self.alt)}">'
+        )
+
+    def __repr__(self) -> str:
+        return self.alt
+
+
+def shown(figure, alt: str) -> None:
+    """In a notebook, show a figure drawn elsewhere as a Chart now, with its text alternative,
+    and close it: matplotlib's inline backend would show it again at the cell's end, named only
+    by its image file on the website. Elsewhere (a script that saves the figure) do nothing."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    import matplotlib.pyplot as plt
+
+    display(Chart(figure, alt))
+    plt.close(figure)
+
+
+def bars_alt(
+    values: dict[str, float],
+    xlabel: str,
+    title: str,
+    spans: dict[str, tuple[float, float]] | None,
+    label_format: str,
+) -> str:
+    """What a bar chart plots, as a sentence per bar: its name and value (and whisker)."""
+    bars = []
+    for name, value in values.items():
+        shown = label_format.format(value)
+        if spans:
+            low, high = (label_format.format(end) for end in spans[name])
+            bars.append(
+                _("{name} {value} (whisker from {low} to {high})").format(
+                    name=name, value=shown, low=low, high=high
+                )
+            )
+        else:
+            bars.append(f"{name} {shown}")
+    heading = _("Bar chart, {title}, {count} bars; {axis}").format(
+        title=title, count=len(values), axis=xlabel
+    )
+    return alt_text(heading, bars)
 
 
 def horizontal_bars(
@@ -9,11 +95,11 @@ def horizontal_bars(
     title: str,
     spans: dict[str, tuple[float, float]] | None = None,
     label_format: str = "{:,.0f}",
-):
+) -> Chart:
     """One bar per entry, top to bottom in dict order, each labelled with its value.
 
     `spans` (optional) draws a whisker per bar from a low to a high value, such as the 25th and
-    75th percentile of repeated timings. Returns the matplotlib Figure.
+    75th percentile of repeated timings. Returns a Chart (its matplotlib Figure: `.figure`).
     """
     import matplotlib.pyplot as plt
 
@@ -31,5 +117,5 @@ def horizontal_bars(
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    plt.close(fig)  # the notebook shows the returned figure once, not twice
-    return fig
+    plt.close(fig)  # the notebook shows the returned chart once, not twice
+    return Chart(fig, bars_alt(values, xlabel, title, spans, label_format))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import html
+import operator
 import re
 import shutil
 from collections.abc import Iterable
@@ -24,10 +25,17 @@ from collections.abc import Iterable
 import torch
 import torch.fx
 
-MISSING_DOT_HINT = (
-    "Graph picture unavailable: Graphviz's `dot` binary is not on PATH "
-    "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz). Showing text instead."
-)
+from fxcourse.messages import _
+
+
+def missing_dot_hint() -> str:
+    return _(
+        "Graph picture unavailable: Graphviz's `dot` binary is not on PATH "
+        "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz). "
+        "Showing text instead."
+    )
+
+
 OP_COLOURS = {
     "placeholder": "#dbeafe",
     "get_attr": "#fef3c7",
@@ -41,9 +49,9 @@ OP_COLOURS = {
 class GraphText:
     """The text form of a graph, shown in a notebook (or printed) when no picture can be drawn."""
 
-    def __init__(self, text: str, hint: str):
+    def __init__(self, text: str, hint: str | None = None):
         self.text = text
-        self.hint = hint
+        self.hint = hint or missing_dot_hint()
 
     def __repr__(self) -> str:
         return f"{self.hint}\n{self.text}"
@@ -51,17 +59,17 @@ class GraphText:
 
 class GraphPicture:
     """A Graphviz SVG shown at most as wide as the output area; a picture that had to shrink can
-    be opened at full size, in a scrollable box, with one click. Its text form is the graph's."""
+    be opened at full size, in a scrollable box, with one click. Its text form is the graph's;
+    its text alternative (`alt`, what a screen reader says) tells what the picture shows, boxes
+    and arrows, in the language of fxcourse's messages (picture_alt, described)."""
 
     SHRUNK_FROM_PX = 800  # wider pictures get the full-size view as well
 
-    def __init__(
-        self, svg: str, text: str, whole: GraphPicture | None = None, alt: str = "graph picture"
-    ):
+    def __init__(self, svg: str, text: str, alt: str, whole: GraphPicture | None = None):
         self.svg = svg
         self.text = text
+        self.alt = alt
         self.whole = whole  # for a zoom: the picture of the whole graph
-        self.alt = alt  # the text alternative: what the picture shows (picture_alt)
 
     def natural_width(self) -> int:
         match = re.search(r'<svg width="([\d.]+)pt"', self.svg)
@@ -76,14 +84,12 @@ class GraphPicture:
         )
         if self.whole is not None:
             whole = self.whole._full_size(self.whole.natural_width())
-            summary = "<summary>Show the whole graph (scroll)</summary>"
-            return f"{fitted}<details>{summary}{whole}</details>"
+            summary = html.escape(_("Show the whole graph (scroll)"))
+            return f"{fitted}<details><summary>{summary}</summary>{whole}</details>"
         if width <= self.SHRUNK_FROM_PX:
             return fitted
-        return (
-            f"{fitted}<details><summary>Show at full size ({width} px wide; scroll)</summary>"
-            f"{self._full_size(width)}</details>"
-        )
+        summary = html.escape(_("Show at full size ({width} px wide; scroll)").format(width=width))
+        return f"{fitted}<details><summary>{summary}</summary>{self._full_size(width)}</details>"
 
     def _full_size(self, width: int) -> str:
         source = "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode()).decode()
@@ -171,7 +177,7 @@ def _near(gm: torch.fx.GraphModule, names: Iterable[str], hops: int) -> set[torc
     if unknown:
         raise ValueError(f"around={unknown}: no such node; the graph has {sorted(by_name)}")
     reached = {by_name[name] for name in names}
-    for _ in range(hops):
+    for _hop in range(hops):
         reached |= {n for node in reached for n in (*node.all_input_nodes, *node.users)}
     return reached
 
@@ -231,32 +237,94 @@ def _drawn(gm: torch.fx.GraphModule, collapse=None, within=None, around=None, ho
     return nodes, boxes, members
 
 
-ALT_BOXES = 40  # a text alternative names this many boxes, then says how many more
+ALT_BOXES = 40  # a text alternative describes this many boxes, then says how many more
+# A translation's messages join words with spaces; Chinese sets none beside its punctuation or
+# between two of its characters.
+FULL_WIDTH_PUNCTUATION = "，。；：、（）"
 
 
 def picture_alt(gm: torch.fx.GraphModule, name: str = "graph", **options) -> str:
-    """The picture's text alternative: what it draws, box by box in graph order (a node's name
-    and what it runs, or a submodule's box with its class and node count)."""
-    _, _, members = _drawn(
+    """The picture's text alternative, in the language of fxcourse's messages: box by box in
+    graph order, what it is (a node's name, opcode, target and shape, or a submodule's box with
+    its class and node count) and which boxes it feeds (the arrows drawn)."""
+    nodes, boxes, members = _drawn(
         gm,
         options.get("collapse"),
         options.get("within"),
         options.get("around"),
         options.get("hops", 2),
     )
-    described = []
-    for box, inside in members.items():
-        if len(inside) == 1 and not box.startswith("/"):
-            node = inside[0]
-            what = node.op if node.op in ("placeholder", "output") else _target_text(gm, node)
-            described.append(f"{node.name} ({what})")
-        else:
-            owner = box.lstrip("/")
-            described.append(f"{owner} ({_module_class_name(inside, owner)}, {len(inside)} nodes)")
-    part = " part of" if options.get("within") is not None or options.get("around") else ""
-    more = len(described) - ALT_BOXES
-    listed = "; ".join(described[:ALT_BOXES]) + (f"; and {more} more" if more > 0 else "")
-    return f"Graph picture of{part} {name}, {len(described)} boxes in graph order: {listed}."
+    arrows = _arrows(nodes, boxes)
+    texts = {box: _box_alt(gm, box, inside) for box, inside in members.items()}
+    for source, _target, node in arrows:  # an input from outside a zoom, drawn "from <name>"
+        if source not in texts:
+            texts = {source: _("{name} (from outside this part)").format(name=node.name), **texts}
+    feeds: dict[str, list[str]] = {box: [] for box in texts}
+    for source, target, _node in arrows:
+        feeds[source].append(target.lstrip("/"))
+    sentences = [
+        _("{box} feeds {boxes}").format(box=text, boxes=listed(feeds[box])) if feeds[box] else text
+        for box, text in texts.items()
+    ]
+    if options.get("within") is not None or options.get("around") is not None:
+        title = _("Graph picture of part of {name}, {boxes} boxes and {arrows} arrows")
+    else:
+        title = _("Graph picture of {name}, {boxes} boxes and {arrows} arrows")
+    return alt_text(title.format(name=name, boxes=len(texts), arrows=len(arrows)), sentences)
+
+
+def _box_alt(gm: torch.fx.GraphModule, box: str, inside: list[torch.fx.Node]) -> str:
+    """One box as its text alternative says it: what the picture writes in it."""
+    if len(inside) > 1 or box.startswith("/"):
+        owner = box.lstrip("/")
+        kind = _module_class_name(inside, owner)
+        if len(inside) == 1:
+            return _("{path} ({kind}, 1 node)").format(path=owner, kind=kind)
+        return _("{path} ({kind}, {count} nodes)").format(path=owner, kind=kind, count=len(inside))
+    node = inside[0]
+    what = node.op
+    if node.op == "get_attr":
+        kind = _attribute_kind(gm, str(node.target))
+        what = _("get_attr {target}: {kind}").format(target=node.target, kind=kind)
+    elif node.op not in ("placeholder", "output"):
+        what = f"{node.op} {_target_text(gm, node)}"
+    if shape := _shape_text(node):
+        what = _("{what}, {shape}").format(what=what, shape=shape)
+    return _("{name} ({what})").format(name=node.name, what=what)
+
+
+def _attribute_kind(gm: torch.fx.GraphModule, target: str) -> str:
+    """What a get_attr node reads: a parameter, a buffer, a tensor constant, a submodule."""
+    try:
+        value = operator.attrgetter(target)(gm)
+    except AttributeError:
+        return _("an attribute the module no longer has")
+    if isinstance(value, torch.nn.Parameter):
+        return _("a parameter")
+    if isinstance(value, torch.Tensor):
+        buffers = {name for name, _buffer in gm.named_buffers()}
+        return _("a buffer") if target in buffers else _("a tensor constant")
+    if isinstance(value, torch.nn.Module):
+        return _("a submodule ({kind})").format(kind=type(value).__name__)
+    return type(value).__name__
+
+
+def listed(items: Iterable[str]) -> str:
+    """Items as a list in a sentence of the current language ("a, b and c", "a、b 和 c")."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return _("{items} and {last}").format(items=_(", ").join(items[:-1]), last=items[-1])
+
+
+def alt_text(title: str, sentences: list[str], limit: int = ALT_BOXES) -> str:
+    """A picture's text alternative: its title, then one short sentence per box (the first
+    `limit` of them, then how many more)."""
+    more = len(sentences) - limit
+    shown = sentences[:limit] + ([_("and {count} more").format(count=more)] if more > 0 else [])
+    text = _("{title}: {boxes}.").format(title=title, boxes=_("; ").join(shown))
+    text = re.sub(f" *([{FULL_WIDTH_PUNCTUATION}]) *", r"\1", text)
+    return re.sub(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])", "", text)
 
 
 def _module_class_name(nodes: list[torch.fx.Node], path: str) -> str:
@@ -269,19 +337,24 @@ def _module_class_name(nodes: list[torch.fx.Node], path: str) -> str:
     return "module"
 
 
-def _add_edges(dot, nodes: Iterable[torch.fx.Node], boxes: dict[torch.fx.Node, str]) -> None:
-    drawn = set(boxes[n] for n in nodes)
-    seen = set()
+def _arrows(nodes: Iterable[torch.fx.Node], boxes: dict[torch.fx.Node, str]):
+    """The arrows drawn, once each and in graph order: (source box, target box, source node)."""
+    found = {}
     for node in nodes:
         for source in node.all_input_nodes:
             edge = (boxes[source], boxes[node])
-            if edge[0] == edge[1] or edge in seen:
-                continue
-            seen.add(edge)
-            if edge[0] not in drawn:  # an input from outside a zoomed-in part
-                dot.node(edge[0], f"from {source.name}", shape="plaintext", fontcolor="#6b7280")
-                drawn.add(edge[0])
-            dot.edge(*edge)
+            if edge[0] != edge[1] and edge not in found:
+                found[edge] = source
+    return [(*edge, source) for edge, source in found.items()]
+
+
+def _add_edges(dot, nodes: list[torch.fx.Node], boxes: dict[torch.fx.Node, str]) -> None:
+    drawn = set(boxes[n] for n in nodes)
+    for source_box, target_box, source in _arrows(nodes, boxes):
+        if source_box not in drawn:  # an input from outside a zoomed-in part
+            dot.node(source_box, f"from {source.name}", shape="plaintext", fontcolor="#6b7280")
+            drawn.add(source_box)
+        dot.edge(source_box, target_box)
 
 
 def graph_svg(gm: torch.fx.GraphModule, name: str = "graph", **options) -> str:
@@ -302,11 +375,11 @@ def show_graph(gm: torch.fx.GraphModule, name: str = "graph", **options):
     graph with one click.
     """
     if not dot_available():
-        return GraphText(str(gm.graph), MISSING_DOT_HINT)
+        return GraphText(str(gm.graph))
     whole = None
     if options.get("within") is not None or options.get("around") is not None:
         rest = {k: v for k, v in options.items() if k not in ("within", "around", "hops")}
         whole_alt = picture_alt(gm, name, **rest)
-        whole = GraphPicture(graph_svg(gm, name, **rest), str(gm.graph), alt=whole_alt)
+        whole = GraphPicture(graph_svg(gm, name, **rest), str(gm.graph), whole_alt)
     alt = picture_alt(gm, name, **options)
-    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph), whole, alt)
+    return GraphPicture(graph_svg(gm, name, **options), str(gm.graph), alt, whole)

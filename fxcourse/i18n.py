@@ -35,15 +35,12 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import languages, stamps
+from fxcourse import languages, shown_strings, stamps
 from fxcourse.messages import _, speaking
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCALES = Path(__file__).with_name("locale")
 FENCE = re.compile(r"^\s*(```|~~~|:::)")
-CHECK_CALLS = {"check": 1, "checkpoint": 1}
-CHECK_METHODS = {"close": 2}  # check.close(mine, wanted, hint)
-MAKER_METHODS = {"note": 0}  # make.note(text): what a Not-yet says of a fresh case
 
 
 @dataclass(frozen=True)
@@ -101,61 +98,28 @@ def docstring_values(node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def message_strings(source: str, asserts: bool) -> list[str]:
-    """Source text of the learner-facing strings: checkpoint goals and hints, the labels a cell
-    prints or draws; in exercise code (asserts) also assert messages and docstrings (a stub's
-    specification, what a check does)."""
+def message_strings(source: str, asserts: bool, names: frozenset[str] = frozenset()) -> list[str]:
+    """Source text of the learner-facing strings (fxcourse.shown_strings: what is printed, drawn,
+    raised or hinted, and the literals that reach it); in exercise code (asserts) also assert
+    messages and docstrings (a stub's specification, what a check does). `names`: names shown
+    by the notebook's other cells."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    found, printed = [], []
+    found = shown_strings.shown_literals(tree, names)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (position := hint_position(node.func)) is not None:
-            if len(node.args) > position:
-                found.append(node.args[position])
-        elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "goal" for t in node.targets
-        ):
-            found.append(node.value)
-        elif asserts and isinstance(node, ast.Assert) and node.msg is not None:
+        if asserts and isinstance(node, ast.Assert) and node.msg is not None:
             found.append(node.msg)
         if asserts:
             found.extend(docstring_values(node))
-        printed.extend(printed_literals(node))
-    found += printed + printed_choices(tree, printed + found)
+    found += printed_choices(tree, found)
     strings = [
         ast.get_source_segment(source, n)
         for n in found
         if isinstance(n, ast.JoinedStr | ast.Constant)
     ]
     return list(dict.fromkeys(s for s in strings if s and re.search(r"[A-Za-z]{2}", s)))
-
-
-def hint_position(func: ast.expr) -> int | None:
-    """Where a checkpoint call takes its hint: check(cond, hint), checkpoint(id, goal),
-    check.close(mine, wanted, hint), and a case builder's make.note(text)."""
-    if isinstance(func, ast.Name):
-        return CHECK_CALLS.get(func.id)
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-        return {"check": CHECK_METHODS, "make": MAKER_METHODS}.get(func.value.id, {}).get(func.attr)
-    return None
-
-
-PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}
-LABEL_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
-
-
-def printed_literals(node: ast.AST) -> list[ast.expr]:
-    """The string literals a call prints or draws as words: print()'s own arguments and a chart's
-    title, axis labels and legend labels (a literal nested in another call is code, not a label)."""
-    if not isinstance(node, ast.Call):
-        return []
-    func = node.func
-    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-    values = list(node.args) if name == "print" or name in PLOT_LABELS else []
-    values += [keyword.value for keyword in node.keywords if keyword.arg in LABEL_KEYWORDS]
-    return [value for value in values if is_words(value)]
 
 
 def printed_choices(tree: ast.AST, printed: list[ast.expr]) -> list[ast.expr]:
@@ -176,22 +140,11 @@ def printed_choices(tree: ast.AST, printed: list[ast.expr]) -> list[ast.expr]:
             and isinstance(node.targets[0], ast.Name)
             and node.targets[0].id in shown
             and isinstance(node.value, ast.IfExp)
-            and is_words(node.value.body)
-            and is_words(node.value.orelse)
+            and shown_strings.is_words(node.value.body)
+            and shown_strings.is_words(node.value.orelse)
         ):
             found += [node.value.body, node.value.orelse]
     return found
-
-
-def is_words(value: ast.expr) -> bool:
-    """A str literal whose own text (placeholders left out) has a word in it."""
-    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-        text = value.value
-    elif isinstance(value, ast.JoinedStr):
-        text = "".join(v.value for v in value.values if isinstance(v, ast.Constant))
-    else:
-        return False
-    return bool(re.search(r"(?<![\w.])[A-Za-z]{2,}(?![\w.(])", text))
 
 
 def python_messages(package: Path) -> list[Text]:
@@ -213,6 +166,7 @@ def python_messages(package: Path) -> list[Text]:
 
 def texts_of(nb: nbformat.NotebookNode, asserts: bool = False) -> Iterator[Text]:
     """Every translatable text of a notebook, in order (mistake cells are not learner-facing)."""
+    names = notebook_shown_names(nb)
     for index, cell in enumerate(nb.cells):
         if cell.metadata.get("tryit", {}).get("role") == "mistake":
             continue
@@ -222,8 +176,20 @@ def texts_of(nb: nbformat.NotebookNode, asserts: bool = False) -> Iterator[Text]
         elif cell.cell_type == "code":
             for _, _, text in comments(cell.source):
                 yield Text(index, "comment", text)
-            for text in message_strings(cell.source, asserts):
+            for text in message_strings(cell.source, asserts, names):
                 yield Text(index, "string", text)
+
+
+def notebook_shown_names(nb: nbformat.NotebookNode) -> frozenset[str]:
+    """The names any code cell of nb shows (a cell may set a label another prints)."""
+    names = set()
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            try:
+                names |= shown_strings.shown_names(ast.parse(cell.source))
+            except SyntaxError:
+                continue
+    return frozenset(names)
 
 
 # ----------------------------------------------------------------------------- applying
@@ -236,13 +202,19 @@ def translate_markdown(source: str, lookup: dict[str, str]) -> str:
     return source
 
 
-def translate_code(source: str, lookup: dict[str, str], asserts: bool) -> str:
+def translate_code(
+    source: str, lookup: dict[str, str], asserts: bool, shared: list[str] = ()
+) -> str:
+    """Comments and shown strings translated; `shared` are literals shown elsewhere in the same
+    notebook, translated here too, so that a label defined in one cell and read in another stays
+    one value."""
     lines = source.split("\n")
     for line, column, text in comments(source):
         if lookup.get(text):
             lines[line - 1] = lines[line - 1][:column] + "# " + lookup[text]
     source = "\n".join(lines)
-    for text in message_strings(source, asserts):
+    texts = dict.fromkeys([*message_strings(source, asserts), *shared])
+    for text in sorted(texts, key=len, reverse=True):
         if lookup.get(text):
             source = source.replace(text, lookup[text])
     return source
@@ -253,11 +225,14 @@ def translate_notebook(
 ) -> nbformat.NotebookNode:
     """A copy of nb with every text that has a translation replaced; code stays as it is."""
     translated = nbformat.reads(nbformat.writes(nb), as_version=4)
+    code = [cell for cell in translated.cells if cell.cell_type == "code"]
+    names = notebook_shown_names(translated)
+    shared = [text for cell in code for text in message_strings(cell.source, asserts, names)]
     for cell in translated.cells:
         if cell.cell_type == "markdown":
             cell.source = translate_markdown(cell.source, lookup)
         elif cell.cell_type == "code":
-            cell.source = translate_code(cell.source, lookup, asserts)
+            cell.source = translate_code(cell.source, lookup, asserts, shared)
     return translated
 
 

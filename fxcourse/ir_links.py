@@ -16,13 +16,8 @@ from typing import NamedTuple
 import torch
 import torch.fx
 
-from fxcourse.graphs import (
-    MISSING_DOT_HINT,
-    OP_COLOURS,
-    GraphPicture,
-    GraphText,
-    dot_available,
-)
+from fxcourse.graphs import OP_COLOURS, GraphPicture, GraphText, alt_text, dot_available, listed
+from fxcourse.messages import _
 
 DARK, GREY, BLUE, RED = "#1f2937", "#6b7280", "#2563eb", "#b91c1c"
 STYLES = {  # link kind -> (colour, line style, whether it shapes the layout)
@@ -81,7 +76,7 @@ def to_dot(gm: torch.fx.GraphModule, name: str = "ir_links"):
     dot.node("gm", f"<<b>GraphModule</b><br/>class {type(gm).__name__}>", fillcolor="#fde68a")
     dot.node("graph", "<<b>Graph</b>>", fillcolor="#e0e7ff")
     with dot.subgraph(name="cluster_nodes") as row:
-        row.attr(label="Nodes, in graph order", style="dashed", color="#9ca3af", fontsize="10")
+        row.attr(label=_("Nodes, in graph order"), style="dashed", color="#9ca3af", fontsize="10")
         for node in gm.graph.nodes:
             row.node(f"node {node.name}", _node_label(node), fillcolor=OP_COLOURS[node.op])
     links = ir_links(gm)
@@ -109,8 +104,35 @@ def links_text(gm: torch.fx.GraphModule) -> str:
     return "\n".join(f"{link.source} --{link.label}--> {link.target}" for link in ir_links(gm))
 
 
+def _box_name(gm: torch.fx.GraphModule, box: str) -> str:
+    """A box as the picture names it: GraphModule, Graph, a node's name, a submodule's path."""
+    kind, _space, name = box.partition(" ")
+    if kind == "module":
+        return _("the submodule {path}").format(path=name)
+    return name or {"gm": "GraphModule", "graph": "Graph"}[kind]
+
+
+def links_alt(gm: torch.fx.GraphModule, name: str = "ir_links") -> str:
+    """The picture's text alternative: object by object, where its links point."""
+    links = ir_links(gm)
+    targets: dict[str, list[str]] = {}
+    for link in links:
+        target = _box_name(gm, link.target)
+        pointed = _("{target} ({label})").format(target=target, label=link.label)
+        targets.setdefault(link.source, []).append(pointed)
+    title = _("Links between a GraphModule, its Graph and its Nodes ({name}), {count} arrows")
+    sentences = [
+        _("{source} points to {targets}").format(
+            source=_box_name(gm, source), targets=listed(pointed)
+        )
+        for source, pointed in targets.items()
+    ]
+    return alt_text(title.format(name=name, count=len(links)), sentences)
+
+
 def show_ir_links(gm: torch.fx.GraphModule, name: str = "ir_links"):
     """Something Jupyter displays: the link picture, or the links as text without Graphviz."""
     if not dot_available():
-        return GraphText(links_text(gm), MISSING_DOT_HINT)
-    return GraphPicture(to_dot(gm, name).pipe(format="svg").decode("utf-8"), links_text(gm))
+        return GraphText(links_text(gm))
+    svg = to_dot(gm, name).pipe(format="svg").decode("utf-8")
+    return GraphPicture(svg, links_text(gm), links_alt(gm, name))

@@ -2,20 +2,25 @@
 
 A Chinese chapter starts with `use_language("zh")`; `_()` then looks each English message up in
 fxcourse/locale/zh/fxcourse.po, and falls back to the English when a message has no translation.
+Before that (a kernel that has not run a chapter's language cell: `show_answer` in a new
+notebook, a console), the language is FXCOURSE_LANGUAGE's, which `make lab LANG=zh` sets for the
+lab's kernels: a code of fxcourse.languages or a locale such as zh_CN.UTF-8; English otherwise.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from fxcourse.languages import SOURCE
+from fxcourse.languages import SOURCE, for_locale
 
 LOCALES = Path(__file__).with_name("locale")
-_language = SOURCE.code
+LANGUAGE_VARIABLE = "FXCOURSE_LANGUAGE"
+_language = for_locale(os.environ.get(LANGUAGE_VARIABLE, ""))
 
 
 def use_language(language: str) -> None:

@@ -281,3 +281,61 @@ def test_erase_calls_leaves_the_modules_registered_and_unused():
     assert "1" not in called and "10" in called and len(called) == 10
     assert isinstance(gm.get_submodule("1"), nn.Linear)
     gm(torch.randn(3, 2))
+
+
+# ------------------------------------------------------------------- what ran, and under which name
+
+
+def test_modules_run_names_tagged_modules_however_they_are_reached_and_only_in_the_block():
+    shared = nn.Tanh()
+    model = cases.tag_modules(nn.Sequential(nn.Linear(2, 2), shared, nn.Sequential(shared)))
+    copied = fx.GraphModule(model, fx.symbolic_trace(model).graph)
+    with cases.modules_run() as ran:
+        fx.Interpreter(copied).run(torch.randn(1, 2))
+        nn.ReLU()(torch.randn(2))  # untagged: not listed
+    assert ran == ["0", "1", "1"], ran  # the shared Tanh keeps its first name at both calls
+    model(torch.randn(1, 2))
+    assert ran == ["0", "1", "1"], "the hook outlived its block"
+
+
+def test_record_calls_lists_the_function_and_method_nodes_a_run_computed():
+    for seed in range(10):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "sigmoid", "add", "mul", "linear"], must=["add"])
+        x, ran = make.input_for(model), []
+        gm = cases.record_calls(fx.symbolic_trace(model), ran)
+        torch.testing.assert_close(fx.Interpreter(gm).run(x), model(x))
+        computed = [n.name for n in gm.graph.nodes if n.op == "call_function"]
+        assert ran == computed and computed, (ran, computed)
+        ran.clear()
+        gm(x)
+        assert ran == computed
+        assert not any(n.op == "call_method" for n in gm.graph.nodes)
+
+
+def test_rename_inputs_gives_placeholders_drawn_words_and_the_code_still_runs():
+    names = set()
+    for seed in range(10):
+        make = CaseMaker(seed)
+        model = make.model(ops=["relu", "add", "linear"])
+        x = make.input_for(model)
+        gm = cases.rename_inputs(make, fx.symbolic_trace(model))
+        (placeholder,) = gm.graph.find_nodes(op="placeholder")
+        assert placeholder.name == placeholder.target != "x"
+        names.add(placeholder.name)
+        torch.testing.assert_close(gm(x), model(x))
+    assert len(names) > 2, names
+
+
+def test_none_reached_tells_a_none_read_by_an_op_from_other_errors():
+    def returns_nothing(x):
+        return None
+
+    assert cases.none_reached(torch.neg, torch.ones(1))[1] is None
+    for fails in (lambda: torch.relu(returns_nothing(1)), lambda: returns_nothing(1).sigmoid()):
+        value, problem = cases.none_reached(fails)
+        assert value is None and "NoneType" in problem and "\n" not in problem
+    with pytest.raises(TypeError, match="unsupported"):
+        cases.none_reached(lambda: 1 + "a")
+    with pytest.raises(ValueError):
+        cases.none_reached(int, "a")

@@ -1,17 +1,22 @@
-"""fxcourse.charts: the bar charts the chapters draw."""
+"""fxcourse.charts: the bar charts the chapters draw, and what a screen reader says of them."""
 
 from __future__ import annotations
+
+import base64
+import html
+import re
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-from fxcourse.charts import horizontal_bars  # noqa: E402
+from fxcourse.charts import Chart, horizontal_bars  # noqa: E402
+from fxcourse.messages import speaking  # noqa: E402
 
 
 def test_bars_keep_dict_order_values_and_labels():
-    fig = horizontal_bars({"conv": 2048, "relu": 2048, "getitem_1": 16}, "bytes", "sizes")
-    ax = fig.axes[0]
+    chart = horizontal_bars({"conv": 2048, "relu": 2048, "getitem_1": 16}, "bytes", "sizes")
+    ax = chart.figure.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["conv", "relu", "getitem_1"]
     assert [bar.get_width() for bar in ax.patches] == [2048, 2048, 16]
     assert [t.get_text() for t in ax.texts] == ["2,048", "2,048", "16"]
@@ -20,10 +25,73 @@ def test_bars_keep_dict_order_values_and_labels():
 
 def test_spans_draw_whiskers_inside_the_axes():
     spans = {"fast": (0.9, 1.2), "slow": (2.5, 3.5)}
-    fig = horizontal_bars({"fast": 1.0, "slow": 3.0}, "ms", "t", spans, label_format="{:.1f}")
-    ax = fig.axes[0]
+    chart = horizontal_bars({"fast": 1.0, "slow": 3.0}, "ms", "t", spans, label_format="{:.1f}")
+    ax = chart.figure.axes[0]
     assert ax.get_xlim()[1] >= 3.5
     (whiskers,) = ax.containers[0].lines[2]  # the ErrorbarContainer's bar lines
     ends = [(seg[0][0], seg[1][0]) for seg in whiskers.get_segments()]
     assert [tuple(sorted(e)) for e in ends] == [(0.9, 1.2), (2.5, 3.5)]
     assert [t.get_text() for t in ax.texts] == ["1.0", "3.0"]
+
+
+def test_the_text_alternative_lists_what_the_chart_plots():
+    """Title, axis and every bar with the value printed beside it, in the chart's order."""
+    values = {"conv": 2048.0, "relu": 1024.0, "getitem_1": 16.0}
+    chart = horizontal_bars(values, "bytes (batch of 2)", "Tensors computed")
+    assert chart.alt == (
+        "Bar chart, Tensors computed, 3 bars; bytes (batch of 2): "
+        "conv 2,048; relu 1,024; getitem_1 16."
+    )
+    spans = {"fast": (0.9, 1.2), "slow": (2.5, 3.5)}
+    timed = horizontal_bars({"fast": 1.0, "slow": 3.0}, "ms", "t", spans, label_format="{:.1f}")
+    assert "fast 1.0 (whisker from 0.9 to 1.2); slow 3.0 (whisker from 2.5 to 3.5)." in timed.alt
+    assert repr(timed) == timed.alt  # a console, or a text-only export, reads the same
+
+
+def test_the_chart_is_a_picture_with_its_text_alternative():
+    chart = horizontal_bars({"a": 1.0, "b": 2.0}, "x", "<title & more>")
+    page = chart._repr_html_()
+    assert page.count("<img") == 1 and f'alt="{html.escape(chart.alt)}"' in page
+    assert "&lt;title &amp; more&gt;" in page  # the title is text, never markup
+    png = base64.b64decode(re.search(r"base64,([^\"]+)", page).group(1))
+    assert png.startswith(b"\x89PNG") and png == chart._repr_png_()
+    assert 'width="600"' in page  # the figure's 6 inches, at 100 CSS px per inch
+
+
+def test_the_text_alternative_is_in_the_learners_language():
+    with speaking("zh"):
+        chart = horizontal_bars({"fast": 1.0}, "ms", "t", {"fast": (0.5, 2.0)}, "{:.1f}")
+    assert chart.alt == "条形图：t，共 1 条；ms：fast 1.0（须线从 0.5 到 2.0）。"
+    assert isinstance(chart, Chart)
+
+
+def test_a_figure_drawn_elsewhere_is_shown_once_with_its_text_alternative():
+    """chapter 4's benchmark chart (bench_fusion.plot_result) in a notebook: shown as a Chart
+    that lists each variant's ratios, and closed, so the inline backend does not show it again
+    named by its file; in a script (no IPython) the figure stays the script's to save."""
+    import matplotlib.pyplot as plt
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from fxcourse.bench_fusion import BenchResult, plot_result
+    from fxcourse.timing import quartiles
+
+    times = {"unfused": [1.0, 1.1, 1.0], "chapter fuser": [0.8, 0.9, 0.85], "BN erased": [0.7] * 3}
+    result = BenchResult("cpu", 1, 64, 1, "thread", times)
+    script_ax = plot_result(result)
+    assert plt.fignum_exists(script_ax.figure.number)
+    plt.close(script_ax.figure)
+    InteractiveShell.instance()
+    try:
+        with capture_output() as shown:
+            ax = plot_result(result)
+    finally:
+        InteractiveShell.clear_instance()
+    assert not plt.fignum_exists(ax.figure.number)
+    (output,) = shown.outputs
+    page = output.data["text/html"]
+    assert 'class="fxcourse-chart"' in page
+    assert "relative to unfused in the same round, over 3 rounds" in page
+    low, median, high = quartiles([0.8 / 1.0, 0.9 / 1.1, 0.85 / 1.0])
+    fuser = f"chapter fuser: median {median:.2f}, middle half {low:.2f} to {high:.2f}; BN erased"
+    assert fuser in page and median == 0.9 / 1.1

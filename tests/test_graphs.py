@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 
@@ -12,6 +13,7 @@ import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
 from fxcourse import graphs
+from fxcourse.messages import speaking
 
 
 class Block(torch.nn.Module):
@@ -139,21 +141,92 @@ def test_unreadable_graph_finder_flags_a_picture_fitted_too_small(traced):
     assert unreadable_graphs(notebook_showing(wide))[0].startswith("cell 0: ")
 
 
+def drawn_arrows(dot) -> set[tuple[str, str]]:
+    """The arrows of a Graphviz picture, read off its source: (from box, to box)."""
+    return set(re.findall(r'^\s*"?([^"\s]+)"?\s*->\s*"?([^"\s\[]+)"?', dot.source, re.M))
+
+
+def spoken_arrows(alt: str) -> set[tuple[str, str]]:
+    """The arrows a text alternative names: "a (...) feeds b, c and d" -> (a, b), (a, c), (a, d)."""
+    found = set()
+    for sentence in alt.partition(": ")[2].rstrip(".").split("; "):
+        box, feeds, targets = sentence.partition(" feeds ")
+        if feeds:
+            source = box.split(" (")[0]
+            found |= {(source, t) for t in re.split(r", | and ", targets)}
+    return found
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"collapse": 1}, {"within": "second"}, {"around": ["relu_1"], "hops": 1}],
+    ids=["whole", "collapsed", "within", "around"],
+)
+def test_a_pictures_text_alternative_says_which_box_feeds_which(traced, options):
+    """A screen reader hears every arrow the picture draws, and no other."""
+    picture = graphs.show_graph(traced, "two_blocks", **options)
+    dot = graphs.to_dot(traced, "two_blocks", **options)
+    arrows = {(a.lstrip("/"), b.lstrip("/")) for a, b in drawn_arrows(dot)}
+    assert arrows and spoken_arrows(picture.alt) == arrows
+    assert f"{len(arrows)} arrows" in picture.alt
+    assert f'alt="{html.escape(picture.alt)}"' in picture._repr_html_()
+
+
 def test_a_pictures_text_alternative_names_its_boxes_in_graph_order(traced):
-    """A screen reader reads what the picture shows: its nodes in order, not "graph picture"."""
     picture = graphs.show_graph(traced, "two_blocks")
     names = [node.name for node in traced.graph.nodes]
     alt = picture.alt
-    assert alt.startswith(f"Graph picture of two_blocks, {len(names)} boxes in graph order: ")
-    positions = [alt.index(f" {name} (") for name in names[1:]]
+    assert alt.startswith(f"Graph picture of two_blocks, {len(names)} boxes and ")
+    positions = [alt.index(f"; {name} (") for name in names[1:]]
     assert positions == sorted(positions)  # in graph order
-    assert "first_linear (first.linear: Linear)" in alt and "sum_1 (.sum())" in alt
-    assert f'alt="{alt}"' in picture._repr_html_()
+    assert "first_linear (call_module first.linear: Linear) feeds relu;" in alt
+    assert "sum_1 (call_method .sum()) feeds output; output (output)." in alt
     overview = graphs.show_graph(traced, "two_blocks", collapse=1).alt
-    assert "first (Block, 4 nodes)" in overview
+    assert "first (Block, 4 nodes) feeds second;" in overview
     zoom = graphs.show_graph(traced, "two_blocks", around=["relu_1"], hops=1)
-    assert (
-        zoom.alt.startswith("Graph picture of part of two_blocks")
-        and "first_linear" not in zoom.alt
-    )
-    assert zoom.whole.alt == alt and 'graph picture"' not in zoom._repr_html_()
+    assert zoom.alt.startswith("Graph picture of part of two_blocks")
+    assert "first_norm (from outside this part) feeds second_linear and add_1;" in zoom.alt
+    assert zoom.whole.alt == alt and "first_linear" not in zoom.alt
+    ShapeProp(traced).propagate(torch.randn(2, 4))
+    shaped = graphs.show_graph(traced, "two_blocks").alt
+    assert "first_linear (call_module first.linear: Linear, float32[2, 4]) feeds relu" in shaped
+
+
+class Attributes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.ones(4))
+        self.register_buffer("shift", torch.zeros(4))
+        self.table = torch.arange(4.0)
+
+    def forward(self, x):
+        return x * self.scale + self.shift + self.table
+
+
+def test_a_get_attr_box_says_what_it_reads():
+    gm = torch.fx.symbolic_trace(Attributes())  # it keeps `table` as a buffer
+    gm.table = gm._buffers.pop("table")  # as torch.export's graph modules keep constants
+    alt = graphs.show_graph(gm, "attributes").alt
+    assert "scale (get_attr scale: a parameter) feeds mul" in alt
+    assert "shift (get_attr shift: a buffer) feeds add" in alt
+    assert "table (get_attr table: a tensor constant) feeds add_1" in alt
+
+
+def test_a_chinese_learner_hears_the_picture_in_chinese(traced):
+    """The text alternative and the picture's controls follow fxcourse's language (a Chinese
+    chapter's language cell): code and names stay as they are, the sentence around them does not."""
+    with speaking("zh"):
+        zoom = graphs.show_graph(traced, "two_blocks", around=["relu_1"], hops=1)
+        html_text = zoom._repr_html_()
+        attributes = graphs.show_graph(torch.fx.symbolic_trace(Attributes()), "attributes").alt
+    assert zoom.alt.startswith("two_blocks 局部的图示，4 个框、4 条箭头：")
+    assert "first_norm（来自这部分之外）输出给 second_linear 和 add_1；" in zoom.alt
+    assert "显示整张图" in html_text and "Show the whole graph" not in html_text
+    assert "scale（get_attr scale：一个参数）输出给 mul" in attributes
+    for alt in (zoom.alt, attributes):  # four English words in a row: a sentence
+        assert not re.search(r"[A-Za-z]+(?:,? [A-Za-z]+){3}", alt), alt
+
+
+def test_no_picture_is_left_without_a_text_alternative(traced):
+    with pytest.raises(TypeError):
+        graphs.GraphPicture(graphs.graph_svg(traced), str(traced.graph))  # alt is required

@@ -2,13 +2,16 @@
 
 Runs in `make test-site` (after the site is built; `make test` skips it, as building executes
 every chapter twice). Serves dist/site on loopback and drives Debian's headless Chromium: the start
-page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3;
-the language switch goes to the Chinese page and back; a chapter with graph pictures and try-its
-shows every picture whole and a reference answer, its output too, folded until clicked. The
-Chinese site's search finds Chinese terms and English ones, and the switch keeps the reader's
-section both ways. Every
-page visited is checked for script errors, missing images, pictures wider than the page, raw markup
-and Sphinx's error boxes; every page of both editions is loaded once for script errors.
+page's table of contents leads to chapter 1; search finds `replace_all_uses_with` in chapter 3,
+each result's snippet taken from the page's text; the language switch goes to the Chinese page
+and back, keeping the reader's place in a section and the search made; a chapter with graph
+pictures and try-its shows every picture whole and a reference answer, its output too, folded
+until clicked. The Chinese site's search finds Chinese terms and English ones. Every page visited
+is checked for script errors, missing images, pictures wider than the page, raw markup and
+Sphinx's error boxes; every page of both editions is loaded once for script errors, read by
+axe-core (experimental rules too) and through the browser's accessibility tree (what a screen
+reader is given: pictures named by what they show, controls by their visible label, a Chinese
+page's chrome in Chinese), and every chapter is read on a 375 px wide phone.
 Screenshots: test-artifacts/site/.
 """
 
@@ -23,6 +26,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from accessibility_tree import (
+    CONTROL_ROLES,
+    IMAGE_ROLES,
+    controls_named_otherwise,
+    images_named_badly,
+    named_nodes,
+)
 from browser_lab import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,8 +251,9 @@ def site_pages() -> list[str]:
 
 
 def test_every_page_in_both_languages_passes_axe(page, site_url):
-    """WCAG 2.1 AA as axe-core checks it (bundled in axe-playwright-python): no serious or
-    critical violation on any page, English and Chinese; graph pictures say what they draw."""
+    """WCAG 2.x A and AA as axe-core checks it (bundled in axe-playwright-python), its best
+    practices and its experimental rules (label-content-name-mismatch: WCAG 2.5.3): no serious
+    or critical violation on any page, English and Chinese."""
     from axe_check import serious_violations
 
     pages = site_pages()
@@ -254,7 +265,212 @@ def test_every_page_in_both_languages_passes_axe(page, site_url):
         if problems := serious_violations(page):
             found[name] = problems
     assert not found, "\n".join(f"{name}: {problems}" for name, problems in found.items())
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Roles whose name a screen reader announces as the page's furniture: the landmarks and the
+# controls and pictures outside the article.
+LANDMARK_ROLES = {"navigation", "search", "form", "region", "complementary", "banner", "main"}
+
+
+# Titles and labels that a chapter's own code passes to show_graph or horizontal_bars in English,
+# so that the Chinese page's picture says them in English (issue 37, section 1: the catalogs do
+# not hold a string passed as a title or label yet). Those chapters are other work; until it
+# lands, a picture's name is read without them, and the test fails once one of them is no
+# longer seen on its page, so that this list only shrinks.
+CHAPTER_TITLES_IN_ENGLISH = {
+    "zh/01_symbolic_tracing.html": [r"GatedNet with Linear traced into"],
+    "zh/05_interpreter.html": [
+        r"Tensors computed by Scorer's graph, input excluded",
+        r"\d+-node graph, input of \d+ elements",
+    ],
+}
+
+
+def english_on_a_chinese_page(nodes, waived: list[str], seen: set[str]) -> list[str]:
+    """What a screen reader would say in English on a Chinese page: a picture whose name holds an
+    English sentence (the `waived` patterns aside, those met added to `seen`); outside the
+    article, a control, picture or landmark whose name has no Chinese at all (what is marked as
+    another language, lang="en", aside)."""
+    from test_browser_zh import english_sentences
+
+    found = []
+    for node in nodes:
+        if node.lang and not node.lang.startswith("zh"):
+            continue
+        name = node.name
+        for pattern in waived:
+            name, count = re.subn(pattern, " ", name)
+            seen.update([pattern] if count else [])
+        if node.role in IMAGE_ROLES and english_sentences(name):
+            found.append(f"{node}: {english_sentences(name)}")
+        chrome = node.role in CONTROL_ROLES | IMAGE_ROLES | LANDMARK_ROLES
+        if chrome and not node.in_article and node.name.strip() and not CJK.search(node.name):
+            found.append(str(node))
+    return found
+
+
+def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
+    """The accessibility tree of every page in both languages, as the browser gives it to a
+    screen reader: no picture named by its file or by "graph picture" alone; no control named
+    otherwise than its visible label; on a Chinese page no English (but the chapters' own titles
+    in CHAPTER_TITLES_IN_ENGLISH); every graph picture's name says which box feeds which."""
+    problems, graph_names, toggles, waived_seen = {}, {}, {}, set()
+    for name in site_pages():
+        page.goto(site_url + name)
+        page.wait_for_load_state("networkidle")
+        nodes = named_nodes(page)
+        toggles[name] = {n.name for n in nodes if n.role == "DisclosureTriangle"}
+        found = [f"picture: {n}" for n in images_named_badly(nodes)]
+        found += [f"control: {n}" for n in controls_named_otherwise(nodes)]
+        if name.startswith("zh/"):
+            waived = CHAPTER_TITLES_IN_ENGLISH.get(name, [])
+            english = english_on_a_chinese_page(nodes, waived, waived_seen)
+            found += [f"English: {n}" for n in english]
+        if found:
+            problems[name] = found
+        pictures = page.locator("article img.fxcourse-graph, article img.fxcourse-chart")
+        graph_names[name] = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
+    assert not problems, "\n".join(f"{n}:\n  " + "\n  ".join(p) for n, p in problems.items())
+    gone = [p for patterns in CHAPTER_TITLES_IN_ENGLISH.values() for p in patterns]
+    gone = [pattern for pattern in gone if pattern not in waived_seen]
+    assert not gone, f"translated now: take them out of CHAPTER_TITLES_IN_ENGLISH: {gone}"
+    assert "Show a reference answer" in toggles["02_fx_ir.html"], toggles["02_fx_ir.html"]
+    assert "显示参考答案" in toggles["zh/02_fx_ir.html"], toggles["zh/02_fx_ir.html"]
+    english = graph_names["04_operator_fusion.html"]
+    assert english and all(" feeds " in alt for alt in english), english[:2]
+    chinese = graph_names["zh/04_operator_fusion.html"]
+    assert chinese and all("输出给" in alt for alt in chinese), chinese[:2]
+    charts = [alt for alt in graph_names["05_interpreter.html"] if alt.startswith("Bar chart, ")]
+    assert len(charts) == 2 and all(re.search(r": \w+ [\d,.]+", alt) for alt in charts), charts
+    charts = [alt for alt in graph_names["zh/05_interpreter.html"] if alt.startswith("条形图：")]
+    assert len(charts) == 2, graph_names["zh/05_interpreter.html"]
+
+
+def chapter_pages() -> list[str]:
+    return [name for name in site_pages() if re.match(r"(zh/)?\d\d_\w+\.html$", name)]
+
+
+def test_no_chapter_scrolls_sideways_on_a_phone(site_url):
+    """375 px, an iPhone's width: long identifiers in text wrap, code, tables and outputs scroll
+    inside their own box, never the page."""
+    from playwright.sync_api import sync_playwright
+
+    pages = chapter_pages()
+    assert len(pages) >= 20, pages
+    wider = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        phone = browser.new_page(viewport={"width": 375, "height": 812}, device_scale_factor=2)
+        for name in pages:
+            phone.goto(site_url + name, wait_until="load")
+            found = phone.evaluate(JS_WIDER_THAN_THE_WINDOW)
+            if found["page"] > found["window"]:
+                wider[name] = found
+        shown = "10_compile_and_export_in_depth.html"
+        for language in ("", "zh/"):
+            phone.goto(site_url + language + shown, wait_until="load")
+            identifier = phone.locator("article p code", has_text="accumulated_recompile_limit")
+            identifier.first.scroll_into_view_if_needed()
+            phone.screenshot(path=ARTIFACTS / f"14-phone-{language.strip('/') or 'en'}.png")
+        browser.close()
+    assert not wider, "\n".join(f"{name}: {found}" for name, found in wider.items())
+
+
+JS_WIDER_THAN_THE_WINDOW = """
+() => {
+  const window_ = document.documentElement.clientWidth;
+  const page = document.documentElement.scrollWidth;
+  const scrolls = (el) => {
+    for (let up = el.parentElement; up; up = up.parentElement) {
+      if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(up).overflowX)) return true;
+    }
+    return false;
+  };
+  const culprits = page <= window_ ? [] : Array.from(document.body.querySelectorAll('*'))
+    .filter((el) => el.getBoundingClientRect().right > window_ + 1 && !scrolls(el))
+    .slice(0, 5).map((el) => el.outerHTML.slice(0, 120));
+  return {window: window_, page, culprits};
+}
+"""
+
+
+def reading_place(page, index: int) -> float:
+    """How far into section `index` the reading line (80 px under the window's top) is."""
+    return page.evaluate(
+        """(index) => {
+          const box = document.querySelectorAll('article section[id]')[index]
+            .getBoundingClientRect();
+          return (80 - box.top) / box.height;
+        }""",
+        index,
+    )
+
+
+def test_the_language_switch_keeps_the_reading_place_inside_a_section(page, site_url):
+    """A reader halfway through a long section lands halfway through the same section of the
+    other edition (not at its heading, nor at the page's top), both ways."""
     page.goto(site_url + "04_operator_fusion.html")
-    pictures = page.locator("article .cell_output img.fxcourse-graph")
-    alts = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
-    assert alts and all(alt.startswith("Graph picture of ") for alt in alts), alts[:3]
+    page.wait_for_load_state("load")
+    heights = page.locator("article section[id]").evaluate_all(
+        "(all) => all.map((s) => s.getBoundingClientRect().height)"
+    )
+    index = max(range(1, len(heights)), key=heights.__getitem__)  # the longest but the page
+    page.evaluate(
+        """(index) => {
+          const box = document.querySelectorAll('article section[id]')[index]
+            .getBoundingClientRect();
+          window.scrollBy(0, box.top + 0.6 * box.height - 80);
+        }""",
+        index,
+    )
+    inner = page.evaluate(  # the innermost section at the reading line: the one the switch carries
+        """() => { const all = Array.from(document.querySelectorAll('article section[id]'));
+          let found = -1; all.forEach((s, i) => { const b = s.getBoundingClientRect();
+            if (b.top <= 80 && b.bottom > 80) found = i; }); return found; }"""
+    )
+    before = reading_place(page, inner)
+    page.locator(".fxcourse-language a", has_text="中文").click()
+    page.wait_for_url("**/zh/04_operator_fusion.html#*")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    assert abs(reading_place(page, inner) - before) < 0.02, (before, reading_place(page, inner))
+    looked_at(page, "15-switch-kept-the-reading-place-zh")
+    page.locator(".fxcourse-language a", has_text="English").click()
+    page.wait_for_url("**/04_operator_fusion.html#*")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    assert "/zh/" not in page.url
+    assert abs(reading_place(page, inner) - before) < 0.04, (before, reading_place(page, inner))
+
+
+def test_the_language_switch_keeps_the_search(page, site_url):
+    page.goto(site_url + "search.html?q=" + quote("replace_all_uses_with"))
+    page.locator("#search-results li a").first.wait_for()
+    page.locator(".fxcourse-language a", has_text="中文").click()
+    page.wait_for_url("**/zh/search.html?q=replace_all_uses_with*")
+    page.locator("#search-results li a").first.wait_for()
+    looked_at(page, "16-switch-kept-the-search-zh")
+    assert page.locator("#search-results li").count() > 0
+    page.locator(".fxcourse-language a", has_text="English").click()
+    page.wait_for_url("**/search.html?q=replace_all_uses_with*")
+    assert "/zh/" not in page.url
+
+
+@pytest.mark.parametrize(
+    "language, query, contents", [("", "torch.fx", "Contents"), ("zh/", "节点", "目录")]
+)
+def test_search_snippets_start_with_the_page_s_text(page, site_url, language, query, contents):
+    """A result's snippet is page text: not the theme's colour-mode menu ("System Settings Light
+    Dark"), nor the page's contents ("Contents 1.1 ...") or anything else of its chrome."""
+    page.goto(site_url + language + "search.html?q=" + quote(query))
+    snippets = page.locator("#search-results li p.context")
+    snippets.first.wait_for()
+    page.wait_for_function("() => document.querySelectorAll('#search-results .context').length > 4")
+    looked_at(page, f"17-search-snippets-{language.strip('/') or 'en'}")
+    menu = page.locator(".theme-switch-container .dropdown-item").all_text_contents()
+    assert len(menu) == 3, menu
+    colour_modes = r"\s*".join(re.escape(word.strip()) for word in menu)
+    chrome = re.compile(rf"{colour_modes}|{contents}\s*\d+\.\d")  # the menu, the page's contents
+    texts = snippets.all_inner_texts()
+    assert texts and not [text for text in texts if chrome.search(text)], texts[:3]

@@ -15,21 +15,26 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import polib
 
 from fxcourse import i18n, languages
 from fxcourse.authoring import SOURCES, tryit_of
-from fxcourse.messages import _, speaking, use_language
+from fxcourse.messages import LANGUAGE_VARIABLE, _, speaking, use_language
 from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = Path(__file__).with_name("conf.py").parent
 BUILD = ROOT / "build" / "site"
 EXERCISES = ROOT / "chapters" / "exercises"
+PACKAGE = ROOT / "fxcourse"
+# The themes' message catalogs that the editions' own words replace (fxcourse.website.conf).
+THEME_CATALOGS = ("sphinx", "booktheme")
 
 
 def how_to_run() -> str:
@@ -86,10 +91,28 @@ def with_page_links(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def site_chapter(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """A chapter source as a site page: mistakes dropped, answers folded, a how-to-run note."""
+def helpers_digest(language: str) -> str:
+    """What a chapter's outputs depend on besides its code: the course's helpers (fxcourse's
+    modules, the reference answers a checkpoint box shows) and their messages in `language`."""
+    files = sorted(p for p in PACKAGE.rglob("*.py") if "website" not in p.parts)
+    files += sorted(PACKAGE.glob("answers*.json"))
+    files += sorted((PACKAGE / "locale" / language).glob("fxcourse.po"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def site_chapter(nb: nbformat.NotebookNode, digest: str = "") -> nbformat.NotebookNode:
+    """A chapter source as a site page: mistakes dropped, answers folded, a how-to-run note.
+    The execution cache is keyed by the code: a hidden cell holding the helpers' digest re-runs
+    the page when a helper changes what it shows (a picture's text alternative, a message)."""
     page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
     cells = [page.cells[0], nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run")]
+    if digest:
+        helpers = nbformat.v4.new_code_cell(f"# fxcourse {digest}", id="fxcourse-helpers")
+        helpers.metadata["tags"] = ["remove-cell"]
+        cells.append(helpers)
     for cell in page.cells[1:]:
         marker = tryit_of(cell)
         role = marker[1] if marker else None
@@ -139,12 +162,7 @@ def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNo
     """A translated chapter that also runs in its language (checkpoints, timing verdicts): the
     learner chapter's language cell, run but not shown on the page."""
     i18n.add_language_cell(nb, language)
-    cell = nb.cells[1]
-    cell.metadata["tags"] = ["remove-cell"]
-    # The execution cache is keyed by the code: the messages' digest re-runs the page when a
-    # helper's translated message changes.
-    messages = (i18n.LOCALES / language / "fxcourse.po").read_bytes()
-    cell.source += f"\n# messages {hashlib.sha256(messages).hexdigest()[:16]}"
+    nb.cells[1].metadata["tags"] = ["remove-cell"]
     return nb
 
 
@@ -155,8 +173,9 @@ def write_sources(src: Path, language: str) -> list[Path]:
     starters = EXERCISES if source else ROOT / "chapters" / language / "exercises"
     pages: dict[Path, str] = {}
     chapters = dict(sorted(chapter_sources(language).items()))
+    digest = helpers_digest(language)
     for name, nb in chapters.items():
-        pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb))) + "\n"
+        pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb, digest))) + "\n"
     exercises = sorted(starters.glob("*/*.ipynb"))
     for starter in exercises:
         page = site_exercise(nbformat.read(starter, as_version=4))
@@ -190,7 +209,44 @@ def page_words(language: str) -> dict[str, str]:
                 authors=_("the course's authors")
             ),
             "fxcourse_toggle_label": _("Show or hide the pages of this part"),
+            "fxcourse_language_label": _("Language"),
+            "fxcourse_pages_label": _("Course pages"),
         }
+
+
+def theme_words() -> list[str]:
+    """The themes' words on every page that their own catalogs leave in English on a Chinese page
+    (pydata_sphinx_theme's colour-mode menu, sphinx_book_theme's search field, the buttons of
+    fxcourse/website/_templates) or word for Taiwan (列印成 PDF), in the current language."""
+    return [
+        _("Color mode"),
+        _("System Settings"),
+        _("Search"),
+        _("Print to PDF"),
+        _("Toggle primary sidebar"),
+        _("Toggle secondary sidebar"),
+    ]
+
+
+def theme_catalogs(build_dir: Path, language: str) -> Path | None:
+    """Message catalogs (.mo) holding the themes' words in `language`, for Sphinx's locale_dirs:
+    they come before the themes' own (conf.py). None for the source language."""
+    if language == languages.SOURCE.code:
+        return None
+    with speaking(languages.SOURCE.code):
+        english = theme_words()
+    with speaking(language):
+        translated = theme_words()
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8", "Language": language}
+    for msgid, msgstr in zip(english, translated, strict=True):
+        catalog.append(polib.POEntry(msgid=msgid, msgstr=msgstr))
+    folder = build_dir / "locale"
+    messages = folder / languages.get(language).sphinx / "LC_MESSAGES"
+    messages.mkdir(parents=True, exist_ok=True)
+    for domain in THEME_CATALOGS:
+        catalog.save_as_mofile(str(messages / f"{domain}.mo"))
+    return folder
 
 
 def language_switch(language: str) -> list[dict]:
@@ -227,6 +283,8 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
     }
     if languages.get(language).search_words:
         options["html_search_options.dict"] = str(search_words(build_dir, language))
+    if catalogs := theme_catalogs(build_dir, language):
+        options["locale_dirs"] = str(catalogs)
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
     defines += [
         arg for key, value in page_words(language).items() for arg in ("-A", f"{key}={value}")
@@ -246,7 +304,10 @@ def build(out: Path, build_dir: Path = BUILD) -> int:
         folder, target = build_dir / language, out / languages.get(language).site_folder
         write_sources(folder / "src", language)  # one at a time: it switches the language
         commands.append(sphinx_command(folder / "src", target, folder, language))
-    builds = [subprocess.Popen(command, cwd=ROOT) for command in commands]
+    builds = [
+        subprocess.Popen(command, cwd=ROOT, env={**os.environ, LANGUAGE_VARIABLE: language})
+        for language, command in zip(languages.codes(), commands, strict=True)
+    ]
     statuses = [sphinx.wait() for sphinx in builds]
     return next((status for status in statuses if status), 0)
 

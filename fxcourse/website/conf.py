@@ -11,7 +11,7 @@ html_title = "torch.fx graph capture"
 html_static_path = ["_static"]
 html_favicon = "_static/favicon.svg"  # else every browser asks for /favicon.ico and logs its 404
 html_css_files = ["course.css"]
-html_js_files = ["language-switch.js"]
+html_js_files = ["language-switch.js", "search-snippets.js"]
 templates_path = ["_templates"]
 # The theme reads the colour mode from localStorage or this; without it a first visit logs
 # "Got invalid theme mode" as a console error.
@@ -78,6 +78,47 @@ def add_language_switch(app, pagename, templatename, context, doctree):
     context["fxcourse_languages"] = language_switch(context["fxcourse_language"])
 
 
+def visit_answer_toggle(self, node):
+    """MyST-NB's fold of a hidden cell (the reference answers), without the aria-label "Toggle
+    hidden content" it puts on the <summary>: that label replaces the visible one ("Show a
+    reference answer", in the page's language) for a screen reader and for speech input (WCAG
+    2.5.3). The <summary>'s name is then its visible text."""
+    from html import escape
+
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n<summary>\n')
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def row_headers(app, doctree, docname):
+    """A table whose top-left header cell is empty ("| | Interpreter | graph rewrite |") labels
+    its rows by their first cell: that column becomes row headers (<th>), so each data cell has
+    a header in its row and one in its column (WCAG 1.3.1; axe: td-has-header)."""
+    from docutils import nodes
+
+    for table in doctree.findall(nodes.table):
+        for group in table.findall(nodes.tgroup):
+            head = next(iter(group.findall(nodes.thead)), None)
+            first = head and next(iter(head.findall(nodes.entry)), None)
+            specs = [child for child in group.children if isinstance(child, nodes.colspec)]
+            if first is not None and not first.astext().strip() and specs:
+                specs[0]["stub"] = 1
+
+
+def translated_theme_words(app):
+    """The edition's words for the themes' (fxcourse.website.theme_catalogs) before the book
+    theme's own catalog: the theme, loaded with the builder, adds its catalog after this one."""
+    for folder in app.config.locale_dirs:
+        app.add_message_catalog("booktheme", folder)
+
+
 def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
     app.add_search_language(chinese_search_with_its_stemmer())
     app.connect("html-page-context", add_language_switch)
+    app.add_node(HideCodeCellNode, override=True, html=(visit_answer_toggle, depart_HideCellInput))
+    app.connect("doctree-resolved", row_headers)
+    translated_theme_words(app)

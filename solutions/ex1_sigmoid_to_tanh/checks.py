@@ -6,6 +6,7 @@ the graph sent), then compares outputs with the reference rewrite's here, on the
 """
 
 import operator
+import re
 
 import torch
 import torch.fx
@@ -126,6 +127,38 @@ def same_nodes(received: list, sent: list) -> bool:
     return [[n.get(k) for k in keys] for n in received] == [[n.get(k) for k in keys] for n in sent]
 
 
+# How the description names a call of a function no vocabulary holds (grader/safegrade/graphs.py),
+# here one of in-place tanh: torch.tanh_, torch.Tensor.tanh_, torch.ops.aten.tanh_.default.
+IN_PLACE_TANH = re.compile(r"<not allowed: ((?:[\w.]+\.)?tanh_(?:\.\w+)?)>")
+
+
+def check_no_in_place_tanh(graph: dict, sent: dict, what: str) -> None:
+    """A function node of in-place tanh gets a reason, before the builder refuses it as a function
+    the grader never runs: where the model computed a sigmoid out of place, torch.tanh_ would
+    overwrite the sigmoid's input, which other nodes and the caller may still read (the sigmoid
+    left it as it was); for x.sigmoid_() the task asks for the method x.tanh_()."""
+    nodes, sent_nodes = graph.get("nodes"), sent.get("nodes", [])
+    for index, node in enumerate(nodes if isinstance(nodes, list) else []):
+        target = node.get("target") if isinstance(node, dict) else None
+        found = IN_PLACE_TANH.fullmatch(target) if isinstance(target, str) else None
+        if not found or node.get("op") != "call_function":
+            continue
+        was = sent_nodes[index] if index < len(sent_nodes) else {}
+        if (was.get("op"), was.get("target")) == ("call_method", "sigmoid_"):
+            why = (
+                "the exercise turns x.sigmoid_() into the method x.tanh_() (the task's table), "
+                "the one in-place tanh the grader runs"
+            )
+        else:
+            why = (
+                "an in-place tanh is no replacement for a sigmoid that computes a new tensor: "
+                "it overwrites its input, which the sigmoid left as it was, so every other node "
+                "(and the caller) reading that input would get its tanh instead; use torch.tanh, "
+                "F.tanh, x.tanh() or nn.Tanh"
+            )
+        raise AssertionError(f"{what}: node {node.get('name')} calls {found[1]}: {why}")
+
+
 def check_case(what: str, case: dict, run: dict, outputs=True, others_only=False) -> None:
     """verify's checks on the graph that came back, rebuilt here, against the graph sent; with
     `outputs`, the rebuilt graph and the module the pass returned (its output, a claim) give the
@@ -135,6 +168,7 @@ def check_case(what: str, case: dict, run: dict, outputs=True, others_only=False
     assert same_nodes(run["received"], sent["nodes"]), (
         f"{what}: the graph your pass was given is not the one the grader sent"
     )
+    check_no_in_place_tanh(graph, sent, what)
     rewritten = GRAPHS.build(graph, sent)
     verify.check_rewrite(GRAPHS.build(sent), rewritten, what, others_only=others_only)
     if outputs:

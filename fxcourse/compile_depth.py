@@ -1,0 +1,238 @@
+"""Chapter 10's checkpoints: the case builders they give `check.cases` (fxcourse.tryit, cases
+drawn fresh from a seed at every run) and the measurements they compare. The checkpoint cells
+word the messages, so that they are translated with the chapter.
+
+    batch_sequence(make)                     10.1: batch sizes of successive calls, and a width
+    words_under_force_eager(rule, batches)   10.1: the learner's rule, run with compiling off
+    request_stream(make)                     10.2: requests (batch sizes, temperatures) and weights
+    serve_run(serve, scorer, requests)       10.2: outputs, compiles and recompile reasons
+    reference_outputs(scorer, requests)      10.2: what the chapter's Scorer computes for them
+    minifier_case(make)                      10.3: a graph with one operator a backend gets wrong
+    minified(case, results_differ)           10.3: the minifier's result with that predicate
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import fx, nn
+
+from fxcourse.capture import torch_logs
+
+CHAPTER_BATCHES = (3, 3, 5, 1, 8, 0, 6)
+
+
+def batch_sequence(make) -> tuple[tuple[int, ...], int]:
+    """(batches, width): the chapter's example in a run's first case, then 6 to 9 calls drawn
+    from three sizes of 2 or more and the special sizes 0 and 1, with repeats."""
+    if make.index == 0:
+        make.note(f"{CHAPTER_BATCHES}")
+        return CHAPTER_BATCHES, 3
+    sizes = [make.integer(2, 32) for _ in range(3)] + [0, 1]
+    batches = tuple(make.choice(sizes) for _ in range(make.integer(6, 9)))
+    make.note(f"{batches}")
+    return batches, make.integer(2, 6)
+
+
+def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:
+    """The rule's answer for `batches`, computed with torch.compile turned off: a rule that
+    measures instead of predicting sees no compile at all."""
+    torch.compiler.reset()
+    with torch.compiler.set_stance("force_eager"):
+        return rule(tuple(batches))
+
+
+def differing_calls(predicted: Sequence[str], measured: Sequence[str]) -> list[int]:
+    """1-based positions where the words differ."""
+    return [i + 1 for i, (p, m) in enumerate(zip(predicted, measured, strict=True)) if p != m]
+
+
+# ----------------------------------------------------------------------------- 10.2
+
+
+def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
+    """(requests, weights seed): 5 to 7 (x, temperature) pairs whose batch sizes and temperatures
+    change and come back; now and then inputs large enough to be clamped. Batch sizes are 5 or
+    more: a batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
+    sizes = [make.integer(5, 40) for _ in range(3)]
+    temperatures = [round(make.integer(20, 400) / 100, 2) for _ in range(3)]
+    count = make.integer(5, 7)
+    clamped = make.integer(0, count - 1)  # at least one request large enough to be clamped
+    requests = []
+    for index in range(count):
+        scale = 20.0 if index == clamped else make.choice((1.0, 1.0, 20.0))
+        requests.append(
+            (make.tensor(make.choice(sizes), 4, scale=scale), make.choice(temperatures))
+        )
+    make.note(f"{[tuple(x.shape)[0] for x, _ in requests]}, {[t for _, t in requests]}")
+    return requests, make.integer(0, 10**6)
+
+
+@dataclass
+class ServeRun:
+    """What one call of a learner's `serve` did: its outputs, how many frames Dynamo compiled
+    (first compiles and recompiles), and the reason of each recompile."""
+
+    outputs: list
+    compiles: int
+    recompiles: list[str]
+
+
+def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
+    """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles."""
+    from torch._dynamo.utils import counters
+
+    torch.compiler.reset()
+    before = counters["frames"]["ok"]
+    with torch_logs(recompiles=True) as logs, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outputs = serve(scorer, [(x.clone(), t) for x, t in requests])
+    compiles = counters["frames"]["ok"] - before
+    reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
+    torch.compiler.reset()
+    return ServeRun(list(outputs) if outputs is not None else [], compiles, reasons)
+
+
+class ReferenceScorer(nn.Module):
+    """Chapter 10's `Scorer` as the chapter defines it: the outputs a fixed `serve` must keep."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.temperature = 1.0
+
+    def forward(self, x):
+        logits = self.linear(x) / self.temperature
+        if logits.abs().max() > 4:
+            logits = logits.clamp(-4, 4)
+        return logits.softmax(-1)
+
+
+def reference_outputs(scorer: nn.Module, requests: list) -> list[torch.Tensor]:
+    """What the chapter's Scorer, with `scorer`'s weights, computes for each request, eagerly."""
+    reference = ReferenceScorer()
+    reference.load_state_dict(scorer.state_dict())
+    outputs = []
+    with torch.no_grad():
+        for x, temperature in requests:
+            reference.temperature = temperature
+            outputs.append(reference(x))
+    return outputs
+
+
+def same_outputs(got: Sequence, want: Sequence) -> bool:
+    return len(got) == len(want) and all(
+        isinstance(g, torch.Tensor) and g.shape == w.shape and torch.allclose(g, w, atol=1e-6)
+        for g, w in zip(got, want, strict=True)
+    )
+
+
+# ----------------------------------------------------------------------------- 10.3
+
+UNARY = {
+    "tanh": torch.ops.aten.tanh.default,
+    "sigmoid": torch.ops.aten.sigmoid.default,
+    "sin": torch.ops.aten.sin.default,
+    "exp": torch.ops.aten.exp.default,
+    "relu": torch.ops.aten.relu.default,
+    "neg": torch.ops.aten.neg.default,
+}
+
+
+def planted_backend(target) -> Callable:
+    """A backend with a planted bug: it runs the graph it is given, except that every call of
+    the ATen operator `target` also adds 1 to its result. Right wherever `target` is absent."""
+
+    def backend(gm: fx.GraphModule, example_inputs) -> Callable:
+        wrong = copy.deepcopy(gm)
+        for node in list(wrong.graph.nodes):
+            if node.op == "call_function" and node.target is target:
+                with wrong.graph.inserting_after(node):
+                    shifted = wrong.graph.call_function(torch.ops.aten.add.Tensor, (node, 1))
+                node.replace_all_uses_with(
+                    shifted, delete_user_cb=lambda user, s=shifted: user is not s
+                )
+        wrong.recompile()
+        return wrong
+
+    return backend
+
+
+@dataclass
+class MinifierCase:
+    """A chain of ATen operators traced with make_fx, its inputs, and the operator that the
+    case's backend gets wrong (it appears once, somewhere in the chain)."""
+
+    gm: fx.GraphModule
+    inputs: list[torch.Tensor]
+    wrong_op: object
+    backend: Callable
+
+    @property
+    def wrong_name(self) -> str:
+        return str(self.wrong_op).removeprefix("aten.").removesuffix(".default")
+
+
+def minifier_case(make) -> MinifierCase:
+    """A chain of 4 to 7 unary operators with additions and products between them; the wrong
+    operator is drawn each time (each one in turn over a run), and its place in the chain too.
+    A chain whose result hides the planted error (a saturated tanh downstream) is drawn again."""
+    wrong = make.each(list(UNARY))
+    others = [name for name in UNARY if name != wrong]
+    while True:
+        chain = [make.choice(others) for _ in range(make.integer(4, 7))]
+        chain[make.integer(0, len(chain) - 1)] = wrong
+        width = make.integer(3, 8)
+        gm = _traced_chain(chain, width)
+        inputs = [make.tensor(width)]
+        case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
+        if (case.backend(gm, inputs)(*inputs) - gm(*inputs)).abs().max() > 1e-2:
+            make.note(f"{' -> '.join(chain)}; {wrong} + 1")
+            return case
+
+
+def _traced_chain(chain: list[str], width: int) -> fx.GraphModule:
+    ops = [getattr(torch, name) for name in chain]
+
+    def run(x):
+        for index, op in enumerate(ops):
+            y = op(x)
+            x = y * 0.5 + x if index % 2 else y + 1
+        return x.sum()
+
+    return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
+
+
+def minified(case: MinifierCase, results_differ: Callable) -> fx.GraphModule | None:
+    """The minifier's smallest graph for which `results_differ(gm, inputs, case.backend)` still
+    holds, or None when it does not hold for the whole graph (the minifier then refuses)."""
+    from torch._functorch.fx_minifier import minifier
+
+    def still_fails(gm, inputs):
+        return results_differ(gm, inputs, case.backend)
+
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        logging.getLogger("torch._functorch.fx_minifier").setLevel(logging.ERROR)
+        try:
+            small, _ = minifier(
+                copy.deepcopy(case.gm), case.inputs, still_fails, dump_state=lambda gm, inputs: None
+            )
+        except RuntimeError:  # "Input graph did not fail the tester"
+            return None
+    return small
+
+
+def call_targets(gm: fx.GraphModule) -> list:
+    return [node.target for node in gm.graph.nodes if node.op == "call_function"]

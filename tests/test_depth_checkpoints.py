@@ -1,0 +1,179 @@
+"""Chapters 10 and 12: their checkpoints, run outside the notebook on chosen seeds, accept honest
+alternatives to the reference answers; the reference rule of 10.1 agrees with what torch.compile
+really compiles on fresh batch sequences; the helpers chapter 10 uses (`structured_trace`,
+`tlparse`, the planted backends) do what the chapter says. (test_tryits runs every mistake and the
+answer; `make test-checkpoints` the answer on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs the
+tests here on 20 seeds each (default 2).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from fxcourse import authoring, compile_depth, tryit
+from fxcourse.capture import structured_trace, tlparse, what_each_call_compiled
+from fxcourse.cases import CaseMaker
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = {
+    "10": ROOT / "solutions" / "10_compile_and_export_in_depth.ipynb",
+    "12": ROOT / "solutions" / "12_export_in_depth.ipynb",
+}
+SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))))
+NEEDS = {"10.1": ["doubled_relu"], "10.2": ["Scorer"], "10.3": [], "12.1": ["Interleave"]}
+
+
+def chapter_namespace(tryit_id: str) -> tuple[dict, str]:
+    """A namespace with the chapter's first code cell run and the definitions the check needs,
+    and the check cell's source."""
+    nb = nbformat.read(CHAPTERS[tryit_id.split(".")[0]], as_version=4)
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    namespace: dict = {"__name__": "chapter"}
+    exec(compile(code[0], "setup", "exec"), namespace)
+    for name in NEEDS[tryit_id]:
+        exec(compile(definition(code, name), name, "exec"), namespace)
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)[tryit_id]["check"]]
+    return namespace, check
+
+
+def definition(sources: list[str], name: str) -> str:
+    """The source of the top-level function or class `name` in the chapter's code cells."""
+    for source in sources:
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+                return ast.get_source_segment(source, node)
+    raise LookupError(name)
+
+
+def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
+    """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
+    namespace, check = chapter_namespace(tryit_id)
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(answer, "answer", "exec"), namespace)
+    tryit.replay(tryit_id, seed)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.cases_run >= tryit.MIN_CASES or not result.passed
+    return result.problem
+
+
+HONEST_ALTERNATIVES = {
+    "10.1": """
+def what_compiles(batches):  # the same rule, kept as the set of sizes each graph accepts
+    accepted, words = [], []
+    for i, batch in enumerate(batches):
+        if any(batch in sizes for sizes in accepted):
+            words.append("reuse")
+        elif i == 0 or batch < 2:
+            accepted.append({batch})
+            words.append("static")
+        else:
+            accepted.append(set(range(2, 10**6)))
+            words.append("symbolic")
+    return words
+""",
+    "10.2": """
+class Scorer(nn.Module):  # the same outputs: clamping values within [-4, 4] changes nothing
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.temperature = 1.0
+
+    def forward(self, x):
+        return (self.linear(x) / self.temperature).clamp(-4, 4).softmax(-1)
+
+
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager")
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = torch.tensor(temperature)
+        torch._dynamo.mark_dynamic(x, 0)
+        outputs.append(compiled(x))
+    return outputs
+""",
+    "10.3": """
+def results_differ(gm, inputs, backend):
+    want = torch.utils._pytree.tree_leaves(gm(*inputs))
+    got = torch.utils._pytree.tree_leaves(backend(gm, inputs)(*inputs))
+    return len(got) != len(want) or not all(torch.equal(g, w) for g, w in zip(got, want))
+""",
+    "12.1": """
+def interleave_shapes(low, high):
+    return {"x": {0: Dim.AUTO, 1: Dim.DYNAMIC(min=low, max=high)}, "y": {0: Dim.AUTO, 1: Dim.AUTO}}
+""",
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("tryit_id", sorted(HONEST_ALTERNATIVES))
+def test_an_honest_alternative_passes(tryit_id, seed, monkeypatch):
+    assert verdict(tryit_id, HONEST_ALTERNATIVES[tryit_id], seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_reference_rule_of_10_1_is_what_torch_compiles(seed):
+    nb = nbformat.read(CHAPTERS["10"], as_version=4)
+    (answer,) = [nb.cells[i].source for i in authoring.tryits(nb)["10.1"]["answer"]]
+    namespace: dict = {}
+    exec(compile(answer, "answer", "exec"), namespace)
+
+    def doubled_relu(x):
+        return torch.relu(x) * 2
+
+    for index in range(7):
+        batches, width = compile_depth.batch_sequence(CaseMaker(seed * 100 + index, index))
+        predicted = compile_depth.words_under_force_eager(namespace["what_compiles"], batches)
+        assert predicted == what_each_call_compiled(doubled_relu, batches, width), batches
+
+
+def test_a_trace_of_a_recompile_reads_back_from_tlparse(tmp_path):
+    def scaled(x, factor):
+        return x * factor
+
+    torch.compiler.reset()
+    compiled = torch.compile(scaled, backend="eager", dynamic=False)
+    with structured_trace(tmp_path / "trace.log"):
+        compiled(torch.ones(2), 2.0)
+        compiled(torch.ones(2), 3.0)
+    report = tlparse(tmp_path / "trace.log", tmp_path / "report")
+    assert report.index.exists()
+    assert report.compile_ids() == ["[0/0]", "[0/1]"]
+    assert report.function_names() == {"[0/0]": "scaled", "[0/1]": "scaled"}
+    assert report.recompile_reasons("[0/0]") == []
+    (reason,) = report.recompile_reasons("[0/1]")
+    assert reason.startswith("0/0: factor == 2.0")
+    assert "test_depth_checkpoints.py" in report.artifact("[0/1]", "recompile_reasons")
+
+
+def test_the_trace_handler_is_removed_after_the_block(tmp_path):
+    from torch._logging._internal import trace_log
+
+    before = list(trace_log.handlers)
+    with structured_trace(tmp_path / "trace.log"):
+        assert len(trace_log.handlers) == len(before) + 1
+    assert trace_log.handlers == before
+
+
+def test_a_planted_backend_is_wrong_exactly_where_its_operator_is():
+    tanh_wrong = compile_depth.planted_backend(torch.ops.aten.tanh.default)
+    for index in range(6):
+        case = compile_depth.minifier_case(CaseMaker(index, index))
+        x = case.inputs
+        assert not torch.allclose(case.backend(case.gm, x)(*x), case.gm(*x))
+        uses_tanh = torch.ops.aten.tanh.default in compile_depth.call_targets(case.gm)
+        assert torch.allclose(tanh_wrong(case.gm, x)(*x), case.gm(*x)) is not uses_tanh
+
+
+def test_every_request_stream_has_a_request_that_needs_clamping():
+    for index in range(10):
+        requests, _ = compile_depth.request_stream(CaseMaker(index, index))
+        assert any(x.abs().max() > 10 for x, _ in requests)

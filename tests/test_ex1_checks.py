@@ -1,0 +1,71 @@
+"""Exercise 1's hidden checks (solutions/ex1_sigmoid_to_tanh/checks.py) on passes that write an
+in-place tanh: the learner hears why the exercise does not accept it, not only that the grader
+never runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.safegrade import probing
+
+EXERCISE = Path(__file__).resolve().parents[1] / "solutions" / "ex1_sigmoid_to_tanh"
+
+
+@pytest.fixture(scope="module")
+def checks():
+    return probing.load(EXERCISE / "checks.py")
+
+
+def judged(checks, grade_id: str, what: str, pass_) -> None:
+    """check_case on what `pass_` makes of the model `what` of test `grade_id`, as the probe
+    (probes.py) would send it back."""
+    case = checks.inputs(grade_id, seed=5)[what]
+    gm = checks.GRAPHS.build(case["graph"], codegen=True)
+    received = checks.GRAPHS.describe(gm)["nodes"]
+    gm = pass_(gm)
+    with torch.no_grad():
+        output = gm(case["sample"].clone())
+    run = {"received": received, "graph": checks.GRAPHS.describe(gm), "output": output}
+    checks.check_case(what, case, run)
+
+
+def swapped(functions: dict, methods: dict | None = None):
+    """A pass that sets each sigmoid's target to the one `functions` or `methods` gives."""
+
+    def pass_(gm):
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target in functions:
+                node.target = functions[node.target]
+            elif node.op == "call_method" and node.target in (methods or {}):
+                node.op, node.target = "call_function", methods[node.target]
+        gm.recompile()
+        return gm
+
+    return pass_
+
+
+IN_PLACE_TANHS = [torch.tanh_, torch.Tensor.tanh_, torch.ops.aten.tanh_.default]
+
+
+@pytest.mark.parametrize("in_place", IN_PLACE_TANHS)
+def test_an_in_place_tanh_for_a_sigmoid_is_refused_with_the_reason(checks, in_place):
+    with pytest.raises(AssertionError) as refused:
+        judged(checks, "test_torch_sigmoid", "torch.sigmoid", swapped({torch.sigmoid: in_place}))
+    message = str(refused.value)
+    assert "in-place tanh is no replacement" in message and "overwrites its input" in message
+    assert "never runs" not in message and "<not allowed" not in message
+
+
+def test_torch_tanh_for_x_sigmoid_in_place_is_told_to_use_the_method(checks):
+    with pytest.raises(AssertionError, match=r"the method x\.tanh_\(\)"):
+        judged(checks, "test_in_place", "x.sigmoid_()", swapped({}, {"sigmoid_": torch.tanh_}))
+
+
+def test_the_reference_rewrite_and_other_refusals_are_unchanged(checks):
+    judged(checks, "test_torch_sigmoid", "torch.sigmoid", checks.reference)
+    judged(checks, "test_in_place", "x.sigmoid_()", checks.reference)
+    with pytest.raises(Exception, match="never runs"):  # not a tanh: the builder's own refusal
+        judged(checks, "test_torch_sigmoid", "torch.sigmoid", swapped({torch.sigmoid: torch.sin}))

@@ -1,0 +1,42 @@
+"""What fxcourse.website writes before Sphinx runs (no build, no kernel: part of `make test`):
+the cache key that re-runs a page when a helper changes, the themes' words in each language."""
+
+from __future__ import annotations
+
+import shutil
+
+import nbformat
+import polib
+
+from fxcourse import website
+
+
+def test_a_changed_helper_re_runs_every_page(tmp_path, monkeypatch):
+    """The execution cache is keyed by a page's code: the helpers' digest is part of it, so a
+    changed picture or message reaches the site without a chapter changing."""
+    package = tmp_path / "fxcourse"
+    shutil.copytree(website.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(website, "PACKAGE", package)
+    before = website.helpers_digest("en")
+    assert before == website.helpers_digest("en") and before != website.helpers_digest("zh")
+    (package / "website" / "conf.py").write_text("# the site's own code runs no chapter\\n")
+    assert website.helpers_digest("en") == before
+    graphs = package / "graphs.py"
+    graphs.write_text(graphs.read_text() + "\\n# a changed picture\\n")
+    assert website.helpers_digest("en") != before
+
+    chapter = nbformat.v4.new_notebook()
+    chapter.cells = [nbformat.v4.new_markdown_cell("# Chapter"), nbformat.v4.new_code_cell("1")]
+    page = website.site_chapter(chapter, "0123abcd")
+    hidden = [cell for cell in page.cells if "0123abcd" in cell.source]
+    assert len(hidden) == 1 and hidden[0].metadata["tags"] == ["remove-cell"]
+
+
+def test_the_theme_s_words_are_written_for_each_translation(tmp_path):
+    assert website.theme_catalogs(tmp_path / "en", "en") is None
+    folder = website.theme_catalogs(tmp_path / "zh", "zh")
+    for domain in website.THEME_CATALOGS:
+        catalog = polib.mofile(str(folder / "zh_CN" / "LC_MESSAGES" / f"{domain}.mo"))
+        words = {entry.msgid: entry.msgstr for entry in catalog}
+        assert words["Print to PDF"] == "打印为 PDF" and words["System Settings"] == "跟随系统"
+        assert all(words.values()) and len(words) == len(website.theme_words())
