@@ -219,7 +219,9 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
             f"{name:<16}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
             f"{ratio:.3f} ({ratio_q1:.3f} to {ratio_q3:.3f})"
         )
-    lines.append("medians and interquartile ranges over the rounds; below 1 is faster than unfused")
+    lines.append(
+        _("medians and interquartile ranges over the rounds; below 1 is faster than unfused")
+    )
     lines.append("")
     lines += conclusions(result) if detailed else [result.bn_share(), fold_verdict(result)]
     return "\n".join(lines)

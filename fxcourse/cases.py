@@ -351,6 +351,42 @@ def seeds_of(run_seed: int, count: int) -> list[int]:
     return [rng.randrange(10**9) for _ in range(count)]
 
 
+# --- layouts and inspection (used by chapter 3's and 4's checkpoints) ---------------------------
+LAYOUTS = ("contiguous", "transposed", "strided", "channels_last")
+
+
+def laid_out(make: CaseMaker, shape: Sequence[int], layout: str, dtype=torch.float32):
+    """A tensor of `shape` whose memory is laid out as `layout` (one of LAYOUTS): contiguous, the
+    last two dimensions transposed, every second element of a wider tensor (a strided slice), or
+    channels-last (4-D shapes only). The values are drawn from the case's generator."""
+    *front, rows, cols = shape
+    if layout == "contiguous":
+        return make.tensor(*shape, dtype=dtype)
+    if layout == "transposed":
+        return make.tensor(*front, cols, rows, dtype=dtype).transpose(-1, -2)
+    if layout == "strided":
+        return make.tensor(*front, rows, 2 * cols, dtype=dtype)[..., ::2]
+    if layout == "channels_last" and len(shape) == 4:
+        return make.tensor(*shape, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    raise ValueError(f"no layout {layout!r} for shape {tuple(shape)}; known: {LAYOUTS}")
+
+
+def hooks_on(module: nn.Module) -> list[str]:
+    """Where `module` runs other code than its modules' own forward: the names of (sub)modules
+    with forward hooks or pre-hooks or a `forward` set on the instance, and "global" when a
+    module hook is registered for every module. Empty for a module that runs what it says."""
+    from torch.nn.modules import module as module_globals
+
+    found = [
+        name or "(the module itself)"
+        for name, sub in module.named_modules(remove_duplicate=False)
+        if sub._forward_hooks or sub._forward_pre_hooks or "forward" in vars(sub)
+    ]
+    if module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks:
+        found.append("global")
+    return found
+
+
 # --- models that call their modules by path (tracers' leaves, module paths, unused modules) ---
 
 

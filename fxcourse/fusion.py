@@ -18,6 +18,8 @@ import torch
 import torch.fx as fx
 from torch import nn
 
+from fxcourse.messages import _
+
 # Exact types on purpose: a subclass may override forward() (e.g. standardize its weight), and
 # folding numbers into such a module would be wrong. Transposed convs are not matched either:
 # their weight keeps output channels in dimension 1, not 0.
@@ -138,13 +140,14 @@ def refusal_reason(
     conv, bn = gm.get_submodule(conv_node.target), gm.get_submodule(bn_node.target)
     if len(conv_node.users) > 1:
         others = sorted(user.name for user in conv_node.users if user is not bn_node)
-        return f"the conv output is also used by {', '.join(others)}"
+        return _("the conv output is also used by {users}").format(users=", ".join(others))
     if calls_per_module[id(conv)] > 1:
-        return f"the conv module is shared: it is called at {calls_per_module[id(conv)]} nodes"
+        calls = calls_per_module[id(conv)]
+        return _("the conv module is shared: it is called at {calls} nodes").format(calls=calls)
     if _weights_read_elsewhere(gm, conv_node.target):
-        return "the conv's parameters are read by a get_attr node"
+        return _("the conv's parameters are read by a get_attr node")
     if bn.running_mean is None:
-        return "the BatchNorm has no running statistics (track_running_stats=False)"
+        return _("the BatchNorm has no running statistics (track_running_stats=False)")
     return None
 
 
@@ -211,4 +214,6 @@ def fold_pair(gm: fx.GraphModule, candidate: Candidate) -> None:
 
 def _describe(candidate: Candidate) -> str:
     pair = f"{candidate.conv_node.target} -> {candidate.bn_node.target}"
-    return f"fold {pair}" if candidate.foldable else f"skip {pair}: {candidate.refusal}"
+    if candidate.foldable:
+        return _("fold {pair}").format(pair=pair)
+    return _("skip {pair}: {reason}").format(pair=pair, reason=candidate.refusal)

@@ -376,7 +376,9 @@ def same_placeholders(english: str, translated: str) -> bool:
 CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
 BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
 CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
-BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})\n(?={CJK})")
+# A line break between two CJK characters shows as a space, also where list indentation follows
+# it or an emphasis marker (*, **, _) stands beside it: "中文**\n  中文", "中文\n*中文*".
+BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
 
 
 @dataclass(frozen=True)
@@ -449,7 +451,7 @@ def vocabulary_problems(language: str) -> list[str]:
 
 def joined_lines(text: str) -> str:
     """A line break between two CJK characters shows as a stray space: join those lines."""
-    return BREAK_BETWEEN_CJK.sub("", text)
+    return BREAK_BETWEEN_CJK.sub(r"\1\2", text)
 
 
 def line_break_problems(language: str) -> list[str]:

@@ -180,4 +180,7 @@ class Comparison:
             q1=q1,
             q3=q3,
         )
-        return f"{self.name} vs {self.other}: {verdict}\n    {numbers}"
+        compared = _("{name} vs {other}: {verdict}").format(
+            name=self.name, other=self.other, verdict=verdict
+        )
+        return f"{compared}\n    {numbers}"

@@ -25,6 +25,9 @@ from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash
 
 from grader import intake, intake_exchange
+from grader.safegrade.data import inert_text
+from grader.safegrade.limits import LIMITS
+from grader.safegrade.results import not_graded
 
 SECRET_FILE = "submission_secret.txt"
 OUTBOUND_FEEDBACK_MODE = 0o711  # nbgrader's: learners reach their own file by its hashed name
@@ -71,11 +74,18 @@ def collect_command(exchange_root: Path, course_id: str, submitted: Path, assign
     return 1 if report.refused or not report.collected else 0
 
 
-def release_feedback_command(course_exchange: Path, feedback: Path, assignments) -> int:
+def release_feedback_command(
+    course_exchange: Path, feedback: Path, assignments, results: Path | None = None
+) -> int:
     """`make release-feedback`: release every feedback folder of `assignments` under `feedback`
-    to <course_exchange>/feedback, printing what was not. Exit status: 0 all released, 1 some
-    not, 2 none to release."""
+    to <course_exchange>/feedback, printing what was not, and each upload the last make
+    autograde could not grade (its results under `results`: no feedback to release). Exit
+    status: 0 all released, 1 some not, 2 none to release."""
     folders = {a: list(feedback.glob(f"*/{a}")) for a in assignments}
+    ungraded = not_graded(results, assignments) if results is not None else []
+    for result in ungraded:
+        note = f"no feedback for {result.student}/{result.assignment}: {result.reason}"
+        print(inert_text(note, LIMITS.reason_chars), file=sys.stderr)
     if not any(folders.values()):
         print(
             f"release-feedback: no feedback of {', '.join(assignments)} in {feedback}: "
@@ -88,7 +98,7 @@ def release_feedback_command(course_exchange: Path, feedback: Path, assignments)
         result = release_feedback(found, assignment, course_exchange / "feedback")
         print(f"{assignment}:", *result.lines(), sep="\n  ", flush=True)
         not_released += len(result.not_released)
-    return 1 if not_released else 0
+    return 1 if not_released or ungraded else 0
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The instructor's pipeline for the course's nbgrader exercises (driven by grader/grader.mk).
 
-    python grader/course_grader.py release [--no-publish]   student versions + gradebook entries
+    python grader/course_grader.py release [--no-publish] [--assignment NAME]
+                                  student versions + gradebook entries (a wrong NAME: refused)
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
                                   a folder or .zip into classdata/submitted (intake.py)
     python grader/course_grader.py collect [--assignment NAME]
@@ -146,7 +147,8 @@ def release_feedback(course: Path, assignments: Sequence[str]) -> int:
     naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
     to release."""
     root, course_id = class_exchange.settings(course, COURSE_ID)
-    return class_exchange.release_feedback_command(root / course_id, course / FEEDBACK, assignments)
+    pages, results = course / FEEDBACK, course / AUTOGRADED / ".safegrade"  # names ungraded
+    return class_exchange.release_feedback_command(root / course_id, pages, assignments, results)
 
 
 class UsageError(Exception):
@@ -281,8 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command.add_argument("submissions", type=Path, nargs="?")
     command.add_argument("--lms", choices=LMS_PATTERNS, help="file-name pattern of a download")
     command.add_argument("--timezone", default="UTC", help="zone of times in file names")
-    feedback_cmds = ("release-feedback", "feedback")
-    for command in (commands.choices["collect"], *map(commands.add_parser, feedback_cmds)):
+    # release: make autograde ASSIGNMENT=... refuses a wrong name before generating anything
+    named = (release_cmd, command, *map(commands.add_parser, ("release-feedback", "feedback")))
+    for command in named:
         help_text = "one exercise (default: all)"
         command.add_argument("--assignment", type=assignment_name, action="append", help=help_text)
     export_cmd = commands.add_parser("export")

@@ -38,7 +38,7 @@ release: env  ## instructor: generate student versions (formgrader's Generate) +
 	$(GRADER) release
 
 gradebook: env  ## instructor: gradebook entries and classdata/release/ only (chapters untouched)
-	$(GRADER) release --no-publish
+	$(GRADER) release --no-publish $(ONE_ASSIGNMENT)
 
 # Whatever could be collected is graded; then make fails if some file of SUBMISSIONS was not
 # collected (each is listed, with the reason, before the grading log), or if nothing at all is

@@ -90,6 +90,16 @@ def student_problem(student: str) -> str | None:
         return f"the student id '{shown(student)}' is not printable UTF-8 text"
     if student.startswith(".") or "/" in student or "\\" in student:
         return f"the student id '{student}' starts with '.' or holds a slash"
+    if student != student.strip():  # nbgrader strips an id: it would grade another folder
+        return f"the student id '{student}' starts or ends with a space"
+    if pattern := sorted(set(student) & set("[]*?")):
+        # nbgrader matches an id, then the folder it found, as file patterns: "Ann [TA] Lee"
+        # would match no notebook, "[A-Z]*" the classmates' (converters/base.py, init_notebooks)
+        renamed = student.translate(str.maketrans("[]*?", "()+_"))
+        return (
+            f"the student id '{student}' holds {' '.join(pattern)}, which nbgrader reads as a "
+            f"file pattern (it would grade nobody, or classmates): rename it, say '{renamed}'"
+        )
     return None
 
 

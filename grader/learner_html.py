@@ -14,6 +14,11 @@ page unquoted: `"width": "1 onerror=..."` would be a handler). A markdown cell's
 (attachments) are shown; a link to an attachment the cell lacks is an empty image, not an error
 that stops the whole page.
 
+bleach (html5lib) takes time that grows with the square of the nesting (30,000 nested <div>s:
+a minute), and mistune and bleach both grow with the size: markup over a size, tag or depth
+bound is shown as escaped text, with a note (`tangled`), and each notebook has a time limit:
+once it is spent, its remaining cells are shown as text, their outputs as plain text and images.
+
 FeedbackOnly (GenerateFeedback's post_convert_hook) removes from each feedback folder what nbgrader
 did not make from a notebook (it copies a submission's other files there, a learner's .html too).
 """
@@ -21,9 +26,11 @@ did not make from a notebook (it copies a submission's other files there, a lear
 from __future__ import annotations
 
 import base64
+import html as html_text
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +38,9 @@ from pathlib import Path
 from bleach.sanitizer import ALLOWED_TAGS, Cleaner
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+from grader.safegrade.data import clean_text
+from grader.safegrade.limits import LIMITS
 
 TAGS = sorted(
     {*ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "img", "sub", "sup", "del", "s"}
@@ -43,6 +53,7 @@ WEB = re.compile(r"(https?:|mailto:|#|[^:/?#]*(?:[/?#]|$))", re.IGNORECASE)
 
 
 IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg", "image/gif")
+PLAIN_OUTPUTS = ("text/plain", "image/png", "image/jpeg", "image/gif")  # no markup to clean
 SIZE = re.compile(r"\d{1,5}(\.\d{1,3})?(px|%)?")
 
 
@@ -103,33 +114,136 @@ CLEANER = Cleaner(
 )
 
 
-def clean(html: str) -> str:
+def clean(html: str, source: str | None = None) -> str:
     """Allowed markup only, as one line inside a <div>: the templates render markdown cells
     through markdown again, and markdown reads HTML on one line as one untouched block (a blank
-    line would let it make links of the text after it)."""
-    return "<div>" + CLEANER.clean(html).replace("\r", "").replace("\n", "&#10;") + "</div>"
+    line would let it make links of the text after it). Markup too big or too deeply nested to
+    clean in bounded time is shown as text instead (the source it came from, if given)."""
+    if (why := tangled(html)) is not None:
+        return as_text(source if source is not None else html, why)
+    return one_line("<div>" + CLEANER.clean(html) + "</div>")
+
+
+def one_line(html: str) -> str:
+    return html.replace("\r", "").replace("\n", "&#10;")
+
+
+TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)[^>]*?(/?)>")
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source"}
+VOID |= {"param", "track", "wbr"}
+
+
+def tangled(html: str) -> str | None:
+    """Why cleaning this markup could take long (its size, its tags, their nesting), or None."""
+    if len(html) > LIMITS.learner_html_chars:
+        return f"it is {len(html)} characters long (at most {LIMITS.learner_html_chars})"
+    tags = depth = 0
+    for tag in TAG.finditer(html):
+        tags += 1
+        if tags > LIMITS.learner_html_tags:
+            return f"it has over {LIMITS.learner_html_tags} tags"
+        closing, name, self_closing = tag.groups()
+        if self_closing or name.lower() in VOID:
+            continue
+        depth = max(0, depth - 1) if closing else depth + 1
+        if depth > LIMITS.learner_html_depth:
+            return f"its tags nest over {LIMITS.learner_html_depth} deep"
+    return None
+
+
+def as_text(text: str, why: str) -> str:
+    """The learner's text, escaped, in a <pre> (its first learner_html_text_chars characters),
+    after a note saying why it is shown so."""
+    note = f"<p><em>Shown as text: {html_text.escape(why)}.</em></p>"
+    shown = clean_text(text, LIMITS.learner_html_text_chars)
+    return one_line(f"<div>{note}<pre>{html_text.escape(shown)}</pre></div>")
 
 
 class LearnerHTML(SanitizeHTML):
-    """SanitizeHTML with the allow-list above, markdown rendered before it is cleaned."""
+    """SanitizeHTML with the allow-list above, markdown rendered before it is cleaned; each
+    notebook within a time limit and a budget of characters shown (nbconvert's own passes over
+    the page, markdown and BeautifulSoup, take time with its size)."""
 
     safe_output_keys = {"metadata", "text/plain", "image/png", "image/jpeg", "image/gif"}
+    deadline, left = float("inf"), None  # set per notebook by preprocess
 
     def sanitize_html_tags(self, html_str: str) -> str:
         return clean(html_str)
 
+    def preprocess(self, nb, resources):
+        self.deadline = time.monotonic() + LIMITS.learner_html_time
+        self.left = LIMITS.learner_html_notebook_chars
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, cell_index):
+        late = time.monotonic() > self.deadline
         if cell.cell_type == "markdown":
-            cell.source = clean(markdown2html(cell.source, cell.get("attachments")))
+            shown = as_text(cell.source, OUT_OF_TIME) if late else markdown_cell(cell)
+            cell.source = self.markup(shown)
             cell.pop("attachments", None)  # attachment: images no longer resolve; never scripts
             return cell, resources
         if cell.cell_type == "code":
+            cell.source = self.text(cell.source)
             for output in cell.outputs:
                 if "metadata" in output:
                     output["metadata"] = shown_metadata(output["metadata"])
                 if "data" in output:
-                    output["data"] = shown_data(output["data"])
-        return super().preprocess_cell(cell, resources, cell_index)
+                    shown = plain_data(output["data"]) if late else shown_data(output["data"])
+                    output["data"] = shown
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        for output in cell.get("outputs", []):
+            self.charge_output(output)
+        return cell, resources
+
+    def text(self, text: str) -> str:
+        """Plain text, cut to what is left of the notebook's characters (counted as the page
+        holds them, escaped), with a note."""
+        if self.left is None:
+            return text
+        kept = text[: self.left]
+        while (cost := escaped_length(kept)) > self.left:
+            kept = kept[: len(kept) // 2]
+        self.left -= cost
+        if len(kept) == len(text):
+            return text
+        self.left = 0
+        return kept + f"\n[not shown: {NOT_SHOWN}]"
+
+    def markup(self, html: str) -> str:
+        """Cleaned markup, or a note when it is over what is left of the notebook's characters."""
+        if self.left is None or len(html) <= self.left:
+            return self.text(html)
+        self.left = 0
+        return f"<div><p><em>Not shown: {NOT_SHOWN}.</em></p></div>"
+
+    def charge_output(self, output) -> None:
+        if "text" in output:
+            output["text"] = self.text(output["text"])
+        if "traceback" in output:
+            output["traceback"] = [self.text(line) for line in output["traceback"]]
+        for key, value in output.get("data", {}).items():
+            if isinstance(value, str):
+                output["data"][key] = self.markup(value) if key == "text/html" else self.text(value)
+
+
+def escaped_length(text: str) -> int:
+    return len(text) + 3 * sum(map(text.count, "<>&")) + 4 * text.count('"')
+
+
+OUT_OF_TIME = f"cleaning this notebook's markup took over {LIMITS.learner_html_time:g} s"
+NOT_SHOWN = f"this notebook's cells passed {LIMITS.learner_html_notebook_chars} characters"
+
+
+def markdown_cell(cell) -> str:
+    """A markdown cell rendered and cleaned; as text when too long to render in bounded time."""
+    if len(cell.source) > LIMITS.learner_html_chars:
+        return as_text(cell.source, f"it is {len(cell.source)} characters long")
+    return clean(markdown2html(cell.source, cell.get("attachments")), cell.source)
+
+
+def plain_data(data: dict) -> dict:
+    """An output's plain text and images only (no markup to clean)."""
+    return {key: value for key, value in data.items() if key in PLAIN_OUTPUTS}
 
 
 def shown_data(data: dict) -> dict:

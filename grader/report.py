@@ -47,6 +47,8 @@ from grader.report_model import (
     Exercise,
     Submission,
     counts,
+    course_tryits,
+    own_tryits,
     points,
     test_rows,
     tryit_totals,
@@ -123,7 +125,10 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
     if graded is None or state in (NOT_GRADED, GRADER_FAILED):
         submitted = (course / SUBMITTED / student / assignment).is_dir()
         state = state or (WAITING if submitted else ABSENT)
-        return Submission(student, state, reason=reason[: LIMITS.report_message_chars])
+        detail = outcome.detail if outcome is not None else ""
+        return Submission(
+            student, state, reason=reason[: LIMITS.report_message_chars], detail=detail
+        )
     penalty = graded.late_submission_penalty or 0.0
     tests = {g.name: g.score for nb in graded.notebooks for g in nb.grades}
     page = FEEDBACK / student / assignment / f"{assignment}.html"
@@ -174,18 +179,19 @@ def first_error(cell) -> str:
 
 
 def read_progress(source: str | None) -> dict[str, dict]:
-    """{account: {chapter: {try-it id: passed}}}, from the hub progress page's JSON; accounts whose
-    progress could not be read (a string in place of the data) are left out."""
+    """{account: {chapter: {try-it id: passed}}}, from the hub progress page's JSON (learners'
+    claims): only the course's own try-it ids, each in its own chapter; accounts whose progress
+    could not be read (a string in place of the data) are left out."""
     if not source:
         return {}
     text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    claim = json.loads(text)
+    claim, known = json.loads(text), course_tryits()
     progress = {}
     for account, row in claim.items() if isinstance(claim, dict) else ():
         tryits = row.get("tryits") if isinstance(row, dict) else None
         if isinstance(tryits, dict):
             progress[str(account)] = {
-                str(chapter): {str(k): v is True for k, v in marks.items()}
+                str(chapter): own_tryits(str(chapter), marks, known)
                 for chapter, marks in tryits.items()
                 if isinstance(marks, dict)
             }

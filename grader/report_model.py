@@ -25,6 +25,7 @@ class Submission:
     tests: dict[str, float | None] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)  # failing test -> what it printed
     reason: str = ""  # the grader's one line, for a submission it could not grade
+    detail: str = ""  # the error behind it (one click away on the page)
     feedback: str | None = None  # the feedback page, relative to the course
 
 
@@ -88,12 +89,28 @@ def stalled_tryits(progress: dict[str, dict]) -> list[tuple[str, int, int]]:
             for tid, ok in chapter.items():
                 seen[tid] += 1
                 passed[tid] += ok
-    order = sorted(seen, key=lambda tid: (passed[tid] / seen[tid], [int(p) for p in numbers(tid)]))
+    order = sorted(seen, key=lambda tid: (passed[tid] / seen[tid], in_order(tid)))
     return [(tid, passed[tid], seen[tid]) for tid in order]
 
 
-def numbers(tid: str) -> list[str]:
-    return [part for part in tid.split(".") if part.isdigit()]
+def in_order(tid: str) -> list[tuple[int, str]]:
+    """A sort key of a try-it id that cannot raise: its parts, numbers in numeric order ("2.10"
+    after "2.9"), compared as digit strings by length (no int() of a learner's digits)."""
+    return [(len(part), part) if part.isdigit() else (1 << 30, part) for part in tid.split(".")]
+
+
+def course_tryits() -> dict[str, str]:
+    """The course's own try-it ids, each with its chapter ("01_symbolic_tracing")."""
+    from fxcourse.tryit import load_answers
+
+    return {tid: answer["chapter"] for tid, answer in load_answers().items()}
+
+
+def own_tryits(chapter: str, marks: dict, known: dict[str, str]) -> dict[str, bool]:
+    """A chapter's try-it marks (a learner's claim) with only the course's own ids of that
+    chapter (named "01_symbolic_tracing" or "01_symbolic_tracing.ipynb"), each passed or not."""
+    stem = chapter.removesuffix(".ipynb")
+    return {tid: ok is True for tid, ok in marks.items() if known.get(tid) == stem}
 
 
 def points(value: float | None) -> str:

@@ -84,12 +84,20 @@ def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: s
     parts.append(learners_table(exercise, progress, link_base))
     problems = [s for s in exercise.submissions if s.state in (NOT_GRADED, GRADER_FAILED)]
     if problems:
-        items = "".join(
-            f"<li>{html.escape(s.student)} ({s.state}): {html.escape(s.reason)}</li>"
-            for s in problems
-        )
-        parts.append(f"<h3>Not graded, and why</h3><ul>{items}</ul>")
+        items = "".join(f"<li>{problem_item(s)}</li>" for s in problems)
+        parts.append(f"<h3>Not graded, and why</h3><ul class='problems'>{items}</ul>")
     return "\n".join(parts) + "</section>"
+
+
+def problem_item(s: Submission) -> str:
+    """A submission the grader did not grade: who, why in plain words, the error one click away."""
+    reason = s.reason.removeprefix(f"{NOT_GRADED}: ")
+    item = f"<strong>{html.escape(s.student)}</strong> ({s.state}): {html.escape(reason)}"
+    if s.detail:
+        item += (
+            f"<details><summary>the error</summary><code>{html.escape(s.detail)}</code></details>"
+        )
+    return item
 
 
 def tests_table(exercise: Exercise) -> str:
@@ -122,7 +130,7 @@ def learners_table(exercise: Exercise, progress: dict[str, dict], link_base: str
     heads += ["try-its passed"] if progress else []
     heads.append("feedback")
     head = "".join(
-        f"<th scope='col' aria-sort='none'><button type='button'>{html.escape(h)}</button></th>"
+        f"<th scope='col' aria-sort='none'><button type='button'>{breakable(h)}</button></th>"
         for h in heads
     )
     body = [learner_row(exercise, s, progress, link_base) for s in exercise.submissions]
@@ -131,6 +139,11 @@ def learners_table(exercise: Exercise, progress: dict[str, dict], link_base: str
         f"<table class='sortable'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+
+
+def breakable(text: str) -> str:
+    """Escaped text that may wrap after each underscore (test names make the table wide)."""
+    return html.escape(text).replace("_", "_<wbr>")
 
 
 def learner_row(exercise: Exercise, s: Submission, progress: dict, link_base: str) -> str:
@@ -205,7 +218,7 @@ CSP = (
 PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>The class at a glance</title><style>
-body{{font-family:sans-serif;margin:2em;color:#1a1a1a;max-width:80em}}
+body{{font-family:sans-serif;margin:2em;color:#1a1a1a}}
 table{{border-collapse:collapse;margin:1em 0}} td,th{{border:1px solid #999;padding:4px 8px;
 text-align:left;vertical-align:top}}
 caption{{text-align:left;font-weight:bold;padding:4px 0;white-space:nowrap}}
@@ -213,6 +226,9 @@ th button{{font:inherit;font-weight:bold;background:none;border:0;padding:0;curs
 color:#0b3d91;text-decoration:underline}} th[aria-sort=ascending] button::after{{content:" ▲"}}
 th[aria-sort=descending] button::after{{content:" ▼"}} a{{color:#0b3d91}}
 ul.messages{{margin:0;padding-left:1.2em}} code{{white-space:pre-wrap;word-break:break-word}}
+table.sortable th[scope=row]{{overflow-wrap:anywhere;max-width:14em}}
+td[data-sort]{{white-space:nowrap}} main>p{{max-width:60em}}
+ul.problems details{{margin:0.2em 0 0.6em}}
 </style></head><body><main><h1>The class at a glance</h1>
 <p>Per exercise: the states of the submissions, the spread of the graded scores (after late
 penalties), each test's pass rate with the messages the failing learners read in their feedback,

@@ -2,8 +2,12 @@
 
     python -m grader.similarity [--course DIR] [--out DIR] [--top N]
 
-For each exercise, every submission's answer cells (the cells nbgrader marks as the learner's
-solution, read as JSON from classdata/submitted/: never run) are fingerprinted by copydetect, the
+For each exercise, every submission's own code is read from its autograded notebook (as JSON,
+never run: the notebook `make autograde` graded, already repaired, renamed and converted): every
+code cell that is not the instructor's and differs from the starter's cells, the cells the
+learner added included. A notebook that could not be read (never graded, could not be graded,
+too large, not JSON) is named on the page and on stderr with the reason, never skipped
+silently; one notebook's failure stops no other. The code is fingerprinted by copydetect, the
 winnowing of MOSS: comments, layout and names are normalised away (every variable is the same
 token, every function name another), so renaming, reformatting and commenting do not hide a copy.
 The starter code and the course's own code (every code cell of the chapters, try-it answers
@@ -21,8 +25,6 @@ never a verdict.
 from __future__ import annotations
 
 import argparse
-import csv
-import html
 import itertools
 import json
 import os
@@ -31,13 +33,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.course_grader import RELEASE, ROOT, SOURCE, STUDENT_VERSIONS, SUBMITTED, exercises_of
-from grader.report import REPORTS, inert
+from grader.course_grader import (
+    AUTOGRADED,
+    RELEASE,
+    ROOT,
+    SOURCE,
+    STUDENT_VERSIONS,
+    SUBMITTED,
+    exercises_of,
+)
+from grader.report import REPORTS
+from grader.safegrade.data import inert_text
+from grader.safegrade.jsontext import json_values
 from grader.safegrade.limits import LIMITS
+from grader.safegrade.results import GRADER_FAILED, load
+from grader.similarity_page import page, write_csv
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
 MAX_NOTEBOOK_BYTES = LIMITS.similarity_notebook_bytes
+MAX_VALUES = 4 * LIMITS.notebook_values  # an autograded notebook: what nbgrader read, and outputs
 SHOWN_PAIRS = LIMITS.shown_pairs  # per exercise, on the page; the CSV has every pair
 
 
@@ -56,21 +71,42 @@ class Pair:
         return (self.share_first + self.share_second) / 2
 
 
-def answer_code(path: Path) -> str:
-    """The learner's solution cells of a notebook, read as data; "" when there are none."""
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        return ""
+class Unreadable(Exception):
+    """Why a learner's notebook could not be read."""
+
+
+def read_notebook(path: Path) -> dict:
+    """The notebook's JSON, its size and values bounded before it is parsed."""
+    if not path.is_file() or path.is_symlink():
+        raise Unreadable("no autograded notebook")
+    if (size := path.stat().st_size) > MAX_NOTEBOOK_BYTES:
+        raise Unreadable(f"the notebook is {size >> 20} MB (at most {MAX_NOTEBOOK_BYTES >> 20})")
+    data = path.read_bytes()
+    if (values := json_values(data, stop_over=MAX_VALUES)) > MAX_VALUES:
+        raise Unreadable(f"the notebook holds over {values} JSON values (at most {MAX_VALUES})")
     try:
-        cells = json.loads(path.read_bytes()).get("cells", [])
-    except (ValueError, UnicodeDecodeError, AttributeError):
-        return ""
+        notebook = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise Unreadable(f"the notebook is not JSON ({exc})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise Unreadable("the notebook has no list of cells")
+    return notebook
+
+
+def own_code(notebook: dict, starter: set[str]) -> str:
+    """The code a learner wrote: every code cell but the instructor's (marked by nbgrader, not
+    a solution) and those the starter holds as they are, learner-added cells included."""
     sources = []
-    for cell in cells if isinstance(cells, list) else []:
+    for cell in notebook["cells"]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        marks = cell.get("metadata", {}).get("nbgrader", {})
-        if isinstance(marks, dict) and marks.get("solution") is True:
-            sources.append(source_text(cell.get("source", "")))
+        metadata = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        marks = metadata.get("nbgrader")
+        if isinstance(marks, dict) and marks and marks.get("solution") is not True:
+            continue
+        text = source_text(cell.get("source", ""))
+        if text.strip() and text.strip() not in starter:
+            sources.append(text)
     return "\n\n".join(sources)
 
 
@@ -86,16 +122,27 @@ def notebook_code(path: Path) -> str:
     return "\n\n".join(source_text(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
+def starters(course: Path, assignment: str) -> list[Path]:
+    found = (
+        root / assignment / f"{assignment}.ipynb"
+        for root in (course / RELEASE, ROOT / STUDENT_VERSIONS)
+    )
+    return [path for path in found if path.exists()]
+
+
+def starter_cells(course: Path, assignment: str) -> set[str]:
+    """The code cells of the exercise's starter, as learners got them."""
+    cells = (c for path in starters(course, assignment) for c in read_notebook(path)["cells"])
+    return {source_text(c.get("source", "")).strip() for c in cells if c.get("cell_type") == "code"}
+
+
 def boilerplate_hashes(course: Path, assignment: str):
     """Fingerprints of the starter code and of the course's own code."""
     import numpy
     from copydetect import CodeFingerprint
 
     chapters = sorted((ROOT / SOURCE).glob("[0-9][0-9]_*.ipynb"))  # the course this code is from
-    texts = [notebook_code(path) for path in chapters]
-    for starter in (course / RELEASE, ROOT / STUDENT_VERSIONS):
-        if (notebook := starter / assignment / f"{assignment}.ipynb").exists():
-            texts.append(answer_code(notebook))
+    texts = [notebook_code(path) for path in chapters + starters(course, assignment)]
     hashes = set().union(*(fingerprint(text, CodeFingerprint).hashes for text in texts))
     return numpy.array(sorted(hashes), dtype=numpy.int64)
 
@@ -112,20 +159,61 @@ def fingerprint(code: str, maker, boilerplate=None):
     )
 
 
-def answers(course: Path, assignment: str) -> dict[str, str]:
-    """student -> answer code, for every submission of the exercise that has one."""
-    found = {}
-    for path in sorted((course / SUBMITTED).glob(f"[!.]*/{assignment}/{assignment}.ipynb")):
-        if path.is_file() and not path.is_symlink() and (code := answer_code(path)).strip():
-            found[path.parent.parent.name] = code
-    return found
+def learners(course: Path, assignment: str) -> list[str]:
+    """Everyone who submitted the exercise or whose submission was graded."""
+    folders = (course / SUBMITTED, course / AUTOGRADED)
+    return sorted({p.parent.name for root in folders for p in root.glob(f"[!.]*/{assignment}")})
 
 
-def compare(course: Path, assignment: str) -> tuple[list[Pair], dict[str, str]]:
-    """Every pair of the exercise's submissions, most alike first; and the answers."""
+def not_graded(course: Path, student: str, assignment: str) -> str:
+    """Why a learner has no autograded notebook of the exercise."""
+    result = load(course / AUTOGRADED / ".safegrade" / assignment / f"{student}.json")
+    if result is None:
+        return "not graded yet: run make autograde"
+    if result.status == GRADER_FAILED:
+        return "the grader failed on it: run make autograde again"
+    return result.reason
+
+
+def answers(course: Path, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
+    """student -> their own code, for every submission of the exercise that has some; and
+    student -> why their notebook was not compared."""
+    found, left_out = {}, {}
+    starter = starter_cells(course, assignment)
+    for student in learners(course, assignment):
+        path = course / AUTOGRADED / student / assignment / f"{assignment}.ipynb"
+        try:
+            if not path.exists():
+                raise Unreadable(not_graded(course, student, assignment))
+            code = own_code(read_notebook(path), starter)
+        except Unreadable as exc:
+            left_out[student] = str(exc)
+            continue
+        except Exception as exc:  # noqa: BLE001 - one notebook's failure stops no other
+            left_out[student] = f"it could not be read ({type(exc).__name__}: {exc})"
+            continue
+        if code.strip():
+            found[student] = code
+        else:
+            left_out[student] = "no code of its own (every code cell is the starter's)"
+    return found, left_out
+
+
+@dataclass
+class Compared:
+    """One exercise: its pairs, most alike first; each learner's code; who was left out, why."""
+
+    pairs: list[Pair]
+    codes: dict[str, str]
+    left_out: dict[str, str]
+
+
+def compare(course: Path, assignment: str) -> Compared:
+    """Every pair of the exercise's submissions, most alike first; the answers; what was not
+    compared, and why."""
     from copydetect import CodeFingerprint, compare_files
 
-    codes = answers(course, assignment)
+    codes, left_out = answers(course, assignment)
     boilerplate = boilerplate_hashes(course, assignment)
     prints = {s: fingerprint(code, CodeFingerprint, boilerplate) for s, code in codes.items()}
     pairs = []
@@ -144,7 +232,7 @@ def compare(course: Path, assignment: str) -> tuple[list[Pair], dict[str, str]]:
                 ranges(slices[1]),
             )
         )
-    return sorted(pairs, key=lambda pair: -pair.score), codes
+    return Compared(sorted(pairs, key=lambda pair: -pair.score), codes, left_out)
 
 
 def ranges(slices) -> list[tuple[int, int]]:
@@ -152,83 +240,6 @@ def ranges(slices) -> list[tuple[int, int]]:
     if len(slices) < 2:  # no match at all
         return []
     return [(int(start), int(end)) for start, end in zip(slices[0], slices[1], strict=True)]
-
-
-# ----------------------------------------------------------------------------- output
-
-
-def marked(code: str, spans: list[tuple[int, int]]) -> str:
-    """The code, escaped, with the matching ranges in <mark>."""
-    parts, at = [], 0
-    for start, end in sorted(spans):
-        start = max(start, at)
-        if end <= start:
-            continue
-        parts += [html.escape(code[at:start]), f"<mark>{html.escape(code[start:end])}</mark>"]
-        at = end
-    return "".join(parts) + html.escape(code[at:])
-
-
-def pair_html(pair: Pair, codes: dict[str, str], rank: int) -> str:
-    first, second = html.escape(pair.first), html.escape(pair.second)
-    side = (
-        "<div class='side'><h4>{name}: {share:.0%} of it matches</h4>"
-        "<pre tabindex='0'><code>{code}</code></pre></div>"
-    )
-    return (
-        f"<section class='pair'><h3>{rank}. {first} and {second}: {pair.score:.0%}</h3>"
-        "<div class='sides'>"
-        + side.format(
-            name=first, share=pair.share_first, code=marked(codes[pair.first], pair.marked_first)
-        )
-        + side.format(
-            name=second,
-            share=pair.share_second,
-            code=marked(codes[pair.second], pair.marked_second),
-        )
-        + "</div></section>"
-    )
-
-
-def page(found: dict[str, tuple[list[Pair], dict[str, str]]], shown: int) -> str:
-    sections = []
-    for assignment, (pairs, codes) in found.items():
-        name = html.escape(assignment)
-        body = "".join(pair_html(p, codes, i + 1) for i, p in enumerate(pairs[:shown]))
-        count = (
-            f"{len(codes)} answers, {len(pairs)} pairs; the {min(shown, len(pairs))} most alike:"
-        )
-        sections.append(f"<section><h2>{name}</h2><p>{count}</p>{body or NONE}</section>")
-    return PAGE.format(body="\n".join(sections), meaning=html.escape(MEANING))
-
-
-NONE = "<p>No two answers to compare.</p>"
-MEANING = (
-    "A high score says two answers share long runs of the same code structure (names, comments "
-    "and layout ignored) that neither the starter nor the course's own code gave them. It does "
-    "not say who copied whom, or that anyone did: short exercises have few ways to be written, "
-    "and learners who worked together or read the same page converge. Read the two answers."
-)
-PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Similar answers</title><style>
-body{{font-family:sans-serif;margin:2em;color:#1a1a1a}} .sides{{display:flex;gap:1em}}
-.side{{flex:1;min-width:0}} pre{{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:13px}}
-mark{{background:#ffe08a;color:#1a1a1a}} h4{{margin:0.3em 0}}
-</style></head><body><main><h1>Similar answers</h1><p>{meaning}</p>
-<p>Marked: the parts of each answer that match the other (after names are normalised).</p>
-{body}</main></body></html>"""
-
-
-def write_csv(path: Path, found: dict[str, tuple[list[Pair], dict[str, str]]]) -> Path:
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["assignment", "student_a", "student_b", "score", "share_a", "share_b"])
-        for pairs, _ in found.values():
-            for p in pairs:
-                row = [p.assignment, p.first, p.second, f"{p.score:.3f}"]
-                writer.writerow(map(inert, row + [f"{p.share_first:.3f}", f"{p.share_second:.3f}"]))
-    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,7 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     course = args.course.resolve()
     found = {assignment: compare(course, assignment) for assignment in exercises_of(course)}
-    if not any(codes for _, codes in found.values()):
+    for assignment, compared in found.items():
+        for student, why in compared.left_out.items():
+            note = f"similarity: not compared: {student}/{assignment}: {why}"
+            print(inert_text(note, LIMITS.reason_chars), file=sys.stderr)
+    if not any(compared.codes or compared.left_out for compared in found.values()):
         print(f"similarity: no submission in {course / SUBMITTED}: collect first", file=sys.stderr)
         return 1
     out = args.out or course / REPORTS

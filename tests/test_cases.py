@@ -225,6 +225,42 @@ def test_the_case_generator_is_one_module_every_chapter_imports():
     assert cases.CaseMaker is tryit.CaseMaker
 
 
+# ----------------------------------------------------------------------------- layouts, hooks
+
+
+@pytest.mark.parametrize("layout", cases.LAYOUTS)
+def test_laid_out_gives_the_shape_asked_for_in_the_layout_asked_for(layout):
+    shape = (2, 3, 4, 5)
+    made = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
+    assert made.shape == shape and made.dtype == torch.float64
+    assert made.is_contiguous() == (layout == "contiguous")
+    channels_last = made.is_contiguous(memory_format=torch.channels_last)
+    assert channels_last == (layout == "channels_last")
+    again = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
+    assert torch.equal(made, again) and made.stride() == again.stride()
+
+
+def test_laid_out_refuses_a_layout_it_cannot_make():
+    with pytest.raises(ValueError, match="no layout 'channels_last'"):
+        cases.laid_out(CaseMaker(1), (3, 3), "channels_last")
+
+
+def test_hooks_on_names_every_way_a_module_runs_other_code_than_its_forward():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU()))
+    assert cases.hooks_on(model) == []
+    handle = model[0].register_forward_pre_hook(lambda module, args: args)
+    assert cases.hooks_on(model) == ["0"]
+    handle.remove()
+    model[1][0].register_forward_hook(lambda module, args, out: out)
+    model.forward = lambda x: x
+    assert cases.hooks_on(model) == ["(the module itself)", "1.0"]
+    handle = nn.modules.module.register_module_forward_hook(lambda module, args, out: out)
+    try:
+        assert cases.hooks_on(nn.ReLU()) == ["global"]
+    finally:
+        handle.remove()
+
+
 # ----------------------------------------------------------------------------- paths and edits
 
 

@@ -200,27 +200,54 @@ def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
     assert not differ, f"(sandboxed, plain) scores differ: {differ}"
 
 
+def one_worker_batch(released: Path, folder: Path, uploads: list[tuple[str, Snippet]]) -> dict:
+    """Grade (student, answer) uploads, in the order given, with ONE worker in one batch:
+    student -> {assignment: score}, and the course."""
+    course = folder / "course"
+    shutil.copytree(released, course)
+    for student, snippet in uploads:
+        assignment = snippet.assignment
+        starter = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
+        reference = reference_solutions(source_notebook(course, assignment))
+        nb = submission(starter, reference, snippet)
+        write_submission(folder / "uploads", student, assignment, nb)
+    course_grader.collect(folder / "uploads", course)
+    command = [sys.executable, "-m", "grader.safegrade", "autograde", "--workers=1"]
+    run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    print(run.stdout[-3000:])
+    return {"scores": course_grader.scores(course), "course": course}
+
+
+def honest(assignment: str) -> Snippet:
+    return Snippet("", assignment, 10, {})
+
+
 def test_honest_classmates_after_a_hostile_description_keep_full_marks(released, tmp_path):
     """One worker grades a module path into GraphModule's class first, then two honest
     classmates, in one batch: the hostile graph is refused in its own check process and
     changes nothing for the next submissions."""
-    course, uploads = tmp_path / "course", tmp_path / "uploads"
-    shutil.copytree(released, course)
     assignment = "ex1_sigmoid_to_tanh"
-    student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
-    reference = reference_solutions(source_notebook(course, assignment))
     hostile = next(s for s in ATTACKS if s.name == "ex1_module_path_into_graphmodule")
-    write_submission(uploads, "a_hostile", assignment, submission(student, reference, hostile))
-    for name in ("b_honest", "c_honest"):
-        honest = Snippet("", assignment, 10, {})
-        write_submission(uploads, name, assignment, submission(student, reference, honest))
-    course_grader.collect(uploads, course)
-    command = [sys.executable, "-m", "grader.safegrade", "autograde", assignment, "--workers=1"]
-    run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    got = {name: row[assignment] for name, row in course_grader.scores(course).items()}
-    assert got == {"a_hostile": 0, "b_honest": 10, "c_honest": 10}, run.stdout[-3000:]
-    assert "DataError" in reason(course, "a_hostile", assignment)
+    uploads = [("a_hostile", hostile), ("b_honest", honest(assignment))]
+    batch = one_worker_batch(released, tmp_path, [*uploads, ("c_honest", honest(assignment))])
+    got = {name: row[assignment] for name, row in batch["scores"].items()}
+    assert got == {"a_hostile": 0, "b_honest": 10, "c_honest": 10}
+    assert "DataError" in reason(batch["course"], "a_hostile", assignment)
+
+
+def test_classmates_after_one_holding_every_lock_keep_full_marks(released, tmp_path):
+    """One worker grades an exercise 2 answer that holds every lock and semaphore it can reach
+    (tqdm's, which torch.fx's Interpreter takes, among them) and writes into every shared page
+    it has, then classmates' exercise 3, whose Interpreter takes that lock: nothing of the first
+    process reaches the next ones, and everyone keeps full marks (the batch grades in student
+    order: a_ first)."""
+    locker = next(s for s in ATTACKS if s.name == "ex2_holds_every_lock")
+    uploads = [("a_locker", locker)]
+    uploads += [(f"{name}_classmate", honest("ex3_timing_interpreter")) for name in "bcd"]
+    batch = one_worker_batch(released, tmp_path, uploads)
+    got = {name: [v for v in r.values() if v is not None] for name, r in batch["scores"].items()}
+    assert got == dict.fromkeys(["a_locker", "b_classmate", "c_classmate", "d_classmate"], [10])
 
 
 def test_attacks_never_see_the_hidden_checks(graded):

@@ -146,6 +146,22 @@ def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
     assert not problems, f"{len(problems)} entries (python -m fxcourse.i18n join-lines):\n{shown}"
 
 
+@pytest.mark.parametrize(
+    "broken, joined",
+    [
+        ("第一行\n第二行", "第一行第二行"),
+        ("列表项的\n  续行", "列表项的续行"),  # list indentation after the break
+        ("加粗**\n之后", "加粗**之后"),  # an emphasis marker before it
+        ("之前\n*强调*", "之前*强调*"),  # and after it
+        ("- 一项\n  * 子项", "- 一项\n  * 子项"),  # a nested item stays one
+        ("一句。\n\n另一段", "一句。\n\n另一段"),  # a paragraph stays one
+    ],
+)
+def test_a_break_that_shows_as_a_space_is_found_and_joined(broken, joined):
+    assert bool(i18n.BREAK_BETWEEN_CJK.search(broken)) == (broken != joined)
+    assert i18n.joined_lines(broken) == joined
+
+
 GLOSSARY = [
     i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
     i18n.Term(("rewrite",), "重写", ("改写",)),

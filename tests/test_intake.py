@@ -252,6 +252,8 @@ def test_odd_file_names_are_copied_under_safe_names(tmp_path: Path, course: Path
     put(upload + f"/j\xf6rg/{EX2}/{EX2}.ipynb".encode("latin-1"), notebook("jorg"))
     put(upload + f"/.hidden/{EX2}/{EX2}.ipynb".encode(), notebook("hidden"))
     put(upload + f"/caf\xe9_{EX3}.ipynb".encode("latin-1"), notebook("flat"))
+    put(upload + f"/bob /{EX3}/{EX3}.ipynb".encode(), notebook("trailing space"))
+    put(upload + f"/Ann [TA] Lee/{EX3}/{EX3}.ipynb".encode(), notebook("brackets"))
     report = collect(Path(os.fsdecode(upload)), course)
     assert arrived(course) == {
         f"alice/{EX1}/{EX1}.ipynb": notebook("alice"),
@@ -265,7 +267,10 @@ def test_odd_file_names_are_copied_under_safe_names(tmp_path: Path, course: Path
         f"j\\xf6rg/{EX2}/{EX2}.ipynb",
         f".hidden/{EX2}/{EX2}.ipynb",
         "caf\\xe9_" + f"{EX3}.ipynb",
+        f"bob /{EX3}/{EX3}.ipynb",
+        f"Ann [TA] Lee/{EX3}/{EX3}.ipynb",
     }
+    assert "rename it, say 'Ann (TA) Lee'" in reasons[f"Ann [TA] Lee/{EX3}/{EX3}.ipynb"]
     assert all("student id" in reason for reason in reasons.values())
     "\n".join(report.lines("up")).encode("ascii", "backslashreplace")  # printable as it is
 

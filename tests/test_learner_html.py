@@ -10,13 +10,16 @@ for images only). Every hostile input holds a string that a missing rule would l
 from __future__ import annotations
 
 import base64
+import html
 import re
+import time
 from html.parser import HTMLParser
 
 import nbformat
 import pytest
 
 from grader.learner_html import LearnerHTML, clean, markdown2html, shown_metadata
+from grader.safegrade.limits import LIMITS
 
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
 IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]")
@@ -127,6 +130,9 @@ HOSTILE = {
     "escaped_stays_text": "&lt;script&gt;alert(1)&lt;/script&gt;",
     "double_escaped": "&amp;lt;script&amp;gt;alert(1)&amp;lt;/script&amp;gt;",
     "html_then_blank_line": '<div title="x">\n\n[click](javascript:alert(1))\n\n</div>',
+    # markup shown as text (too deep, too many tags): escaped, it stays as inert
+    "deep_then_script": "<div>" * 60 + "<script>alert(1)</script><img src=x onerror=alert(1)>",
+    "many_then_handler": "<b>x</b>" * 2500 + '<a href="javascript:alert(1)">x</a>',
 }
 
 
@@ -271,3 +277,81 @@ def test_clean_keeps_the_fragment_on_one_line():
     stays one untouched block there."""
     shown = clean("<p>one\n\ntwo\r\n</p>")
     assert shown == "<div><p>one&#10;&#10;two&#10;</p></div>"
+
+
+# bleach's time grows with the square of the nesting (30,000 nested divs: a minute), mistune's
+# and bleach's with the size and the tags (a markdown table of 20,000 rows: two minutes).
+TANGLED = {
+    "nested_divs": "<div>" * 30_000 + "deep" + "</div>" * 30_000,
+    "long_table": "|a|b|\n|-|-|\n" + "|x|y|\n" * 20_000,
+    "unclosed_formatting": "<b>" * 3000 + "<p>y</p>" * 3000,
+    "huge_text": "word " * 100_000,
+}
+
+
+@pytest.mark.parametrize("source", TANGLED.values(), ids=TANGLED)
+def test_markup_too_big_or_deep_to_clean_quickly_is_shown_as_text(source):
+    started = time.monotonic()
+    for shown in (
+        markdown_cell_shown(source),
+        shown_outputs(display({"text/html": source}))[0]["data"]["text/html"],
+    ):
+        assert shown.startswith("<div><p><em>Shown as text: it") and "\n" not in shown
+        assert html.escape(source[:2000]).replace("\n", "&#10;") in shown
+        assert not dangers(shown)
+    print(f"shown as text in {time.monotonic() - started:.2f} s")
+
+
+def test_markup_within_the_bounds_is_cleaned_not_shown_as_text():
+    nested = "<div>" * 40 + "<b>deep</b>" + "</div>" * 40
+    table = "|a|b|\n|-|-|\n" + "|x|y|\n" * 200
+    for source in (nested, table):
+        shown = markdown_cell_shown(source)
+        assert "Shown as text" not in shown and ("<b>deep</b>" in shown or "<td>x</td>" in shown)
+
+
+def test_a_notebook_past_its_time_limit_shows_the_rest_as_text(monkeypatch):
+    """Each notebook's markup has a time limit (LIMITS.learner_html_time): once spent, every
+    later markdown cell is shown as escaped text, every output as plain text and images."""
+    monkeypatch.setattr(LIMITS, "learner_html_time", 0.0)
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [display({"text/html": "<b>bold</b>", "text/plain": "bold", "image/png": "iV"})]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("**hi**"), cell])
+    shown, _ = LearnerHTML().preprocess(nb, {})
+    assert "Shown as text: cleaning this notebook" in shown.cells[0].source
+    assert "**hi**" in shown.cells[0].source
+    assert shown.cells[1].outputs[0]["data"] == {"text/plain": "bold", "image/png": "iV"}
+
+
+def test_the_formgraders_exporter_shows_deep_markup_as_text():
+    """The formgrader renders a submission with nbconvert's HTMLExporter configured as
+    grader/nbgrader_config.py configures it (LearnerHTML first)."""
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [display({"text/html": TANGLED["nested_divs"]})]
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell(TANGLED["nested_divs"]), cell]
+    )
+    config = Config({"HTMLExporter": {"preprocessors": [LearnerHTML]}})
+    started = time.monotonic()
+    page, _ = HTMLExporter(config=config).from_notebook_node(nb)
+    print(f"exported in {time.monotonic() - started:.2f} s")
+    assert page.count("Shown as text: it is 330004 characters long") == 2
+
+
+def test_a_notebooks_page_shows_at_most_its_budget_of_characters():
+    """nbconvert parses the whole page again (BeautifulSoup: seconds per 100,000 escaped
+    characters): what a notebook's cells show is cut at learner_html_notebook_chars, counted
+    escaped, with a note."""
+    printing = nbformat.v4.new_code_cell("print('<' * 20_000)")
+    printing.outputs = [nbformat.v4.new_output("stream", name="stdout", text="<" * 20_000)]
+    cells = [nbformat.v4.new_markdown_cell("**bold** " * 500)] + [printing] * 5
+    shown, _ = LearnerHTML().preprocess(nbformat.v4.new_notebook(cells=cells), {})
+    texts = [cell.source for cell in shown.cells]
+    texts += [o["text"] for cell in shown.cells[1:] for o in cell.outputs]
+    escaped = sum(len(html.escape(text, quote=False)) for text in texts)
+    assert escaped < LIMITS.learner_html_notebook_chars + 1000
+    assert "<strong>bold</strong>" in shown.cells[0].source
+    assert shown.cells[-1].outputs[0]["text"].endswith("characters]")

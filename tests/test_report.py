@@ -90,3 +90,95 @@ def test_the_page_sorts_in_a_browser_and_passes_axe(tmp_path):
         assert serious_violations(tab) == []
         assert dialogs == []  # no learner's script ran
         browser.close()
+
+
+def test_try_it_ids_a_learner_made_up_never_break_the_report(tmp_path):
+    """The hub's progress service reads each learner's claim about their try-its: one id of
+    5,000 digits (over Python's int() digit limit) stopped the class report. The service and
+    the report keep only the course's own try-it ids, each in its own chapter; the report's
+    order cannot raise whatever ids it is given."""
+    import json
+    import sys
+
+    from grader.hub import progress_service
+    from grader.report_model import stalled_tryits
+
+    huge = "9" * 5000
+    chapters = progress_service.CHAPTERS
+    claim = {"tryits": {name: {} for name in chapters}, "exercises": {}, "as_of": {}}
+    claim["tryits"][chapters[0]] = {"1.1": True, huge: True, "2.1": True, f"1.{huge}": False}
+    row = progress_service.checked(json.dumps(claim).encode())
+    assert row["tryits"][chapters[0]] == {"1.1": True}  # 2.1 is chapter 2's
+    sent = {"ann": {"tryits": claim["tryits"]}, "ben": "could not be read"}
+    (tmp_path / "progress.json").write_text(json.dumps(sent))
+    progress = report.read_progress(str(tmp_path / "progress.json"))
+    assert progress["ann"]["01_symbolic_tracing.ipynb"] == {"1.1": True} and "ben" not in progress
+    page = report.page(made_up_class(), progress)
+    assert huge not in page and "1.1" in page
+    order = stalled_tryits({"x": {"c": {huge: True, "2.10": False, "2.9": False, "a.b": True}}})
+    assert [tid for tid, _, _ in order] == ["2.9", "2.10", huge, "a.b"]
+    assert sys.get_int_max_str_digits() < 5000  # the limit the old key ran into
+
+
+def wide_class() -> list[Exercise]:
+    """Exercises with the real exercises' test names, long learner ids, try-its and a
+    submission that could not be graded."""
+    from grader.report_model import Exercise as Ex
+
+    names = {
+        "ex1_sigmoid_to_tanh": ["test_torch_sigmoid", "test_method_and_module",
+                                "test_functional_spellings", "test_in_place", "test_graph_hygiene"],
+        "ex2_node_dump": ["test_records", "test_targets", "test_arguments", "test_users",
+                          "test_refers_to", "test_merge"],
+    }  # fmt: skip
+    exercises = []
+    for exercise, tests in names.items():
+        top = dict.fromkeys(tests, 2.0)
+        page = f"classdata/feedback/x/{exercise}/{exercise}.html"
+        rows = [
+            Submission(
+                f"learner{i:02d}_from_section_b", GRADED, 7.0, 3600 * 30, 1.0, top, {}, "", "", page
+            )
+            for i in range(4)
+        ]
+        rows.append(Submission("dave", NOT_GRADED, reason=CUT_OFF, detail=NOT_JSON))
+        exercises.append(Ex(exercise, tests, top, rows))
+    return exercises
+
+
+CUT_OFF = "could not be graded: the notebook is cut off or corrupt: ask for a new upload"
+NOT_JSON = (
+    "nbformat.reader.NotJSONError: Notebook does not appear to be JSON: '{\\n \"cells\": ...'"
+)
+
+
+def test_the_learners_table_fits_1400_px_and_the_error_is_one_click_away(tmp_path):
+    """Every column of the learners' tables, feedback links included, within a 1400 px window;
+    a submission that could not be graded reads what to do, its error behind a click."""
+    from browser_lab import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    progress = {
+        f"learner{i:02d}_from_section_b": {"01_symbolic_tracing": {"1.1": True}} for i in range(4)
+    }
+    page_file = tmp_path / "report.html"
+    page_file.write_text(report.page(wide_class(), progress))
+    artifacts = ROOT / "test-artifacts" / "report"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 900})
+        tab.goto(page_file.as_uri())
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 1400
+        for table in tab.locator("table.sortable").all():
+            assert table.bounding_box()["x"] + table.bounding_box()["width"] <= 1400
+            assert table.locator("a", has_text="feedback").first.is_visible()
+        problem = tab.locator("ul.problems li").first
+        assert problem.inner_text().startswith(
+            "dave (could not be graded): the notebook is cut off"
+        )
+        assert not problem.locator("code").is_visible()
+        problem.locator("summary").click()
+        assert "NotJSONError" in problem.locator("code").inner_text()
+        tab.screenshot(path=artifacts / "report-1400px.png", full_page=True)
+        browser.close()

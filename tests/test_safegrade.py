@@ -145,24 +145,34 @@ def test_a_graph_crosses_as_a_description():
 # ----------------------------------------------------------------------------- records and verdicts
 
 
-def frames(*records, nonce="n1") -> bytes:
-    """Records framed as the sandbox's runner writes them; bytes are sent as they are, a str
-    is framed as it is."""
+def frames(*sent, nonce="n1") -> bytes:
+    """Records framed as the sandbox's runner writes them (a "value" is the frame's body);
+    bytes are sent as they are, a str is a header as it is."""
     stream = b""
-    for record in records:
+    for record in sent:
         if isinstance(record, bytes):
             stream += record
             continue
-        payload = (
-            nonce.encode() + (record if isinstance(record, str) else json.dumps(record)).encode()
-        )
+        if isinstance(record, str):
+            payload = nonce.encode() + len(record).to_bytes(4, "big") + record.encode()
+        else:
+            payload = runner.record_payload(record, nonce)
         stream += len(payload).to_bytes(4, "big") + payload
     return stream
 
 
+def as_sent(found: dict[int, dict]) -> dict[int, dict]:
+    """read_records' records with each body (the data, never parsed there) parsed back."""
+    return {
+        index: {k: v for k, v in record.items() if k != "data"}
+        | ({"value": json.loads(bytes(record["data"]))} if "data" in record else {})
+        for index, record in found.items()
+    }
+
+
 def test_records_arrive_one_per_cell_in_order():
     stream = frames({"cell": 0, "stdout": "a"}, {"cell": 1, "value": 2}, {"done": True})
-    assert read_records(stream, 2, "n1") == {
+    assert as_sent(read_records(stream, 2, "n1")) == {
         0: {"cell": 0, "stdout": "a"},
         1: {"cell": 1, "value": 2},
     }
@@ -191,8 +201,8 @@ FORGED_LINE = b'{"cell": 2, "probe": "t", "value": 4}\n{"cell": 2, "val'
 def test_a_forged_record_fails_the_cell_that_wrote_it_and_no_other(forged):
     real = [{"cell": 0, "stdout": ""}, {"cell": 1, "stdout": ""}, {"cell": 2, "value": 4}]
     stream = frames(real[0], forged, real[1], real[2], {"done": True})
-    records = read_records(stream, 3, "n1")
-    assert rejected(records, 1) and records[0] == real[0] and records[2] == real[2]
+    found = as_sent(read_records(stream, 3, "n1"))
+    assert rejected(found, 1) and found[0] == real[0] and found[2] == real[2]
 
 
 def test_a_duplicated_record_fails_that_cell_alone():
@@ -205,9 +215,9 @@ def test_a_duplicated_record_fails_that_cell_alone():
 def test_a_forged_record_of_the_running_cell_fails_it_and_not_the_next():
     forged, real = {"cell": 1, "stdout": "forged"}, {"cell": 1, "stdout": ""}
     stream = frames({"cell": 0}, forged, real, {"cell": 2, "value": 4}, {"done": True})
-    records = read_records(stream, 3, "n1")
-    assert records[0] == {"cell": 0} and rejected(records, 1)
-    assert records[2] == {"cell": 2, "value": 4}
+    found = as_sent(read_records(stream, 3, "n1"))
+    assert found[0] == {"cell": 0} and rejected(found, 1)
+    assert found[2] == {"cell": 2, "value": 4}
 
 
 def test_a_cut_off_or_oversized_frame_fails_its_cell():
@@ -220,7 +230,7 @@ def test_a_cut_off_or_oversized_frame_fails_its_cell():
 
 def test_records_after_the_last_are_ignored():
     stream = frames({"cell": 0}, {"done": True}, {"cell": 1, "value": 1})
-    assert read_records(stream, 2, "n1") == {0: {"cell": 0}}
+    assert as_sent(read_records(stream, 2, "n1")) == {0: {"cell": 0}}
 
 
 class Checks:
@@ -236,12 +246,16 @@ class Checks:
 @pytest.mark.parametrize(
     ("value", "verdict"),
     [
-        (3, None),
-        (4, ["AssertionError", "want 3"]),
-        ({"bogus": 1}, ["DataError", "could not be read"]),
+        (b"3", None),
+        (b"4", ["AssertionError", "want 3"]),
+        (b'{"bogus": 1}', ["DataError", "could not be read"]),
+        (b"[3", ["DataError", "could not be read"]),
+        (b"[" + b"{}," * 2_000_000 + b"{}]", ["DataError", "over 1600000 JSON values"]),
     ],
+    ids=["right", "wrong", "unknown-tag", "not-json", "two-million-values"],
 )
 def test_verdicts_come_from_the_checks(value, verdict):
+    """The probe's data arrives as the bytes it sent, counted before they are parsed."""
     got = checking.judge(Checks, "test_x", value, seed=1)
     assert got == verdict or (verdict and verdict[1] in got[1])
 
@@ -312,17 +326,18 @@ def test_the_inputs_process_sends_what_the_trusted_side_would_make():
         def inputs(grade_id, seed):
             return None if grade_id == "none" else {"x": torch.arange(seed), "id": grade_id}
 
-    record = json.loads(json.dumps({"cell": 0} | checking.encoded_inputs(Checks, "t", 5)))
-    sent = checking.inputs_of(record, "t")
-    assert data.decode(sent["inputs"])["id"] == "t"
-    assert torch.equal(data.decode(sent["inputs"])["x"], torch.arange(5))
-    none = checking.inputs_of({"cell": 1} | checking.encoded_inputs(Checks, "none", 5), "none")
-    assert data.decode(none["inputs"]) is None  # inputs of None still travel, as data
+    def sent(grade_id: str, index: int):
+        stream = frames({"cell": index} | checking.encoded_inputs(Checks, grade_id, 5))
+        return checking.inputs_of(read_records(stream, index + 1, "n1")[index], grade_id)
+
+    made = data.decode(json.loads(bytes(sent("t", 0))))
+    assert made["id"] == "t" and torch.equal(made["x"], torch.arange(5))
+    assert json.loads(bytes(sent("none", 0))) is None  # inputs of None still travel, as data
     with pytest.raises(checking.GraderFailure, match="did not arrive whole"):
         checking.inputs_of({"cell": 1}, "t")  # every test's record holds its inputs
     cell = nbformat.v4.new_code_cell("assert True")
     cell.metadata.nbgrader = {"grade": True, "grade_id": "t", "points": 1, "locked": True}
-    assert verdicts.step(cell, {"t": sent}) == {"probe": "t", "inputs": sent["inputs"]}
+    assert verdicts.step(cell, {"t": 3}) == {"probe": "t", "inputs": 3}
 
 
 def test_the_attack_that_reads_the_checks_would_find_them_where_they_are():
@@ -406,12 +421,12 @@ def test_a_notebook_too_big_without_outputs_is_left_out_before_nbgrader_reads_it
 ):
     """nbgrader parses a notebook under the batch's lock: a huge source or a hundred thousand
     cells would stall every classmate, so such a notebook is not staged (could not grade)."""
-    cells = [nbformat.v4.new_code_cell("x = 1" if why == "cells" else "#" * 5000)]
+    cells = [nbformat.v4.new_code_cell("x = 1" if why == "cells" else "#" * 20_000)]
     nb = nbformat.v4.new_notebook(cells=cells * (30 if why == "cells" else 1))
     upload, source = tmp_path / "upload", tmp_path / "source"
     upload.mkdir(), source.mkdir()
     (upload / "hw.ipynb").write_text(nbformat.writes(nb))
-    monkeypatch.setattr(LIMITS, "strip_over_bytes", 4000)
+    monkeypatch.setattr(LIMITS, "strip_over_bytes", 10_000)
     monkeypatch.setattr(LIMITS, "notebook_cells", 20)
     notes = staging.stage(upload, tmp_path / "staged", source)
     assert not (tmp_path / "staged" / "hw.ipynb").exists()

@@ -37,6 +37,7 @@ import tiny_course  # noqa: E402
 
 from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.bench import scores  # noqa: E402
+from grader.safegrade.records import read_records  # noqa: E402
 from grader.safegrade.visibility import python_folders  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
@@ -129,6 +130,8 @@ def test_every_submission_gets_a_score_and_one_line_reason(hostile):
     for case in cases:
         assert "\n" not in result(hostile["course"], case.name)["reason"], case.name
         assert f"  {case.name}  tiny  " in summary, case.name
+    plain = "could not be graded: the notebook is cut off or corrupt: ask for a new upload"
+    assert f"\n  invalid_json  tiny  {plain}\n" in summary  # no "0:", no parser's words
 
 
 @pytest.mark.parametrize("case", hostile_cases.build_cases(Path("/course")), ids=lambda c: c.name)
@@ -176,6 +179,24 @@ def test_hidden_checks_never_reach_a_learner(hostile):
         assert "run_check" not in text, page
     page = (course / "feedback" / "wrong" / "tiny" / "tiny.html").read_text()
     assert "add_all([1, 2]) should be 3" in page
+    tangled = (course / "feedback" / "tangled_markup" / "tiny" / "tiny.html").read_text()
+    assert "Shown as text: it is 330004 characters long" in tangled  # 30,000 nested divs
+    assert "passed 100000 characters" in tangled and len(tangled) < 1_000_000
+
+
+def test_feedback_on_tangled_markup_takes_seconds(hostile):
+    """nbgrader's generate_feedback (make feedback) on the notebook of 30,000 nested divs, a
+    20,000-row table and 300,000 printed '<' alone, and on an honest one (the formgrader's
+    exporter is test_learner_html's): printed side by side, they differ by seconds, not the
+    minutes bleach and nbconvert's page parser took (a time budget is not asserted)."""
+    course, seconds = hostile["course"], {}
+    for student in ("correct", "tangled_markup"):
+        started = time.monotonic()
+        tiny_course.nbgrader(course, "generate_feedback", "tiny", f"--student={student}", "--force")
+        seconds[student] = time.monotonic() - started
+    print("feedback seconds: " + ", ".join(f"{s} {t:.1f}" for s, t in seconds.items()))
+    page = course / "feedback" / "tangled_markup" / "tiny" / "tiny.html"
+    assert "Shown as text" in page.read_text()
 
 
 def test_no_process_is_left_and_outputs_are_capped(hostile):
@@ -188,9 +209,47 @@ def test_no_process_is_left_and_outputs_are_capped(hostile):
 
 def test_the_graders_memory_stays_bounded(hostile):
     """many_tiny_outputs is a 600,000-output notebook: read whole it would take gigabytes."""
-    peak_kb = int(hostile["run"].stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
-    print(f"grader peak RSS: {peak_kb / 1024:.0f} MiB")
-    assert peak_kb < 400 * 1024
+    peak = peak_kb(hostile["run"])
+    print(f"grader peak RSS: {peak / 1024:.0f} MiB")
+    assert peak < 400 * 1024
+
+
+def peak_kb(run: subprocess.CompletedProcess) -> int:
+    return int(run.stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
+
+
+def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
+    """One worker grades an honest class, then the same class with submissions that send as
+    much as the caps let through (hostile_cases.memory_cases: record frames of eleven million
+    values, a flood of output, notebooks at the size and value caps): the grading process's
+    peak grows by no more than the bound make autograde prints."""
+    from grader.safegrade.limits import LIMITS, MiB
+
+    runs = {}
+    for name, cases in (("honest", []), ("at_the_caps", hostile_cases.memory_cases())):
+        # cells that build frames at the caps take seconds on a loaded machine: this test is
+        # about memory, so their time limits are wide (a timeout would hide the frames' check)
+        course = tiny_course.make_course(tmp_path / name, cell_timeout=20, budget=60)
+        for student in ("honest", "honest_too"):
+            tiny_course.add_submission(
+                course, student, tiny_course.with_answer(tiny_course.CORRECT)
+            )
+        for case in cases:
+            tiny_course.add_submission(course, case.name, case.submission)
+        runs[name] = autograde(course, "--workers=1", timeout=900)
+        assert runs[name].returncode == 0, runs[name].stderr[-3000:]
+        for case in cases:
+            got = result(course, case.name)
+            assert (got["score"], case.reason in got["reason"]) == (case.score, True), got
+    flood = course / "autograded" / "m_output_flood" / "tiny" / "tiny.ipynb"
+    assert flood.stat().st_size < 4 * LIMITS.records_text_chars + (1 << 20)
+    grown, bound = (
+        peak_kb(runs["at_the_caps"]) - peak_kb(runs["honest"]),
+        LIMITS.grading_memory_bytes(),
+    )
+    print(f"grader peak: {peak_kb(runs['honest']) >> 10} MiB honest, grown by {grown >> 10} MiB")
+    assert f"grows by at most {bound // MiB} MiB per worker" in runs["at_the_caps"].stdout
+    assert grown << 10 <= bound
 
 
 def test_a_second_run_changes_nothing(hostile):
@@ -321,7 +380,9 @@ def test_failures_are_put_where_they_belong(tmp_path):
     assert scores(course / "gradebook.db") == {"s": 10.0}
     (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
     assert autograde(course).returncode == 0
-    assert result(course, "s")["reason"].startswith("0: the grader could not grade")
+    got = result(course, "s")
+    assert got["reason"].startswith("could not be graded: the notebook is cut off or corrupt")
+    assert "NotJSONError" in got["detail"] or "JSONDecodeError" in got["detail"], got
     assert scores(course / "gradebook.db").get("s", 0) == 0
     for kept in ("feedback", "autograded"):
         assert not (course / kept / "s" / "tiny").exists(), kept
@@ -357,6 +418,50 @@ def test_failures_are_put_where_they_belong(tmp_path):
     assert "bubblewrap" in got["reason"] and run.returncode == 0
     again = autograde(course)
     assert "0 unchanged" in again.stdout and result(course, "s")["status"] == "graded"
+
+
+def test_a_student_folder_named_like_a_pattern_is_never_handed_to_nbgrader(tmp_path):
+    """nbgrader matches a student id, then the folder it found, as file patterns: a folder
+    "[a-c]*" would be graded as its classmates, "dee [ta]" as nobody (intake refuses such
+    ids; these were put in place by hand). Each is reported as not graded, saying what to do;
+    every classmate is graded once, as themselves, and gets feedback and a row of the export
+    of their own; the export says which uploads could not be graded."""
+    course = tiny_course.make_course(tmp_path)
+    for student in ("ann", "bob", "[a-c]*", "dee [ta]", "eve?"):
+        answer = tiny_course.CORRECT if student.isalpha() else hostile_cases.WRONG
+        tiny_course.add_submission(course, student, tiny_course.with_answer(answer))
+    run = autograde(course, "--workers=1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert scores(course / "gradebook.db") == {"ann": 10.0, "bob": 10.0}
+    for student in ("[a-c]*", "dee [ta]", "eve?"):
+        got = result(course, student)
+        assert got["status"] == "error" and "reads as a file pattern: rename" in got["reason"]
+    graded = re.findall(r"^\[\d/5\] tiny/(.+?): ", run.stdout, re.MULTILINE)
+    assert sorted(graded) == sorted(["ann", "bob", "[a-c]*", "dee [ta]", "eve?"]), run.stdout
+    tiny_course.nbgrader(course, "generate_feedback", "tiny", "--force")
+    pages = {page.parent.parent.name for page in (course / "feedback").glob("*/tiny/*.html")}
+    assert pages == {"ann", "bob"}
+    assert exported(course) == {
+        "ann": "10",
+        "bob": "10",
+        **dict.fromkeys(["[a-c]*", "dee [ta]", "eve?"], "could not grade"),
+    }
+
+
+def exported(course: Path) -> dict[str, str]:
+    """student id -> their cell of the tiny course's grades.csv (make export's writer)."""
+    from grader import grades_export
+
+    where = grades_export.Where(
+        gradebook_url=f"sqlite:///{course / 'gradebook.db'}",
+        course_id="tiny-course",
+        assignments=("tiny",),
+        results=course / "autograded" / ".safegrade",
+        sources=course / "source",
+    )
+    out = grades_export.write(where, course / "export" / "grades.csv", ["tiny"])
+    with out.open(newline="") as handle:
+        return {row["student_id"]: row["tiny"] for row in csv.DictReader(handle)}
 
 
 SNOOPING_CHECKS = """import os
@@ -441,12 +546,12 @@ def test_a_replaced_sandbox_serves_the_next_submission(tmp_path):
     from grader.safegrade.sandbox import Limits, Sandbox
 
     box = Sandbox([], [str(tmp_path)], Limits(budget=20, cell_timeout=10, memory_mb=1024))
-    job = {"cells": [{"code": "x = 41"}, {"probe": "t", "inputs": 1}], "files": {}, "nonce": "n"}
+    job = {"cells": [{"code": "x = 41"}, {"probe": "t", "inputs": 0}], "files": {}, "nonce": "n"}
     job["probes"] = "def t(namespace, one):\n    return namespace['x'] + one\n"
     try:
         for _ in range(4):
-            reply = box.run(job)
-            assert b'"value": 42' in reply["records"], reply
+            reply = box.run(job, [b"1"])  # the inputs: blob 0
+            assert bytes(read_records(reply["records"], 2, "n")[1]["data"]) == b"42", reply
             box.stop()
     finally:
         box.stop()

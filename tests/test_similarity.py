@@ -1,57 +1,171 @@
 """`make similarity` on a made-up class (tests/similarity_class.py): 20 honest answers and 3
-planted copies per exercise, written into classdata/submitted/ of a scratch course as the learners'
-notebooks (the released starters with the answer in the solution cell). Every planted copy must
-rank above every other pair; the page escapes what learners wrote."""
+planted copies per exercise, uploaded as the learners' notebooks (the released starters with the
+answer in the solution cell) and graded by `make autograde`, whose autograded notebooks
+similarity reads. Every planted copy must rank above every other pair, including copies hidden
+the ways an upload can hide them from a reader of the raw files (a cell whose metadata is null,
+a byte that is not UTF-8, nbformat 3, a renamed notebook, a notebook over 32 MiB, the answer in
+a cell of the learner's own); a notebook that could not be graded and a starter uploaded
+unchanged are named with the reason; the page escapes what learners wrote."""
 
 from __future__ import annotations
 
 import csv
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
-from similarity_class import PLANTED, class_answers
+from similarity_class import PLANTED, answer, class_answers, honest_choices, planted_copy
 
-from grader import similarity
-from grader.course_grader import ASSIGNMENTS, STUDENT_VERSIONS, SUBMITTED
+from grader import course_grader, similarity
+from grader.course_grader import ASSIGNMENTS, STUDENT_VERSIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '</code></pre><script>alert("x")</script><img src=x onerror=alert(1)>'
+HIDDEN_IN = "ex2_node_dump"  # the exercise whose class also holds the hidden copies
+pytestmark = pytest.mark.xdist_group("similarity")
 
 
-def write_class(course: Path, assignment: str, answers: dict[str, str]) -> None:
-    starter = nbformat.read(ROOT / STUDENT_VERSIONS / assignment / f"{assignment}.ipynb", 4)
-    for student, code in answers.items():
-        notebook = nbformat.from_dict(starter)
-        solution = next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("solution"))
-        solution.source = code
-        folder = course / SUBMITTED / student / assignment
-        folder.mkdir(parents=True)
-        nbformat.write(notebook, folder / f"{assignment}.ipynb")
+def starter(assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / STUDENT_VERSIONS / assignment / f"{assignment}.ipynb", 4)
+
+
+def solution_cell(notebook) -> dict:
+    return next(c for c in notebook["cells"] if c["metadata"].get("nbgrader", {}).get("solution"))
+
+
+def with_code(assignment: str, code: str) -> nbformat.NotebookNode:
+    notebook = starter(assignment)
+    solution_cell(notebook).source = code
+    return notebook
+
+
+def upload(uploads: Path, student: str, assignment: str, name: str, data: bytes) -> None:
+    folder = uploads / student / assignment
+    folder.mkdir(parents=True)
+    (folder / name).write_bytes(data)
+
+
+def hidden_copies(assignment: str) -> dict[str, tuple[int, str, bytes]]:
+    """student -> (the learner copied, the notebook's file name, its bytes): a planted copy of
+    a classmate's answer, hidden each way an upload can hide it from a reader of raw files."""
+    copy = {
+        n: planted_copy(answer(assignment, honest_choices()[n], (1, 0, 2, 3))) for n in range(9)
+    }
+    name = f"{assignment}.ipynb"
+    null_metadata = json.loads(nbformat.writes(with_code(assignment, copy[1])))
+    null_metadata["cells"].insert(1, nbformat.v4.new_code_cell("seen = True") | {"metadata": None})
+    damaged = with_code(assignment, copy[2])
+    damaged.cells.insert(0, nbformat.v4.new_markdown_cell("notes: caf\udce9 \udcff"))
+    big = with_code(assignment, copy[7])
+    last_code = [cell for cell in big.cells if cell.cell_type == "code"][-1]
+    last_code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * (33 << 20))]
+    added = starter(assignment)
+    at = added.cells.index(solution_cell(added)) + 1
+    added.cells.insert(at, nbformat.v4.new_code_cell(copy[8]))
+    return {
+        "hidden_null_metadata": (1, name, json.dumps(null_metadata).encode()),
+        "hidden_not_utf8": (2, name, nbformat.writes(damaged).encode("utf-8", "surrogateescape")),
+        "hidden_nbformat3": (
+            4,
+            name,
+            nbformat.writes(nbformat.convert(with_code(assignment, copy[4]), 3), 3).encode(),
+        ),
+        "hidden_renamed": (
+            6,
+            "my work (1).ipynb",
+            nbformat.writes(with_code(assignment, copy[6])).encode(),
+        ),
+        "hidden_over_32_mib": (7, name, nbformat.writes(big).encode()),
+        "hidden_in_a_cell_of_its_own": (8, name, nbformat.writes(added).encode()),
+    }
 
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory) -> Path:
-    course = tmp_path_factory.mktemp("similarity")
+    course = course_grader.copy_course(tmp_path_factory.mktemp("similarity"))
+    course_grader.release(course)
+    uploads = tmp_path_factory.mktemp("uploads")
     for assignment in ASSIGNMENTS:
         answers = class_answers(assignment)
-        answers["learner05"] += f"\n# {HOSTILE}\n"
-        write_class(course, assignment, answers)
-    assert similarity.main(["--course", str(course), "--out", str(course / "out")]) == 0
+        answers["learner05"] += f"\n# {HOSTILE}\nlong_line = {'x' * 300!r}\n"
+        for student, code in answers.items():
+            notebook = nbformat.writes(with_code(assignment, code)).encode()
+            upload(uploads, student, assignment, f"{assignment}.ipynb", notebook)
+    for student, (_, name, data) in hidden_copies(HIDDEN_IN).items():
+        upload(uploads, student, HIDDEN_IN, name, data)
+    upload(uploads, "broken_upload", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", b'{"cells": [')
+    unchanged = nbformat.writes(starter(HIDDEN_IN)).encode()
+    upload(uploads, "starter_unchanged", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", unchanged)
+    course_grader.collect(uploads, course)
+    command = [sys.executable, "-m", "grader.safegrade", "autograde"]
+    graded = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    command = [sys.executable, "-m", "grader.similarity", "--course", str(course)]
+    command += ["--out", str(course / "out")]
+    found = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert found.returncode == 0, found.stderr[-3000:]
+    (course / "out" / "stderr.txt").write_text(found.stderr)
     return course
+
+
+def pairs(compared: Path, assignment: str) -> list[dict]:
+    with (compared / "out" / "similarity.csv").open() as handle:
+        return [row for row in csv.DictReader(handle) if row["assignment"] == assignment]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_planted_copy_ranks_above_every_honest_pair(compared, assignment):
-    with (compared / "out" / "similarity.csv").open() as handle:
-        rows = [row for row in csv.DictReader(handle) if row["assignment"] == assignment]
-    assert len(rows) == 23 * 22 // 2  # every pair of 20 honest and 3 planted answers
+    rows = pairs(compared, assignment)
+    hidden = hidden_copies(assignment) if assignment == HIDDEN_IN else {}
+    answers = 23 + len(hidden)  # 20 honest, 3 planted, and the hidden copies
+    assert len(rows) == answers * (answers - 1) // 2
     copies = {frozenset((f"learner{i:02d}", f"copier_of_learner{i:02d}")) for i, _ in PLANTED}
+    copies |= {frozenset((f"learner{i:02d}", student)) for student, (i, _, _) in hidden.items()}
     planted = [float(r["score"]) for r in rows if {r["student_a"], r["student_b"]} in copies]
     others = [float(r["score"]) for r in rows if {r["student_a"], r["student_b"]} not in copies]
-    assert len(planted) == len(PLANTED)
+    assert len(planted) == len(PLANTED) + len(hidden)
     assert min(planted) > max(others), (sorted(planted), sorted(others)[-5:])
     print(assignment, "planted", sorted(planted), "highest honest", sorted(others)[-3:])
+
+
+def test_every_notebook_left_out_is_named_with_the_reason(compared):
+    """An upload that could not be graded and one that is the starter unchanged are named on
+    the page and on stderr, each with why; no other notebook is left out."""
+    page = (compared / "out" / "similarity.html").read_text()
+    stderr = (compared / "out" / "stderr.txt").read_text()
+    for shown in (page, stderr):
+        assert "broken_upload" in shown and "could not be graded" in shown, shown[-2000:]
+        assert "starter_unchanged" in shown and "no code of its own" in shown, shown[-2000:]
+        assert "hidden_" not in shown.split("broken_upload")[0][-200:]
+    assert stderr.count("not compared") == 2, stderr
+    assert page.count("Every submission was compared.") == len(ASSIGNMENTS) - 1
+
+
+def test_a_notebook_that_breaks_the_reader_stops_no_other(tmp_path, monkeypatch):
+    """One notebook that makes the reader raise is named; the rest are compared."""
+    course = tmp_path
+    for index, student in enumerate(("ann", "ben", "cid")):
+        folder = course / course_grader.AUTOGRADED / student / HIDDEN_IN
+        folder.mkdir(parents=True)
+        code = class_answers(HIDDEN_IN)[f"learner0{index}"]
+        nbformat.write(
+            with_code(HIDDEN_IN, code + f"\n# {student}\n"), folder / f"{HIDDEN_IN}.ipynb"
+        )
+    notebook = course / course_grader.AUTOGRADED / "ben" / HIDDEN_IN / f"{HIDDEN_IN}.ipynb"
+    notebook.write_text(notebook.read_text().replace('"cells": [', '"cells": [null, 7, ', 1))
+    real = similarity.own_code
+
+    def breaks_on_ben(found, starter):
+        if found["cells"][0] is None:
+            raise KeyError("metadata")
+        return real(found, starter)
+
+    monkeypatch.setattr(similarity, "own_code", breaks_on_ben)
+    codes, left_out = similarity.answers(course, HIDDEN_IN)
+    assert set(codes) == {"ann", "cid"} and "KeyError" in left_out["ben"]
 
 
 def test_the_page_shows_pairs_side_by_side_escaped(compared):
@@ -80,6 +194,12 @@ def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared
         assert "copier_of_learner" in first.locator("h3").inner_text()
         assert first.locator("mark").count() >= 2  # matches marked on both sides
         first.screenshot(path=artifacts / "similarity-first-pair.png")
+        assert tab.evaluate("document.documentElement.scrollWidth") <= 1280  # long lines wrap
+        left_out = tab.locator("ul", has_text="broken_upload")
+        assert left_out.is_visible() and "could not be graded" in left_out.inner_text()
+        assert "starter_unchanged" in left_out.inner_text()
+        left_out.screenshot(path=artifacts / "similarity-not-compared.png")
+        tab.screenshot(path=artifacts / "similarity.png", full_page=True)
         assert serious_violations(tab) == []
         assert dialogs == []
         browser.close()

@@ -292,7 +292,7 @@ def english_on_a_chinese_page(nodes, waived: list[str], seen: set[str]) -> list[
     English sentence (the `waived` patterns aside, those met added to `seen`); outside the
     article, a control, picture or landmark whose name has no Chinese at all (what is marked as
     another language, lang="en", aside)."""
-    from test_browser_zh import english_sentences
+    from english_prose import english_sentences
 
     found = []
     for node in nodes:

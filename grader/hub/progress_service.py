@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from fxcourse.workspace import course_notebooks
+from grader.report_model import course_tryits, own_tryits
 from grader.safegrade.limits import LIMITS
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
@@ -37,6 +38,7 @@ AS_OF_KINDS = {"checks ran", "notebook saved"}
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
 ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
+TRYITS = course_tryits()  # try-it id -> its chapter
 
 
 def learners(unix_group: str) -> list[str]:
@@ -102,7 +104,7 @@ def checked(output: bytes) -> dict | str:
         return "could not be read (too large)"
     try:
         claim = json.loads(output)
-        tryits = {name: booleans(claim["tryits"][name]) for name in CHAPTERS}  # None: unreadable
+        tryits = {name: booleans(name, claim["tryits"][name]) for name in CHAPTERS}  # None: unread
         exercises = {
             name: state
             for name, (state, _copy) in claim["exercises"].items()
@@ -130,10 +132,12 @@ def as_of_note(row: dict, name: str) -> str:
     return f"<br><small>{html.escape(f'{kind} {when[:10]} {when[11:16]} UTC')}</small>"
 
 
-def booleans(marks: dict | None) -> dict[str, bool] | None:
+def booleans(chapter: str, marks: dict | None) -> dict[str, bool] | None:
+    """A chapter's try-it marks with the course's own ids of that chapter only (a learner's
+    process could claim any id: one of 5,000 digits broke the class report)."""
     if marks is None:
         return None
-    return {str(tid): ok for tid, ok in marks.items() if isinstance(ok, bool)}
+    return own_tryits(chapter, {t: ok for t, ok in marks.items() if isinstance(ok, bool)}, TRYITS)
 
 
 def page(rows: dict[str, dict | str]) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from . import VERSION
 from .bookkeeping import batch_bookkeeping
-from .data import inert_text
+from .data import clean_text, inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
 from .limits import LIMITS, GradingLimits
@@ -144,6 +144,11 @@ def grade_one(
 
     started[(student, assignment)] = time.monotonic()
     course = app.coursedir
+    if problem := pattern_in(student):  # never handed to nbgrader
+        result = not_graded_as(course, student, assignment, problem)
+        result = replace(result, key=submission_key(course, student, assignment, key))
+        save(result, result_path(course, student, assignment))
+        return result
     submitted = Path(course.format_path(course.submitted_directory, student, assignment))
     notes = stage(submitted, staging / student / assignment, source_folder(course, assignment))
     config = copy.deepcopy(app.config)
@@ -171,6 +176,25 @@ def grade_one(
     result = replace(result, key=submission_key(course, student, assignment, key))
     save(result, result_path(course, student, assignment))
     return result
+
+
+def pattern_in(student: str) -> str | None:
+    """Why nbgrader cannot grade a folder of this name as itself, or None. nbgrader matches a
+    student id as a file pattern, then the folder it found as a pattern again: "Ann [TA] Lee"
+    matches no notebook, "[A-Z]*" its classmates' (intake refuses such ids; this catches a
+    folder put in place by hand)."""
+    found = sorted(set(student) & set("[]*?"))
+    if not found:
+        return None
+    return (
+        f"the student id holds {' '.join(found)}, which nbgrader reads as a file pattern: rename "
+        f"the folder (intake refuses such ids) and grade again"
+    )
+
+
+def not_graded_as(course, student: str, assignment: str, problem: str) -> SubmissionResult:
+    reason = clean_text(f"could not be graded: {problem}", LIMITS.reason_chars)
+    return SubmissionResult(student, assignment, NOT_GRADABLE, 0.0, 0.0, reason, detail=problem)
 
 
 def capturing_logger(student: str, assignment: str) -> tuple[logging.Logger, list[str]]:
@@ -229,7 +253,10 @@ def is_current(course, student: str, assignment: str, key: str) -> bool:
 
 def summary(course, tasks: list[tuple[str, str]]) -> None:
     print("safegrade: scores (student, assignment, reason)")
-    for student, assignment in tasks:
-        result = load(result_path(course, student, assignment))
+    results = [load(result_path(course, student, assignment)) for student, assignment in tasks]
+    for (student, assignment), result in zip(tasks, results, strict=True):
         reason = result.reason if result is not None else "not graded"
         print(inert_text(f"  {student}  {assignment}  {reason}", LIMITS.reason_chars))
+    if any(result is not None and result.status == NOT_GRADABLE for result in results):
+        folder = os.path.relpath(result_path(course, "student", "assignment").parent.parent)
+        print(f"safegrade: the errors behind 'could not be graded': make report, or {folder}/")

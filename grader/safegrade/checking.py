@@ -5,7 +5,8 @@ files and the seed) makes each test's inputs the same way, so the grading proces
 checks.py (nor imports torch).
 
 It receives the exercise's checks.py and verify.py (as files), the submission's seed and each
-test's data as the probe sent it; it makes each test's inputs from the seed, decodes the data,
+test's data as the probe sent it (the bytes of its record's body, which the grading process
+forwards without parsing them); it makes each test's inputs from the seed, decodes the data,
 rebuilds graphs (graphs.build, without compiling code) and runs the check. Each verdict goes back
 as data: None (passed) or [ename, message]. The process holds no secret (only this submission's
 seed), no gradebook, no other submission's data and cannot write to the course, so a hole in the
@@ -15,20 +16,25 @@ how the next submission is judged. Never imports nbgrader.
 
 from __future__ import annotations
 
+import json
 import os
 
 from . import probing
-from .data import clean_text, decode, encode
+from .data import DataError, clean_text, decode, encode
+from .jsontext import json_values
 from .limits import LIMITS
 
 MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
+# JSON values of one probe's data: decode() takes at most data_items values, each of which is
+# at most a few JSON values ({"tuple": [...]}, a dict's [key, value] pairs, a tensor's fields).
+MAX_JSON_VALUES = 8 * LIMITS.data_items
 
 
-def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
-    """The check of one test on the probe's data (as sent): None when it passes, else
+def judge(checks, grade_id: str, sent: bytes, seed: int) -> list[str] | None:
+    """The check of one test on the probe's data (its JSON, as sent): None when it passes, else
     [ename, message]. Raises GraderFailure when checks.py cannot make the test's inputs."""
     try:
-        data = decode(value)
+        data = decode(parsed(sent))
     except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
         return ["DataError", f"the data your code produced could not be read: {exc}"]
     if getattr(checks, grade_id, None) is None:
@@ -43,6 +49,13 @@ def judge(checks, grade_id: str, value, seed: int) -> list[str] | None:
             clean_text(str(exc), MESSAGE_CAP),
         ]
     return None
+
+
+def parsed(sent: bytes):
+    """The JSON of a probe's data, counted before it is parsed."""
+    if (values := json_values(sent)) > MAX_JSON_VALUES:
+        raise DataError(f"it holds over {MAX_JSON_VALUES} JSON values ({values})")
+    return json.loads(sent)
 
 
 def trusted_inputs(checks, grade_id: str, seed: int):
@@ -79,29 +92,44 @@ def load_checks(folder: str):
         raise GraderFailure(f"checks.py could not be loaded ({why})") from exc
 
 
-def check_job(files: dict[str, str], seed: int, tests: list[tuple[str, object]]) -> dict:
-    """The job a check process runs: the exercise's files (base64), the seed, and each test's
-    grade_id and data as the probe sent it."""
-    rows = [{"grade_id": grade_id, "value": value} for grade_id, value in tests]
-    return {"kind": "checks", "files": files, "seed": seed, "tests": rows}
+class Blobs(list):
+    """A job's blobs: bytes sent after it, each named in the job by its number."""
+
+    def add(self, data: bytes | memoryview) -> int:
+        self.append(data)
+        return len(self) - 1
+
+    def files(self, files: dict[str, bytes]) -> dict[str, int]:
+        return {name: self.add(data) for name, data in files.items()}
 
 
-def inputs_job(files: dict[str, str], seed: int, grade_ids: list[str]) -> dict:
-    """The job an inputs process runs: the exercise's files (base64), the seed, and the grade_id
-    of each test whose inputs it makes."""
-    return {"kind": "inputs", "files": files, "seed": seed, "tests": list(grade_ids)}
+def check_job(files: dict[str, bytes], seed: int, tests: list[tuple[str, bytes]]) -> tuple:
+    """The job a check process runs, and its blobs: the exercise's files, the seed, and each
+    test's grade_id and data (the bytes the probe sent)."""
+    blobs = Blobs()
+    rows = [{"grade_id": grade_id, "value": blobs.add(sent)} for grade_id, sent in tests]
+    job = {"kind": "checks", "files": blobs.files(files), "seed": seed, "tests": rows}
+    return job, blobs
 
 
-def inputs_of(record: dict | None, grade_id: str) -> dict:
-    """An inputs process's record for a test, checked: {"inputs": data}. Raises GraderFailure
-    when the process failed or sent no such record."""
+def inputs_job(files: dict[str, bytes], seed: int, grade_ids: list[str]) -> tuple:
+    """The job an inputs process runs, and its blobs: the exercise's files, the seed, and the
+    grade_id of each test whose inputs it makes."""
+    blobs = Blobs()
+    job = {"kind": "inputs", "files": blobs.files(files), "seed": seed, "tests": list(grade_ids)}
+    return job, blobs
+
+
+def inputs_of(record: dict | None, grade_id: str) -> memoryview | bytes:
+    """An inputs process's record for a test, checked: the inputs' bytes (its body). Raises
+    GraderFailure when the process failed or sent no such record."""
     if record is None:
         raise GraderFailure(f"the grader's process making the inputs of {grade_id} did not finish")
     if "grader_error" in record:
         raise GraderFailure(clean_text(str(record["grader_error"]), LIMITS.grader_error_chars))
-    if "error" in record or "inputs" not in record or set(record) - {"cell", "inputs"}:
+    if "error" in record or "data" not in record or set(record) - {"cell", "data"}:
         raise GraderFailure(f"the inputs of {grade_id} did not arrive whole")
-    return {key: value for key, value in record.items() if key == "inputs"}
+    return record["data"]
 
 
 def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:

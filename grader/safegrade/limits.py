@@ -84,12 +84,21 @@ class GradingLimits(Configurable):
     ))
     # --- staging: the copy of a submission nbgrader reads (safegrade/staging.py) ----------------
     folder_depth = _limit(Integer, 16, "count", help="Folder depth walked in a submission.")
-    strip_over_bytes = _limit(Integer, 8 * MiB, "bytes", help=(
+    strip_over_bytes = _limit(Integer, 4 * MiB, "bytes", help=(
         "Notebooks larger than this are graded without their outputs; one still larger without "
         "them is left out (nbgrader parses it under the batch's lock)."
     ))
     notebook_cells = _limit(Integer, 2000, "count", help=(
         "Cells of a notebook nbgrader may read (the exercises have about 40)."
+    ))
+    notebook_values = _limit(Integer, 20_000, "count", help=(
+        "JSON values (and keys) of a notebook nbgrader may read, counted before anything parses "
+        "it (an exercise has about 2,000; nbgrader takes about 2 KB of memory per value). Over "
+        "it, the notebook is graded without its outputs; still over, it is left out."
+    ))
+    notebook_scan_values = _limit(Integer, 10_000_000, "count", help=(
+        "JSON values of a notebook whose outputs staging cuts out of its bytes (a walk of its "
+        "strings and brackets); over it, the notebook is left out."
     ))
     sandbox_files_bytes = _limit(Integer, 32 * MiB, "bytes", help=(
         "All of a submission's other files together, shipped into the sandbox."
@@ -100,6 +109,16 @@ class GradingLimits(Configurable):
     ))
     records_bytes = _limit(Integer, 64 * MiB, "bytes", help=(
         "Records kept from one submission (two frames' worth)."
+    ))
+    record_header_bytes = _limit(Integer, 1 * MiB, "bytes", help=(
+        "The part of a record the grader parses (its cell, output, error, verdict); the data "
+        "after it is forwarded to the check process unparsed."
+    ))
+    record_header_values = _limit(Integer, 500, "count", help=(
+        "JSON values in that part, counted before it is parsed (a record has about 40)."
+    ))
+    records_text_chars = _limit(Integer, 2_000_000, "characters", help=(
+        "Output and error text kept from one submission's records, all cells together."
     ))
     cell_output_chars = _limit(Integer, 20_000, "characters", help=(
         "Output of one cell kept by the child (stdout and stderr each); the grader writes at most "
@@ -168,6 +187,28 @@ class GradingLimits(Configurable):
     report_message_chars = _limit(Integer, 300, "characters", help=(
         "A test's failure message as the class report shows it."
     ))
+    # --- learners' markup shown to the instructor (grader/learner_html.py) ---------------------
+    learner_html_chars = _limit(Integer, 100_000, "characters", help=(
+        "A markdown cell, or an output's HTML, rendered and cleaned; a longer one is shown as text."
+    ))
+    learner_html_tags = _limit(Integer, 2000, "count", help=(
+        "Tags of one cell's markup cleaned (bleach's time grows with them); more: shown as text."
+    ))
+    learner_html_depth = _limit(Integer, 50, "count", help=(
+        "Nesting of one cell's tags (bleach's time grows with its square); deeper: as text."
+    ))
+    learner_html_text_chars = _limit(Integer, 10_000, "characters", help=(
+        "Characters shown of such a cell's text (escaped: nbconvert's page parser takes time "
+        "with each escaped character)."
+    ))
+    learner_html_notebook_chars = _limit(Integer, 100_000, "characters", help=(
+        "Characters of a notebook's cells and outputs shown on one page, counted escaped; the "
+        "rest is cut, with a note (nbconvert's passes over a page take time with its size)."
+    ))
+    learner_html_time = _limit(Float, 20.0, "s", help=(
+        "Seconds spent cleaning one notebook's markup (feedback, the formgrader's views); after "
+        "them, its remaining cells are shown as text, their outputs as plain text and images."
+    ))
     # --- results, reports and the hub's services -------------------------------------------------
     reason_chars = _limit(Integer, 600, "characters", help=(
         "The one-line reason of a submission's result file and the batch's summary."
@@ -190,6 +231,17 @@ class GradingLimits(Configurable):
     ))
     report_page_bytes = _limit(Integer, 32 * MiB, "bytes", help="The report page served.")
     # fmt: on
+
+    def grading_memory_bytes(self) -> int:
+        """The most that what submissions send can add to the grading process's memory, per
+        worker: a submission's records and its check process's (records_bytes each; a probe's
+        data is never parsed there), the header being parsed (a few times its cap), the text
+        kept of the records (4 bytes a character), and nbgrader's copies of two notebooks (the
+        one being graded and the next one, staged meanwhile), measured at about 18 bytes per
+        byte of a notebook (strip_over_bytes) and 2.2 KB per JSON value (notebook_values)."""
+        records = 2 * self.records_bytes + 16 * self.record_header_bytes
+        notebook = 18 * self.strip_over_bytes + 2200 * self.notebook_values
+        return records + 4 * self.records_text_chars + 2 * notebook
 
     def file_cap(self, name: str) -> int:
         """The largest file of this name that intake takes and staging keeps."""
@@ -223,6 +275,8 @@ class GradingLimits(Configurable):
             "--GradingLimits.<name>=...):",
             *self.lines(only_configurable=True),
             f"  and {fixed} fixed limits (python -m grader.safegrade limits lists them all)",
+            f"safegrade: whatever a submission sends, this process's memory grows by at most "
+            f"{self.grading_memory_bytes() // MiB} MiB per worker (records, notebooks at the caps)",
         ]
 
 

@@ -17,7 +17,6 @@ HideHiddenTests: feedback without hidden tests, tracebacks of graded cells cut t
 
 from __future__ import annotations
 
-import base64
 import os
 import secrets
 import sys
@@ -152,13 +151,7 @@ class SandboxExecute(ResilientExecute):
         cells = code_cells(nb)
         self.course, self.folder, self.own_pool = course, folder, None
         try:
-            inputs = self.test_inputs(cells, submission_seed)
-            job = {
-                "cells": [step(cell, inputs) for cell in cells],
-                "probes": (folder / "probes.py").read_text(),
-                "files": files_for_sandbox([Path(submitted), folder], course.ignore),
-            }
-            stream, nonce = self.run_job(job)
+            stream, nonce = self.run_job(*self.submission_job(cells, submitted, submission_seed))
             records = read_records(stream, len(cells), nonce)
             missing = stopped(self.last_reply, records, cells)
             verdicts = self.verdicts(cells, records, submission_seed)
@@ -173,24 +166,34 @@ class SandboxExecute(ResilientExecute):
             cell.outputs = outputs(cell, records.get(index), missing, verdicts.get(index))
         return nb, resources
 
-    def test_inputs(self, cells: list, seed: int) -> dict[str, dict]:
-        """grade_id -> {"inputs": data}, for every test cell: made from checks.py and the
-        seed by an inputs process of this submission's own (a sandboxed child that has held no
-        learner's data), so that this process, which holds the gradebook and the grading
-        secret, never runs checks.py, nor imports torch to make models for it."""
+    def submission_job(self, cells: list, submitted: str, seed: int) -> tuple[dict, list]:
+        """The job of the submission's process and its blobs: each test's inputs (as the
+        inputs process sent them, unparsed here) and the submission's files."""
+        blobs = checking.Blobs()
+        inputs = {name: blobs.add(data) for name, data in self.test_inputs(cells, seed).items()}
+        files = files_for_sandbox([Path(submitted), self.folder], self.course.ignore)
+        job = {
+            "cells": [step(cell, inputs) for cell in cells],
+            "probes": (self.folder / "probes.py").read_text(),
+            "files": blobs.files(files),
+        }
+        return job, blobs
+
+    def test_inputs(self, cells: list, seed: int) -> dict[str, bytes]:
+        """grade_id -> its inputs (the bytes of their JSON), for every test cell: made from
+        checks.py and the seed by an inputs process of this submission's own (a sandboxed child
+        that has held no learner's data), so that this process, which holds the gradebook and
+        the grading secret, never runs checks.py, nor imports torch to make models for it."""
         tests = sorted({grade_id(cell) for cell in cells if is_test(cell)})
         if not tests:
             return {}
-        stream, nonce = self.run_job(checking.inputs_job(self.exercise_files(), seed, tests))
+        stream, nonce = self.run_job(*checking.inputs_job(self.exercise_files(), seed, tests))
         found = read_records(stream, len(tests), nonce)
         return {name: checking.inputs_of(found.get(k), name) for k, name in enumerate(tests)}
 
-    def exercise_files(self) -> dict[str, str]:
-        """The exercise's Python files (checks.py, probes.py, verify.py), base64, by name."""
-        return {
-            path.name: base64.b64encode(path.read_bytes()).decode("ascii")
-            for path in sorted(self.folder.glob("*.py"))
-        }
+    def exercise_files(self) -> dict[str, bytes]:
+        """The exercise's Python files (checks.py, probes.py, verify.py), by name."""
+        return {path.name: path.read_bytes() for path in sorted(self.folder.glob("*.py"))}
 
     def verdicts(self, cells: list, records: dict, seed: int) -> dict[int, tuple | None]:
         """cell index -> the verdict of its check (None: passed), for every test cell whose
@@ -198,8 +201,8 @@ class SandboxExecute(ResilientExecute):
         tested = [i for i, c in enumerate(cells) if is_test(c) and sent_data(c, records.get(i))]
         if not tested:
             return {}
-        tests = [(grade_id(cells[i]), records[i]["value"]) for i in tested]
-        stream, nonce = self.run_job(checking.check_job(self.exercise_files(), seed, tests))
+        tests = [(grade_id(cells[i]), records[i]["data"]) for i in tested]
+        stream, nonce = self.run_job(*checking.check_job(self.exercise_files(), seed, tests))
         found = read_records(stream, len(tests), nonce)
         reply = self.last_reply
         why = f"the grader's check of this test did not finish: its process {reply.get('status')}"
@@ -211,30 +214,30 @@ class SandboxExecute(ResilientExecute):
         names = ("cell_timeout", "budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
         return Limits(**{name: getattr(self.grading_limits, name) for name in names})
 
-    def run_job(self, job: dict) -> tuple[bytes, str]:
+    def run_job(self, job: dict, blobs: list) -> tuple[bytearray, str]:
         """The records the job's sandboxed process sent, and the job's nonce; a sandbox that
         fails is replaced and the job run once more. The reply is kept as last_reply."""
         job = job | {"nonce": secrets.token_hex(16)}
         failure = None
         for attempt in ("retrying in a fresh sandbox", "giving up"):
             try:
-                self.last_reply = self.run_once(job)
+                self.last_reply = self.run_once(job, blobs)
                 return self.last_reply["records"], job["nonce"]
             except SandboxError as exc:
                 self.log.warning("safegrade: the sandbox failed (%s); %s", exc, attempt)
                 failure = exc
         raise GraderFailure(f"the grader's sandbox failed twice: {failure}")
 
-    def run_once(self, job: dict) -> dict:
+    def run_once(self, job: dict, blobs: list) -> dict:
         if self.session is not None:
             with self.session.sandbox() as box:
-                return box.run(job)
+                return box.run(job, blobs)
         if self.own_pool is None:  # one sandbox for this notebook: its submission and checks
             self.log.info("safegrade: %s", memory_limit_in_force(self.limits()))
             imports = self.preimport or preimports([self.folder])
             self.own_pool = Pool(1, imports, forbidden_paths(self.course), self.limits())
         with self.own_pool.sandbox() as box:
-            return box.run(job)
+            return box.run(job, blobs)
 
 
 class HideHiddenTests(ClearHiddenTests):

@@ -42,6 +42,7 @@ class SubmissionResult:
     tests: list[TestResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     key: str = ""  # what was graded: sources, submission and limits (batch.submission_key)
+    detail: str = ""  # for an upload that could not be graded: the error nbgrader raised
 
     def as_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -88,9 +89,9 @@ def read_result(
     tests = read_tests(Path(course.format_path(course.autograded_directory, student, assignment)))
     score, most = sum(t.points for t in tests), sum(t.max_points for t in tests)
     failed = [f"{t.name}: {t.message}" for t in tests if t.status != PASSED]
+    detail = telling_line(errors) if errors else "no graded cell in the autograded notebook"
     if errors or not tests:
-        problem = last_line(errors) if errors else "no graded cell in the autograded notebook"
-        reason = f"0: the grader could not grade this submission: {problem}"
+        reason = f"could not be graded: {what_to_do(detail, notes)}"
     elif failed:
         reason = (
             f"{score:g}/{most:g}: {len(failed)} of {len(tests)} tests failed: {'; '.join(failed)}"
@@ -100,7 +101,35 @@ def read_result(
     reason = " ".join((reason + "".join(f" (note: {note})" for note in notes)).split())
     status = NOT_GRADABLE if errors or not tests else GRADED
     reason = clean_text(reason, LIMITS.reason_chars)
-    return SubmissionResult(student, assignment, status, score, most, reason, tests, notes)
+    detail = clean_text(detail, LIMITS.reason_chars) if status == NOT_GRADABLE else ""
+    return SubmissionResult(
+        student, assignment, status, score, most, reason, tests, notes, "", detail
+    )
+
+
+# What an error nbgrader raised on an upload says to an instructor, and what to do about it.
+PLAIN_REASONS = (
+    (("NotJSONError", "JSONDecodeError", "not JSON", "Unterminated", "Expecting"),
+     "the notebook is cut off or corrupt: ask for a new upload"),
+    (("ValidationError", "is not valid under", "required property", "expected key"),
+     "the notebook's structure is damaged (nbformat refuses it): ask for a new upload"),
+    (("No notebooks were matched",), "the upload holds no notebook of this exercise: ask for it"),
+    (("no graded cell",),
+     "the notebook has none of the exercise's test cells (another notebook?): ask for it"),
+)  # fmt: skip
+
+
+def what_to_do(detail: str, notes: list[str]) -> str:
+    """The plain reason an upload could not be graded (the error itself is the result's
+    detail): a notebook staging left out says why; known errors say what happened."""
+    left_out = [note.split(" was left out: ", 1) for note in notes if " was left out: " in note]
+    if left_out and "No notebooks were matched" in detail:
+        name, why = left_out[0]
+        return f"{name} was left out ({why}): ask for a smaller notebook"
+    for marks, plain in PLAIN_REASONS:
+        if any(mark in detail for mark in marks):
+            return plain
+    return "nbgrader could not read it (see the detail): ask for a new upload"
 
 
 def grader_failed(result: SubmissionResult, errors: list[str]) -> SubmissionResult:
@@ -149,6 +178,14 @@ def first_error(cell) -> str:
         if o.output_type == "error"
     ]
     return errors[0] if errors else ""
+
+
+def telling_line(errors: list[str]) -> str:
+    """The line of nbgrader's errors that says what went wrong: the first with an error this
+    module knows (nbgrader's later lines guess at other folders), else the last."""
+    lines = [line for text in errors for line in text.strip().split("\n") if line[:1].strip()]
+    known = [line for line in lines for marks, _ in PLAIN_REASONS if any(m in line for m in marks)]
+    return known[0] if known else last_line(errors)
 
 
 def last_line(errors: list[str]) -> str:

@@ -5,11 +5,14 @@ A submission's job runs the notebook's code cells in order in an IPython shell (
 error in one cell does not stop the next), each graded test cell replaced by the instructor's
 probe. A check job (checking.py) runs the instructor's checks on one submission's data; an
 inputs job makes each test's inputs from checks.py and the submission's seed.
+
+A job is a JSON frame, then the frames it names by number ("blobs": files, a test's inputs, a
+probe's data), as bytes: what the grader forwards it never parses. A record's data goes back the
+same way, as its frame's body (records.py).
 """
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import os
@@ -21,6 +24,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from .data import clean_text, decode, encode
 from .limits import LIMITS
 from .probing import call_probe
+from .records import HEADER_CAP, frame_payload
 
 FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
 OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
@@ -39,33 +43,42 @@ def read_exactly(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
+def read_frame(fd: int) -> bytes:
+    return read_exactly(fd, int.from_bytes(read_exactly(fd, 4), "big"))
+
+
 def read_job(fd: int) -> dict:
-    size = int.from_bytes(read_exactly(fd, 4), "big")
-    return json.loads(read_exactly(fd, size))
+    """The job, with its blobs (the frames after it) in place of their number."""
+    job = json.loads(read_frame(fd))
+    job["blobs"] = [read_frame(fd) for _ in range(job.get("blobs", 0))]
+    return job
 
 
-def write_frame(fd: int, payload: bytes) -> None:
-    """One length-prefixed frame (the job to the child, a record to the grader)."""
-    view = memoryview(len(payload).to_bytes(4, "big") + payload)
-    while view:
-        view = view[os.write(fd, view) :]
+def write_frame(fd: int, payload: bytes | memoryview) -> None:
+    """One length-prefixed frame (the job and its blobs to the child, a record to the grader),
+    written from the payload itself (no copy of it is made)."""
+    for part in (len(payload).to_bytes(4, "big"), payload):
+        view = memoryview(part)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
-def write_files(files: dict) -> None:
+def write_files(files: dict, blobs: list[bytes]) -> None:
+    """The job's files (name -> the number of the blob holding it) into the work folder."""
     for folder in (WORK, "/tmp/home"):
         os.makedirs(folder, exist_ok=True)
-    for name, payload in files.items():
+    for name, blob in files.items():
         parts = name.split("/")
         if ".." in parts or name.startswith("/"):
             continue
         target = os.path.join(WORK, *parts)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(os.fsencode(target), "wb") as handle:
-            handle.write(base64.b64decode(payload))
+            handle.write(blobs[blob])
 
 
 def run_submission(job: dict, shell, limits: dict) -> None:
-    write_files(job.get("files", {}))
+    write_files(job.get("files", {}), job["blobs"])
     os.chdir(WORK)
     sys.path.insert(0, "")  # as in a kernel: modules beside the notebook (or %%writefile) import
     signal.signal(signal.SIGALRM, _cell_timed_out)
@@ -75,7 +88,8 @@ def run_submission(job: dict, shell, limits: dict) -> None:
     for index, cell in enumerate(job["cells"]):
         try:
             if "probe" in cell:
-                record = run_probe(probes, cell, shell.user_ns, timeout)
+                inputs = job["blobs"][cell["inputs"]]
+                record = run_probe(probes, cell["probe"], inputs, shell.user_ns, timeout)
             else:
                 record = run_code(shell, cell["code"], timeout)
         except CellTimeout:  # the alarm went off between the cell and the record
@@ -91,7 +105,7 @@ def run_checks(job: dict, limits: dict) -> None:
     own failure ends it with a record saying so."""
     from .checking import GraderFailure, load_checks
 
-    write_files(job.get("files", {}))
+    write_files(job.get("files", {}), job["blobs"])
     os.chdir(WORK)
     signal.signal(signal.SIGALRM, _cell_timed_out)  # else the alarm ends the process, not the check
     nonce, timeout, index = job["nonce"], limits["cell_timeout"], 0
@@ -99,24 +113,25 @@ def run_checks(job: dict, limits: dict) -> None:
     try:
         checks = load_checks(WORK)
         for index, test in enumerate(job["tests"]):
-            send_record({"cell": index} | make(checks, test, job["seed"], timeout), nonce)
+            record = make(checks, test, job["seed"], timeout, job["blobs"])
+            send_record({"cell": index} | record, nonce)
     except GraderFailure as exc:
         send_record({"cell": index, "grader_error": str(exc)}, nonce)
     send_record({"done": True}, nonce)
     os._exit(0)
 
 
-def verdict_record(checks, test: dict, seed: int, timeout: float) -> dict:
+def verdict_record(checks, test: dict, seed: int, timeout: float, blobs: list[bytes]) -> dict:
     from .checking import judge
 
     try:
         with time_limit(timeout):
-            return {"verdict": judge(checks, test["grade_id"], test["value"], seed)}
+            return {"verdict": judge(checks, test["grade_id"], blobs[test["value"]], seed)}
     except CellTimeout:
         return {"verdict": ["CheckTimeout", f"checking your result took over {timeout:g} s"]}
 
 
-def inputs_record(checks, grade_id: str, seed: int, timeout: float) -> dict:
+def inputs_record(checks, grade_id: str, seed: int, timeout: float, _blobs) -> dict:
     from .checking import GraderFailure, encoded_inputs
 
     try:
@@ -128,15 +143,22 @@ def inputs_record(checks, grade_id: str, seed: int, timeout: float) -> dict:
 
 
 def send_record(record: dict, nonce: str) -> None:
-    """The record, encoded, capped after encoding (data over the cap becomes an error), in a
-    frame that starts with this job's nonce."""
-    payload = json.dumps(record).encode()
-    if len(payload) > FRAME_CAP:
+    write_frame(3, record_payload(record, nonce))
+
+
+def record_payload(record: dict, nonce: str) -> bytes:
+    """The record as a frame's payload, starting with this job's nonce: its data (a probe's
+    "value", a test's "inputs") encoded as the frame's body, the rest as its header, capped
+    after encoding (data over the cap becomes an error)."""
+    record = dict(record)
+    body = b"".join(json.dumps(record.pop(k)).encode() for k in ("value", "inputs") if k in record)
+    payload = frame_payload(record, body, nonce)
+    if len(payload) > FRAME_CAP or len(payload) - len(body) > HEADER_CAP:
         message = f"the data is {len(payload) >> 20} MiB once encoded; at most {FRAME_CAP >> 20}"
         error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
         kept = {key: record[key] for key in ("cell", "probe") if key in record}
-        payload = json.dumps(dict(kept, error=error)).encode()
-    write_frame(3, nonce.encode() + payload)
+        payload = frame_payload(dict(kept, error=error), b"", nonce)
+    return payload
 
 
 def _cell_timed_out(_signum, _frame):
@@ -169,15 +191,15 @@ def run_code(shell, source: str, timeout: float) -> dict:
     return dict(record, error=error) if error else record
 
 
-def run_probe(probes, cell: dict, namespace: dict, timeout: float) -> dict:
-    """The instructor's probe for the cell, on the inputs the grader sent (data, decoded here):
-    its data, or the error it raised."""
+def run_probe(probes, name: str, inputs: bytes, namespace: dict, timeout: float) -> dict:
+    """The instructor's probe `name`, on the inputs the grader sent (data, decoded here): its
+    data, or the error it raised."""
     out = Capture()
-    record = {"probe": cell["probe"]}
+    record = {"probe": name}
     try:
         with redirect_stdout(out), redirect_stderr(Capture()), time_limit(timeout):
-            inputs = decode(cell["inputs"])
-            record["value"] = encode(call_probe(probes, cell["probe"], namespace, inputs))
+            inputs = decode(json.loads(inputs))
+            record["value"] = encode(call_probe(probes, name, namespace, inputs))
     except CellTimeout:
         record["error"] = timeout_error(timeout)
     except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything

@@ -76,10 +76,12 @@ def _drain(stream, tail: deque) -> None:
         tail.append(line.decode("utf-8", "replace").rstrip()[: LIMITS.log_line_chars])
 
 
-def _feed(fd: int, payload: bytes) -> None:
-    """Write the job to the child's pipe (a child that dies unread ends it: EPIPE)."""
+def _feed(fd: int, frames: list) -> None:
+    """Write the job and its blobs to the child's pipe (a child that dies unread ends it:
+    EPIPE)."""
     with suppress(OSError):
-        write_frame(fd, payload)
+        for payload in frames:
+            write_frame(fd, payload)
     os.close(fd)
 
 
@@ -169,10 +171,11 @@ class Sandbox:
         self.starting = threading.Thread(target=start, daemon=True)
         self.starting.start()
 
-    def run(self, job: dict) -> dict:
-        """One submission in a fresh child: how it ended, its records (framed bytes) and the
-        output its processes wrote to their own file descriptors; SandboxError if the sandbox
-        failed (never the submission's doing)."""
+    def run(self, job: dict, blobs: list = ()) -> dict:
+        """One submission in a fresh child, given its job and the job's blobs (bytes, sent as
+        they are): how it ended, its records (framed bytes) and the output its processes wrote
+        to their own file descriptors; SandboxError if the sandbox failed (never the
+        submission's doing)."""
         if self.starting is not None:
             self.starting.join()
             self.starting = None
@@ -187,15 +190,15 @@ class Sandbox:
         finally:
             for fd in (job_r, records_w, output_w):
                 os.close(fd)
-        payload = json.dumps(job).encode()
-        threading.Thread(target=_feed, args=(job_w, payload), daemon=True).start()
+        frames = [json.dumps(job | {"blobs": len(blobs)}).encode(), *blobs]
+        threading.Thread(target=_feed, args=(job_w, frames), daemon=True).start()
         reply, records, output = self._collect(records_r, output_r)
         if not reply.get("isolated", False):
             self.stop()
             raise SandboxError(f"the submission's process could not be isolated: {output!r}")
         return reply | {"records": records, "output": output.decode("utf-8", "replace")}
 
-    def _collect(self, records_r: int, output_r: int) -> tuple[dict, bytes, bytes]:
+    def _collect(self, records_r: int, output_r: int) -> tuple[dict, bytearray, bytes]:
         """The template's reply and both streams (capped), read until the child is gone."""
         streams, caps = {records_r: bytearray(), output_r: bytearray()}, {records_r: RECORDS_CAP}
         selector = selectors.DefaultSelector()
@@ -223,7 +226,7 @@ class Sandbox:
             selector.close()
             for fd in streams:
                 os.close(fd)
-        return reply, bytes(streams[records_r]), bytes(streams[output_r])
+        return reply, streams[records_r], bytes(streams[output_r])
 
     def cancel(self) -> None:
         """Kill the sandbox from another thread: the job it runs fails at once."""

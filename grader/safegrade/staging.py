@@ -7,7 +7,6 @@ sandbox imports first, and the paths no sandbox may see.
 from __future__ import annotations
 
 import ast
-import base64
 import json
 from pathlib import Path
 
@@ -15,10 +14,11 @@ from nbgrader.coursedir import CourseDirectory
 
 from .data import clean_text
 from .files import read_regular, walk
+from .jsontext import as_utf8, json_values, without_outputs
 from .limits import LIMITS
 
 
-def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, str]:
+def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, bytes]:
     """Regular files (no links, FIFOs or devices; no notebooks, probes or checks) of the
     folders, later folders winning (the source's over the submission's, as nbgrader copies
     them), size-capped."""
@@ -29,7 +29,7 @@ def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, str]:
             data = read_regular(str(folder / rel), LIMITS.sandbox_files_bytes - total)
             if data is not None:
                 total += len(data)
-                files[rel] = base64.b64encode(data).decode("ascii")
+                files[rel] = data
     return files
 
 
@@ -74,60 +74,78 @@ def stage(submitted: Path, staged: Path, source: Path) -> list[str]:
         if data is None:
             notes.append(f"{rel} was left out (too large, or linked)")
             continue
-        if rel.endswith(".ipynb"):  # first: json.loads refuses bytes that are not UTF-8
-            data = as_utf8(data, rel, notes)
-        if rel.endswith(".ipynb") and len(data) > LIMITS.strip_over_bytes:
-            notes.append(f"{rel} is {len(data) >> 20} MB; graded without its outputs")
-            data = without_outputs(data)
-        if rel.endswith(".ipynb") and (problem := too_big(data)):
-            notes.append(f"{rel} was left out: {problem}")
+        if rel.endswith(".ipynb") and (problem := readable_notebook(data, rel, notes))[0]:
+            notes.append(f"{rel} was left out: {problem[0]}")
             continue
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        target.write_bytes(problem[1] if rel.endswith(".ipynb") else data)
     notes += find_renamed(staged, source)
     return [clean_text(note, LIMITS.name_chars) for note in notes[: LIMITS.notes_kept]]
 
 
-def as_utf8(data: bytes, rel: str, notes: list[str]) -> bytes:
-    """A notebook's bytes as UTF-8: bytes that are not (an editor's or a copy's damage) replaced
-    by U+FFFD, with a note, so that the rest of the notebook is graded rather than none of it."""
-    try:
-        data.decode("utf-8")
-        return data
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", "replace")
-    notes.append(
-        f"{rel} held {text.count(chr(0xFFFD))} byte(s) that are not UTF-8, replaced by \ufffd"
-    )
-    return text.encode("utf-8")
+def readable_notebook(data: bytes, rel: str, notes: list[str]) -> tuple[str | None, bytes]:
+    """(why nbgrader may not read it, or None; the notebook nbgrader reads): its JSON values
+    counted before anything parses it; too large, or too many values, without its outputs (cut
+    out of its bytes); bytes that are not UTF-8 (an editor's or a copy's damage) replaced by
+    U+FFFD, with a note, so that the rest of the notebook is graded rather than none of it."""
+    values = json_values(data, stop_over=LIMITS.notebook_scan_values)
+    if values > LIMITS.notebook_scan_values:
+        return f"over {LIMITS.notebook_scan_values} JSON values", data
+    if len(data) > LIMITS.strip_over_bytes or values > LIMITS.notebook_values:
+        size = f"{len(data) >> 20} MB, {values} JSON values"
+        notes.append(f"{rel} is {size}; graded without its outputs")
+        data = without_outputs(data)
+    data, bad = as_utf8(data)
+    if bad:
+        notes.append(f"{rel} held {bad} byte(s) that are not UTF-8, replaced by \ufffd")
+    if problem := too_big(data):
+        return problem, data
+    return too_many_cells(data), with_metadata(data, rel, notes)
 
 
 def too_big(notebook: bytes) -> str | None:
-    """Why nbgrader may not read this notebook (its parsing and validation run under the batch's
-    lock, so a huge one would stall every classmate's grading), or None."""
+    """Why nbgrader may not read this notebook (it parses and validates it under the batch's
+    lock, about 2 KB of memory per JSON value: a huge one would stall every classmate's grading
+    and hold the memory), or None."""
     if len(notebook) > LIMITS.strip_over_bytes:
         most = LIMITS.strip_over_bytes >> 20
         return f"{len(notebook) >> 20} MB even without its outputs (at most {most})"
+    if (values := json_values(notebook)) > LIMITS.notebook_values:
+        return f"{values} JSON values even without its outputs (at most {LIMITS.notebook_values})"
+    return None
+
+
+def parsed(notebook: bytes) -> dict | None:
+    """The notebook's JSON (bounded by too_big first), or None: nbgrader says what is wrong."""
     try:
-        cells = json.loads(notebook).get("cells")
-    except (ValueError, AttributeError, RecursionError):
-        return None  # nbgrader reports what is wrong with it
+        found = json.loads(notebook)
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def too_many_cells(notebook: bytes) -> str | None:
+    cells = (parsed(notebook) or {}).get("cells")
     if isinstance(cells, list) and len(cells) > LIMITS.notebook_cells:
         return f"{len(cells)} cells (at most {LIMITS.notebook_cells})"
     return None
 
 
-def without_outputs(data: bytes) -> bytes:
-    """The notebook without outputs, parsed with memory bounded by its size (not its outputs)."""
-    try:
-        nb = json.loads(data, object_hook=lambda item: None if "output_type" in item else item)
-        for cell in nb["cells"]:
-            if isinstance(cell, dict) and "outputs" in cell:
-                cell["outputs"] = []
-        return json.dumps(nb).encode()
-    except (ValueError, TypeError, KeyError, RecursionError):
-        return data  # nbgrader reports what is wrong with it
+def with_metadata(notebook: bytes, rel: str, notes: list[str]) -> bytes:
+    """The notebook with each cell's metadata an object: an editor or a script that wrote null
+    there makes nbformat refuse the whole notebook (it would score 0); {} it is, with a note."""
+    found = parsed(notebook)
+    cells = found.get("cells") if found is not None else None
+    if not isinstance(cells, list):
+        return notebook
+    damaged = [c for c in cells if isinstance(c, dict) and not isinstance(c.get("metadata"), dict)]
+    if not damaged:
+        return notebook
+    for cell in damaged:
+        cell["metadata"] = {}
+    notes.append(f"{rel}: {len(damaged)} cell(s) had metadata that was not an object, now {{}}")
+    return json.dumps(found, ensure_ascii=False).encode()
 
 
 def find_renamed(staged: Path, source: Path) -> list[str]:

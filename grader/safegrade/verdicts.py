@@ -25,7 +25,7 @@ def sent_data(cell, record: dict | None) -> bool:
         isinstance(record, dict)
         and "error" not in record
         and record.get("probe") == grade_id(cell)
-        and "value" in record
+        and "data" in record
     )
 
 
@@ -77,13 +77,13 @@ def seed(course: CourseDirectory, student: str, assignment: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
 
 
-def step(cell, inputs: dict[str, dict]) -> dict:
-    """A cell's job entry: its code, or for a test cell the probe's name and its inputs as data
-    (grade_id -> {"inputs": data} or {}, from an inputs process: checking.inputs_of)."""
+def step(cell, inputs: dict[str, int]) -> dict:
+    """A cell's job entry: its code, or for a test cell the probe's name and the number of the
+    job's blob that holds its inputs (grade_id -> blob, from an inputs process's records)."""
     if not is_test(cell):
         return {"code": cell.source}
     grade_id = cell.metadata.nbgrader["grade_id"]
-    return {"probe": grade_id} | inputs[grade_id]
+    return {"probe": grade_id, "inputs": inputs[grade_id]}
 
 
 def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> list:

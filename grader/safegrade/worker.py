@@ -7,6 +7,12 @@ descriptors, which the template hands to a forked child and closes. The child sh
 (isolation.py) and only then reads its job from the trusted grader and runs it (runner.py). The
 template gives the job its wall-clock budget, kills every process left in the namespace and
 reports how the child ended. It decides nothing. Never imports nbgrader.
+
+Forked children share nothing writable with the template or with one another: a page mapped
+shared and writable (a multiprocessing lock's semaphore, an anonymous shared map, SysV memory)
+would be inherited by every child, a channel from one submission to the next and a lock one could
+hold forever. The template makes tqdm's write lock process-local before its warm-up, and refuses
+to serve while /proc/self/smaps lists any mapping a child could write and another see.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -26,6 +33,7 @@ from .isolation import KEEP, install_seccomp, isolate, set_dumpable, set_limits
 
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
 NOT_ISOLATED = 71  # the exit status of a child that could not make its own namespaces
+MAPPING = re.compile(r"[0-9a-f]+-[0-9a-f]+ ")  # the first line of a mapping in /proc/PID/smaps
 
 
 # ----------------------------------------------------------------------------- the template
@@ -44,7 +52,7 @@ def main() -> None:
     started = time.monotonic()
     failed = preimport(init.get("preimport", []))
     shell = make_shell()
-    problem = isolation_problem()
+    problem = isolation_problem() or sharing_problem()
     gc.freeze()  # forked processes then leave the template's objects (and pages) alone
     seconds = round(time.monotonic() - started, 2)
     send(control, {"ready": not problem, "error": problem, "seconds": seconds, "failed": failed})
@@ -80,10 +88,50 @@ def preimport(names: list[str]) -> list[str]:
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
     torch = sys.modules.get("torch")
     if torch is not None:  # one thread, and its lazy imports done before forking
+        process_local_tqdm_lock()
         torch.set_num_threads(1)
         module = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
         torch.fx.Interpreter(torch.fx.symbolic_trace(module)).run(torch.zeros(1, 2))
     return failed
+
+
+def process_local_tqdm_lock() -> None:
+    """tqdm (torch.fx's Interpreter shows its progress through it) makes its write lock, on
+    first use, a multiprocessing RLock: a semaphore in a shared page that every forked child
+    would inherit, and that one submission could hold for the next. Without that part (tqdm's
+    own fallback where multiprocessing has no locks) the lock is a thread lock, which each child
+    has a copy of."""
+    tqdm = sys.modules.get("tqdm.std")
+    if tqdm is not None and not hasattr(tqdm.TqdmDefaultWriteLock, "mp_lock"):
+        tqdm.TqdmDefaultWriteLock.mp_lock = None
+
+
+def shared_writable_mappings() -> list[str]:
+    """This process's mappings that are shared and writable, or could be made writable
+    (mprotect): their /proc/self/maps lines. A forked child inherits each one, so what one child
+    writes there the next would read."""
+    found, mapping = [], ""
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            if line.startswith("VmFlags:"):
+                flags = set(line.split()[1:])
+                if "sh" in flags and flags & {"wr", "mw"}:
+                    found.append(" ".join(mapping.split()))
+            elif MAPPING.match(line):  # an address range starts each mapping's lines
+                mapping = line
+    return found
+
+
+def sharing_problem() -> str | None:
+    """Why this template must not fork submissions (None: nothing writable is shared)."""
+    found = shared_writable_mappings()
+    if not found:
+        return None
+    shown = "; ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return (
+        "the template holds a shared writable mapping that every submission's process would "
+        f"inherit (a channel between students, and a lock one could hold): {shown}"
+    )
 
 
 def make_shell():

@@ -448,10 +448,10 @@ def file_cases(course: Path) -> list[Case]:
         ),
         Case("renamed_non_utf8", {b"t\xffiny copy.ipynb": good}, 10, "in place of tiny.ipynb"),
         Case("many_tiny_outputs", tiny_outputs, 10, "graded without its outputs"),
-        Case("invalid_json", b'{"cells": [ {"cell_type": ', 0, "could not grade"),
-        Case("empty_file", b"", 0, "could not grade"),
-        Case("deep_json", b"[" * 100_000 + b"]" * 100_000, 0, "could not grade"),
-        Case("no_notebook", {"notes.txt": b"I could not do it"}, 0, "could not grade"),
+        Case("invalid_json", b'{"cells": [ {"cell_type": ', 0, "cut off or corrupt: ask for a new"),
+        Case("empty_file", b"", 0, "could not be graded: the notebook is cut off or corrupt"),
+        Case("deep_json", b"[" * 100_000 + b"]" * 100_000, 0, "left out (100000 JSON values"),
+        Case("no_notebook", {"notes.txt": b"I could not do it"}, 0, "holds no notebook of this"),
         Case(
             "null_byte",
             with_answer("def add_all(xs):\n    return sum(xs)\x00\n"),
@@ -461,9 +461,25 @@ def file_cases(course: Path) -> list[Case]:
     ]
 
 
+def tangled_markup() -> dict:
+    """A correct notebook with markdown that bleach and nbconvert take minutes over: 30,000
+    nested <div>s, a table of 20,000 rows, and 15 cells that print 20,000 '<' each (each
+    escaped on the page)."""
+    nb = with_answer(CORRECT)
+    deep = "<div>" * 30_000 + "DEEP" + "</div>" * 30_000
+    table = "|a|b|\n|-|-|\n" + "|x|y|\n" * 20_000
+    markdown = {"cell_type": "markdown", "metadata": {}}
+    printing = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    printing["source"] = "print('<' * 20_000)"
+    nb["cells"][:0] = [markdown | {"source": deep}, markdown | {"source": table}]
+    nb["cells"][3:3] = [printing] * 15
+    return nb
+
+
 def build_cases(course: Path, port: int = 9) -> list[Case]:
     cases = honest_cases() + cheating_cases(course) + [isolation_case(course, port)]
     cases += runaway_cases() + tmp_cases() + exit_cases() + output_cases()
+    cases.append(Case("tangled_markup", tangled_markup(), 10, "all 3 tests passed"))
     return cases + file_cases(course)
 
 
@@ -588,3 +604,52 @@ def honest_style_cases() -> list[Case]:
 
 def beside(answer: str, files: dict) -> dict:
     return {NOTEBOOK: json.dumps(with_answer(answer)).encode(), **files}
+
+
+# ----------------------------------------------------------------------------- at the caps
+
+FRAMES_AT_THE_CAPS = """import json, os, sys
+
+
+def add_all(xs):
+    frame = sys._getframe()
+    while frame is not None and "nonce" not in frame.f_locals:
+        frame = frame.f_back
+    nonce, index = frame.f_locals["nonce"], frame.f_locals["index"]
+    cells = frame.f_locals["job"]["cells"]
+    for cell in (index, index + 1):  # two frames of eleven million values: the records' cap
+        record = {"cell": cell, "probe": cells[cell].get("probe"), "stdout": TEXT}
+        header = json.dumps(record, ensure_ascii=False).encode()
+        room = FRAME - len(nonce) - 4 - len(header)
+        body = b"[" + b"{}," * (room // 3 - 1) + b"{}"
+        body += b" " * (room - len(body) - 1) + b"]"
+        payload = nonce.encode() + len(header).to_bytes(4, "big") + header + body
+        view = memoryview(len(payload).to_bytes(4, "big") + payload)
+        while view:
+            view = view[os.write(3, view):]
+    os._exit(0)
+"""
+
+
+def memory_cases() -> list[Case]:
+    """Submissions that send the grading process as much as its caps let through: two record
+    frames at the frame cap (eleven million values each) with headers of about the header cap,
+    a flood of output in 400 cells of its own, and two notebooks at the size and value caps."""
+    from grader.safegrade.limits import LIMITS
+
+    text = chr(0x1F600) * (LIMITS.record_header_bytes // 4 - 1000)
+    frames = f"TEXT = {text!r}\nFRAME = {(LIMITS.frame_bytes - 4)}\n" + FRAMES_AT_THE_CAPS
+    flood = with_answer(CORRECT)
+    printing = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    printing["source"] = f"print(chr(0x1F600) * {LIMITS.cell_output_chars})"
+    flood["cells"][1:1] = [printing] * 400
+    big = with_answer(CORRECT)
+    big["cells"][0]["metadata"]["values"] = [{}] * (LIMITS.notebook_values - 1000)
+    big["cells"][0]["source"] = chr(0x1F600) + "x" * (LIMITS.strip_over_bytes - 100_000)
+    at_the_caps = json.dumps(big, ensure_ascii=False).encode()
+    return [
+        Case("m_frames_at_the_caps", with_answer(frames), 0, "JSON values"),
+        Case("m_output_flood", flood, 10, "all 3 tests passed"),
+        Case("m_notebook_at_the_caps", at_the_caps, 10, "all 3 tests passed"),
+        Case("m_notebook_at_the_caps_too", at_the_caps, 10, "all 3 tests passed"),
+    ]

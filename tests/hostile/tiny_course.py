@@ -65,10 +65,12 @@ def test_hidden(data, cases):
     value = data["floats"]
     assert type(value) is float and math.isclose(value, sum(cases["floats"])), "floats"
 """
-CONFIG = """from grader.safegrade.preprocessors import configure
+CONFIG = """from grader.learner_html import LearnerHTML
+from grader.safegrade.preprocessors import configure
 
 c = get_config()
 c.CourseDirectory.course_id = "tiny-course"
+c.HTMLExporter.preprocessors = [LearnerHTML]  # as the course's: learners' markup cleaned
 configure(c, {source!r})
 c.GradingLimits.cell_timeout = {cell_timeout}
 c.GradingLimits.budget = {budget}

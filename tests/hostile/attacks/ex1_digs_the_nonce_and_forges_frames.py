@@ -22,7 +22,8 @@ def replace_sigmoid_with_tanh(gm):
         nonce, index = frame.f_locals["nonce"], frame.f_locals.get("index", 0)
         cells = frame.f_locals["job"]["cells"]
         for cell in range(index, len(cells)):
-            record = {"cell": cell, "probe": cells[cell].get("probe"), "value": {"dict": []}}
-            payload = nonce.encode() + json.dumps(record).encode()
+            header = json.dumps({"cell": cell, "probe": cells[cell].get("probe")}).encode()
+            body = json.dumps({"dict": []}).encode()  # the data: the frame's body
+            payload = nonce.encode() + len(header).to_bytes(4, "big") + header + body
             os.write(3, len(payload).to_bytes(4, "big") + payload)
     os._exit(0)

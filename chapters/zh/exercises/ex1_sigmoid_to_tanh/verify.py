@@ -91,9 +91,7 @@ def shown(form: tuple) -> str:
 
 
 def check_rewrite(original, rewritten, what: str, others_only: bool = False) -> None:
-    """`rewritten`（pass 重写 `original` 的一份副本得到的结果）在 `original` 计算 sigmoid 的每个位置，
-    都以相同的参数计算 tanh，其余每个节点都与 `original` 相同，顺序也相同。带 others_only 时，
-    只检查不是 sigmoid 的节点。"""
+    """`rewritten`（pass 重写 `original` 的一份副本得到的结果）在 `original` 计算 sigmoid 的每个位置，都以相同的参数计算 tanh，其余每个节点都与 `original` 相同，顺序也相同。带 others_only 时，只检查不是 sigmoid 的节点。"""
     check_returns_module(type(rewritten).__name__)
     left = [node.name for node in rewritten.graph.nodes if is_sigmoid(rewritten, node)]
     assert others_only or not left, (
@@ -125,8 +123,7 @@ def check_against(rewritten, tanh_model, x: torch.Tensor, what: str) -> torch.Te
 
 
 def hygiene(gm) -> dict:
-    """check_hygiene 从模块上读取的内容：它的图为什么通不过 lint（通过则为 None）、它的代码，
-    以及它的图现在生成的代码。"""
+    """check_hygiene 从模块上读取的内容：它的图为什么通不过 lint（通过则为 None）、它的代码，以及它的图现在生成的代码。"""
     try:
         gm.graph.lint()
         error = None

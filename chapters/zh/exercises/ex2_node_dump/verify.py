@@ -60,8 +60,7 @@ def check_values(rows, key: str, want: dict) -> None:
 
 
 def kind_of(value) -> str:
-    """ 任何 GraphModule 都记为 "GraphModule"（追踪会按模型的类名给它的类命名），
-    否则为 value 的类型名。"""
+    """ 任何 GraphModule 都记为 "GraphModule"（追踪会按模型的类名给它的类命名），否则为 value 的类型名。"""
     return "GraphModule" if isinstance(value, torch.fx.GraphModule) else type(value).__name__
 
 
@@ -71,8 +70,7 @@ def check_returns_graph_module(kind: str) -> None:
 
 
 def check_merge(before: torch.fx.GraphModule, after: torch.fx.GraphModule, a: str, b: str):
-    """`after` 就是 `before` 删除了节点 a、b 中靠后的那个，并让它的使用者改为读取靠前的那个；
-    其他什么都没变。"""
+    """`after` 就是 `before` 删除了节点 a、b 中靠后的那个，并让它的使用者改为读取靠前的那个；其他什么都没变。"""
     order = [node.name for node in before.graph.nodes]
     keep, drop = sorted((a, b), key=order.index)
     names = [node.name for node in after.graph.nodes]

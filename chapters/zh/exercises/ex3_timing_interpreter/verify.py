@@ -74,8 +74,7 @@ def times_problem(name: str, times, calls: int) -> str | None:
 
 
 def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
-    """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点每次运行有一个时间，
-    其他节点都没有。"""
+    """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点每次运行有一个时间，其他节点都没有。"""
     want = sorted(timed_names(gm))
     assert isinstance(timings, dict), f"timings 应是 dict，而不是 {type(timings).__name__}"
     got = sorted(timings, key=str)

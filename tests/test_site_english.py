@@ -1,0 +1,126 @@
+"""No English of the course's own in what a Chinese chapter prints (issue 37): every executed
+Chinese page of the built site is read, output by output, and an English sentence found there
+fails when the course wrote it.
+
+"The course wrote it" is decided against the course's own English: the string constants of the
+chapters' code, of fxcourse and of the exercises' checks. A sentence that shares four words in a
+row with one of them came from the course (a label left untranslated, a message assembled from
+pieces); what a library prints (a torch error quoted word for word) shares none and is left alone,
+as are code, printed source and reprs (english_prose). Runs in `make test-site`, after the build
+has executed every chapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import html.parser
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from english_prose import english_sentences, printed_prose
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("FXCOURSE_SITE", ROOT / "dist" / "site"))
+WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+RUN = 4
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("FXCOURSE_SITE_TEST"), reason="the website is tested by make test-site"
+)
+
+
+def word_runs(text: str) -> set[tuple[str, ...]]:
+    words = [w.lower() for w in WORD.findall(text)]
+    return {tuple(words[i : i + RUN]) for i in range(len(words) - RUN + 1)}
+
+
+def constants(source: str) -> list[str]:
+    """The text of every str constant in Python source (f-strings' constant pieces too), but
+    docstrings."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    docstrings = {
+        id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)
+    }  # a docstring or a bare string explains the code; nothing prints it
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def course_sources() -> list[str]:
+    sources = [p.read_text(encoding="utf-8") for p in (ROOT / "fxcourse").rglob("*.py")]
+    sources += [p.read_text(encoding="utf-8") for p in (ROOT / "solutions").rglob("*.py")]
+    for notebook in (ROOT / "solutions").rglob("*.ipynb"):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    return sources
+
+
+def course_english() -> set[tuple[str, ...]]:
+    return {
+        run for source in course_sources() for text in constants(source) for run in word_runs(text)
+    }
+
+
+class OutputText(html.parser.HTMLParser):
+    """The text of each cell output of a myst-nb page (div.cell_output), one string per output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth, self.outputs = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "div":
+            return
+        if self.depth:
+            self.depth += 1
+        elif "cell_output" in (dict(attrs).get("class") or ""):
+            self.depth = 1
+            self.outputs.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.outputs[-1] += data
+
+
+def outputs_of(page: Path) -> list[str]:
+    parser = OutputText()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.outputs
+
+
+def course_english_in(text: str, known: set[tuple[str, ...]]) -> list[str]:
+    return [s for s in english_sentences(printed_prose(text)) if word_runs(s) & known]
+
+
+def test_the_scan_finds_the_course_s_english_and_leaves_a_library_s_alone():
+    known = word_runs("a label the course forgot to translate")
+    assert course_english_in("结果：a label the course forgot", known)
+    assert not course_english_in("RuntimeError: the size of tensor a must match", known)
+    assert not course_english_in("the size of tensor a must match the size of b", known)
+
+
+def test_no_executed_chinese_page_prints_the_course_s_english():
+    pages = sorted((SITE / "zh").glob("[0-9]*.html"))
+    assert pages, f"no Chinese chapter pages in {SITE / 'zh'}: run make site"
+    known = course_english()
+    found = [
+        f"{page.name}, output {index}: {sentence!r}"
+        for page in pages
+        for index, text in enumerate(outputs_of(page))
+        for sentence in course_english_in(text, known)
+    ]
+    assert not found, "\n".join(found)
