@@ -134,7 +134,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     seen_ids = {id(t) for t in seen}
     uncompiled = [
         number
-        for number, ((x, _), out) in enumerate(zip(inputs, outputs), start=1)
+        for number, ((x, _), out) in enumerate(zip(inputs, outputs, strict=False), start=1)
         if id(x) not in seen_ids and id(out) not in seen_ids
     ]
     return ServeRun(outputs, compiles, reasons, uncompiled)

@@ -173,7 +173,9 @@ def test_a_planted_backend_is_wrong_exactly_where_its_operator_is():
         assert not torch.allclose(got[-1], want[-1])
         assert all(torch.allclose(g, w) for g, w in zip(got[:-1], want[:-1], strict=True))
         uses_tanh = torch.ops.aten.tanh.default in compile_depth.call_targets(case.gm)
-        same = all(torch.allclose(g, w) for g, w in zip(tanh_wrong(case.gm, x)(*x), want))
+        same = all(
+            torch.allclose(g, w) for g, w in zip(tanh_wrong(case.gm, x)(*x), want, strict=True)
+        )
         assert same is not uses_tanh
 
 
@@ -187,7 +189,7 @@ def test_a_predicate_that_raises_is_not_taken_for_a_refusal():
     case = compile_depth.minifier_case(CaseMaker(0, 0))
 
     def ambiguous(gm, inputs, backend):
-        return any(g != w for g, w in zip(backend(gm, inputs)(*inputs), gm(*inputs)))
+        return any(g != w for g, w in zip(backend(gm, inputs)(*inputs), gm(*inputs), strict=True))
 
     with pytest.raises(RuntimeError, match="ambiguous"):
         compile_depth.minified(case, ambiguous)
