@@ -25,7 +25,7 @@ LEARNER_JUPYTER_CONFIG := $(CURDIR)/env/jupyter-learner
 # A lab already open on the workspace is named (its address), not started a second time; its
 # lab extension (fxcourse/lab_updates.py) merges course updates into the notebooks open in it.
 lab: workspace  ## open the course in JupyterLab, in your own workspace (see `make workspace`)
-	@$(PY) -m fxcourse.lab_link running "$(WORKSPACE)" || \
+	@$(PY) -m fxcourse.lab_link running "$(WORKSPACE)" --language $(COURSE_LANGUAGE) || \
 	JUPYTER_CONFIG_PATH="$(LEARNER_JUPYTER_CONFIG)" $(LAB_SETTINGS_ENV) \
 		FXCOURSE_LANGUAGE=$(COURSE_LANGUAGE) $(BIN)/jupyter lab \
 		--ServerApp.root_dir="$(WORKSPACE)" --LabApp.default_url=/lab/tree/$(START_PAGE) \
@@ -36,7 +36,7 @@ workspace: env  ## create workspace/ (workspace-zh/ with LANG=zh, ...) or bring 
 	$(PY) -m fxcourse.workspace sync --workspace "$(WORKSPACE)" --language $(COURSE_LANGUAGE)
 
 progress: env  ## which try-its and exercises you have passed (as the checks said when they last ran)
-	$(PY) -m fxcourse.progress "$(WORKSPACE)"
+	$(PY) -m fxcourse.progress --language $(COURSE_LANGUAGE) "$(WORKSPACE)"
 
 env:  ## create or refresh .venv from the lock (skipped when the lock is unchanged)
 	@VENV=$(VENV) env/setup.sh lab

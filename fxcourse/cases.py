@@ -497,6 +497,89 @@ def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.Grap
     return gm
 
 
+# --- a fold's artifact: its layers' weights applied by hand (chapter 4) ----------------------
+
+_CONVS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
+_DECONVS = {
+    nn.ConvTranspose1d: F.conv_transpose1d,
+    nn.ConvTranspose2d: F.conv_transpose2d,
+    nn.ConvTranspose3d: F.conv_transpose3d,
+}
+_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+_LAYERS = (nn.Linear, *_CONVS, *_DECONVS)
+
+
+def hooked_or_overridden(module: nn.Module) -> list[str]:
+    """The modules under `module` (by qualified name, "" for itself) that carry a hook or a
+    `forward` of their own (set on the object, not the class): what a fold must not add."""
+    found = []
+    for name, sub in module.named_modules(remove_duplicate=False):
+        hooks = sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks
+        if hooks or "forward" in vars(sub):
+            found.append(name)
+    return found
+
+
+def apply_weights(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """`module(x)` computed from its parameters with `torch.nn.functional`, never calling the
+    module (so no hook and no overridden forward runs): for exact nn.Linear, Conv*d,
+    ConvTranspose*d and eval-mode BatchNorm*d."""
+    kind = type(module)
+    if kind is nn.Linear:
+        return F.linear(x, module.weight, module.bias)
+    if kind in _CONVS:
+        padding = module.padding
+        if module.padding_mode != "zeros":
+            x = F.pad(x, module._reversed_padding_repeated_twice, mode=module.padding_mode)
+            padding = 0
+        args = (module.stride, padding, module.dilation, module.groups)
+        return _CONVS[kind](x, module.weight, module.bias, *args)
+    if kind in _DECONVS:
+        args = (module.stride, module.padding, module.output_padding, module.groups)
+        return _DECONVS[kind](x, module.weight, module.bias, *args, module.dilation)
+    if _fixed_norm(module):
+        return F.batch_norm(
+            x, module.running_mean, module.running_var, module.weight, module.bias,
+            training=False, eps=module.eps,
+        )  # fmt: skip
+    raise TypeError(f"apply_weights knows Linear, Conv, ConvTranspose, eval BatchNorm: {kind}")
+
+
+def _fixed_norm(module: nn.Module) -> bool:
+    """An exact BatchNorm*d that normalizes with its running statistics (eval, tracked)."""
+    fixed = not module.training and getattr(module, "running_mean", None) is not None
+    return type(module) in _NORMS and fixed
+
+
+def run_by_weights(gm: torch.fx.GraphModule, *args):
+    """Run `gm`'s graph node by node, each call of a layer `apply_weights` knows computed from
+    its weights; other modules (a BatchNorm on batch statistics too) and functions run as usual:
+    what a folded graph computes by its weights, whatever its modules' hooks or `forward`s do."""
+
+    class ByWeights(torch.fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            module = self.fetch_attr(target)
+            if (type(module) in _LAYERS or _fixed_norm(module)) and not kwargs:
+                return apply_weights(module, *args)
+            return super().call_module(target, args, kwargs)
+
+    return ByWeights(gm).run(*args)
+
+
+def same_state(module: nn.Module, fresh: nn.Module) -> bool:
+    """Whether `module` still holds what `fresh`, made again from the same seed, holds: the same
+    parameter and buffer names, each equal (what a fold that returns a copy must leave alone)."""
+    mine, made = module.state_dict(), fresh.state_dict()
+    return mine.keys() == made.keys() and all(torch.equal(mine[k], made[k]) for k in mine)
+
+
+def rounding(expected: torch.Tensor, per_unit: float = 1e-5) -> float:
+    """An absolute tolerance for values that differ from `expected` by rounding only: `per_unit`
+    for each unit of its largest magnitude (a folded network rounds differently in each layer,
+    and a value near zero among large ones keeps the large ones' absolute error)."""
+    return per_unit * (1.0 + expected.detach().abs().max().item())
+
+
 # --- what ran: modules and nodes a run called, inputs under drawn names ----------------------
 
 

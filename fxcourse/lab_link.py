@@ -1,6 +1,7 @@
 """The learner's running JupyterLab, as the workspace's commands see it.
 
-    python -m fxcourse.lab_link running WORKSPACE     (`make lab`: is a lab already open there?)
+    python -m fxcourse.lab_link running WORKSPACE [--language CODE]
+                                        (`make lab`: is a lab already open there?)
 
 A Jupyter server writes a file about itself (jpserver-PID.json: its URL, token, folder and
 process) into Jupyter's runtime folder while it runs; jupyter_server's `list_running_servers`
@@ -16,7 +17,8 @@ asked which of its notebooks are open:
   the update would change is left alone.
 
 `make lab` uses `running` to open no second server on a workspace that has one: it prints the
-running lab's address instead.
+running lab's address instead, in the language `--language` names (a code of fxcourse.languages,
+as `make lab LANG=zh` passes it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxcourse import course_update
+from fxcourse import course_update, languages
+from fxcourse.messages import _, use_language
 
 ASK_TIMEOUT_S = 5
 # How long `make workspace` waits for an open tab to take its update: a tab asks every 2 s, a
@@ -162,16 +165,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["running"])
     parser.add_argument("workspace", type=Path)
+    parser.add_argument("--language", choices=languages.codes(), help="of the message shown")
     args = parser.parse_args(argv)
+    if args.language:
+        use_language(args.language)
     lab = lab_of(args.workspace)
     if lab is None:
         return 1
-    print(
-        f"[lab] JupyterLab is already running on {args.workspace} (process {lab.pid}); "
-        f"no second one is started. Open it at:\n\n    {lab.address()}\n\n"
-        "[lab] To start it afresh, stop it first (File > Shut Down in the lab, or Ctrl+C "
-        "where it runs)."
+    running = _(
+        "JupyterLab is already running on {workspace} (process {pid}); no second one is "
+        "started. Open it at:"
     )
+    afresh = _(
+        "To start it afresh, stop it first (File > Shut Down in the lab, or Ctrl+C where it runs)."
+    )
+    print("[lab] " + running.format(workspace=args.workspace, pid=lab.pid))
+    print(f"\n    {lab.address()}\n")
+    print("[lab] " + afresh)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Progress at a glance: which try-its and exercises a learner has passed, from their notebooks.
 
-    python -m fxcourse.progress [WORKSPACE ...]     (`make progress`: the learner's own workspace)
+    python -m fxcourse.progress [--language CODE] [WORKSPACE ...]
+                        (`make progress`: the learner's own workspace, in their language)
 
 A try-it counts as passed when its checkpoint last said so; an exercise when every visible test
 cell of the copy that is submitted (the one fetched in the Assignments tab, else the practice copy
@@ -11,7 +12,9 @@ notebook's outputs. Each chapter and exercise says when that was ("checks ran" o
 saved"; nothing for a notebook the learner never saved, whose file time is only when the sync
 copied it). Nothing is run. Given several workspaces, it prints one block each; `--json` prints the
 same as data (what the class hub's progress page reads, running as each learner:
-grader/hub/progress_service.py).
+grader/hub/progress_service.py), whose states and "checks ran"/"notebook saved" stay English keys
+whatever the language; `--language CODE` (a code of fxcourse.languages, as `make progress LANG=zh`
+passes it) says the lines in that language, FXCOURSE_LANGUAGE's by default (fxcourse.messages).
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import results
+from fxcourse import languages, results
 from fxcourse.course_update import untouched
-from fxcourse.messages import in_every_language, printed_pattern
+from fxcourse.messages import _, in_every_language, printed_pattern, use_language
 from fxcourse.workspace import course_notebooks
 
 CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
@@ -140,25 +143,42 @@ def _read(path: Path) -> nbformat.NotebookNode | None:
     try:
         return nbformat.read(path, as_version=4)
     except (OSError, ValueError) as error:
-        print(inert(f"progress: {path} is not readable as a notebook: {error}"), file=sys.stderr)
+        unreadable = _("progress: {path} is not readable as a notebook: {error}")
+        print(inert(unreadable.format(path=path, error=error)), file=sys.stderr)
         return None
 
 
 def report(workspace: Path) -> list[str]:
-    """The lines shown for one workspace."""
+    """The lines shown for one workspace, in fxcourse.messages' language."""
     found = progress(workspace)
     lines, passed, total = [], 0, 0
+    counted = _("{name}: {passed}/{total} try-its passed")
     for name, marks in found["tryits"].items():
         if marks is None:
-            lines.append(f"  {name}: not readable as a notebook")
+            lines.append("  " + _("{name}: not readable as a notebook").format(name=name))
             continue
         passed, total = passed + sum(marks.values()), total + len(marks)
         shown = " ".join(f"{tid}{'✓' if ok else '·'}" for tid, ok in marks.items())
-        line = f"  {name}: {sum(marks.values())}/{len(marks)} try-its passed  {shown}"
-        lines.append(line + when(found["as_of"].get(name)))
+        line = counted.format(name=name, passed=sum(marks.values()), total=len(marks))
+        lines.append(f"  {line}  {shown}" + when(found["as_of"].get(name)))
     for assignment, (state, copy) in found["exercises"].items():
-        lines.append(f"  {assignment}: {state} ({copy}){when(found['as_of'].get(assignment))}")
-    return [f"{workspace}: {passed}/{total} try-its passed", *lines]
+        shown = _("{assignment}: {state} ({copy})").format(
+            assignment=assignment, state=shown_state(state), copy=copy
+        )
+        lines.append(f"  {shown}" + when(found["as_of"].get(assignment)))
+    return [counted.format(name=workspace, passed=passed, total=total), *lines]
+
+
+def shown_state(state: str) -> str:
+    """An exercise's state (progress()'s English key) as the learner reads it."""
+    shown = {
+        "passed": _("passed"),
+        "failing": _("failing"),
+        "not run": _("not run"),
+        "not opened": _("not opened"),
+        "unreadable": _("unreadable"),
+    }
+    return shown.get(state, state)
 
 
 def when(stamp: list[str] | None) -> str:
@@ -166,19 +186,22 @@ def when(stamp: list[str] | None) -> str:
     if not stamp:
         return ""
     what, at = stamp
-    return f"  [{what} {at[:10]} {at[11:16]} UTC]"
+    shown = {"checks ran": _("checks ran"), "notebook saved": _("notebook saved")}.get(what, what)
+    return f"  [{shown} {at[:10]} {at[11:16]} UTC]"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workspaces", nargs="*", type=Path, default=[Path("workspace")])
     parser.add_argument("--json", action="store_true", help="one JSON object per workspace")
+    parser.add_argument("--language", choices=languages.codes(), help="of the lines shown")
     args = parser.parse_args(argv)
+    if args.language:
+        use_language(args.language)
     missing = [str(folder) for folder in args.workspaces if not folder.is_dir()]
     if missing:
-        print(
-            f"progress: no workspace at {', '.join(missing)} (make lab creates it)", file=sys.stderr
-        )
+        nowhere = _("progress: no workspace at {folders} (make lab creates it)")
+        print(nowhere.format(folders=", ".join(missing)), file=sys.stderr)
         return 2
     for folder in args.workspaces:
         lines = [json.dumps(progress(folder))] if args.json else report(folder)

@@ -348,7 +348,8 @@ def show_answer(tryit_id: str) -> Answer:
         return Answer(tryit_id, None)
     if tryit_id not in answers:
         known = ", ".join(sorted(answers, key=_natural))
-        raise KeyError(f"no try-it {tryit_id!r}; the try-its are {known}")
+        unknown = _("no try-it {id}; the try-its are {known}")
+        raise KeyError(unknown.format(id=repr(tryit_id), known=known))
     return Answer(tryit_id, answers[tryit_id]["code"])
 
 

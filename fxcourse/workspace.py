@@ -112,19 +112,21 @@ class SyncReport:
     labs: OpenInLab = field(default_factory=OpenInLab)
 
     def lines(self) -> list[str]:
-        found = [
-            f"an earlier course update was not in your copy (JupyterLab's Overwrite?); "
-            f"brought in again: {name}"
-            for name in self.again
-        ]
-        found += [f"new: {name}" for name in self.copied]
-        found += [f"updated (you had not edited it): {name}" for name in self.updated]
-        found += [f"course changes merged into your edits: {name}" for name in self.merged]
-        found += [
-            f"{name}: the course changed cells you had edited; yours are kept, the course's "
-            f"version is beside it as {beside_name(name)} (the notebook's first cell says so)"
-            for name in self.kept
-        ]
+        again = _(
+            "an earlier course update was not in your copy (JupyterLab's Overwrite?); "
+            "brought in again: {name}"
+        )
+        found = [again.format(name=name) for name in self.again]
+        found += [_("new: {name}").format(name=name) for name in self.copied]
+        updated = _("updated (you had not edited it): {name}")
+        found += [updated.format(name=name) for name in self.updated]
+        merged = _("course changes merged into your edits: {name}")
+        found += [merged.format(name=name) for name in self.merged]
+        kept = _(
+            "{name}: the course changed cells you had edited; yours are kept, the course's "
+            "version is beside it as {beside} (the notebook's first cell says so)"
+        )
+        found += [kept.format(name=name, beside=beside_name(name)) for name in self.kept]
         found += [self.held_line(name) for name in self.held]
         return found
 
@@ -132,23 +134,23 @@ class SyncReport:
         """Why `name` was not updated, and what to do (see sync_notebook)."""
         labs, beside = self.labs, beside_name(name)
         if name in labs.blocking:
-            return (
-                f"NOT UPDATED: {name} is open in the JupyterLab at {labs.blocking[name].url}, "
-                "which cannot take a course update into an open notebook. Save it and close it "
-                "there (File > Close and Shut Down Notebook), then run `make workspace` again; "
-                "nothing you typed is lost."
-            )
+            return _(
+                "NOT UPDATED: {name} is open in the JupyterLab at {url}, which cannot take a "
+                "course update into an open notebook. Save it and close it there (File > Close "
+                "and Shut Down Notebook), then run `make workspace` again; nothing you typed is "
+                "lost."
+            ).format(name=name, url=labs.blocking[name].url)
         if beside in labs.delivering or beside in labs.blocking:
-            return (
-                f"NOT UPDATED: {name}: the course's version beside it, {beside}, which the "
-                f"update rewrites, is open in the JupyterLab at {labs.lab_for(beside).url}. "
-                "Close it there, then run `make workspace` again."
-            )
-        return (
-            f"NOT UPDATED: {name}: the JupyterLab at {labs.unasked[0].url} did not say which "
-            "notebooks it has open (a password instead of a token?). Save and close the "
-            "notebooks open there, or stop it, then run `make workspace` again."
-        )
+            return _(
+                "NOT UPDATED: {name}: the course's version beside it, {beside}, which the "
+                "update rewrites, is open in the JupyterLab at {url}. Close it there, then run "
+                "`make workspace` again."
+            ).format(name=name, beside=beside, url=labs.lab_for(beside).url)
+        return _(
+            "NOT UPDATED: {name}: the JupyterLab at {url} did not say which notebooks it has "
+            "open (a password instead of a token?). Save and close the notebooks open there, "
+            "or stop it, then run `make workspace` again."
+        ).format(name=name, url=labs.unasked[0].url)
 
 
 def chapters_in(root: Path, language: str) -> Path:
@@ -304,9 +306,10 @@ def main(argv: list[str] | None = None) -> int:
     for line in lab_delivery_lines(folder, report.in_lab):
         print(f"[workspace] {line}")
     if report.held:
-        print(f"[workspace] {args.workspace}: {len(report.held)} notebook(s) not updated (above)")
+        held = _("{workspace}: {count} notebook(s) not updated (above)")
+        print("[workspace] " + held.format(workspace=args.workspace, count=len(report.held)))
         return 1
-    print(f"[workspace] {args.workspace} is up to date")
+    print("[workspace] " + _("{workspace} is up to date").format(workspace=args.workspace))
     return 0
 
 
@@ -314,19 +317,19 @@ def lab_delivery_lines(workspace: Path, names: list[str]) -> list[str]:
     """Wait for the lab to take the updates of the notebooks open in it; say what happened."""
     if not names:
         return []
-    print(f"[workspace] open in your JupyterLab, the update goes into its tab: {', '.join(names)}")
+    waiting = _("open in your JupyterLab, the update goes into its tab: {names}")
+    print("[workspace] " + waiting.format(names=", ".join(names)))
     delivered = lab_link.wait_for_delivery(workspace, names)
-    lines = [
-        f"merged into the notebook open in your lab, with what you typed there (and saved): {name}"
-        for name in delivered
-    ]
-    lines += [
-        f"{name} is open in your lab, which has not taken its update yet: it does as soon as "
-        "the notebook's tab is shown again, with what you typed kept (or, if you close the "
-        "notebook first, at your next `make workspace`)"
-        for name in names
-        if name not in delivered
-    ]
+    merged = _(
+        "merged into the notebook open in your lab, with what you typed there (and saved): {name}"
+    )
+    lines = [merged.format(name=name) for name in delivered]
+    later = _(
+        "{name} is open in your lab, which has not taken its update yet: it does as soon as the "
+        "notebook's tab is shown again, with what you typed kept (or, if you close the notebook "
+        "first, at your next `make workspace`)"
+    )
+    lines += [later.format(name=name) for name in names if name not in delivered]
     return lines
 
 

@@ -319,6 +319,47 @@ def test_erase_calls_leaves_the_modules_registered_and_unused():
     gm(torch.randn(3, 2))
 
 
+def test_weights_applied_by_hand_match_the_layers_and_ignore_hooks():
+    make = CaseMaker(3)
+    layers = [
+        (nn.Linear(4, 3), (2, 4)),
+        (nn.Conv1d(4, 6, 3, stride=2, groups=2), (2, 4, 9)),
+        (nn.Conv2d(3, 4, 3, padding=2, dilation=2, padding_mode="reflect"), (1, 3, 7, 7)),
+        (nn.Conv3d(2, 2, 2, bias=False), (1, 2, 4, 4, 4)),
+        (nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1, groups=2), (1, 4, 5, 5)),
+        (make.trained_batchnorm(nn.BatchNorm2d(3)).eval(), (2, 3, 4, 4)),
+    ]
+    for layer, shape in layers:
+        x = make.tensor(*shape)
+        torch.testing.assert_close(cases.apply_weights(make.parameters_of(layer), x), layer(x))
+        assert cases.hooked_or_overridden(layer) == []
+    hooked = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = make.tensor(2, 4)
+    plain = hooked(x)
+    hooked[0].register_forward_hook(lambda module, inputs, output: output * 2)
+    assert not torch.allclose(hooked(x), plain)
+    torch.testing.assert_close(cases.run_by_weights(fx.symbolic_trace(hooked), x), plain)
+    hooked[1].forward = lambda x: x
+    assert cases.hooked_or_overridden(hooked) == ["0", "1"]
+    with pytest.raises(TypeError):
+        cases.apply_weights(nn.BatchNorm1d(3).train(), make.tensor(2, 3))
+
+
+def test_same_state_sees_a_changed_weight_and_a_new_parameter():
+    first, again = (CaseMaker(5).parameters_of(nn.Conv1d(2, 3, 2, bias=False)) for _ in "ab")
+    assert cases.same_state(first, again)
+    with torch.no_grad():
+        first.weight[0, 0, 0] += 1
+    assert not cases.same_state(first, again)
+    again.bias = nn.Parameter(torch.zeros(3))
+    assert not cases.same_state(again, CaseMaker(5).parameters_of(nn.Conv1d(2, 3, 2, bias=False)))
+
+
+def test_rounding_grows_with_the_largest_value():
+    assert cases.rounding(torch.zeros(3)) == pytest.approx(1e-5)
+    assert cases.rounding(torch.tensor([-300.0, 2.0])) == pytest.approx(301e-5)
+
+
 # ------------------------------------------------------------------- what ran, and under which name
 
 

@@ -1,0 +1,369 @@
+"""What chapter 9's case builders draw (fxcourse.cases makes the seeds, the checkpoints compare).
+
+    loss = draw_loss(make); forward, backward = split_loss(loss)   # try it 9.1
+    scores = draw_scores(make); graph = traced_scores(scores)       # try it 9.2
+    rules = draw_rules(make); keys_here(rules_key, rules)           # try it 9.3
+    keys_in_fresh_python(rules_key, rules, salt)                     # 9.3, as after a restart
+
+Every case is Python source written from the maker's generator (operators, names, sizes,
+dtypes), so a "Not yet" can describe it and the same seed makes it again. Nothing here holds an
+answer: the checkpoints run the reference answer (fxcourse.reference) beside the learner's.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import json
+import linecache
+import os
+import random
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import torch
+import torch.fx as fx
+
+PARTITIONERS = ("default_partition", "min_cut_rematerialization_partition")
+
+
+def defined(source: str, filename: str) -> dict:
+    """Run `source` as a notebook cell runs: its lines readable by `inspect` under `filename`."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"torch": torch, "__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+
+# ----------------------------------------------------------------------------- try it 9.1
+
+UNARY = ("torch.sin({})", "torch.exp({})", "torch.tanh({})", "torch.sigmoid({})", "torch.relu({})")
+ROWWISE = (
+    "torch.softmax({}, dim=-1)",
+    "torch.log_softmax({}, dim=-1)",
+    "({} - {}.amax(-1, keepdim=True))",
+    "({} / {}.sum(-1, keepdim=True))",
+)
+MIXING = ("{} * x", "{} + w", "{} * torch.cos(w)")
+LOSSES = ("({}).sum()", "({} * x).sum()", "({}).pow(2).mean()")
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss of x (rows, columns) and w (columns,), and the partitioner that splits it."""
+
+    expression: str
+    dtype: torch.dtype
+    shape: tuple[int, int]
+    x_needs_grad: bool
+    partition: str
+
+
+def loss_expression(rng: random.Random) -> str:
+    expression = rng.choice(("x * w", "x + w", "torch.sin(x) * w", "x - torch.tanh(w)"))
+    for _ in range(rng.randint(2, 4)):
+        pick = rng.random()
+        template = rng.choice(UNARY if pick < 0.5 else ROWWISE if pick < 0.8 else MIXING)
+        expression = template.replace("{}", f"({expression})" if "{}." in template else expression)
+    return rng.choice(LOSSES).format(expression)
+
+
+def draw_loss(make) -> Loss:
+    """A loss for `make` (an fxcourse.cases.CaseMaker): every run has each dtype and both
+    partitioners."""
+    dtype = make.each([torch.float32, torch.float64, torch.bfloat16])
+    partition = make.each(list(PARTITIONERS))
+    shape = (make.integer(2, 9), make.integer(3, 17))
+    return Loss(loss_expression(make.rng), dtype, shape, make.coin(0.4), partition)
+
+
+@functools.lru_cache(maxsize=32)
+def _joint(expression: str, dtype: torch.dtype, shape: tuple, x_needs_grad: bool) -> tuple:
+    """AOTAutograd's joint graph of the loss (Inductor's decompositions), with what the
+    partitioner is called with; traced once per loss."""
+    from functorch.compile import aot_function, default_partition, make_boxed_func
+    from torch._inductor.decomposition import select_decomp_table
+
+    joint = {}
+
+    def keep_joint(graph, inputs, **options):
+        joint.update(graph=copy.deepcopy(graph), inputs=inputs, options=options)
+        return default_partition(graph, inputs, **options)
+
+    def run_as_is(gm, _):
+        return make_boxed_func(gm.forward)
+
+    loss = defined(f"def loss(x, w):\n    return {expression}\n", "<a drawn loss>")["loss"]
+    x = torch.randn(*shape, dtype=dtype, requires_grad=x_needs_grad)
+    w = torch.randn(shape[1], dtype=dtype, requires_grad=True)
+    traced = aot_function(
+        loss, run_as_is, run_as_is, keep_joint, decompositions=select_decomp_table()
+    )
+    traced(x, w).backward()
+    return joint["graph"], joint["inputs"], joint["options"]
+
+
+def split_loss(loss: Loss) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """(forward, backward): the loss's joint graph split by its partitioner, as Inductor's
+    `partition_fn` splits it with min_cut_rematerialization_partition."""
+    import functorch.compile as partitioners
+
+    graph, inputs, options = _joint(loss.expression, loss.dtype, loss.shape, loss.x_needs_grad)
+    return getattr(partitioners, loss.partition)(copy.deepcopy(graph), inputs, **options)
+
+
+# ----------------------------------------------------------------------------- try it 9.2
+
+OPERANDS = ("u", "v", "2 * u", "u - v", "torch.sin(v)", "0.5 * v", "-u", "v + 1")
+FOUND = "torch.log(torch.exp({a}) + torch.exp({b}))"
+LEFT_ALONE = (
+    "torch.log(torch.exp({a}) + {b})",
+    "torch.log(torch.exp({a}) - torch.exp({b}))",
+    "torch.exp({a}) + torch.exp({b})",
+    "torch.log1p(torch.exp({a}))",
+)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A function `scores(u, v)` returning a tuple of terms, and its inputs."""
+
+    source: str
+    inputs: tuple[torch.Tensor, torch.Tensor]
+
+
+def lse_source(rng: random.Random) -> str:
+    """`scores(u, v)`: three to five terms, at least one of them the expression."""
+    terms, lines, found = [], [], False
+    for index in range(rng.randint(3, 5)):
+        a, b = rng.sample(OPERANDS, 2)
+        pick = rng.random()
+        if pick < 0.5:
+            terms.append(FOUND.format(a=a, b=b))
+            found = True
+        elif pick < 0.65:  # exp(a) is read again outside the expression: nothing to rewrite
+            lines.append(f"    e{index} = torch.exp({a})")
+            terms.append(f"torch.log(e{index} + torch.exp({b})) * e{index}")
+        else:
+            terms.append(rng.choice(LEFT_ALONE).format(a=a, b=b))
+    if not found:
+        terms.append(FOUND.format(a="v", b="u"))
+    body = "\n".join(lines + [f"    return ({', '.join(terms)},)"])
+    return f"def scores(u, v):\n{body}\n"
+
+
+def lse_inputs(
+    rng: random.Random, dtype: torch.dtype, matrix: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ordinary values, equal pairs, and values far past exp's range in both directions."""
+    big = 1000.0 if dtype == torch.float32 else 4000.0
+    u = [0.0, 0.0, big, -3.0, big / 2, rng.uniform(-2, 2)]
+    v = [0.0, 0.0, -big, 2.0, big / 2 + 1, rng.uniform(-2, 2)]
+    order = list(range(len(u)))
+    rng.shuffle(order)
+    u, v = [u[i] for i in order], [v[i] for i in order]
+    tensors = torch.tensor(u, dtype=dtype), torch.tensor(v, dtype=dtype)
+    return tuple(t.reshape(2, 3) for t in tensors) if matrix else tensors
+
+
+def draw_scores(make) -> Scores:
+    """Scores for `make`: every run has float32 and float64 inputs, each in one and in two
+    dimensions."""
+    source = lse_source(make.rng)
+    dtype, matrix = make.each([(d, m) for d in (torch.float32, torch.float64) for m in (0, 1)])
+    return Scores(source, lse_inputs(make.rng, dtype, matrix=bool(matrix)))
+
+
+def traced_scores(scores: Scores) -> fx.GraphModule:
+    """The ATen graph of the scores, with fake tensors in meta["val"], as Inductor's passes get."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    function = defined(scores.source, "<drawn scores>")["scores"]
+    return make_fx(function, tracing_mode="fake")(*scores.inputs)
+
+
+# ----------------------------------------------------------------------------- try it 9.3
+
+BODIES = ("x * {c}", "x + {c}", "torch.sin(x) * {c}", "torch.exp(x) - {c}", "x / {c}")
+BODIES += ("torch.tanh(x) + {c}", "torch.relu(x) * {c}", "(x - {c}) * x")
+SWAPS = {"*": "/", "/": "*", "+": "-", "-": "+", "sin": "cos", "exp": "expm1"}
+SWAPS |= {"tanh": "sigmoid", "relu": "selu"}
+
+
+@dataclass
+class RuleCase:
+    """A rule set as source, `base`, and edits of it that must get another key (kind -> source)."""
+
+    base: str
+    edited: dict[str, str]
+
+
+def rule_text(rules: list[tuple[str, str, str, str]]) -> str:
+    """Source that defines each (search name, body, replace name, body) and RULES."""
+    lines, pairs = [], []
+    for search, search_body, replace, replace_body in rules:
+        lines += [f"def {search}(x):", f"    return {search_body}", ""]
+        lines += [f"def {replace}(x):", f"    return {replace_body}", ""]
+        pairs.append(f"({search}, {replace})")
+    return "\n".join(lines + [f"RULES = [{', '.join(pairs)}]", ""])
+
+
+def one_swap(body: str, rng: random.Random) -> str:
+    """`body` with one operator or function swapped for another (a one-operator edit)."""
+    found = [old for old in SWAPS if f" {old} " in body or f".{old}(" in body]
+    old = rng.choice(found)
+    spaced = f" {old} " if f" {old} " in body else f".{old}("
+    return body.replace(spaced, spaced.replace(old, SWAPS[old]), 1)
+
+
+def edited_rules(rules: list, rng: random.Random, side: int, edit) -> str:
+    """The rule set's source after `edit` on one body (side 1: a search, 3: a replacement)."""
+    changed = [list(rule) for rule in rules]
+    where = rng.randrange(len(rules))
+    changed[where][side] = edit(changed[where][side])
+    return rule_text(changed)
+
+
+def other_constant(body: str) -> str:
+    """`body` with its last number changed: the same bytecode, other constants."""
+    head, number, tail = re.match(r"(.*?)(\d+(?:\.\d+)?)(\D*)$", body).groups()
+    return f"{head}{float(number) + 1.25}{tail}"
+
+
+def draw_rules(make) -> RuleCase:
+    """A rule set of one to three rules, and one edit of each kind (a rule removed when it has
+    more than one)."""
+    rng, rules = make.rng, []
+    for number in range(rng.randint(1, 3)):
+        bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
+        names = (f"find_{number}", f"make_{number}")
+        rules.append((names[0], bodies[0], names[1], bodies[1]))
+    swap = lambda body: one_swap(body, rng)  # noqa: E731
+    edited = {
+        "search operator": edited_rules(rules, rng, 1, swap),
+        "replacement operator": edited_rules(rules, rng, 3, swap),
+        "constant": edited_rules(rules, rng, rng.choice((1, 3)), other_constant),
+        "added rule": rule_text([*rules, ("find_more", "x * 7", "make_more", "x + x * 6")]),
+    }
+    if len(rules) > 1:
+        edited["removed rule"] = rule_text(rules[:-1])
+    return RuleCase(rule_text(rules), edited)
+
+
+def first_change(before: str, after: str) -> str:
+    """The first line an edit changed, as `old` -> `new` (or +/- a line added or removed)."""
+    import difflib
+
+    changed = [
+        line
+        for line in difflib.ndiff(before.splitlines(), after.splitlines())
+        if line[:1] in "+-" and line[2:].strip() and not line[2:].startswith("RULES")
+    ]
+    removed = [line[2:].strip() for line in changed if line.startswith("-")]
+    added = [line[2:].strip() for line in changed if line.startswith("+")]
+    if removed and added:
+        return f"`{removed[0]}` -> `{added[0]}`"
+    return f"+ `{added[0]}`" if added else f"- `{removed[0]}`"
+
+
+def keys_here(rules_key, case: RuleCase) -> dict:
+    """rules_key in this process: of the rules, of the same rules defined again (new code objects
+    from another file name, the same process), and of each edit. Every set stays alive until all
+    keys are made, so no code object can reuse the address of one freed before it."""
+    sets = {"rules": (case.base, "<drawn rules>")}
+    sets["again"] = (case.base, "<drawn rules, defined again>")
+    sets |= {edit: (text, f"<drawn rules, {edit}>") for edit, text in case.edited.items()}
+    defined_sets = {label: defined(*source)["RULES"] for label, source in sets.items()}
+    return {label: rules_key(rules) for label, rules in defined_sets.items()}
+
+
+def learner_cell(function) -> str:
+    """The imports, definitions and assignments of the cell that defined `function` (what a fresh
+    Python gets when the learner reruns that cell), without its other statements and without an
+    assignment that reads a name the cell does not bind (another cell's value)."""
+    import builtins
+    import inspect
+
+    code = function.__code__
+    source = "".join(linecache.getlines(code.co_filename)) or inspect.getsource(function)
+    bound = set(dir(builtins))
+    body = []
+    for statement in ast.parse(source).body:
+        if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+            body.append(statement)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+            written = {
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            if read - written - bound:
+                continue
+            body.append(statement)
+        else:
+            continue
+        bound |= names_bound(statement)
+    return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def names_bound(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return {statement.name}
+    return {
+        n.id
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
+CHILD = """
+import json, linecache, sys
+
+def defined(source, filename):
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+spec = json.load(sys.stdin)
+rules_key = defined(spec["cell"], spec["cell_file"])[spec["name"]]
+keys = {}
+for label, (source, filename) in spec["rule_sets"].items():
+    key = rules_key(defined(source, filename)["RULES"])
+    keys[label] = key if isinstance(key, str) else repr(type(key))
+print(json.dumps(keys))
+"""
+
+
+def keys_in_fresh_python(rules_key, case: RuleCase, salt: int) -> dict | str:
+    """keys_here's keys, from rules_key's cell run in a new Python (PYTHONHASHSEED=salt, other
+    file names: what a restart changes); or the new Python's error, a string."""
+    folder = f"/tmp/ipykernel_{salt}"
+    sets = {"rules": case.base, "again": case.base, **case.edited}
+    spec = {
+        "cell": learner_cell(rules_key),
+        "cell_file": f"{folder}/cell.py",
+        "name": getattr(rules_key, "__name__", "rules_key").replace("<lambda>", "rules_key"),
+        "rule_sets": {
+            label: (source, f"{folder}/{index}.py")
+            for index, (label, source) in enumerate(sets.items())
+        },
+    }
+    environment = {**os.environ, "PYTHONHASHSEED": str(salt)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    if done.returncode:
+        return done.stderr.strip().splitlines()[-1]
+    return json.loads(done.stdout)

@@ -1,0 +1,316 @@
+"""Chapter 9's case builders (fxcourse.compiler_cases) judged as the checkpoints judge them: on the
+cases of several runs, honest answers other than the chapter's (another way to count, another
+stable formula, another stable key) pass beside the reference, and wrong ones fail in every run.
+
+test_tryits runs the chapter's own mistakes and answer; this adds what else a learner may write.
+FXCOURSE_CASE_SEEDS=20 judges twenty runs per try-it (the default, 2, keeps `make test` short).
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import math
+import os
+import random
+import re
+
+import pytest
+import torch
+import torch.fx as fx
+
+from fxcourse import compiler_cases as cases
+from fxcourse.cases import CaseMaker, seeds_of
+
+RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
+RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
+CASES_PER_RUN = 6  # fxcourse.tryit.checkpoint.cases' default
+
+
+def makers(run_seed: int) -> list[CaseMaker]:
+    """The makers of one checkpoint run's cases, as fxcourse.tryit draws them."""
+    seeds = seeds_of(run_seed, CASES_PER_RUN)
+    return [CaseMaker(seed, index, run_seed) for index, seed in enumerate(seeds)]
+
+
+# ----------------------------------------------------------------------------- try it 9.1
+
+
+def kept(forward: fx.GraphModule, backward: fx.GraphModule) -> list[fx.Node]:
+    inputs = {node.name for node in forward.graph.find_nodes(op="placeholder")}
+    return [
+        node
+        for node in backward.graph.find_nodes(op="placeholder")
+        if node.name not in inputs and not node.name.startswith("tangents")
+    ]
+
+
+def reference_bytes(forward, backward) -> int:  # the chapter's answer
+    return sum(
+        node.meta["val"].numel() * node.meta["val"].element_size()
+        for node in kept(forward, backward)
+    )
+
+
+def from_forward_outputs(forward, backward) -> int:  # honest: the forward's extra outputs
+    (output,) = forward.graph.find_nodes(op="output")
+    inputs = set(forward.graph.find_nodes(op="placeholder"))
+    values = [node.meta["val"] for node in output.args[0][1:] if node not in inputs]
+    return sum(value.numel() * value.dtype.itemsize for value in values)
+
+
+def by_names(forward, backward) -> int:  # honest: AOTAutograd's names of inputs and tangents
+    placeholders = backward.graph.find_nodes(op="placeholder")
+    values = [n.meta["val"] for n in placeholders if not n.name.startswith(("tangents", "primals"))]
+    return sum(value.numel() * value.element_size() for value in values)
+
+
+def elements(forward, backward) -> int:
+    return sum(node.meta["val"].numel() for node in kept(forward, backward))
+
+
+def four_bytes_each(forward, backward) -> int:
+    return sum(4 * node.meta["val"].numel() for node in kept(forward, backward))
+
+
+def inputs_too(forward, backward) -> int:
+    (output,) = forward.graph.find_nodes(op="output")
+    return sum(n.meta["val"].numel() * n.meta["val"].element_size() for n in output.args[0][1:])
+
+
+def chapter_example(forward, backward) -> int:  # the chapter's softmax: 64 bytes, or 512
+    return 64 if "amax" in {node.name for node in kept(forward, backward)} else 512
+
+
+@functools.cache
+def split_losses(run_seed: int) -> list[tuple[fx.GraphModule, fx.GraphModule]]:
+    return [cases.split_loss(cases.draw_loss(make)) for make in makers(run_seed)]
+
+
+def refused_9_1(answer, run_seed: int) -> bool:
+    return any(answer(f, b) != reference_bytes(f, b) for f, b in split_losses(run_seed))
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_1_accepts_other_honest_counts(run_seed):
+    for answer in (from_forward_outputs, by_names):
+        assert not refused_9_1(answer, run_seed), (run_seed, answer.__name__)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_1_refuses_wrong_counts_in_every_run(run_seed):
+    for answer in (elements, four_bytes_each, inputs_too, chapter_example):
+        assert refused_9_1(answer, run_seed), (run_seed, answer.__name__)
+
+
+def test_9_1_every_run_has_each_dtype_and_both_partitioners():
+    drawn = [cases.draw_loss(make) for make in makers(11)]
+    assert {loss.dtype for loss in drawn} == {torch.float32, torch.float64, torch.bfloat16}
+    assert {loss.partition for loss in drawn} == set(cases.PARTITIONERS)
+    assert drawn == [cases.draw_loss(make) for make in makers(11)]  # the same seed, the same cases
+
+
+# ----------------------------------------------------------------------------- try it 9.2
+
+
+def naive(a, b):
+    return torch.log(torch.exp(a) + torch.exp(b))
+
+
+def swapped(a, b):
+    return torch.log(torch.exp(b) + torch.exp(a))
+
+
+def stable(a, b):  # the chapter's answer
+    return torch.logaddexp(a, b)
+
+
+@functools.cache
+def lse_rule_pass(search, replace):
+    from torch._inductor.pattern_matcher import PatternMatcherPass, fwd_only, register_replacement
+
+    rules = PatternMatcherPass()
+    register_replacement(search, replace, [torch.empty(4), torch.empty(4)], fwd_only, rules)
+    return rules
+
+
+def rewritten(search, replace, scores: cases.Scores) -> tuple[int, tuple]:
+    graph = cases.traced_scores(scores)
+    found = lse_rule_pass(search, replace).apply(graph.graph)
+    graph.recompile()
+    return found, graph(*scores.inputs)
+
+
+def refused_9_2(search, replace, run_seed: int) -> bool:
+    for make in makers(run_seed):
+        scores = cases.draw_scores(make)
+        (found, got), (want, terms) = (
+            rewritten(search, replace, scores),
+            rewritten(naive, stable, scores),
+        )
+        close = 1e-5 if terms[0].dtype == torch.float32 else 1e-10
+        if found != want or any(
+            g.dtype != t.dtype or not torch.allclose(g, t, rtol=close, atol=close, equal_nan=True)
+            for g, t in zip(got, terms, strict=True)
+        ):
+            return True
+    return False
+
+
+HONEST_9_2 = {
+    "max and log1p": (
+        naive,
+        lambda a, b: torch.maximum(a, b) + torch.log1p(torch.exp(-(a - b).abs())),
+    ),
+    "logsumexp of a stack": (naive, lambda a, b: torch.logsumexp(torch.stack([a, b]), dim=0)),
+    "the search written b first": (swapped, stable),
+}
+WRONG_9_2 = {
+    "the same expression": (naive, naive),
+    "b + log1p(exp(a - b))": (naive, lambda a, b: b + torch.log1p(torch.exp(a - b))),
+    "the larger input": (naive, lambda a, b: torch.maximum(a, b)),
+    "max + log 2, right when a == b": (naive, lambda a, b: torch.maximum(a, b) + math.log(2)),
+    "the library call as search": (stable, stable),
+    "one number for all": (
+        naive,
+        lambda a, b: torch.logsumexp(torch.cat([a.flatten(), b.flatten()]), 0).expand_as(a),
+    ),
+    "float32 whatever the input": (naive, lambda a, b: torch.logaddexp(a.float(), b.float())),
+}
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_2_accepts_other_stable_formulas(run_seed):
+    for name, (search, replace) in HONEST_9_2.items():
+        assert not refused_9_2(search, replace, run_seed), (run_seed, name)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_2_refuses_wrong_rules_in_every_run(run_seed):
+    for name, (search, replace) in WRONG_9_2.items():
+        assert refused_9_2(search, replace, run_seed), (run_seed, name)
+
+
+def test_9_2_every_run_has_both_dtypes_and_both_ranks():
+    drawn = [cases.draw_scores(make).inputs[0] for make in makers(5)]
+    assert {(u.dtype, u.dim()) for u in drawn} == {
+        (dtype, rank) for dtype in (torch.float32, torch.float64) for rank in (1, 2)
+    }
+
+
+# ----------------------------------------------------------------------------- try it 9.3
+
+HONEST_9_3 = {
+    "source text": """
+import hashlib
+import inspect
+
+def rules_key(rules):
+    text = "\\n".join(inspect.getsource(fn) for rule in rules for fn in rule)
+    return hashlib.sha256(text.encode()).hexdigest()
+""",
+    "bytecode, constants and names": """
+import hashlib
+
+def rules_key(rules):
+    parts = []
+    for rule in rules:
+        for fn in rule:
+            code = fn.__code__
+            parts.append(code.co_code.hex() + repr(code.co_consts) + repr(code.co_names))
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+""",
+}
+EACH = "for rule in rules for f in rule"
+WRONG_9_3 = {
+    "a fixed string": "def rules_key(rules):\n    return 'v1'\n",
+    "names": f"def rules_key(rules):\n    return ','.join(f.__name__ {EACH})\n",
+    "id": f"def rules_key(rules):\n    return str([id(f.__code__) {EACH}])\n",
+    "hash": f"def rules_key(rules):\n    return str(hash(tuple(f.__code__ {EACH})))\n",
+    "repr": "def rules_key(rules):\n    return repr(rules)\n",
+    "bytecode only": f"def rules_key(rules):\n    return str([f.__code__.co_code {EACH}])\n",
+    "searches only": """
+import inspect
+
+def rules_key(rules):
+    return ''.join(inspect.getsource(search) for search, _ in rules)
+""",
+    "marshal": """
+import marshal
+
+def rules_key(rules):
+    return b''.join(marshal.dumps(f.__code__) for r in rules for f in r).hex()
+""",
+}
+
+
+def refused_9_3(cell: str, run_seed: int) -> bool:
+    """The checkpoint's test: a key here, the same again, another after each edit, and the same
+    keys in a new Python process."""
+    rules_key = cases.defined(cell, f"/tmp/ipykernel_test/{run_seed}.py")["rules_key"]
+    for make in makers(run_seed):
+        rules = cases.draw_rules(make)
+        mine = cases.keys_here(rules_key, rules)
+        if mine["again"] != mine["rules"] or any(
+            mine[edit] == mine["rules"] for edit in rules.edited
+        ):
+            return True
+        if cases.keys_in_fresh_python(rules_key, rules, make.seed) != mine:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_3_accepts_keys_made_from_what_a_function_computes(run_seed):
+    for name, cell in HONEST_9_3.items():
+        assert not refused_9_3(cell, run_seed), (run_seed, name)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_3_refuses_keys_that_a_restart_or_an_edit_defeats(run_seed):
+    for name, cell in WRONG_9_3.items():
+        assert refused_9_3(cell, run_seed), (run_seed, name)
+
+
+def test_9_3_each_edit_changes_one_place_and_says_where():
+    for make in makers(3):
+        rules = cases.draw_rules(make)
+        for edit, text in rules.edited.items():
+            assert text != rules.base, edit
+            assert cases.first_change(rules.base, text).count("`") >= 2, edit
+
+
+def test_a_learners_cell_keeps_its_definitions_and_drops_its_other_statements():
+    cell = "import hashlib\nLIMIT = 3\n\ndef rules_key(rules):\n    return 'k'\n\n"
+    cell += "print(rules_key([]))\n"
+    rules_key = cases.defined(cell, "/tmp/ipykernel_x/1.py")["rules_key"]
+    kept_source = cases.learner_cell(rules_key)
+    assert "import hashlib" in kept_source and "LIMIT = 3" in kept_source
+    assert "def rules_key" in kept_source and "print(" not in kept_source
+
+
+def test_a_learners_cell_keeps_aliases_and_computed_constants_but_not_another_cells_names():
+    cell = "import hashlib\ndigest = hashlib.sha256\nSALT = 'v' + '1'\nPARTS: tuple = ('a',)\n"
+    cell += "\ndef rules_key(rules):\n"
+    cell += "    return digest((SALT + PARTS[0]).encode()).hexdigest()\n\nseen = rules_key(RULES)\n"
+    filename = "/tmp/ipykernel_x/2.py"
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    namespace = {"RULES": []}  # another cell's value
+    exec(compile(cell, filename, "exec"), namespace)
+    rules_key = namespace["rules_key"]
+    kept_source = cases.learner_cell(rules_key)
+    for kept in ("digest = hashlib.sha256", "SALT = ", "PARTS: tuple"):
+        assert kept in kept_source, kept_source
+    assert "seen =" not in kept_source  # it reads RULES, another cell's value
+    assert cases.defined(kept_source, "<fresh>")["rules_key"]([])
+
+
+def test_9_3_rules_and_their_edits_call_only_what_torch_has():
+    for make in makers(7) + makers(8):
+        rules = cases.draw_rules(make)
+        for text in (rules.base, *rules.edited.values()):
+            for name in re.findall(r"torch\.(\w+)\(", text):
+                assert hasattr(torch, name), (name, text)
+            namespace = cases.defined(text, "<a drawn rule set>")
+            for search, replace in namespace["RULES"]:  # each rule runs on a tensor
+                assert search(torch.ones(3)).shape == replace(torch.ones(3)).shape == (3,)
