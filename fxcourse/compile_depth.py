@@ -83,21 +83,61 @@ class ServeRun:
     outputs: list
     compiles: int
     recompiles: list[str]
+    uncompiled: list[int]  # 1-based requests whose input and output no compiled graph touched
+
+
+def _recording(backend, seen: list) -> Callable:
+    """`backend` (a name or a callable), whose compiled graphs record the tensors they are given
+    and return, so that a request served eagerly can be told apart."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    inner = lookup_backend(backend)
+
+    def recording_backend(gm, example_inputs, **kwargs):
+        compiled = inner(gm, example_inputs, **kwargs)
+
+        def run(*args):
+            result = compiled(*args)
+            seen.extend(torch.utils._pytree.tree_leaves((args, result)))
+            return result
+
+        return run
+
+    return recording_backend
 
 
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
-    """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles."""
+    """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
+    which requests went through a compiled graph (their input or output is one of its tensors),
+    whatever the backend."""
+    from unittest import mock
+
+    from torch._dynamo import eval_frame
     from torch._dynamo.utils import counters
 
     torch.compiler.reset()
     before = counters["frames"]["ok"]
-    with torch_logs(recompiles=True) as logs, warnings.catch_warnings():
+    seen: list = []
+    inputs = [(x.clone(), t) for x, t in requests]
+    real = eval_frame.get_compiler_fn
+    with (
+        mock.patch.object(eval_frame, "get_compiler_fn", lambda fn: real(_recording(fn, seen))),
+        torch_logs(recompiles=True) as logs,
+        warnings.catch_warnings(),
+    ):
         warnings.simplefilter("ignore")
-        outputs = serve(scorer, [(x.clone(), t) for x, t in requests])
+        outputs = serve(scorer, inputs)
     compiles = counters["frames"]["ok"] - before
     reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
-    return ServeRun(list(outputs) if outputs is not None else [], compiles, reasons)
+    outputs = list(outputs) if outputs is not None else []
+    seen_ids = {id(t) for t in seen}
+    uncompiled = [
+        number
+        for number, ((x, _), out) in enumerate(zip(inputs, outputs, strict=False), start=1)
+        if id(x) not in seen_ids and id(out) not in seen_ids
+    ]
+    return ServeRun(outputs, compiles, reasons, uncompiled)
 
 
 class ReferenceScorer(nn.Module):
@@ -183,40 +223,58 @@ class MinifierCase:
 def minifier_case(make) -> MinifierCase:
     """A chain of 4 to 7 unary operators with additions and products between them; the wrong
     operator is drawn each time (each one in turn over a run), and its place in the chain too.
-    A chain whose result hides the planted error (a saturated tanh downstream) is drawn again."""
+    The graph returns a tuple of 2 or 3 tensors, the last one computed through the wrong operator
+    and the others before it, so a predicate that compares only the first output sees nothing
+    wrong. A chain whose result hides the planted error (a saturated tanh downstream) is drawn
+    again."""
     wrong = make.each(list(UNARY))
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
-        chain[make.integer(0, len(chain) - 1)] = wrong
+        place = make.integer(0, len(chain) - 1)
+        chain[place] = wrong
+        early = sorted({make.integer(0, place) for _ in range(make.integer(1, 2))})
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width)
+        gm = _traced_chain(chain, width, early)
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
-        if (case.backend(gm, inputs)(*inputs) - gm(*inputs)).abs().max() > 1e-2:
-            make.note(f"{' -> '.join(chain)}; {wrong} + 1")
+        got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
+        if (got[-1] - want[-1]).abs().max() > 1e-2:
+            make.note(f"{' -> '.join(chain)}; {wrong} + 1; {len(want)} outputs")
             return case
 
 
-def _traced_chain(chain: list[str], width: int) -> fx.GraphModule:
+def _traced_chain(chain: list[str], width: int, early: list[int]) -> fx.GraphModule:
+    """make_fx of the chain; it returns the values entering the links `early` (each before the
+    wrong operator), then the chain's sum."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
+        outputs = []
         for index, op in enumerate(ops):
+            if index in early:
+                outputs.append(x * 1.0)
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
-        return x.sum()
+        return (*outputs, x.sum())
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
 
 
 def minified(case: MinifierCase, results_differ: Callable) -> fx.GraphModule | None:
     """The minifier's smallest graph for which `results_differ(gm, inputs, case.backend)` still
-    holds, or None when it does not hold for the whole graph (the minifier then refuses)."""
+    holds, or None when it does not hold for the whole graph (the minifier then refuses). An
+    error raised by `results_differ` itself is raised again, not taken for a refusal."""
     from torch._functorch.fx_minifier import minifier
 
+    raised: list[Exception] = []
+
     def still_fails(gm, inputs):
-        return results_differ(gm, inputs, case.backend)
+        try:
+            return results_differ(gm, inputs, case.backend)
+        except Exception as error:
+            raised.append(error)
+            raise
 
     with (
         contextlib.redirect_stdout(io.StringIO()),
@@ -229,8 +287,12 @@ def minified(case: MinifierCase, results_differ: Callable) -> fx.GraphModule | N
             small, _ = minifier(
                 copy.deepcopy(case.gm), case.inputs, still_fails, dump_state=lambda gm, inputs: None
             )
-        except RuntimeError:  # "Input graph did not fail the tester"
-            return None
+        except RuntimeError as error:
+            if raised:
+                raise raised[0] from None
+            if "did not fail the tester" in str(error):
+                return None
+            raise
     return small
 
 

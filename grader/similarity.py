@@ -30,7 +30,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from grader.course_grader import (
@@ -48,27 +47,13 @@ from grader.safegrade.jsontext import json_values
 from grader.safegrade.limits import LIMITS
 from grader.safegrade.results import GRADER_FAILED, load
 from grader.similarity_page import page, write_csv
+from grader.similarity_records import Compared, Pair
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
 MAX_NOTEBOOK_BYTES = LIMITS.similarity_notebook_bytes
 MAX_VALUES = 4 * LIMITS.notebook_values  # an autograded notebook: what nbgrader read, and outputs
 SHOWN_PAIRS = LIMITS.shown_pairs  # per exercise, on the page; the CSV has every pair
-
-
-@dataclass
-class Pair:
-    assignment: str
-    first: str
-    second: str
-    share_first: float  # of the first's fingerprints, found in the second
-    share_second: float
-    marked_first: list[tuple[int, int]]  # character ranges of the first's answer that match
-    marked_second: list[tuple[int, int]]
-
-    @property
-    def score(self) -> float:
-        return (self.share_first + self.share_second) / 2
 
 
 class Unreadable(Exception):
@@ -197,15 +182,6 @@ def answers(course: Path, assignment: str) -> tuple[dict[str, str], dict[str, st
         else:
             left_out[student] = "no code of its own (every code cell is the starter's)"
     return found, left_out
-
-
-@dataclass
-class Compared:
-    """One exercise: its pairs, most alike first; each learner's code; who was left out, why."""
-
-    pairs: list[Pair]
-    codes: dict[str, str]
-    left_out: dict[str, str]
 
 
 def compare(course: Path, assignment: str) -> Compared:

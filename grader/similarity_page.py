@@ -8,12 +8,9 @@ from __future__ import annotations
 import csv
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader.report import inert
-
-if TYPE_CHECKING:
-    from grader.similarity import Compared, Pair
+from grader.similarity_records import Compared, Pair
 
 
 def marked(code: str, spans: list[tuple[int, int]]) -> str:

@@ -168,12 +168,44 @@ def test_a_planted_backend_is_wrong_exactly_where_its_operator_is():
     for index in range(6):
         case = compile_depth.minifier_case(CaseMaker(index, index))
         x = case.inputs
-        assert not torch.allclose(case.backend(case.gm, x)(*x), case.gm(*x))
+        got, want = case.backend(case.gm, x)(*x), case.gm(*x)
+        assert len(got) == len(want) >= 2
+        assert not torch.allclose(got[-1], want[-1])
+        assert all(torch.allclose(g, w) for g, w in zip(got[:-1], want[:-1], strict=True))
         uses_tanh = torch.ops.aten.tanh.default in compile_depth.call_targets(case.gm)
-        assert torch.allclose(tanh_wrong(case.gm, x)(*x), case.gm(*x)) is not uses_tanh
+        same = all(
+            torch.allclose(g, w) for g, w in zip(tanh_wrong(case.gm, x)(*x), want, strict=True)
+        )
+        assert same is not uses_tanh
 
 
 def test_every_request_stream_has_a_request_that_needs_clamping():
     for index in range(10):
         requests, _ = compile_depth.request_stream(CaseMaker(index, index))
         assert any(x.abs().max() > 10 for x, _ in requests)
+
+
+def test_a_predicate_that_raises_is_not_taken_for_a_refusal():
+    case = compile_depth.minifier_case(CaseMaker(0, 0))
+
+    def ambiguous(gm, inputs, backend):
+        return any(g != w for g, w in zip(backend(gm, inputs)(*inputs), gm(*inputs), strict=True))
+
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        compile_depth.minified(case, ambiguous)
+
+
+def test_a_request_served_eagerly_is_noted():
+    requests, seed = compile_depth.request_stream(CaseMaker(1, 1))
+
+    def first_only(scorer, requests):
+        compiled = torch.compile(scorer, backend="eager", dynamic=True)
+        outputs = []
+        for i, (x, temperature) in enumerate(requests):
+            scorer.temperature = temperature
+            outputs.append(compiled(x) if i == 0 else scorer(x))
+        return outputs
+
+    torch.manual_seed(seed)
+    run = compile_depth.serve_run(first_only, compile_depth.ReferenceScorer(), requests)
+    assert run.uncompiled == list(range(2, len(requests) + 1))
