@@ -27,7 +27,7 @@ import nbformat
 from browser_lab import LabPage, visible_banners, warning_outputs
 from lab_runner import LabServer
 
-from fxcourse import workspace
+from fxcourse import messages, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = "fx-course"
@@ -63,6 +63,12 @@ CHINESE = Words(
     "课程的改动已经并入 04_operator_fusion.ipynb",
     "你没有改过它",
 )
+
+
+def said_in(words: Words, message: str) -> str:
+    """What `make workspace` prints for `message` in the learner's language."""
+    with messages.speaking(words.language):
+        return messages._(message)
 
 
 def course_with_update(course: Path, words: Words) -> Path:
@@ -134,9 +140,13 @@ def update_reaches_the_open_tabs(lab: LabPage, course: Path, words: Words) -> No
 
     with lab.step("51-update-merged-into-the-open-tab"):
         said = make_workspace(server, course_with_update(course, words), words)
-        delivered = "merged into the notebook open in your lab, with what you typed there"
+        delivered = said_in(
+            words,
+            "merged into the notebook open in your lab, with what you typed there (and saved): "
+            "{name}",
+        )
         for name in (TYPED_CHAPTER, OPENED_CHAPTER):
-            assert f"{delivered} (and saved): {name}" in said, said
+            assert delivered.format(name=name) in said, said
         lab.page.locator(".jp-toast-message, .Toastify__toast").filter(
             has_text=words.merged_toast
         ).first.wait_for()
@@ -174,4 +184,5 @@ def update_reaches_the_open_tabs(lab: LabPage, course: Path, words: Words) -> No
     saved = nbformat.writes(nbformat.read(folder / TYPED_CHAPTER, as_version=4))
     assert all(text in saved for text in (ATTEMPT, MORE, words.marker, INSERTED))
     again = make_workspace(server, course, words)
-    assert again.splitlines() == [f"[workspace] {folder} is up to date"], again
+    up_to_date = said_in(words, "{workspace} is up to date").format(workspace=folder)
+    assert again.splitlines() == [f"[workspace] {up_to_date}"], again
