@@ -229,6 +229,7 @@ ul.messages{{margin:0;padding-left:1.2em}} code{{white-space:pre-wrap;word-break
 table.sortable th[scope=row]{{overflow-wrap:anywhere;max-width:14em}}
 td[data-sort]{{white-space:nowrap}} main>p{{max-width:60em}}
 ul.problems details{{margin:0.2em 0 0.6em}}
+nav a,th button{{display:inline-block;min-height:24px;line-height:24px}}
 </style></head><body><main><h1>The class at a glance</h1>
 <p>Per exercise: the states of the submissions, the spread of the graded scores (after late
 penalties), each test's pass rate with the messages the failing learners read in their feedback,
