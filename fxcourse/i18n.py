@@ -389,8 +389,43 @@ class Term:
     chinese: str
     wrong: tuple[str, ...]
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the text says one of the term's English forms (a form split across a line
+        break counts: it reads as one phrase)."""
+        return [
+            m.span()
+            for form in self.english
+            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(])", text)
+        ]
+
     def said_in(self, text: str) -> bool:
-        return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w(])", text) for f in self.english)
+        return bool(self.spans(text))
+
+    def in_latin_script(self) -> bool:
+        """A term of art kept in English (kernel): its Chinese form is its English form."""
+        return not re.search(CJK, self.chinese)
+
+
+def form_pattern(form: str) -> str:
+    """A glossary form as a pattern: any run of spaces and line breaks between its words."""
+    return r"\s+".join(re.escape(word) for word in form.split())
+
+
+def terms_said(english: str, terms: list[Term]) -> list[Term]:
+    """The terms the English says, each where no longer term of the glossary covers it: "this
+    kernel" (the Jupyter kernel) hides "kernel" (the compute kernel), "batch size" hides
+    "batch"."""
+    spans = {term: term.spans(english) for term in terms}
+    covered = [(term, span) for term, found in spans.items() for span in found]
+
+    def hidden(term: Term, span: tuple[int, int]) -> bool:
+        start, end = span
+        return any(
+            other is not term and o[0] <= start and end <= o[1] and o[1] - o[0] > end - start
+            for other, o in covered
+        )
+
+    return [term for term, found in spans.items() if any(not hidden(term, s) for s in found)]
 
 
 def glossary(language: str) -> list[Term]:
@@ -420,19 +455,34 @@ def prose(text: str) -> str:
 
 def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
     """How a translation departs from the glossary (empty when it follows it)."""
-    english, translated = prose(english), prose(translated)
+    english, translated = prose(english), joined_lines(prose(translated))
     unbracketed = BRACKETED.sub(" ", translated)
-    said = [term for term in terms if term.said_in(english)]
-    found = []
+    said = terms_said(english, terms)
+    found = reference_problems(english, translated)
     for term in said:
         if term.chinese not in translated:
             found.append(f"{term.english[0]!r} is not translated as {term.chinese!r}")
-        if term.said_in(unbracketed):
+        if not term.in_latin_script() and term in terms_said(unbracketed, terms):
             found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
         others = {other.chinese for other in said if other is not term}
         for wrong in term.wrong:
             if wrong in translated and not any(wrong in chinese for chinese in others):
                 found.append(f"{term.english[0]!r} translated as {wrong!r}")
+    return found
+
+
+SECTION_REFERENCE = re.compile(r"\((?:see )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)")
+
+
+def reference_problems(english: str, translated: str) -> list[str]:
+    """A reference "(section 7.5)" reads "（见 7.5 节）" in every catalog, "(sections 4.2 and
+    4.4)" "（见 4.2、4.4 节）"."""
+    found = []
+    for match in SECTION_REFERENCE.finditer(english):
+        numbers = re.findall(r"\d+(?:\.\d+)*", match[1])
+        wanted = f"（见 {'、'.join(numbers)} 节）"
+        if wanted not in translated:
+            found.append(f"{match[0]!r} is not written {wanted!r}")
     return found
 
 
