@@ -11,9 +11,9 @@
     python -m fxcourse.i18n join-lines        join msgstr lines broken between two CJK characters
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
-the comments in its code, and in checkpoint cells the goal and the hints (the second argument of
-`checkpoint(...)` and `check(...)`, and `goal = ...`); in exercise starters also the messages of
-the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
+the comments in its code, the strings its code shows (printed, raised, drawn, hinted: see
+fxcourse.shown_strings) and the docstrings of the functions and classes it defines; in exercise
+starters also the messages of the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
 (the "Not yet" box and its friends) are in fxcourse.po, read at run time by `gettext_for`.
 Translators edit the .po files (any PO editor, or by hand) and clear the `fuzzy` flag once an
 entry matches its English again. The languages are fxcourse.languages' translations (LANG: the
@@ -87,10 +87,13 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     return found
 
 
+DEFINITIONS = ast.FunctionDef | ast.AsyncFunctionDef
+
+
 def docstring_values(node: ast.AST) -> list[ast.expr]:
     """The docstring of a module, class or function, as its string literal node."""
     body = getattr(node, "body", None)
-    is_documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+    is_documented = isinstance(node, ast.Module | ast.ClassDef | DEFINITIONS)
     if is_documented and body and isinstance(body[0], ast.Expr):
         value = body[0].value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -100,9 +103,10 @@ def docstring_values(node: ast.AST) -> list[ast.expr]:
 
 def message_strings(source: str, asserts: bool, names: frozenset[str] = frozenset()) -> list[str]:
     """Source text of the learner-facing strings (fxcourse.shown_strings: what is printed, drawn,
-    raised or hinted, and the literals that reach it); in exercise code (asserts) also assert
-    messages and docstrings (a stub's specification, what a check does). `names`: names shown
-    by the notebook's other cells."""
+    raised or hinted, and the literals that reach it), and the docstrings of the functions and
+    classes the code defines (a learner reads them in the cell and in `help()`); in exercise
+    code (asserts) also assert messages and a module's docstring. `names`: names shown by the
+    notebook's other cells."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -111,7 +115,7 @@ def message_strings(source: str, asserts: bool, names: frozenset[str] = frozense
     for node in ast.walk(tree):
         if asserts and isinstance(node, ast.Assert) and node.msg is not None:
             found.append(node.msg)
-        if asserts:
+        if asserts or isinstance(node, ast.ClassDef | DEFINITIONS):
             found.extend(docstring_values(node))
     found += printed_choices(tree, found)
     strings = [
