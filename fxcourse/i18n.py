@@ -13,8 +13,9 @@
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
 the comments in its code, the strings its code shows (printed, raised, drawn, hinted: see
 fxcourse.shown_strings) and the docstrings of the functions and classes it defines; in exercise
-starters also the messages of the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
-(the "Not yet" box and its friends) are in fxcourse.po, read at run time by `gettext_for`.
+starters also the messages of the visible tests' asserts. Code and identifiers are never
+translated. fxcourse's own messages (the "Not yet" box and its friends) are in fxcourse.po, read at
+run time by `gettext_for`.
 Translators edit the .po files (any PO editor, or by hand) and clear the `fuzzy` flag once an
 entry matches its English again. The languages are fxcourse.languages' translations (LANG: the
 first of them when not given).
