@@ -21,7 +21,7 @@ SHOWN = {
     "    check(ok, label)",
     "an f-string assigned, then printed": 'outcome = f"swap runs: {ok}"\nprint(outcome)',
     "a function's docstring": 'def fold(gm):\n    """Fold every pair, then recompile."""\n',
-    "a method's docstring": 'class P(Interpreter):\n    def run_node(self, n):\n'
+    "a method's docstring": "class P(Interpreter):\n    def run_node(self, n):\n"
     '        """Time one node."""\n        return 1',
 }
 CODE = {
