@@ -400,7 +400,7 @@ class Term:
         return [
             m.span()
             for form in self.english
-            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(])", text)
+            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(]|\.\w)", text)
         ]
 
     def said_in(self, text: str) -> bool:
@@ -458,9 +458,23 @@ def prose(text: str) -> str:
     return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
 
 
+STRING_LITERAL = re.compile(r"[rRuUfFbB]{0,2}(\"\"\"|\'\'\'|\"|\')(.*)\1", re.S)
+
+
+def literal_words(text: str) -> str:
+    """A string literal's words, as a reader sees them: inside its quotes, {placeholders} left
+    out (else a quoted literal would read as a title, and `{batch}` as the word)."""
+    if literal := STRING_LITERAL.fullmatch(text.strip()):
+        return re.sub(r"\{[^{}]*\}", " ", literal[2])
+    return text
+
+
 def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
     """How a translation departs from the glossary (empty when it follows it)."""
-    english, translated = prose(english), joined_lines(prose(translated))
+    english, translated = (
+        prose(literal_words(english)),
+        joined_lines(prose(literal_words(translated))),
+    )
     unbracketed = BRACKETED.sub(" ", translated)
     said = terms_said(english, terms)
     found = reference_problems(english, translated)

@@ -182,6 +182,9 @@ GLOSSARY = [
         ("A graph\nbreak splits the frame.", "中断会切开帧。", "not translated as '图中断'"),
         ("Each graph\n  break splits it.", "每个 graph break 都会切开它。", "left in English"),
         ("Inductor writes one\nkernel.", "Inductor 写出一个内核。", "translated as '内核'"),
+        # a printed string literal is read inside its quotes, its {placeholders} left out
+        ('f"{count} graph breaks"', 'f"{count} 个 graph break"', "left in English"),
+        ('"the kernel ran"', '"内核运行了"', "translated as '内核'"),
         # one form for a section reference
         ("As before (section 7.5).", "和之前一样（7.5 节）。", "is not written '（见 7.5 节）'"),
         ("Compare (sections 2.3 and 2.5).", "比较一下（2.3 和 2.5 节）。", "'（见 2.3、2.5 节）'"),
@@ -204,6 +207,8 @@ def test_the_glossary_check_names_a_term_translated_another_way(english, transla
         ("Objects defined again in this kernel are new.", "在本内核中重新定义的对象是新的。"),
         ("Restart the Jupyter\nkernel, then run the kernel again.", "重启内核，再运行 kernel。"),
         ("As before (section 7.5).", "和之前一样（见 7.5 节）。"),
+        ('f"{kernel}: fused"', 'f"{kernel}：已融合"'),  # a placeholder is code
+        ('"opcode.upper() ran"', '"opcode.upper() 运行了"'),  # so is an attribute access
     ],
 )
 def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, translated):
