@@ -310,7 +310,7 @@ def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
     screen reader: no picture named by its file or by "graph picture" alone; no control named
     otherwise than its visible label; on a Chinese page no English; every graph picture's name
     says which box feeds which."""
-    problems, graph_names, toggles = {}, {}, {}
+    problems, names, toggles = {}, {}, {}
     for name in site_pages():
         page.goto(site_url + name)
         page.wait_for_load_state("networkidle")
@@ -322,19 +322,20 @@ def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
             found += [f"English: {n}" for n in english_on_a_chinese_page(nodes)]
         if found:
             problems[name] = found
-        pictures = page.locator("article img.fxcourse-graph, article img.fxcourse-chart")
-        graph_names[name] = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
+        for kind in ("graph", "chart"):
+            pictures = page.locator(f"article img.fxcourse-{kind}")
+            names[kind, name] = pictures.evaluate_all("(all) => all.map((i) => i.alt)")
     assert not problems, "\n".join(f"{n}:\n  " + "\n  ".join(p) for n, p in problems.items())
     assert "Show a reference answer" in toggles["02_fx_ir.html"], toggles["02_fx_ir.html"]
     assert "显示参考答案" in toggles["zh/02_fx_ir.html"], toggles["zh/02_fx_ir.html"]
-    english = graph_names["04_operator_fusion.html"]
+    english = names["graph", "04_operator_fusion.html"]
     assert english and all(" feeds " in alt for alt in english), english[:2]
-    chinese = graph_names["zh/04_operator_fusion.html"]
+    chinese = names["graph", "zh/04_operator_fusion.html"]
     assert chinese and all("输出给" in alt for alt in chinese), chinese[:2]
-    charts = [alt for alt in graph_names["05_interpreter.html"] if alt.startswith("Bar chart, ")]
+    charts = [alt for alt in names["chart", "05_interpreter.html"] if alt.startswith("Bar chart, ")]
     assert len(charts) == 2 and all(re.search(r": \w+ [\d,.]+", alt) for alt in charts), charts
-    charts = [alt for alt in graph_names["zh/05_interpreter.html"] if alt.startswith("条形图：")]
-    assert len(charts) == 2, graph_names["zh/05_interpreter.html"]
+    charts = [alt for alt in names["chart", "zh/05_interpreter.html"] if alt.startswith("条形图：")]
+    assert len(charts) == 2, names["chart", "zh/05_interpreter.html"]
 
 
 def chapter_pages() -> list[str]:
