@@ -110,6 +110,20 @@ def test_9_1_every_run_has_each_dtype_and_both_partitioners():
     assert drawn == [cases.draw_loss(make) for make in makers(11)]  # the same seed, the same cases
 
 
+def test_9_1_each_caller_gets_a_split_of_its_own():
+    loss = cases.draw_loss(makers(5)[0])
+    (forward, backward), (forward_again, backward_again) = (
+        cases.split_loss(loss),
+        cases.split_loss(loss),
+    )
+    assert forward is not forward_again and backward.graph is not backward_again.graph
+    assert reference_bytes(forward, backward) == reference_bytes(forward_again, backward_again)
+    assert all("val" in node.meta for node in backward_again.graph.find_nodes(op="placeholder"))
+    before = forward_again.code
+    forward.graph.erase_node(next(iter(forward.graph.find_nodes(op="output"))))
+    assert cases.split_loss(loss)[0].code == before  # what one caller changes, no other sees
+
+
 # ----------------------------------------------------------------------------- try it 9.2
 
 
