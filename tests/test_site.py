@@ -276,8 +276,13 @@ def test_every_page_in_both_languages_passes_axe(page, site_url):
     for name in pages:
         page.goto(site_url + name)
         page.wait_for_load_state("networkidle")
+        own = len(page.errors)
         if problems := serious_violations(page):
             found[name] = problems
+        # axe-core's CSSOM preload fetches each @import again, resolved against the page's URL
+        # instead of the stylesheet's (theme.css's "../basic.css" -> /basic.css, a 404): those
+        # failures are axe's; the page's own loads are checked by test_no_page_has_a_script_error
+        del page.errors[own:]
     assert not found, "\n".join(f"{name}: {problems}" for name, problems in found.items())
 
 
