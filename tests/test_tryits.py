@@ -137,6 +137,7 @@ def unfresh(summaries: list[dict]) -> str | None:
     return None
 
 
+@pytest.mark.whole_chapter
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
     source, tmp_path, record_property
@@ -178,6 +179,7 @@ def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
     assert not lacking, f"no mistake right only for the chapter's example (example_only): {lacking}"
 
 
+@pytest.mark.whole_chapter
 def test_a_chinese_learner_chapter_says_not_yet_in_chinese_per_tryit(tmp_path, record_property):
     """One translated chapter (they share code with the English ones, which all run above)."""
     name = "02_fx_ir.ipynb"
