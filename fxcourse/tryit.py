@@ -49,7 +49,7 @@ from pathlib import Path
 
 from fxcourse import reference
 from fxcourse.cases import CaseMaker, seeds_of
-from fxcourse.messages import _, language
+from fxcourse.messages import _, language, listing
 from fxcourse.results import record_tryit
 from fxcourse.stamps import unstamped_json
 
@@ -359,7 +359,7 @@ def show_answer(tryit_id: str) -> Answer:
     if not answers:
         return Answer(tryit_id, None)
     if tryit_id not in answers:
-        known = ", ".join(sorted(answers, key=_natural))
+        known = listing(sorted(answers, key=_natural))
         unknown = _("no try-it {id}; the try-its are {known}")
         raise KeyError(unknown.format(id=repr(tryit_id), known=known))
     return Answer(tryit_id, answers[tryit_id]["code"])
