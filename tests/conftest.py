@@ -16,6 +16,15 @@ def root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def released_course(tmp_path_factory) -> Path:
+    """The course as `make release` leaves it, built once per run for every worker
+    (tests/released_course.py): read it, or grade in a copy (released_course.copy_of)."""
+    from released_course import shared_release
+
+    return shared_release(tmp_path_factory)
+
+
 @pytest.fixture(autouse=True)
 def _environment_restored():
     """Loading a course's nbgrader configuration sets SAFEGRADE_* variables in this process;

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from released_course import copy_of
 from submissions.build import fill, reference_solutions, write_submission
 
 from grader import course_grader
@@ -39,17 +39,15 @@ def graded_cells(assignment: str) -> list[tuple[str, float]]:
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory) -> Path:
-    """A copy of the course's sources and grader configuration, released (gradebook entries)."""
-    course = course_grader.copy_course(tmp_path_factory.mktemp("released"))
-    course_grader.release(course)
-    return course
+def released(released_course) -> Path:
+    """A copy of the course's sources and grader configuration, released (gradebook entries):
+    shared, never changed."""
+    return released_course
 
 
 @pytest.fixture
 def course(released: Path, tmp_path: Path) -> Path:
-    shutil.copytree(released, tmp_path / "course")
-    return tmp_path / "course"
+    return copy_of(released, tmp_path / "course")
 
 
 def gradebook(course: Path):

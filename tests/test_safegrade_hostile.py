@@ -161,14 +161,19 @@ def test_the_sandbox_saw_none_of_the_course(hostile, listener):
     assert "SUCCEEDED" not in output
 
 
-def test_hidden_checks_never_reach_a_learner(hostile):
+@pytest.fixture(scope="module")
+def feedback(hostile) -> list[Path]:
+    """`make feedback` (nbgrader's generate_feedback) on the whole batch, once: its pages."""
+    tiny_course.nbgrader(hostile["course"], "generate_feedback", "tiny")
+    return list((hostile["course"] / "feedback").rglob("*.html"))
+
+
+def test_hidden_checks_never_reach_a_learner(hostile, feedback):
     course = hostile["course"]
     # The walk finds the probes' text (shipped into the sandbox), never the checks'.
     assert "probes True checks False" in printed(course, "frame_and_gc_walk")
     assert "read the checks" not in printed(course, "reads_the_checks")
     assert "no: FileNotFoundError" in printed(course, "reads_the_checks")
-    tiny_course.nbgrader(course, "generate_feedback", "tiny")
-    feedback = list((course / "feedback").rglob("*.html"))
     assert len(feedback) >= 30
     for page in feedback:
         text = page.read_text(errors="replace")
@@ -265,12 +270,11 @@ def test_a_second_run_changes_nothing(hostile):
         assert "\n".join(db.iterdump()) == dump
 
 
-def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile):
+def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile, feedback):
     course = hostile["course"]
     (course / "exchange").mkdir()
     with (course / "nbgrader_config.py").open("a") as config:
         config.write(f"c.Exchange.root = {str(course / 'exchange')!r}\n")
-    tiny_course.nbgrader(course, "generate_feedback", "tiny", "--force")
     tiny_course.nbgrader(course, "release_feedback", "tiny")
     assert list((course / "exchange").rglob("*.html")), "release_feedback released nothing"
     button = (

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from released_course import copy_of
 from similarity_class import PLANTED, answer, class_answers, honest_choices, planted_copy
 
 from grader import course_grader, similarity
@@ -84,9 +85,8 @@ def hidden_copies(assignment: str) -> dict[str, tuple[int, str, bytes]]:
 
 
 @pytest.fixture(scope="module")
-def compared(tmp_path_factory) -> Path:
-    course = course_grader.copy_course(tmp_path_factory.mktemp("similarity"))
-    course_grader.release(course)
+def compared(released_course, tmp_path_factory) -> Path:
+    course = copy_of(released_course, tmp_path_factory.mktemp("similarity"))
     uploads = tmp_path_factory.mktemp("uploads")
     for assignment in ASSIGNMENTS:
         answers = class_answers(assignment)
