@@ -16,8 +16,8 @@ import sys
 # submission, and nothing here validates an IRI. Without it jsonschema leaves that format alone.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .batch import autograde  # noqa: E402 - after the line above
 from .limits import GradingLimits  # noqa: E402
+from .pool import Pool  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,14 @@ def main(argv: list[str] | None = None) -> int:
         f"--CourseDirectory.assignment_id={args.assignment}",
         f"--CourseDirectory.student_id={args.student}",
     ]
-    return autograde(selection + nbgrader_options, args.workers, args.force)
+    # The sandboxes import torch while this process imports nbgrader to read the configuration.
+    early = Pool.early(args.workers if args.workers > 0 else os.cpu_count() or 1)
+    try:
+        from .batch import autograde
+
+        return autograde(selection + nbgrader_options, args.workers, args.force, early)
+    finally:
+        early.close()
 
 
 def print_limits(nbgrader_options: list[str]) -> int:
