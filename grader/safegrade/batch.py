@@ -72,7 +72,9 @@ def autograde(argv: list[str], workers: int, force: bool, early: Pool | None = N
     print(f"safegrade: {memory_limit_in_force(limits)}")
     size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
     imports, forbidden = options.preimport or preimports(folders), forbidden_paths(course)
-    pool = early.settle(size, imports, forbidden, limits) if early else None
+    pool = early.settle(size, imports, forbidden, limits) if early and todo else None
+    if early and not todo:
+        early.close()  # nothing to grade: its sandboxes stop now
     session = GradingSession(pool or Pool(size, imports, forbidden, limits))
     try:
         if todo:

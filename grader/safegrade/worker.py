@@ -51,6 +51,7 @@ def main() -> None:
     os.umask(0o077)
     started = time.monotonic()
     failed = preimport(init.get("preimport", []))
+    shell = make_shell()
     if init.get("more"):  # the rest of its imports, once the grader has read the course's config
         if (more := receive(control)) is None:
             os._exit(0)
@@ -58,7 +59,6 @@ def main() -> None:
     if (torch := sys.modules.get("torch")) is not None:
         process_local_tqdm_lock()
         warm_up(torch)
-    shell = make_shell()
     problem = isolation_problem() or sharing_problem()
     gc.freeze()  # forked processes then leave the template's objects (and pages) alone
     seconds = round(time.monotonic() - started, 2)
