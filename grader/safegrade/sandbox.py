@@ -101,6 +101,7 @@ class Sandbox:
         self.cancelled = False
         self.starting: threading.Thread | None = None
         self.settled: threading.Event | None = None  # set: started early, the rest is known
+        self.stopping = threading.Lock()
 
     def start(self) -> None:
         fds, extra = [], []
@@ -239,22 +240,25 @@ class Sandbox:
     def cancel(self) -> None:
         """Kill the sandbox from another thread: the job it runs fails at once."""
         self.cancelled = True
-        if self.proc is not None:
-            self.proc.kill()
+        if (proc := self.proc) is not None:  # stop() may clear it meanwhile
+            proc.kill()
 
     def stop(self) -> None:
-        if self.proc is not None:
+        """End the template, then remove its cgroup: once, whichever threads call it (a pool's
+        close() and a sandbox's own start that fails)."""
+        with self.stopping:
+            proc, self.proc = self.proc, None
+            cgroup, self.cgroup = self.cgroup, None
+        if proc is not None:
             with suppress(OSError):
                 self.control.close()
             try:
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
+                proc.kill()
+                proc.wait()
+        if cgroup is not None:
+            cgroup.remove()
 
 
 def refuse_to_show(folders: list[str], forbidden: list[str]) -> None:
