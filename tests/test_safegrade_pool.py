@@ -1,11 +1,13 @@
 """make autograde starts its sandboxes before it reads the course's configuration (Pool.early):
 each imports torch meanwhile and serves nothing until settle() gives it the course's imports and
 limits, after checking the paths no sandbox may see; the sandboxes past the batch's size, and
-all of them when that check fails, are stopped."""
+all of them when that check fails, are stopped. It starts them only when something is submitted
+for the selection (folder names only), since each costs seconds of CPU."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +62,54 @@ def test_an_early_pool_for_exercises_without_torch_is_closed():
         pool.close()
     box.starting.join()
     assert box.proc is None
+
+
+def test_the_early_start_looks_where_the_course_layout_puts_submissions():
+    from grader import course_grader
+    from grader.safegrade import __main__ as command
+
+    assert Path(command.SUBMITTED) == course_grader.SUBMITTED
+
+
+def test_something_submitted_reads_folder_names_of_the_selection(tmp_path, monkeypatch):
+    from grader.safegrade import __main__ as command
+    from grader.safegrade.__main__ import something_submitted
+
+    monkeypatch.setattr(command, "SUBMITTED", SUBMITTED := "data/submitted")
+    monkeypatch.chdir(tmp_path)
+    assert not something_submitted("*", "*", [])
+    (tmp_path / SUBMITTED / "ann").mkdir(parents=True)
+    (tmp_path / SUBMITTED / "ann" / "ex2").write_text("a file, not a submission")
+    assert not something_submitted("*", "*", [])
+    (tmp_path / SUBMITTED / "bob" / "ex1").mkdir(parents=True)
+    assert something_submitted("*", "*", []) and something_submitted("ex1", "b*", [])
+    assert not something_submitted("ex2", "*", []) and not something_submitted("ex1", "ann", [])
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "in" / "cy" / "ex3").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere / "in")
+    assert not something_submitted("ex3", "*", [f"--CourseDirectory.root={tmp_path}"])
+    moved = ["--CourseDirectory.submitted_directory", str(elsewhere / "in")]
+    assert something_submitted("ex3", "*", [f"--CourseDirectory.root={tmp_path}", *moved])
+
+
+@pytest.mark.parametrize("submitted", [False, True])
+def test_sandboxes_start_early_only_with_something_submitted(submitted, tmp_path, monkeypatch):
+    from grader.safegrade import __main__ as command
+    from grader.safegrade import batch
+
+    class Early:
+        closed = False
+
+        def close(self):
+            self.closed = True
+
+    started, handed = [], []
+    monkeypatch.setattr(Pool, "early", lambda size: started.append(Early()) or started[-1])
+    monkeypatch.setattr(batch, "autograde", lambda *args: handed.append(args[-1]) or 0)
+    monkeypatch.setattr(command, "SUBMITTED", "data/submitted")
+    monkeypatch.chdir(tmp_path)
+    if submitted:
+        (tmp_path / "data/submitted/ann/ex1").mkdir(parents=True)
+    assert command.main(["autograde", "ex1", "--workers=2"]) == 0
+    assert handed == (started if submitted else [None]) and len(started) == submitted
+    assert all(early.closed for early in started)
