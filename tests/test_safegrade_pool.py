@@ -64,6 +64,16 @@ def test_an_early_pool_for_exercises_without_torch_is_closed():
     assert box.proc is None
 
 
+def test_closing_an_early_pool_ends_every_start_before_it_returns():
+    """Closed before settle (nothing to grade): each sandbox's start has stopped it and removed
+    its cgroup by then, not later in a thread the grader's exit would cut short."""
+    pool = Pool.early(2)
+    boxes = list(pool.idle.queue)
+    pool.close()
+    assert not any(box.starting.is_alive() for box in boxes)
+    assert all(box.proc is None and box.cgroup is None for box in boxes)
+
+
 def test_the_early_start_looks_where_the_course_layout_puts_submissions():
     from grader import course_grader
     from grader.safegrade import __main__ as command

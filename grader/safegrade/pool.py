@@ -111,3 +111,6 @@ class Pool:
             if box is not None:
                 box.stop()
             self.idle.put(None)  # a thread waiting for a sandbox wakes up and is refused
+        for box in idle:  # one still starting stops itself (and removes its cgroup) first
+            if box is not None and box.starting is not None:
+                box.starting.join()
