@@ -40,6 +40,7 @@ from grader import course_grader, exercises
 from grader.course_grader import ASSIGNMENTS, RELEASE
 
 ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts" / "grading"  # git-ignored: logs of grading runs that failed
 
 pytestmark = pytest.mark.xdist_group("grading")
 REALISTIC = snippets()
@@ -134,8 +135,19 @@ def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
         runs = dict(zip(courses, pool.map(grade, courses.values(), courses), strict=True))
     for how, run in runs.items():
         print(f"--- {how}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}")
-        assert run.returncode == 0, f"{how}: {run.stderr[-3000:]}"
+        if run.returncode != 0:  # the whole log, a kernel's own stderr too (pytest's tmp goes)
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            (ARTIFACTS / f"{how.replace(':', '_')}.log").write_text(run.stdout + run.stderr)
+        assert run.returncode == 0, f"{how}: {tracebacks(run.stderr)}{run.stderr[-3000:]}"
     return courses
+
+
+def tracebacks(log: str) -> str:
+    """nbgrader's log of each submission it failed on, with its traceback: logged where that
+    submission was graded, often far above the end of a batch's log."""
+    failed = r"^[^\n]*There was an error processing assignment: .*?(?=^\[\w+ \| INFO\]|\Z)"
+    blocks = re.findall(failed, log, re.MULTILINE | re.DOTALL)
+    return "".join(block[-6000:] for block in blocks) + "\n...\n" if blocks else ""
 
 
 def cell_scores(course: Path) -> dict[tuple[str, str, str], float | None]:

@@ -8,6 +8,7 @@ on its own command line.
 
 import argparse
 import atexit
+import glob
 import os
 import sys
 
@@ -16,8 +17,12 @@ import sys
 # submission, and nothing here validates an IRI. Without it jsonschema leaves that format alone.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .batch import autograde  # noqa: E402 - after the line above
 from .limits import GradingLimits  # noqa: E402
+from .pool import Pool  # noqa: E402
+
+# grader/course_grader.py's SUBMITTED (a test keeps them equal): importing that module imports
+# nbgrader, the cost the sandboxes started early overlap.
+SUBMITTED = os.path.join(os.environ.get("FXCOURSE_CLASSDATA", "classdata"), "submitted")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +41,31 @@ def main(argv: list[str] | None = None) -> int:
         f"--CourseDirectory.assignment_id={args.assignment}",
         f"--CourseDirectory.student_id={args.student}",
     ]
-    return autograde(selection + nbgrader_options, args.workers, args.force)
+    # The sandboxes import torch while this process imports nbgrader to read the configuration,
+    # if there is something to grade: started for nothing, each costs seconds of CPU.
+    early = None
+    if something_submitted(args.assignment, args.student, nbgrader_options):
+        early = Pool.early(args.workers if args.workers > 0 else os.cpu_count() or 1)
+    try:
+        from .batch import autograde
+
+        return autograde(selection + nbgrader_options, args.workers, args.force, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def something_submitted(assignment: str, student: str, nbgrader_options: list[str]) -> bool:
+    """Whether a submission folder of the selected students and assignments is there, where the
+    course's layout puts them (SUBMITTED, or --CourseDirectory.root and .submitted_directory on
+    the command line): a guess from folder names alone, made before nbgrader reads the
+    configuration, that decides only whether the sandboxes start early."""
+    layout = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    layout.add_argument("--CourseDirectory.root", dest="root", default=".")
+    layout.add_argument("--CourseDirectory.submitted_directory", dest="folder", default=SUBMITTED)
+    known, _ = layout.parse_known_args(nbgrader_options)
+    pattern = os.path.join(known.root, known.folder, student, assignment)
+    return any(os.path.isdir(path) for path in glob.iglob(pattern))
 
 
 def print_limits(nbgrader_options: list[str]) -> int:

@@ -34,6 +34,7 @@ from .data import clean_text, inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
 from .limits import LIMITS, GradingLimits
+from .pool import Pool
 from .preprocessors import SandboxExecute
 from .results import (
     NOT_GRADABLE,
@@ -44,12 +45,14 @@ from .results import (
     result_path,
     save,
 )
-from .sandbox import Limits, Pool, memory_limit_in_force
+from .sandbox import Limits, memory_limit_in_force
 from .session import GradingSession
 from .staging import forbidden_paths, preimports, stage
 
 
-def autograde(argv: list[str], workers: int, force: bool) -> int:
+def autograde(argv: list[str], workers: int, force: bool, early: Pool | None = None) -> int:
+    """Grade every submission nbgrader's options select; `early`: sandboxes already starting
+    (Pool.early), used if they fit."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
     warnings.filterwarnings("ignore", module="nbgrader|nbformat|sqlalchemy")  # their own noise
@@ -68,8 +71,11 @@ def autograde(argv: list[str], workers: int, force: bool) -> int:
     print("\n".join(GradingLimits(config=app.config).summary()))
     print(f"safegrade: {memory_limit_in_force(limits)}")
     size = max(1, min(workers or os.cpu_count() or 1, len(todo)))
-    imports = options.preimport or preimports(folders)
-    session = GradingSession(Pool(size, imports, forbidden_paths(course), limits))
+    imports, forbidden = options.preimport or preimports(folders), forbidden_paths(course)
+    pool = early.settle(size, imports, forbidden, limits) if early and todo else None
+    if early and not todo:
+        early.close()  # nothing to grade: its sandboxes stop now
+    session = GradingSession(pool or Pool(size, imports, forbidden, limits))
     try:
         if todo:
             session.pool.warm()  # the sandboxes import torch while nbgrader stages the first

@@ -38,8 +38,9 @@ from . import checking
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
 from .limits import GradingLimits
+from .pool import Pool
 from .records import read_records
-from .sandbox import Limits, Pool, SandboxError, memory_limit_in_force
+from .sandbox import Limits, SandboxError, memory_limit_in_force
 from .session import GradingSession
 from .staging import files_for_sandbox, forbidden_paths, preimports
 from .verdicts import (

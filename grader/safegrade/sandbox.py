@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import secrets
 import selectors
 import shutil
@@ -27,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 
 from .cgroup import (
@@ -37,11 +36,14 @@ from .cgroup import (
 from .isolation import SHM_MB
 from .limits import LIMITS
 from .runner import write_frame
-from .visibility import bwrap_argv, hold_site, python_folders, release_site
+from .visibility import bwrap_argv, python_folders
 
 READY_TIMEOUT = LIMITS.ready_timeout  # seconds to import torch in a fresh sandbox
 RECORDS_CAP = LIMITS.records_bytes  # bytes of records kept from one submission
 OUTPUT_CAP = LIMITS.fd_output_bytes  # bytes kept of what its processes write to their own fds
+# What a sandbox started before the course's configuration is read imports first (Pool.early):
+# the import that costs seconds, and that every exercise's probes make.
+EARLY_IMPORTS = ["torch"]
 
 
 class SandboxError(RuntimeError):
@@ -91,16 +93,15 @@ class Sandbox:
     def __init__(self, preimport: list[str], forbidden: list[str], limits: Limits):
         self.preimport, self.limits = preimport, limits
         self.folders = python_folders()
-        for secret in map(os.path.realpath, forbidden):
-            for folder in self.folders:
-                if secret == folder or secret.startswith(folder.rstrip("/") + "/"):
-                    raise SandboxError(f"refusing to start: the sandbox would see {secret}")
+        refuse_to_show(self.folders, forbidden)
         # As root: a uid no other sandbox (of this or a concurrent run) has.
         self.uid = 2_000_000 + secrets.randbelow(1 << 24) if os.geteuid() == 0 else None
         self.proc: subprocess.Popen | None = None
         self.cgroup: Cgroup | None = None
         self.cancelled = False
         self.starting: threading.Thread | None = None
+        self.settled: threading.Event | None = None  # set: started early, the rest is known
+        self.stopping = threading.Lock()
 
     def start(self) -> None:
         fds, extra = [], []
@@ -126,7 +127,15 @@ class Sandbox:
         self.stderr: deque[str] = deque(maxlen=LIMITS.log_lines)
         threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr), daemon=True).start()
         keep = [folder for folder in self.folders if folder.startswith("/tmp/")]
-        self._send({"uid": self.uid, "preimport": self.preimport, "keep": keep})
+        init = {"uid": self.uid, "preimport": self.preimport, "keep": keep}
+        if self.settled is None:
+            self._send(init)
+        else:  # started early (Pool.early): the rest of the imports once Pool.settle knows them
+            self._send(init | {"preimport": EARLY_IMPORTS, "more": True})
+            self.settled.wait()
+            if self.cancelled:
+                raise SandboxError("the batch was stopped")
+            self._send({"preimport": [n for n in self.preimport if n not in EARLY_IMPORTS]})
         reply = self._receive(READY_TIMEOUT)
         if not reply.get("ready"):
             raise SandboxError(f"the sandbox did not start: {reply.get('error')}")
@@ -231,72 +240,30 @@ class Sandbox:
     def cancel(self) -> None:
         """Kill the sandbox from another thread: the job it runs fails at once."""
         self.cancelled = True
-        if self.proc is not None:
-            self.proc.kill()
+        if (proc := self.proc) is not None:  # stop() may clear it meanwhile
+            proc.kill()
 
     def stop(self) -> None:
-        if self.proc is not None:
+        """End the template, then remove its cgroup: once, whichever threads call it (a pool's
+        close() and a sandbox's own start that fails)."""
+        with self.stopping:
+            proc, self.proc = self.proc, None
+            cgroup, self.cgroup = self.cgroup, None
+        if proc is not None:
             with suppress(OSError):
                 self.control.close()
             try:
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-        if self.cgroup is not None:
-            self.cgroup.remove()
-            self.cgroup = None
+                proc.kill()
+                proc.wait()
+        if cgroup is not None:
+            cgroup.remove()
 
 
-class Pool:
-    """Up to `size` warm sandboxes, each serving one submission at a time."""
-
-    def __init__(self, size: int, preimport: list[str], forbidden: list[str], limits: Limits):
-        self.idle: queue.Queue = queue.Queue()
-        for _ in range(size):
-            self.idle.put(None)  # started when first taken, in the thread that takes it
-        self.options = (preimport, forbidden, limits)
-        self.busy: set[Sandbox] = set()
-        self.closed = False
-        hold_site()  # its sandboxes' copy of this package, removed when the last pool closes
-
-    def warm(self) -> None:
-        """Start every sandbox now, side by side, rather than when each is first needed."""
-        for _ in range(self.idle.qsize()):
-            box = self.idle.get() or Sandbox(*self.options)
-            box.start_in_background()
-            self.idle.put(box)
-
-    @contextmanager
-    def sandbox(self):
-        box = self.idle.get()
-        try:
-            if self.closed:
-                raise SandboxError("the batch was stopped")
-            box = box or Sandbox(*self.options)
-            self.busy.add(box)
-            yield box
-        except BaseException:
-            if box is not None:
-                box.stop()  # a sandbox that failed once is not trusted to be in a good state
-            box = None
-            raise
-        finally:
-            self.busy.discard(box)
-            self.idle.put(box)
-
-    def close(self) -> None:
-        """Stop every sandbox; the jobs running fail at once, later ones are refused."""
-        if not self.closed:
-            release_site()  # the sandboxes still busy are killed below
-        self.closed = True
-        for box in list(self.busy):
-            box.cancel()
-        idle = []
-        while not self.idle.empty():
-            idle.append(self.idle.get())
-        for box in idle:
-            if box is not None:
-                box.stop()
-            self.idle.put(None)  # a thread waiting for a sandbox wakes up and is refused
+def refuse_to_show(folders: list[str], forbidden: list[str]) -> None:
+    """SandboxError if a sandbox showing `folders` would see a path of `forbidden`."""
+    for secret in map(os.path.realpath, forbidden):
+        for folder in folders:
+            if secret == folder or secret.startswith(folder.rstrip("/") + "/"):
+                raise SandboxError(f"refusing to start: the sandbox would see {secret}")

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .sandbox import Pool
+from .pool import Pool
 
 
 class GradingSession:
