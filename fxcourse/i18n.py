@@ -488,6 +488,9 @@ class Document:
     name: str
     path: Path
     asserts: bool = False
+    # The grader's (checks.py): only its messages, translated into a copy the grader alone uses
+    # (course_grader.release), never into chapters/.
+    grader: bool = False
 
     def read(self) -> nbformat.NotebookNode | str:
         """The document, without the stamp of a derived file (a released verify.py's)."""
@@ -500,6 +503,8 @@ class Document:
         if self.path.is_dir():
             return python_messages(self.path)
         content = self.read()
+        if self.grader:
+            return grader_messages(content)
         if self.path.suffix == ".py":
             return python_file_texts(content)
         if isinstance(content, str):
@@ -509,7 +514,7 @@ class Document:
     def translated(self, language: str) -> nbformat.NotebookNode | str:
         content, lookup = self.read(), lookup_of(self.name, language)
         if self.path.suffix == ".py":
-            for text in dict.fromkeys(t.text for t in python_file_texts(content)):
+            for text in dict.fromkeys(t.text for t in self.texts()):
                 if lookup.get(text):
                     content = content.replace(text, lookup[text])
             return content
@@ -549,18 +554,28 @@ def python_file_texts(source: str) -> list[Text]:
     return found + [Text(0, "string", text) for text in dict.fromkeys(strings)]
 
 
+def grader_messages(source: str) -> list[Text]:
+    """What the grader's checks.py tells a learner: the messages its checks fail with (its
+    docstrings and comments are the instructor's)."""
+    strings = message_strings(source, asserts=True) + sentence_literals(source)
+    return [Text(0, "string", s) for s in dict.fromkeys(strings) if not s.startswith('"""')]
+
+
 def documents(root: Path = ROOT) -> list[Document]:
     """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
-    them (verify.py), the learner README, fxcourse's own messages."""
+    them (verify.py), the learner README, fxcourse's own messages, and the messages of each
+    exercise's hidden tests (its checks.py: grader=True)."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
     beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
+    checks = [root / "solutions" / starter.parent.name / "checks.py" for starter in starters]
     return (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
         + [Document(f"{path.parent.name}.{path.stem}", path, asserts=True) for path in beside]
         + [Document("README", root / "env" / "student-edition" / "README.md")]
         + [Document("fxcourse", root / "fxcourse")]
+        + [Document(f"{p.parent.name}.checks", p, True, grader=True) for p in checks if p.is_file()]
     )
 
 

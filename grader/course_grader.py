@@ -47,6 +47,7 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises_of(course)
 exercises_of = exercises.of_course  # a course's exercises (this repository's for a bare folder)
+assignments_of = exercises.assignments_of  # its nbgrader assignments: exercises, translations
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -86,17 +87,23 @@ def nbgrader(course: Path, *args: str) -> int:
 
 
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
-    """generate_assignment for every exercise (gradebook entries, classdata/release/), then copy
-    each released folder to publish_to/<assignment>/: the student version, stripped, and the
-    files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
+    """generate_assignment for every exercise and its translations (exercises.py: their sources
+    written from the catalogs; gradebook entries, classdata/release/), then copy each exercise's
+    released folder to publish_to/<assignment>/: the student version, stripped, and the files
+    beside it (verify.py, the tests' checks). Returns the notebooks' copies. A translation's
+    learners fetch it through the exchange (chapters/<code>/exercises/: their practice copies)."""
     assignments = exercises_of(course)
-    _clear(course / RELEASE / a for a in assignments)
+    every = assignments_of(course)  # and each exercise's translations, written first
+    for exercise in assignments:
+        for language in exercises.languages_of(exercise):
+            exercises.write_translation(course, exercise, language)
+    _clear(course / RELEASE / a for a in every)
     # One process for all (each start costs seconds), naming the exercises ("*" would also try
     # each chapter of solutions/ and warn about every one). Before grading (no publish_to) its
     # log of every file it copies says nothing new.
     quiet = ["--log-level=30"] if publish_to is None else []  # 30: warnings and errors only
-    print("$ nbgrader generate_assignment --force", *quiet, *assignments, flush=True)
-    command = [sys.executable, "-m", "grader.exercises", "generate", *quiet, *assignments]
+    print("$ nbgrader generate_assignment --force", *quiet, *every, flush=True)
+    command = [sys.executable, "-m", "grader.exercises", "generate", *quiet, *every]
     if subprocess.run(command, cwd=course, check=False).returncode != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
@@ -156,8 +163,9 @@ class UsageError(Exception):
 
 
 def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
-    """`names` (all exercises when empty), refusing a name that is not an exercise of course."""
-    names, known = list(names), exercises_of(course)
+    """`names` (every assignment when empty), refusing a name that is not an assignment of
+    course (an exercise or its translation)."""
+    names, known = list(names), assignments_of(course)
     if unknown := [name for name in names if name not in known]:
         hints = "".join(intake.near_match(name, known) for name in unknown)
         raise UsageError(
@@ -198,7 +206,7 @@ def feedback(
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
-    chosen_assignments = assignments or exercises_of(course)
+    chosen_assignments = assignments or assignments_of(course)
     for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):
         if not chosen or result.student in chosen:
             note = f"feedback: none for {result.student}/{result.assignment}: {result.reason}"
@@ -232,6 +240,7 @@ def export_sources(course: Path) -> grades_export.Where:
         gradebook_url=f"sqlite:///{course / GRADEBOOK}",
         course_id=COURSE_ID,
         assignments=tuple(exercises_of(course)),
+        languages={e: (e, *exercises.translations_of(e)) for e in exercises_of(course)},
         results=course / AUTOGRADED / ".safegrade",
         sources=course / SOURCE,
     )
@@ -246,7 +255,7 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     """grades.csv and grades_by_test.csv of `assignments` (default: all; grades_export.write
     says what each cell means). UsageError for an unknown name, or when nothing has been
     graded."""
-    chosen = check_assignments(assignments, course)
+    chosen = list(dict.fromkeys(map(exercises.exercise_of, check_assignments(assignments, course))))
     where = export_sources(course)
     if not grades_export.anything_to_export(where, chosen):
         raise UsageError(
@@ -306,9 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "collect" and args.submissions:
         return collect_status(args, course)
     elif args.command == "collect":
-        return collect_exchange(course, args.assignment or exercises_of(course))
+        return collect_exchange(course, args.assignment or assignments_of(course))
     elif args.command == "release-feedback":
-        return release_feedback(course, args.assignment or exercises_of(course))
+        return release_feedback(course, args.assignment or assignments_of(course))
     elif args.command == "feedback":
         return feedback(course, assignments=args.assignment or ())
     else:

@@ -4,6 +4,13 @@ beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (t
 released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
 an exercise: adding one is adding its folder, then `make release`.
 
+Each exercise with a translation (its catalogs in fxcourse/locale/<code>/) is also an assignment of
+its own in that language, `<name>-<code>` (`translated`): a source folder `make release` writes
+from the English one and the catalogs (git-ignored), whose notebook, verify.py and checks.py speak
+that language. It has its own gradebook entries (the translated cells, their checksums) and is
+graded by the same hidden tests (the same probes.py, checks.py's code with its messages
+translated); the export and the report count it as its exercise (`exercise_of`).
+
 `make release` (and the formgrader's Generate) writes the hidden part of each test cell from its
 `grade_id` (WriteHiddenTests, set up by `configure`): the source notebooks hold none.
 
@@ -37,6 +44,78 @@ def of_course(course: Path) -> tuple[str, ...]:
     """The exercises of the course at `course`, found in its solutions/; this repository's for
     a folder without one (a scratch folder of submissions only)."""
     return names(course if (course / SOURCE).is_dir() else Path(__file__).resolve().parents[1])
+
+
+def translated(exercise: str, language: str) -> str:
+    """The assignment that is `exercise` in `language` (a translation of fxcourse.languages)."""
+    return f"{exercise}-{language}"
+
+
+def languages_of(exercise: str) -> list[str]:
+    """The translations `exercise` has catalogs for (its notebook's, verify.py's, checks.py's)."""
+    from fxcourse import i18n, languages
+
+    needed = (exercise, f"{exercise}.verify", f"{exercise}.checks")
+    return [
+        code
+        for code in languages.translation_codes()
+        if all(i18n.catalog_path(name, code).is_file() for name in needed)
+    ]
+
+
+def translations_of(exercise: str) -> tuple[str, ...]:
+    """The assignments that are `exercise` in another language."""
+    return tuple(translated(exercise, code) for code in languages_of(exercise))
+
+
+def assignments_of(course: Path) -> tuple[str, ...]:
+    """Every nbgrader assignment of the course: each exercise, then its translations."""
+    return tuple(
+        name for exercise in of_course(course) for name in (exercise, *translations_of(exercise))
+    )
+
+
+def exercise_of(assignment: str) -> str:
+    """The exercise an assignment is (itself, or the exercise it translates)."""
+    return split(assignment)[0]
+
+
+def split(assignment: str) -> tuple[str, str]:
+    """(exercise, language) of an assignment: language "" for an exercise itself."""
+    exercise, _, code = assignment.rpartition("-")
+    if exercise and translated(exercise, code) == assignment and code in languages_of(exercise):
+        return exercise, code
+    return assignment, ""
+
+
+def write_translation(course: Path, exercise: str, language: str) -> Path:
+    """The source folder of `exercise` in `language`, from the English one and the catalogs:
+    the notebook (solutions and tests' messages translated, nbgrader metadata as it is), verify.py
+    and checks.py (messages translated, code the same), probes.py as it is."""
+    import shutil
+
+    import nbformat
+
+    from fxcourse.i18n import Document
+
+    from fxcourse.i18n import Document, lookup_of, translate_notebook
+
+    source, name = course / SOURCE / exercise, translated(exercise, language)
+    target = course / SOURCE / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copy(source / "probes.py", target)
+    # The catalog holds the released notebook's text, whose links are one folder deeper.
+    notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
+    notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("](../../", "](../")
+    nbformat.write(notebook, target / f"{name}.ipynb")
+    for module, grader in (("verify", False), ("checks", True)):
+        document = Document(f"{exercise}.{module}", source / f"{module}.py", True, grader=grader)
+        (target / f"{module}.py").write_text(document.translated(language), encoding="utf-8")
+    return target
 
 
 def is_test_cell(cell) -> bool:
@@ -88,6 +167,19 @@ def configure(c) -> None:
     c.GenerateAssignment.preprocessors = [write_hidden_tests_step(), *steps]
 
 
+def code_stub(exercise: str, language: str) -> dict[str, str]:
+    """nbgrader's stubs of answer cells with their comment in `language` (the exercise's
+    catalog translates it, as it does in the practice copy)."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    from fxcourse.i18n import lookup_of
+
+    stub = ClearSolutions.class_traits()["code_stub"].default()["python"]
+    comment = stub.partition("\n")[0].lstrip("# ")
+    said = lookup_of(exercise, language).get(comment) or comment
+    return {"python": stub.replace(comment, said)}
+
+
 def generate(argv: list[str]) -> int:
     """nbgrader generate_assignment for each NAME in argv (options apply to all), in this one
     process: starting nbgrader costs seconds, and one glob cannot name exactly the exercises."""
@@ -97,6 +189,9 @@ def generate(argv: list[str]) -> int:
     for name in (arg for arg in argv if not arg.startswith("-")):
         app = GenerateAssignmentApp()
         app.initialize([name, "--force", *options])
+        exercise, language = split(name)
+        if language:  # the stub in an answer cell ("YOUR CODE HERE") in the notebook's language
+            app.config.ClearSolutions.code_stub = code_stub(exercise, language)
         try:
             app.start()
         except SystemExit as stop:
