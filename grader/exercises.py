@@ -96,8 +96,6 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
 
     import nbformat
 
-    from fxcourse.i18n import Document
-
     from fxcourse.i18n import Document, lookup_of, translate_notebook
 
     source, name = course / SOURCE / exercise, translated(exercise, language)
