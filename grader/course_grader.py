@@ -1,7 +1,8 @@
 """The instructor's pipeline for the course's nbgrader exercises (driven by grader/grader.mk).
 
     python grader/course_grader.py release [--no-publish] [--assignment NAME]
-                                  student versions + gradebook entries (a wrong NAME: refused)
+                                  student versions + gradebook entries, each exercise's
+                                  translations too (exercises.py; a wrong NAME: refused)
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
                                   a folder or .zip into classdata/submitted (intake.py)
     python grader/course_grader.py collect [--assignment NAME]
@@ -47,7 +48,6 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = exercises.names(ROOT)  # this repository's; a course copy's: exercises_of(course)
 exercises_of = exercises.of_course  # a course's exercises (this repository's for a bare folder)
-assignments_of = exercises.assignments_of  # its nbgrader assignments: exercises, translations
 COURSE_ID = "fx-course"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 SOURCE = exercises.SOURCE  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
@@ -87,16 +87,11 @@ def nbgrader(course: Path, *args: str) -> int:
 
 
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
-    """generate_assignment for every exercise and its translations (exercises.py: their sources
-    written from the catalogs; gradebook entries, classdata/release/), then copy each exercise's
-    released folder to publish_to/<assignment>/: the student version, stripped, and the files
-    beside it (verify.py, the tests' checks). Returns the notebooks' copies. A translation's
-    learners fetch it through the exchange (chapters/<code>/exercises/: their practice copies)."""
-    assignments = exercises_of(course)
-    every = assignments_of(course)  # and each exercise's translations, written first
-    for exercise in assignments:
-        for language in exercises.languages_of(exercise):
-            exercises.write_translation(course, exercise, language)
+    """generate_assignment for every exercise and its translations (gradebook entries,
+    classdata/release/; exercises.py), then copy each exercise's released folder to
+    publish_to/<assignment>/: the student version, stripped, and the files beside it (verify.py,
+    the tests' checks). Returns the notebooks' copies. Translations go out by the exchange only."""
+    assignments, every = exercises_of(course), exercises.write_translations(course)
     _clear(course / RELEASE / a for a in every)
     # One process for all (each start costs seconds), naming the exercises ("*" would also try
     # each chapter of solutions/ and warn about every one). Before grading (no publish_to) its
@@ -163,9 +158,8 @@ class UsageError(Exception):
 
 
 def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
-    """`names` (every assignment when empty), refusing a name that is not an assignment of
-    course (an exercise or its translation)."""
-    names, known = list(names), assignments_of(course)
+    """`names` (all assignments when empty), refusing one that is not an assignment of course."""
+    names, known = list(names), exercises.assignments_of(course)
     if unknown := [name for name in names if name not in known]:
         hints = "".join(intake.near_match(name, known) for name in unknown)
         raise UsageError(
@@ -178,11 +172,8 @@ def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
 def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path]:
     """The submitted notebooks of `assignments` (all when empty); UsageError when there are none."""
     chosen = check_assignments(assignments, course)
-    found = sorted(
-        path
-        for assignment in chosen
-        for path in (course / SUBMITTED).glob(f"*/{assignment}/*.ipynb")
-    )
+    found = (sorted((course / SUBMITTED).glob(f"*/{a}/*.ipynb")) for a in chosen)
+    found = sorted(path for paths in found for path in paths)
     if not found:
         raise UsageError(
             f"nothing to grade: {course / SUBMITTED} holds no submission of "
@@ -206,7 +197,7 @@ def feedback(
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
-    chosen_assignments = assignments or assignments_of(course)
+    chosen_assignments = assignments or exercises.assignments_of(course)
     for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):
         if not chosen or result.student in chosen:
             note = f"feedback: none for {result.student}/{result.assignment}: {result.reason}"
@@ -240,7 +231,6 @@ def export_sources(course: Path) -> grades_export.Where:
         gradebook_url=f"sqlite:///{course / GRADEBOOK}",
         course_id=COURSE_ID,
         assignments=tuple(exercises_of(course)),
-        languages={e: (e, *exercises.translations_of(e)) for e in exercises_of(course)},
         results=course / AUTOGRADED / ".safegrade",
         sources=course / SOURCE,
     )
@@ -315,9 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "collect" and args.submissions:
         return collect_status(args, course)
     elif args.command == "collect":
-        return collect_exchange(course, args.assignment or assignments_of(course))
+        return collect_exchange(course, args.assignment or exercises.assignments_of(course))
     elif args.command == "release-feedback":
-        return release_feedback(course, args.assignment or assignments_of(course))
+        return release_feedback(course, args.assignment or exercises.assignments_of(course))
     elif args.command == "feedback":
         return feedback(course, assignments=args.assignment or ())
     else:

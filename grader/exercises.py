@@ -48,7 +48,9 @@ def of_course(course: Path) -> tuple[str, ...]:
 
 def translated(exercise: str, language: str) -> str:
     """The assignment that is `exercise` in `language` (a translation of fxcourse.languages)."""
-    return f"{exercise}-{language}"
+    from fxcourse.languages import assignment
+
+    return assignment(exercise, language)
 
 
 def languages_of(exercise: str) -> list[str]:
@@ -86,6 +88,14 @@ def split(assignment: str) -> tuple[str, str]:
     if exercise and translated(exercise, code) == assignment and code in languages_of(exercise):
         return exercise, code
     return assignment, ""
+
+
+def write_translations(course: Path) -> tuple[str, ...]:
+    """The source folder of every exercise's translations written; returns every assignment."""
+    for exercise in of_course(course):
+        for language in languages_of(exercise):
+            write_translation(course, exercise, language)
+    return assignments_of(course)
 
 
 def write_translation(course: Path, exercise: str, language: str) -> Path:

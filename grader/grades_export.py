@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from grader import exercises
 from grader.safegrade.data import spreadsheet_cell
 from grader.safegrade.results import GRADER_FAILED, NOT_GRADABLE, load
 
@@ -25,15 +26,13 @@ class Where:
     gradebook_url: str
     course_id: str
     assignments: tuple[str, ...]  # every exercise of the course
-
-    def of(self, exercise: str) -> tuple[str, ...]:
-        return self.languages.get(exercise, (exercise,))
-
     results: Path  # make autograde's result files: <results>/<assignment>/<student>.json
     sources: Path  # <sources>/<assignment>/<assignment>.ipynb
-    # exercise -> its assignments (itself and its translations, grader/exercises.py): a learner's
-    # submission of any of them is their grade of the exercise (the newest, if several)
-    languages: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def of(self, exercise: str) -> tuple[str, ...]:
+        """The exercise's assignments: itself and its translations (grader/exercises.py). A
+        learner's submission of any is their grade of the exercise (the newest, if several)."""
+        return (exercise, *exercises.translations_of(exercise))
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,9 @@ from grader.course_grader import (
     ROOT,
     SOURCE,
     SUBMITTED,
-    assignments_of,
     exercises_of,
 )
+from grader.exercises import assignments_of
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
