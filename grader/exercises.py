@@ -34,10 +34,11 @@ run_check({assignment}, {grade_id}, globals())
 
 def names(course: Path) -> tuple[str, ...]:
     """The exercises of the course at `course`, sorted: each folder of its solutions/ that holds
-    a notebook of the folder's own name."""
+    a notebook of the folder's own name, except the translations make release writes there."""
     folder = course / SOURCE
     found = (path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else ()
-    return tuple(sorted(name for name in found if (folder / name / f"{name}.ipynb").is_file()))
+    found = [name for name in found if (folder / name / f"{name}.ipynb").is_file()]
+    return tuple(sorted(name for name in found if split(name)[0] == name))  # not translations
 
 
 def of_course(course: Path) -> tuple[str, ...]:
