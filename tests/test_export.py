@@ -20,7 +20,7 @@ import nbformat
 import pytest
 from submissions.build import fill, reference_solutions, write_submission
 
-from grader import course_grader
+from grader import course_grader, exercises
 from grader.course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +125,27 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
                 continue
             net = sum(map(float, values)) - float(row[f"{assignment}:late_penalty"])
             assert net == float(grades[student][assignment]), (student, assignment)
+
+
+def test_a_submission_in_another_language_is_its_exercises_grade(course: Path):
+    """The Chinese assignment of an exercise (grader/exercises.py) has its own gradebook entries;
+    the export counts a learner's graded submission of it in the exercise's column, and their
+    newest graded submission when they handed in both languages."""
+    zh, full = exercises.translated(EX1, "zh"), dict(graded_cells(EX1))
+    first, *rest = graded_cells(EX1)
+    record(course, "lin", zh, {first[0]: first[1]} | {name: 0.0 for name, _ in rest})
+    record(course, "bo", EX1, dict.fromkeys(full, 0.0))
+    record(course, "bo", zh, full)  # later than the English one: the grade
+    with gradebook(course) as book:
+        late = book.find_submission(zh, "bo")
+        late.timestamp = book.find_submission(EX1, "bo").timestamp or datetime(2030, 1, 2)
+        late.timestamp += timedelta(days=1)
+        book.db.commit()
+    header, grades = read_csv(course_grader.export(course))
+    assert header == ["student_id", *ASSIGNMENTS, "total"]
+    assert grades["lin"][EX1] == f"{first[1]:g}" and grades["bo"][EX1] == "10"
+    header, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
+    assert by_test["lin"][f"{EX1}:{first[0]}"] == f"{first[1]:g}"
 
 
 def configured_penalty(course: Path, score: float, seconds_late: float) -> float:
