@@ -555,10 +555,23 @@ def python_file_texts(source: str) -> list[Text]:
 
 
 def grader_messages(source: str) -> list[Text]:
-    """What the grader's checks.py tells a learner: the messages its checks fail with (its
-    docstrings and comments are the instructor's)."""
+    """What the grader's checks.py tells a learner: the messages its checks fail with and the
+    names of its cases (`what`, even of two words: "a chain"); its docstrings and comments are
+    the instructor's."""
     strings = message_strings(source, asserts=True) + sentence_literals(source)
+    strings += [s for s in string_literals(source) if re.search(r"[A-Za-z]+ [A-Za-z]{2,}", s)]
     return [Text(0, "string", s) for s in dict.fromkeys(strings) if not s.startswith('"""')]
+
+
+def string_literals(source: str) -> list[str]:
+    """Source text of every plain string literal (not part of an f-string)."""
+    tree = ast.parse(source)
+    inner = {id(c) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for c in ast.walk(n)}
+    return [
+        ast.get_source_segment(source, node) or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inner
+    ]
 
 
 def documents(root: Path = ROOT) -> list[Document]:
