@@ -161,7 +161,7 @@ def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
     """`names` (all assignments when empty), refusing one that is not an assignment of course."""
     names, known = list(names), exercises.assignments_of(course)
     if unknown := [name for name in names if name not in known]:
-        hints = "".join(intake.near_match(name, known) for name in unknown)
+        hints = "".join(exercises.near_name(name, course) for name in unknown)
         raise UsageError(
             f"unknown assignment {', '.join(map(repr, unknown))}{hints}: "
             f"the assignments are {', '.join(known)}"

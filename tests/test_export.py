@@ -211,7 +211,9 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
     for command in (["export", "ex1"], ["submitted", "ex9_typo"]):
         typo = grader_command(fresh, *command)
         assert typo.returncode == 2, typo.stderr
-        assert f"the assignments are {', '.join(ASSIGNMENTS)}" in typo.stderr
+        known = exercises.assignments_of(fresh)  # each exercise, then its translations
+        assert f"the assignments are {', '.join(known)}" in typo.stderr
+        assert set(ASSIGNMENTS) < set(known)
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
     nothing_at_all = grader_command(fresh, "submitted")  # make autograde's check before grading
