@@ -80,7 +80,7 @@ def assignments_of(course: Path) -> tuple[str, ...]:
 
 def near_name(name: str, course: Path) -> str:
     """'; did you mean 'X'?' for a slip of an assignment's name: the closest assignment, else the
-    one exercise it starts like (ex1: ex1_sigmoid_to_tanh, not its translation), else ''."""
+    one exercise it starts like (the exercise, not its translation), else ''."""
     from grader.intake_names import near_match
 
     return near_match(name, assignments_of(course)) or near_match(name, of_course(course))
