@@ -24,7 +24,7 @@ from english_prose import english_found, html_prose, learner_reads
 from fxcourse.workspace import write_nbgrader_config
 from grader import course_grader, exercises
 
-pytestmark = pytest.mark.xdist_group("grading")
+pytestmark = pytest.mark.xdist_group("exchange_languages")  # its own class and gradebook
 EX1 = "ex1_sigmoid_to_tanh"
 EX1_ZH = exercises.translated(EX1, "zh")
 # Wrong twice: torch.sigmoid becomes the in-place torch.tanh_ (a check only the hidden side makes,
