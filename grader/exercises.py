@@ -24,6 +24,7 @@ import json
 import sys
 from pathlib import Path
 
+CATALOGS = Path(__file__).resolve().parents[1] / "fxcourse" / "locale"  # fxcourse.i18n's
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
 HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
 from grader.safegrade.kernel import run_check
@@ -56,13 +57,13 @@ def translated(exercise: str, language: str) -> str:
 
 def languages_of(exercise: str) -> list[str]:
     """The translations `exercise` has catalogs for (its notebook's, verify.py's, checks.py's)."""
-    from fxcourse import i18n, languages
+    from fxcourse import languages  # standard library only: no nbformat to import, as i18n has
 
     needed = (exercise, f"{exercise}.verify", f"{exercise}.checks")
     return [
         code
         for code in languages.translation_codes()
-        if all(i18n.catalog_path(name, code).is_file() for name in needed)
+        if all((CATALOGS / code / f"{name}.po").is_file() for name in needed)
     ]
 
 

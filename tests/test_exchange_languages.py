@@ -139,3 +139,11 @@ def test_the_export_counts_either_language_as_the_exercise(class_graded):
     course_grader.export(class_graded, out)
     header = out.read_text().splitlines()[0]
     assert header == f"student_id,{EX1},total"
+
+
+def test_the_grader_finds_each_exercises_translations_in_the_catalogs():
+    from fxcourse import i18n
+
+    assert exercises.CATALOGS == i18n.LOCALES
+    assert exercises.languages_of(EX1) == ["zh"] and exercises.split(EX1_ZH) == (EX1, "zh")
+    assert exercises.split(f"{EX1}-xx") == (f"{EX1}-xx", "")  # not a language of the course
