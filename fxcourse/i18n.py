@@ -560,7 +560,9 @@ def grader_messages(source: str) -> list[Text]:
     the instructor's."""
     strings = message_strings(source, asserts=True) + sentence_literals(source)
     strings += [s for s in string_literals(source) if re.search(r"[A-Za-z]+ [A-Za-z]{2,}", s)]
-    return [Text(0, "string", s) for s in dict.fromkeys(strings) if not s.startswith('"""')]
+    # raw strings are its patterns (code), not messages
+    kept = (s for s in dict.fromkeys(strings) if not s.startswith(('"""', "r", "R")))
+    return [Text(0, "string", s) for s in kept]
 
 
 def string_literals(source: str) -> list[str]:
