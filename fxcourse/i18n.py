@@ -11,10 +11,11 @@
     python -m fxcourse.i18n join-lines        join msgstr lines broken between two CJK characters
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
-the comments in its code, and in checkpoint cells the goal and the hints (the second argument of
-`checkpoint(...)` and `check(...)`, and `goal = ...`); in exercise starters also the messages of
-the visible tests' asserts. Code and identifiers are never translated. fxcourse's own messages
-(the "Not yet" box and its friends) are in fxcourse.po, read at run time by `gettext_for`.
+the comments in its code, the strings its code shows (printed, raised, drawn, hinted: see
+fxcourse.shown_strings) and the docstrings of the functions and classes it defines; in exercise
+starters also the messages of the visible tests' asserts. Code and identifiers are never
+translated. fxcourse's own messages (the "Not yet" box and its friends) are in fxcourse.po, read at
+run time by `gettext_for`.
 Translators edit the .po files (any PO editor, or by hand) and clear the `fuzzy` flag once an
 entry matches its English again. The languages are fxcourse.languages' translations (LANG: the
 first of them when not given).
@@ -87,10 +88,13 @@ def comments(source: str) -> list[tuple[int, int, str]]:
     return found
 
 
+DEFINITIONS = ast.FunctionDef | ast.AsyncFunctionDef
+
+
 def docstring_values(node: ast.AST) -> list[ast.expr]:
     """The docstring of a module, class or function, as its string literal node."""
     body = getattr(node, "body", None)
-    is_documented = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+    is_documented = isinstance(node, ast.Module | ast.ClassDef | DEFINITIONS)
     if is_documented and body and isinstance(body[0], ast.Expr):
         value = body[0].value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -100,9 +104,10 @@ def docstring_values(node: ast.AST) -> list[ast.expr]:
 
 def message_strings(source: str, asserts: bool, names: frozenset[str] = frozenset()) -> list[str]:
     """Source text of the learner-facing strings (fxcourse.shown_strings: what is printed, drawn,
-    raised or hinted, and the literals that reach it); in exercise code (asserts) also assert
-    messages and docstrings (a stub's specification, what a check does). `names`: names shown
-    by the notebook's other cells."""
+    raised or hinted, and the literals that reach it), and the docstrings of the functions and
+    classes the code defines (a learner reads them in the cell and in `help()`); in exercise
+    code (asserts) also assert messages and a module's docstring. `names`: names shown by the
+    notebook's other cells."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -111,7 +116,7 @@ def message_strings(source: str, asserts: bool, names: frozenset[str] = frozense
     for node in ast.walk(tree):
         if asserts and isinstance(node, ast.Assert) and node.msg is not None:
             found.append(node.msg)
-        if asserts:
+        if asserts or isinstance(node, ast.ClassDef | DEFINITIONS):
             found.extend(docstring_values(node))
     found += printed_choices(tree, found)
     strings = [
@@ -389,8 +394,43 @@ class Term:
     chinese: str
     wrong: tuple[str, ...]
 
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the text says one of the term's English forms (a form split across a line
+        break counts: it reads as one phrase)."""
+        return [
+            m.span()
+            for form in self.english
+            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(]|\.\w)", text)
+        ]
+
     def said_in(self, text: str) -> bool:
-        return any(re.search(rf"(?<![\w.]){re.escape(f)}(?![\w(])", text) for f in self.english)
+        return bool(self.spans(text))
+
+    def in_latin_script(self) -> bool:
+        """A term of art kept in English (kernel): its Chinese form is its English form."""
+        return not re.search(CJK, self.chinese)
+
+
+def form_pattern(form: str) -> str:
+    """A glossary form as a pattern: any run of spaces and line breaks between its words."""
+    return r"\s+".join(re.escape(word) for word in form.split())
+
+
+def terms_said(english: str, terms: list[Term]) -> list[Term]:
+    """The terms the English says, each where no longer term of the glossary covers it: "this
+    kernel" (the Jupyter kernel) hides "kernel" (the compute kernel), "batch size" hides
+    "batch"."""
+    spans = {term: term.spans(english) for term in terms}
+    covered = [(term, span) for term, found in spans.items() for span in found]
+
+    def hidden(term: Term, span: tuple[int, int]) -> bool:
+        start, end = span
+        return any(
+            other is not term and o[0] <= start and end <= o[1] and o[1] - o[0] > end - start
+            for other, o in covered
+        )
+
+    return [term for term, found in spans.items() if any(not hidden(term, s) for s in found)]
 
 
 def glossary(language: str) -> list[Term]:
@@ -418,21 +458,50 @@ def prose(text: str) -> str:
     return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
 
 
+STRING_LITERAL = re.compile(r"[rRuUfFbB]{0,2}(\"\"\"|\'\'\'|\"|\')(.*)\1", re.S)
+
+
+def literal_words(text: str) -> str:
+    """A string literal's words, as a reader sees them: inside its quotes, {placeholders} left
+    out (else a quoted literal would read as a title, and `{batch}` as the word)."""
+    if literal := STRING_LITERAL.fullmatch(text.strip()):
+        return re.sub(r"\{[^{}]*\}", " ", literal[2])
+    return text
+
+
 def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
     """How a translation departs from the glossary (empty when it follows it)."""
-    english, translated = prose(english), prose(translated)
+    english, translated = (
+        prose(literal_words(english)),
+        joined_lines(prose(literal_words(translated))),
+    )
     unbracketed = BRACKETED.sub(" ", translated)
-    said = [term for term in terms if term.said_in(english)]
-    found = []
+    said = terms_said(english, terms)
+    found = reference_problems(english, translated)
     for term in said:
         if term.chinese not in translated:
             found.append(f"{term.english[0]!r} is not translated as {term.chinese!r}")
-        if term.said_in(unbracketed):
+        if not term.in_latin_script() and term in terms_said(unbracketed, terms):
             found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
         others = {other.chinese for other in said if other is not term}
         for wrong in term.wrong:
             if wrong in translated and not any(wrong in chinese for chinese in others):
                 found.append(f"{term.english[0]!r} translated as {wrong!r}")
+    return found
+
+
+SECTION_REFERENCE = re.compile(r"\((?:see )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)")
+
+
+def reference_problems(english: str, translated: str) -> list[str]:
+    """A reference "(section 7.5)" reads "（见 7.5 节）" in every catalog, "(sections 4.2 and
+    4.4)" "（见 4.2、4.4 节）"."""
+    found = []
+    for match in SECTION_REFERENCE.finditer(english):
+        numbers = re.findall(r"\d+(?:\.\d+)*", match[1])
+        wanted = f"（见 {'、'.join(numbers)} 节）"
+        if wanted not in translated:
+            found.append(f"{match[0]!r} is not written {wanted!r}")
     return found
 
 

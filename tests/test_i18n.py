@@ -166,6 +166,9 @@ GLOSSARY = [
     i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
     i18n.Term(("rewrite",), "重写", ("改写",)),
     i18n.Term(("override", "Override"), "覆盖", ("重写",)),
+    i18n.Term(("graph break", "graph breaks"), "图中断", ()),
+    i18n.Term(("kernel", "kernels"), "kernel", ("内核",)),
+    i18n.Term(("this kernel", "Jupyter kernel"), "内核", ()),
 ]
 
 
@@ -175,6 +178,16 @@ GLOSSARY = [
         ("The opcode says what a node does.", "节点类型说明节点。", "not translated as '操作码'"),
         ("The opcode says what a node does.", "opcode 说明节点。", "left in English"),
         ("Override `run_node`.", "重写 `run_node`。", "'override' translated as '重写'"),
+        # a term whose English is split across a line break is still the term
+        ("A graph\nbreak splits the frame.", "中断会切开帧。", "not translated as '图中断'"),
+        ("Each graph\n  break splits it.", "每个 graph break 都会切开它。", "left in English"),
+        ("Inductor writes one\nkernel.", "Inductor 写出一个内核。", "translated as '内核'"),
+        # a printed string literal is read inside its quotes, its {placeholders} left out
+        ('f"{count} graph breaks"', 'f"{count} 个 graph break"', "left in English"),
+        ('"the kernel ran"', '"内核运行了"', "translated as '内核'"),
+        # one form for a section reference
+        ("As before (section 7.5).", "和之前一样（7.5 节）。", "is not written '（见 7.5 节）'"),
+        ("Compare (sections 2.3 and 2.5).", "比较一下（2.3 和 2.5 节）。", "'（见 2.3、2.5 节）'"),
     ],
 )
 def test_the_glossary_check_names_a_term_translated_another_way(english, translated, complaint):
@@ -189,6 +202,13 @@ def test_the_glossary_check_names_a_term_translated_another_way(english, transla
         ("Read `node.op`, the opcode.", "读取 `node.op`，即操作码。"),
         ("First rewrite the graph, then override `f`.", "先重写图，再覆盖 `f`。"),
         ("Call `opcode_counts`.", "调用 `opcode_counts`。"),
+        # a term of art kept in English is its own form; a longer term hides the shorter one
+        ("Inductor fuses them into one kernel.", "Inductor 把它们融合进一个 kernel。"),
+        ("Objects defined again in this kernel are new.", "在本内核中重新定义的对象是新的。"),
+        ("Restart the Jupyter\nkernel, then run the kernel again.", "重启内核，再运行 kernel。"),
+        ("As before (section 7.5).", "和之前一样（见 7.5 节）。"),
+        ('f"{kernel}: fused"', 'f"{kernel}：已融合"'),  # a placeholder is code
+        ('"opcode.upper() ran"', '"opcode.upper() 运行了"'),  # so is an attribute access
     ],
 )
 def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, translated):

@@ -20,6 +20,9 @@ SHOWN = {
     "a dict key through a name": 'cases = {"tuple vs tensor": 1}\nfor label in cases:\n'
     "    check(ok, label)",
     "an f-string assigned, then printed": 'outcome = f"swap runs: {ok}"\nprint(outcome)',
+    "a function's docstring": 'def fold(gm):\n    """Fold every pair, then recompile."""\n',
+    "a method's docstring": "class P(Interpreter):\n    def run_node(self, n):\n"
+    '        """Time one node."""\n        return 1',
 }
 CODE = {
     "a mode string": 'mode = "reduce-overhead"\nprint(mode)',
@@ -27,6 +30,7 @@ CODE = {
     "a label that is not shown": 'for label, fn in [("run vs generated code", f)]:\n    fn()',
     "a key compared, not shown": 'if name == "one conv, two names":\n    pass',
     "placeholders only": 'print(f"{type(err).__name__}: {err}")',
+    "a bare string that is no docstring": 'x = 1\n"""not a docstring"""',
 }
 
 
@@ -53,3 +57,14 @@ def test_a_label_set_in_one_cell_and_shown_in_another_is_one_value_in_every_cell
     translated = translate_notebook(nb, {'"chapter fuser"': '"本章的融合器"'})
     assert all('"chapter fuser"' not in cell.source for cell in translated.cells)
     assert translated.cells[2].source == 'best = results["本章的融合器"]'
+
+
+def test_a_docstring_of_a_chapter_function_is_translated_in_place():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    source = 'def fold(gm):\n    """Fold every pair, then recompile."""\n    return gm'
+    nb.cells = [nbformat.v4.new_code_cell(source)]
+    lookup = {'"""Fold every pair, then recompile."""': '"""折叠每一对，然后重新编译。"""'}
+    translated = translate_notebook(nb, lookup)
+    assert translated.cells[0].source == source.replace(*lookup.popitem())

@@ -94,7 +94,8 @@ def test_a_table_labelling_its_rows_gets_row_headers(tmp_path):
 
 def test_the_chinese_edition_s_chrome_is_chinese(tmp_path):
     """The themes' words a Chinese reader meets on every page, in the site's own Chinese."""
-    result = build(tmp_path, PAGE, language="zh")
+    section = nbformat.v4.new_markdown_cell("## 一节")  # so that the print-only contents show
+    result = build(tmp_path, PAGE, language="zh", answer=section)
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "out" / "chapter.html").read_text()
     chinese = ("颜色模式", "跟随系统", "打印为 PDF", "显示或隐藏侧边栏", 'placeholder="搜索..."')
@@ -103,4 +104,5 @@ def test_the_chinese_edition_s_chrome_is_chinese(tmp_path):
     for english in ("Color mode", "System Settings", "列印", "Toggle primary", "Search..."):
         assert english not in page, english
     assert 'aria-label="课程页面"' in page and 'aria-label="语言"' in page
+    assert 'aria-label="本页目录"' in page and 'aria-label="Page"' not in page  # print contents
     assert 'hreflang="en" lang="en">English</a>' in page

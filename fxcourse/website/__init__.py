@@ -216,8 +216,9 @@ def page_words(language: str) -> dict[str, str]:
 
 def theme_words() -> list[str]:
     """The themes' words on every page that their own catalogs leave in English on a Chinese page
-    (pydata_sphinx_theme's colour-mode menu, sphinx_book_theme's search field, the buttons of
-    fxcourse/website/_templates) or word for Taiwan (列印成 PDF), in the current language."""
+    (pydata_sphinx_theme's colour-mode menu, sphinx_book_theme's search field, the buttons and
+    the print-only contents' label of fxcourse/website/_templates) or word for Taiwan
+    (列印成 PDF), in the current language."""
     return [
         _("Color mode"),
         _("System Settings"),
@@ -225,6 +226,7 @@ def theme_words() -> list[str]:
         _("Print to PDF"),
         _("Toggle primary sidebar"),
         _("Toggle secondary sidebar"),
+        _("Contents of this page"),
     ]
 
 
