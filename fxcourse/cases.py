@@ -22,6 +22,7 @@ handle is in every run, not only in lucky ones.
 from __future__ import annotations
 
 import contextlib
+import copy
 import operator
 import random
 from collections import OrderedDict
@@ -349,6 +350,27 @@ def seeds_of(run_seed: int, count: int) -> list[int]:
     """The seeds of a run's cases: one per case, drawn from the run's seed."""
     rng = random.Random(run_seed)
     return [rng.randrange(10**9) for _ in range(count)]
+
+
+def built_once(builder: Callable[[CaseMaker], object]) -> Callable[[CaseMaker], object]:
+    """`builder`, run once per case: a later call for the same case gets a deep copy of what the
+    first call made, with the same description. Each side of `case.both` still gets objects of
+    its own; only the making (an export, a calibration, a model's initialisation) is not done
+    twice. Wrap the builder inside the check cell, so each run of the checkpoint starts empty."""
+    made: dict[tuple[int, int, int], tuple[object, list[str]]] = {}
+
+    def build(make: CaseMaker):
+        key = (make.seed, make.index, make.run_seed)
+        if key not in made:
+            objects = builder(make)
+            made[key] = (copy.deepcopy(objects), list(make.notes))
+            return objects
+        objects, notes = made[key]
+        make.notes.extend(notes)
+        return copy.deepcopy(objects)
+
+    build.__name__ = getattr(builder, "__name__", "build")
+    return build
 
 
 # --- layouts and inspection (used by chapter 3's and 4's checkpoints) ---------------------------

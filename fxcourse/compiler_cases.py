@@ -108,7 +108,13 @@ def _joint(expression: str, dtype: torch.dtype, shape: tuple, x_needs_grad: bool
 
 def split_loss(loss: Loss) -> tuple[fx.GraphModule, fx.GraphModule]:
     """(forward, backward): the loss's joint graph split by its partitioner, as Inductor's
-    `partition_fn` splits it with min_cut_rematerialization_partition."""
+    `partition_fn` splits it with min_cut_rematerialization_partition; a copy of its own for each
+    caller (the partitioner runs once per loss)."""
+    return copy.deepcopy(_split(loss))
+
+
+@functools.lru_cache(maxsize=32)
+def _split(loss: Loss) -> tuple[fx.GraphModule, fx.GraphModule]:
     import functorch.compile as partitioners
 
     graph, inputs, options = _joint(loss.expression, loss.dtype, loss.shape, loss.x_needs_grad)

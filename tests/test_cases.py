@@ -416,3 +416,25 @@ def test_none_reached_tells_a_none_read_by_an_op_from_other_errors():
         cases.none_reached(lambda: 1 + "a")
     with pytest.raises(ValueError):
         cases.none_reached(int, "a")
+
+
+def test_built_once_makes_each_case_once_and_hands_out_copies():
+    calls = []
+
+    def linears(make):
+        calls.append(make.seed)
+        make.note(f"width {make.integer(2, 9)}")
+        return make.parameters_of(nn.Linear(3, make.integer(2, 5)))
+
+    build = cases.built_once(linears)
+    first_maker, second_maker = CaseMaker(7, 0, 11), CaseMaker(7, 0, 11)
+    first, second = build(first_maker), build(second_maker)
+    assert calls == [7]  # the second call for the same case copies, it does not build
+    assert first is not second and first.weight is not second.weight
+    assert torch.equal(first.weight, second.weight)
+    assert second_maker.describe() == first_maker.describe() != "a drawn case"
+    with torch.no_grad():
+        first.weight.zero_()  # what one side changes never reaches the next copy
+    assert torch.equal(build(CaseMaker(7, 0, 11)).weight, second.weight)
+    build(CaseMaker(8, 1, 11))
+    assert calls == [7, 8]

@@ -24,7 +24,7 @@ from fxcourse.cases import CaseMaker, seeds_of
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
-CASES_PER_RUN = 6  # fxcourse.tryit.checkpoint.cases' default
+CASES_PER_RUN = 6  # checkpoint.cases draws the first 5 (9.1, 9.2) or 6 (9.3) of these
 
 
 def makers(run_seed: int) -> list[CaseMaker]:
@@ -108,6 +108,20 @@ def test_9_1_every_run_has_each_dtype_and_both_partitioners():
     assert {loss.dtype for loss in drawn} == {torch.float32, torch.float64, torch.bfloat16}
     assert {loss.partition for loss in drawn} == set(cases.PARTITIONERS)
     assert drawn == [cases.draw_loss(make) for make in makers(11)]  # the same seed, the same cases
+
+
+def test_9_1_each_caller_gets_a_split_of_its_own():
+    loss = cases.draw_loss(makers(5)[0])
+    (forward, backward), (forward_again, backward_again) = (
+        cases.split_loss(loss),
+        cases.split_loss(loss),
+    )
+    assert forward is not forward_again and backward.graph is not backward_again.graph
+    assert reference_bytes(forward, backward) == reference_bytes(forward_again, backward_again)
+    assert all("val" in node.meta for node in backward_again.graph.find_nodes(op="placeholder"))
+    before = forward_again.code
+    forward.graph.erase_node(next(iter(forward.graph.find_nodes(op="output"))))
+    assert cases.split_loss(loss)[0].code == before  # what one caller changes, no other sees
 
 
 # ----------------------------------------------------------------------------- try it 9.2

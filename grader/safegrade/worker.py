@@ -87,12 +87,21 @@ def preimport(names: list[str]) -> list[str]:
         except BaseException as exc:  # noqa: BLE001 - reported; the cell that needs it will fail
             failed.append(f"{name}: {type(exc).__name__}: {exc}")
     torch = sys.modules.get("torch")
-    if torch is not None:  # one thread, and its lazy imports done before forking
+    if torch is not None:
         process_local_tqdm_lock()
-        torch.set_num_threads(1)
-        module = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
-        torch.fx.Interpreter(torch.fx.symbolic_trace(module)).run(torch.zeros(1, 2))
+        warm_up(torch)
     return failed
+
+
+def warm_up(torch) -> None:
+    """One thread, and what every process forked from here would otherwise do first, done once:
+    torch.fx's lazy imports, and torch's table of overridable functions, which tracing a torch
+    function or method on a proxy builds on first use (about 15 ms of CPU, in each of the three
+    processes a submission forks; a table, never a shared mapping)."""
+    torch.set_num_threads(1)
+    module = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+    torch.fx.Interpreter(torch.fx.symbolic_trace(module)).run(torch.zeros(1, 2))
+    torch.fx.symbolic_trace(lambda x: torch.relu(x).sigmoid() * 2)
 
 
 def process_local_tqdm_lock() -> None:
