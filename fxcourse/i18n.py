@@ -476,12 +476,12 @@ def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]
         joined_lines(prose(literal_words(translated))),
     )
     unbracketed = BRACKETED.sub(" ", translated)
-    said = terms_said(english, terms)
+    said, left_in_english = terms_said(english, terms), terms_said(unbracketed, terms)
     found = reference_problems(english, translated)
     for term in said:
         if term.chinese not in translated:
             found.append(f"{term.english[0]!r} is not translated as {term.chinese!r}")
-        if not term.in_latin_script() and term in terms_said(unbracketed, terms):
+        if not term.in_latin_script() and term in left_in_english:
             found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
         others = {other.chinese for other in said if other is not term}
         for wrong in term.wrong:

@@ -20,6 +20,7 @@ import ast
 import contextlib
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -38,13 +39,17 @@ def load_references(path: Path = REFERENCES_FILE) -> dict[str, dict]:
     return unstamped_json(json.loads(path.read_text(encoding="utf-8")))
 
 
-def reference_namespace(tryit_id: str, learner_globals: dict) -> SimpleNamespace:
-    """The reference answer's names, defined in a copy of the learner's namespace."""
+def reference_namespace(
+    tryit_id: str, learner_globals: dict, rewrite: Callable[[str], str] | None = None
+) -> SimpleNamespace:
+    """The reference answer's names, defined in a copy of the learner's namespace; with
+    `rewrite`, the code run is `rewrite(the answer's code)` (fxcourse.tryit's run_reference_as)."""
     entry = load_references().get(tryit_id)
     if entry is None:
         raise ReferenceMissing(f"the course has no reference answer for try it {tryit_id}")
     namespace = dict(learner_globals)
-    code = compile(entry["code"], f"<reference answer of try it {tryit_id}>", "exec")
+    source = rewrite(entry["code"]) if rewrite else entry["code"]
+    code = compile(source, f"<reference answer of try it {tryit_id}>", "exec")
     with contextlib.redirect_stdout(io.StringIO()), _no_display():
         exec(code, namespace)  # noqa: S102 - the course's own answer, in the learner's kernel
     return SimpleNamespace(**namespace)

@@ -17,8 +17,11 @@ runs the learner's answer and the reference answer on cases it makes fresh at ev
 `case.both(fn)` builds the case's objects twice, once for each side, and returns
 `fn(learner, *objects)` and `fn(reference, *objects)`, where `learner` holds the notebook's
 names and `reference` the reference answer's (fxcourse.reference). `case.objects()` builds one
-more copy, to inspect. A "Not yet" inside the loop names the case (its seed, what it held) and
-how to see it again (`show_case`, `replay`); it never prints the reference's values.
+more copy, to inspect. `check.run_reference_as(rewrite)` runs the reference answer's code as
+`rewrite(code)` returns it, for an answer that would otherwise change something global that the
+learner's answer also uses (a custom operator's registered name). A "Not yet" inside the loop
+names the case (its seed, what it held) and how to see it again (`show_case`, `replay`); it
+never prints the reference's values.
 
 The block stops at the first failed `check(...)` and shows a friendly "Not yet" message with the
 goal; an error raised by the learner's unfinished code (a name not defined yet, a `...` where a
@@ -138,6 +141,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self.run_seed = _replays.pop(tryit_id, None) or secrets.randbelow(10**6)
         self.case: Case | None = None
         self._reference = None
+        self._rewrite: Callable[[str], str] | None = None
 
     def __enter__(self) -> checkpoint:
         return self
@@ -161,9 +165,17 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         """The reference answer's names (run once per checkpoint, in a copy of the learner's)."""
         if self._reference is None:
             self._reference = reference.reference_namespace(
-                self.result.tryit_id, self.learner_globals
+                self.result.tryit_id, self.learner_globals, self._rewrite
             )
         return self._reference
+
+    def run_reference_as(self, rewrite: Callable[[str], str]) -> None:
+        """Run the reference answer as `rewrite(its code)` returns it, from its next use on.
+        For an answer whose code changes something global: registering a custom operator
+        under the learner's name would replace the learner's own, so the rewrite gives the
+        reference's a name of its own (try it 7.4)."""
+        self._rewrite = rewrite
+        self._reference = None
 
     def cases(self, builder: Callable[[CaseMaker], object], count: int = 6) -> Iterator[Case]:
         """`count` fresh cases, each `builder(make)` for a maker seeded from this run's seed."""

@@ -247,10 +247,10 @@ def test_the_chinese_timing_verdicts_are_in_chinese(page, site_url):
 
 
 def test_no_page_has_a_script_error(page, site_url):
-    pages = sorted(SITE.glob("*.html")) + sorted(SITE.glob("zh/*.html"))
+    pages = site_pages()
     assert len(pages) > 20, pages
-    for html in pages:  # networkidle: a resource fetched late (a 404) is seen on its own page
-        page.goto(site_url + html.relative_to(SITE).as_posix(), wait_until="networkidle")
+    for name in pages:  # networkidle: a resource fetched late (a 404) is seen on its own page
+        page.goto(site_url + name, wait_until="networkidle")
     errors, page.errors = page.errors, []
     assert not errors, errors
 
@@ -276,8 +276,13 @@ def test_every_page_in_both_languages_passes_axe(page, site_url):
     for name in pages:
         page.goto(site_url + name)
         page.wait_for_load_state("networkidle")
+        own = len(page.errors)
         if problems := serious_violations(page):
             found[name] = problems
+        # axe-core's CSSOM preload fetches each @import again, resolved against the page's URL
+        # instead of the stylesheet's (theme.css's "../basic.css" -> /basic.css, a 404): those
+        # failures are axe's; the page's own loads are checked by test_no_page_has_a_script_error
+        del page.errors[own:]
     assert not found, "\n".join(f"{name}: {problems}" for name, problems in found.items())
 
 
@@ -333,7 +338,8 @@ def test_a_screen_reader_is_told_what_each_page_shows(page, site_url):
     chinese = names["graph", "zh/04_operator_fusion.html"]
     assert chinese and all("输出给" in alt for alt in chinese), chinese[:2]
     charts = [alt for alt in names["chart", "05_interpreter.html"] if alt.startswith("Bar chart, ")]
-    assert len(charts) == 2 and all(re.search(r": \w+ [\d,.]+", alt) for alt in charts), charts
+    listed = [alt for alt in charts if re.search(r": [^:;]+? \d[\d,.]*", alt)]  # a label, a value
+    assert len(charts) == 2 and listed == charts, charts
     charts = [alt for alt in names["chart", "zh/05_interpreter.html"] if alt.startswith("条形图：")]
     assert len(charts) == 2, names["chart", "zh/05_interpreter.html"]
 
