@@ -60,7 +60,7 @@ RELEASE, SUBMITTED = CLASSDATA / "release", CLASSDATA / "submitted"
 AUTOGRADED, FEEDBACK = CLASSDATA / "autograded", CLASSDATA / "feedback"
 GRADEBOOK, EXPORT = CLASSDATA / "gradebook.db", CLASSDATA / "exports" / "grades.csv"
 EXCHANGE, DOWNLOADED = CLASSDATA / "exchange", CLASSDATA / "downloaded"
-LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+LMS_PATTERNS = intake.lms_patterns(exercises.possible_assignments(ROOT))  # LMS=<name>, any language
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -130,8 +130,8 @@ def collect(
     """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
     files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
-    names = exercises_of(course)
-    pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(names))
+    names, presets = exercises.assignments_of(course), exercises.possible_assignments(course)
+    pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(presets))
     report = intake.collect(Path(submissions), course / SUBMITTED, names, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report

@@ -9,7 +9,9 @@ its own in that language, `<name>-<code>` (`translated`): a source folder `make 
 from the English one and the catalogs (git-ignored), whose notebook, verify.py and checks.py speak
 that language. It has its own gradebook entries (the translated cells, their checksums) and is
 graded by the same hidden tests (the same probes.py, checks.py's code with its messages
-translated); the export and the report count it as its exercise (`exercise_of`).
+translated); the export and the report count it as its exercise (`exercise_of`). A class has the
+translations its configuration names (`ClassLanguages.languages`, grader/nbgrader_config.py):
+English only unless the instructor adds one, so `make release` writes and generates no other.
 
 `make release` (and the formgrader's Generate) writes the hidden part of each test cell from its
 `grade_id` (WriteHiddenTests, set up by `configure`): the source notebooks hold none.
@@ -23,6 +25,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+from traitlets import List, TraitError, Unicode, validate
+from traitlets.config import Configurable
 
 CATALOGS = Path(__file__).resolve().parents[1] / "fxcourse" / "locale"  # fxcourse.i18n's
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
@@ -72,8 +77,66 @@ def translations_of(exercise: str) -> tuple[str, ...]:
     return tuple(translated(exercise, code) for code in languages_of(exercise))
 
 
+class ClassLanguages(Configurable):
+    """The languages of the class (grader/nbgrader_config.py: `c.ClassLanguages.languages`)."""
+
+    languages = List(
+        Unicode(),
+        default_value=["en"],
+        help=(
+            "The languages the class's learners read, codes of fxcourse/languages.py: each "
+            "exercise is released in each (`make release`: `<exercise>-<code>` for a "
+            "translation, with its notebook and test messages in that language). English, the "
+            "exercise itself, is always released; the default is English only."
+        ),
+    ).tag(config=True)
+
+    @validate("languages")
+    def _known(self, proposal):
+        from fxcourse import languages
+
+        if unknown := [code for code in proposal.value if code not in languages.codes()]:
+            raise TraitError(
+                f"ClassLanguages.languages: no language {', '.join(map(repr, unknown))} in "
+                f"fxcourse/languages.py (there are {', '.join(languages.codes())})"
+            )
+        return proposal.value
+
+
+def class_languages(course: Path) -> tuple[str, ...]:
+    """The translations the class at `course` is given (ClassLanguages in the nbgrader
+    configuration of the course, or of this repository for a folder without one)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from fxcourse.languages import translation_codes
+
+    if not (course / "nbgrader_config.py").is_file():
+        course = Path(__file__).resolve().parents[1]
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    try:
+        named = ClassLanguages(config=config).languages
+    except TraitError as error:  # a slip in the instructor's configuration: say it, no traceback
+        raise SystemExit(f"{course / 'nbgrader_config.py'}: {error}") from error
+    return tuple(code for code in translation_codes() if code in named)
+
+
 def assignments_of(course: Path) -> tuple[str, ...]:
-    """Every nbgrader assignment of the course: each exercise, then its translations."""
+    """Every nbgrader assignment of the class at `course`: each exercise, then its translations
+    into the class's languages (class_languages)."""
+    chosen = class_languages(course)
+    return tuple(
+        name
+        for exercise in of_course(course)
+        for name in (
+            exercise,
+            *(translated(exercise, c) for c in languages_of(exercise) if c in chosen),
+        )
+    )
+
+
+def possible_assignments(course: Path) -> tuple[str, ...]:
+    """Every assignment the course can have, whatever its class's languages: each exercise and
+    each translation its catalogs hold (the names an LMS download may carry)."""
     return tuple(
         name for exercise in of_course(course) for name in (exercise, *translations_of(exercise))
     )
@@ -101,10 +164,17 @@ def split(assignment: str) -> tuple[str, str]:
 
 
 def write_translations(course: Path) -> tuple[str, ...]:
-    """The source folder of every exercise's translations written; returns every assignment."""
+    """The source folder of each exercise's translation into the class's languages written, and
+    those of the languages the class no longer has removed; returns the class's assignments."""
+    import shutil
+
+    chosen = class_languages(course)
     for exercise in of_course(course):
         for language in languages_of(exercise):
-            write_translation(course, exercise, language)
+            if language in chosen:
+                write_translation(course, exercise, language)
+            else:  # the formgrader lists every source folder as an assignment
+                shutil.rmtree(course / SOURCE / translated(exercise, language), ignore_errors=True)
     return assignments_of(course)
 
 

@@ -64,10 +64,11 @@ def answer_wrongly(notebook: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def class_graded(tmp_path_factory) -> Path:
-    """The course after both learners' submissions went through the exchange and were graded."""
+def class_graded(tmp_path_factory, class_languages) -> Path:
+    """The course after both learners' submissions went through the exchange and were graded
+    (its class has Chinese learners: the instructor's configuration names zh)."""
     scratch = tmp_path_factory.mktemp("class")
-    course = course_grader.copy_course(scratch / "course", [EX1])
+    course = class_languages(course_grader.copy_course(scratch / "course", [EX1]), "en", "zh")
     env = dict(os.environ, FXCOURSE_EXCHANGE=str(scratch / "exchange"))
     learner = scratch / "learner"
     learner.mkdir()
@@ -147,3 +148,21 @@ def test_the_grader_finds_each_exercises_translations_in_the_catalogs():
     assert exercises.CATALOGS == i18n.LOCALES
     assert exercises.languages_of(EX1) == ["zh"] and exercises.split(EX1_ZH) == (EX1, "zh")
     assert exercises.split(f"{EX1}-xx") == (f"{EX1}-xx", "")  # not a language of the course
+
+
+def test_a_class_is_released_in_english_only_unless_its_configuration_names_more(
+    tmp_path, class_languages
+):
+    course = course_grader.copy_course(tmp_path / "course", [EX1])
+    assert exercises.assignments_of(course) == (EX1,)
+    (course / exercises.SOURCE / EX1_ZH).mkdir()  # left by a release when the class had zh
+    assert exercises.write_translations(course) == (EX1,)
+    assert not (course / exercises.SOURCE / EX1_ZH).exists()  # the formgrader would list it
+    class_languages(course, "en", "zh")
+    assert exercises.assignments_of(course) == (EX1, EX1_ZH)
+
+
+def test_a_language_the_course_does_not_have_is_refused_by_name(tmp_path, class_languages):
+    course = class_languages(course_grader.copy_course(tmp_path / "course", [EX1]), "en", "fr")
+    with pytest.raises(SystemExit, match=r"ClassLanguages.languages: no language 'fr' .*en, zh"):
+        exercises.assignments_of(course)
