@@ -647,8 +647,9 @@ def string_literals(source: str) -> list[str]:
 
 def documents(root: Path = ROOT) -> list[Document]:
     """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
-    them (verify.py), the learner README, fxcourse's own messages, and the messages of each
-    exercise's hidden tests (its checks.py: grader=True)."""
+    them (verify.py), the learner README, fxcourse's own messages, the messages of each
+    exercise's hidden tests (its checks.py: grader=True) and the grader's own messages to a
+    learner (grader/safegrade/wording.py)."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
     beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
@@ -660,6 +661,7 @@ def documents(root: Path = ROOT) -> list[Document]:
         + [Document("README", root / "env" / "student-edition" / "README.md")]
         + [Document("fxcourse", root / "fxcourse")]
         + [Document(f"{p.parent.name}.checks", p, True, grader=True) for p in checks if p.is_file()]
+        + [Document("safegrade", root / "grader" / "safegrade")]
     )
 
 

@@ -29,7 +29,18 @@ from pathlib import Path
 from traitlets import List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-CATALOGS = Path(__file__).resolve().parents[1] / "fxcourse" / "locale"  # fxcourse.i18n's
+
+def catalogs() -> Path:
+    """fxcourse.i18n's catalogs, found without importing it: the installed course's, so that a
+    course copy (which holds no fxcourse/: course_grader.copy_course) reads the same ones."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fxcourse")
+    found = spec.submodule_search_locations if spec else None
+    return Path(found[0] if found else Path(__file__).resolve().parents[1] / "fxcourse") / "locale"
+
+
+CATALOGS = catalogs()
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
 HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
 from grader.safegrade.kernel import run_check

@@ -37,10 +37,18 @@ def replace_sigmoid_with_tanh(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     gm.recompile()
     return gm
 """
-# What each language's feedback says of them: (the hidden test's, the visible test's).
+# A cell the learner added before the last test removes the answer: that test's probe fails with
+# the grader's own message (grader/safegrade/wording.py), not a check's.
+REMOVED = "del replace_sigmoid_with_tanh"
+# What each language's feedback says of them: (the hidden test's, the visible test's, the
+# grader's own).
 SAID = {
-    EX1: ("an in-place tanh is no replacement", "the rewritten graph still computes a sigmoid"),
-    EX1_ZH: ("原地 tanh 不能代替", "重写后的图在"),
+    EX1: (
+        "an in-place tanh is no replacement",
+        "the rewritten graph still computes a sigmoid",
+        "replace_sigmoid_with_tanh is not defined: run the cell that defines it",
+    ),
+    EX1_ZH: ("原地 tanh 不能代替", "重写后的图在", "replace_sigmoid_with_tanh 没有定义：请先运行"),
 }
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -60,6 +68,10 @@ def answer_wrongly(notebook: Path) -> None:
     cells = [c for c in nb.cells if "def replace_sigmoid_with_tanh" in c.source]
     assert len(cells) == 1 and cells[0].metadata.nbgrader["solution"], "no answer cell"
     cells[0].source = WRONG_ANSWER
+    last_test = max(
+        i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade")
+    )
+    nb.cells.insert(last_test, nbformat.v4.new_code_cell(REMOVED))
     nbformat.write(nb, notebook)
 
 
@@ -118,9 +130,10 @@ def messages(notebook: Path) -> list[str]:
 def test_feedback_speaks_the_assignments_language(class_graded, assignment):
     (graded,) = (class_graded / course_grader.AUTOGRADED).glob(f"*/{assignment}/*.ipynb")
     found = messages(graded)
-    hidden, visible = SAID[assignment]
+    hidden, visible, grader = SAID[assignment]
     assert any(hidden in m for m in found), found  # checks.py's own check
     assert any(visible in m for m in found), found  # verify.py's, called by checks.py
+    assert any(grader in m for m in found), found  # the grader's (the probe's NameError)
     (page,) = (class_graded / course_grader.FEEDBACK).glob(f"*/{assignment}/{assignment}.html")
     text = page.read_text()
     shown = [html.escape(m, quote=False) for m in found]
