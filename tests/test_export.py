@@ -202,8 +202,9 @@ def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: Path):
-    fresh = course_grader.copy_course(tmp_path / "fresh")  # no gradebook yet: nbgrader makes one
+def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path, class_languages):
+    # no gradebook yet: nbgrader makes one; a class with Chinese learners: translations are named
+    fresh = class_languages(course_grader.copy_course(tmp_path / "fresh"), "en", "zh")
     empty = grader_command(fresh, "export")
     assert empty.returncode == 1, empty.stderr
     assert "nothing to export" in empty.stderr and "Traceback" not in empty.stderr
@@ -211,7 +212,7 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
     for command in (["export", "ex1"], ["submitted", "ex9_typo"]):
         typo = grader_command(fresh, *command)
         assert typo.returncode == 2, typo.stderr
-        known = exercises.assignments_of(fresh)  # each exercise, then its translations
+        known = exercises.assignments_of(fresh)  # each exercise, then its Chinese one
         assert f"the assignments are {', '.join(known)}" in typo.stderr
         assert set(ASSIGNMENTS) < set(known)
     nothing = grader_command(fresh, "submitted", EX2)
