@@ -58,7 +58,7 @@ configure(c, ROOT / layout.SOURCE)
 # Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
 exercises.configure(c)
 # The languages of the class (exercises.ClassLanguages): `make release` releases each exercise in
-# each, a translation as an assignment of its own (`ex1_sigmoid_to_tanh-zh`). English only unless
+# each, a translation as an assignment of its own (`<exercise>-zh`). English only unless
 # named here; a class with Chinese learners: c.ClassLanguages.languages = ["en", "zh"]
 c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
