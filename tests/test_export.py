@@ -127,11 +127,15 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
             assert net == float(grades[student][assignment]), (student, assignment)
 
 
-def test_a_submission_in_another_language_is_its_exercises_grade(course: Path):
+def test_a_submission_in_another_language_is_its_exercises_grade(course: Path, class_languages):
     """The Chinese assignment of an exercise (grader/exercises.py) has its own gradebook entries;
     the export counts a learner's graded submission of it in the exercise's column, and their
     newest graded submission when they handed in both languages."""
     zh, full = exercises.translated(EX1, "zh"), dict(graded_cells(EX1))
+    # The class gets Chinese learners: that one assignment generated as make release would.
+    exercises.write_translation(class_languages(course, "en", "zh"), EX1, "zh")
+    generate = [sys.executable, "-m", "grader.exercises", "generate", "--log-level=30", zh]
+    subprocess.run(generate, cwd=course, check=True, capture_output=True, timeout=600)
     first, *rest = graded_cells(EX1)
     record(course, "lin", zh, {first[0]: first[1]} | {name: 0.0 for name, _ in rest})
     record(course, "bo", EX1, dict.fromkeys(full, 0.0))
