@@ -18,7 +18,7 @@ import torch
 import torch.fx as fx
 from torch import nn
 
-from fxcourse.messages import _
+from fxcourse.messages import _, listing
 
 # Exact types on purpose: a subclass may override forward() (e.g. standardize its weight), and
 # folding numbers into such a module would be wrong. Transposed convs are not matched either:
@@ -140,7 +140,7 @@ def refusal_reason(
     conv, bn = gm.get_submodule(conv_node.target), gm.get_submodule(bn_node.target)
     if len(conv_node.users) > 1:
         others = sorted(user.name for user in conv_node.users if user is not bn_node)
-        return _("the conv output is also used by {users}").format(users=", ".join(others))
+        return _("the conv output is also used by {users}").format(users=listing(others))
     if calls_per_module[id(conv)] > 1:
         calls = calls_per_module[id(conv)]
         return _("the conv module is shared: it is called at {calls} nodes").format(calls=calls)

@@ -64,6 +64,11 @@ def _(message: str) -> str:
     return _catalog(_language).get(message, message)
 
 
+def listing(items) -> str:
+    """`items` as one list in the current language's punctuation ("a, b" or "a、b")."""
+    return _(", ").join(items)
+
+
 def printed_pattern(text: str) -> re.Pattern:
     """Matches a line that starts as `text` prints (up to its {problem}), capturing its {id}."""
     head = text.partition("{problem}")[0]

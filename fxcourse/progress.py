@@ -29,7 +29,7 @@ import nbformat
 
 from fxcourse import languages, results
 from fxcourse.course_update import untouched
-from fxcourse.messages import _, in_every_language, printed_pattern, use_language
+from fxcourse.messages import _, in_every_language, listing, printed_pattern, use_language
 from fxcourse.workspace import course_notebooks
 
 CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = [str(folder) for folder in args.workspaces if not folder.is_dir()]
     if missing:
         nowhere = _("progress: no workspace at {folders} (make lab creates it)")
-        print(nowhere.format(folders=", ".join(missing)), file=sys.stderr)
+        print(nowhere.format(folders=listing(missing)), file=sys.stderr)
         return 2
     for folder in args.workspaces:
         lines = [json.dumps(progress(folder))] if args.json else report(folder)

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from fxcourse import reference
 from fxcourse.cases import CaseMaker, seeds_of
-from fxcourse.messages import _, language
+from fxcourse.messages import _, language, listing
 from fxcourse.results import record_tryit
 from fxcourse.stamps import unstamped_json
 
@@ -87,7 +87,7 @@ class CheckpointResult:
             return _("Checkpoint {id} passed.").format(id=self.tryit_id)
         not_yet = _("Not yet (try it {id}): {problem}")
         lines = [not_yet.format(id=self.tryit_id, problem=self.problem)]
-        lines += [self.case] if self.case else []
+        lines += self.case.split("\n") if self.case else []
         lines += [_("Goal: {goal}").format(goal=self.goal), self._stuck()]
         return "\n  ".join(lines)
 
@@ -113,7 +113,8 @@ class CheckpointResult:
             id=self.tryit_id, problem=html.escape(self.problem or ""), goal=html.escape(self.goal)
         )
         if self.case:
-            body += f"<br><small>{html.escape(self.case)}</small>"
+            case = html.escape(self.case).replace("\n", "<br>")
+            body += f"<br><small>{case}</small>"
         return _box("#fff8e1", "#f9a825", body + show_answer(self.tryit_id).as_details())
 
 
@@ -246,9 +247,11 @@ class Case:
     def where(self) -> str:
         tryit_id = self.run.result.tryit_id
         return _(
-            "Case {number} of {count} (seed {seed}): {description}. To look at it: "
-            'show_case("{id}", {seed}, {number}); to check the same cases again: '
-            'replay("{id}", {seed}), then run this cell.'
+            "Case {number} of {count} (seed {seed}): {description}.\n"
+            "To look at it, run in a new cell:\n"
+            '  from fxcourse.tryit import show_case; show_case("{id}", {seed}, {number})\n'
+            "To check the same cases again, run in a new cell, then run this cell again:\n"
+            '  from fxcourse.tryit import replay; replay("{id}", {seed})'
         ).format(
             number=self.index + 1,
             count=self.count,
@@ -359,7 +362,7 @@ def show_answer(tryit_id: str) -> Answer:
     if not answers:
         return Answer(tryit_id, None)
     if tryit_id not in answers:
-        known = ", ".join(sorted(answers, key=_natural))
+        known = listing(sorted(answers, key=_natural))
         unknown = _("no try-it {id}; the try-its are {known}")
         raise KeyError(unknown.format(id=repr(tryit_id), known=known))
     return Answer(tryit_id, answers[tryit_id]["code"])

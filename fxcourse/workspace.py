@@ -65,7 +65,7 @@ from fxcourse.course_update import (  # noqa: F401  (the workspace's names, as b
     cells_text,
 )
 from fxcourse.lab_link import OpenInLab
-from fxcourse.messages import _, use_language
+from fxcourse.messages import _, listing, use_language
 
 ROOT = Path(__file__).resolve().parents[1]
 COURSE_ID = "fx-course"
@@ -321,7 +321,7 @@ def lab_delivery_lines(workspace: Path, names: list[str]) -> list[str]:
     if not names:
         return []
     waiting = _("open in your JupyterLab, the update goes into its tab: {names}")
-    print("[workspace] " + waiting.format(names=", ".join(names)))
+    print("[workspace] " + waiting.format(names=listing(names)))
     delivered = lab_link.wait_for_delivery(workspace, names)
     merged = _(
         "merged into the notebook open in your lab, with what you typed there (and saved): {name}"

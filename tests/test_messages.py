@@ -161,4 +161,5 @@ def test_every_workspace_progress_and_lab_line_has_its_chinese(tmp_path, monkeyp
     chinese = everything("zh")
     assert "未更新" in chinese and "已经有一个 JupyterLab 在运行" in chinese, chinese
     assert english_sentences(chinese) == [], chinese
+    assert "09_i.ipynb、10_j.ipynb" in chinese and "1.1、1.2" in chinese, chinese
     assert len(english_sentences(everything("en"))) >= 10
