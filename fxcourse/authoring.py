@@ -184,7 +184,7 @@ def translated_files(language: str) -> dict[Path, str]:
     answers: dict[str, dict[str, str]] = {}
     folder = CHAPTERS / language
     for document in i18n.documents(ROOT):
-        if document.path.is_dir():
+        if document.path.is_dir() or document.grader:  # checks.py: the grader's (release)
             continue
         translated = document.translated(language)
         exercise = folder / "exercises" / document.path.parent.name

@@ -557,6 +557,9 @@ class Document:
     name: str
     path: Path
     asserts: bool = False
+    # The grader's (checks.py): only its messages, translated into a copy the grader alone uses
+    # (course_grader.release), never into chapters/.
+    grader: bool = False
 
     def read(self) -> nbformat.NotebookNode | str:
         """The document, without the stamp of a derived file (a released verify.py's)."""
@@ -569,6 +572,8 @@ class Document:
         if self.path.is_dir():
             return python_messages(self.path)
         content = self.read()
+        if self.grader:
+            return grader_messages(content)
         if self.path.suffix == ".py":
             return python_file_texts(content)
         if isinstance(content, str):
@@ -578,7 +583,7 @@ class Document:
     def translated(self, language: str) -> nbformat.NotebookNode | str:
         content, lookup = self.read(), lookup_of(self.name, language)
         if self.path.suffix == ".py":
-            for text in dict.fromkeys(t.text for t in python_file_texts(content)):
+            for text in dict.fromkeys(t.text for t in self.texts()):
                 if lookup.get(text):
                     content = content.replace(text, lookup[text])
             return content
@@ -618,18 +623,45 @@ def python_file_texts(source: str) -> list[Text]:
     return found + [Text(0, "string", text) for text in dict.fromkeys(strings)]
 
 
+def grader_messages(source: str) -> list[Text]:
+    """What the grader's checks.py tells a learner: the messages its checks fail with and the
+    names of its cases (`what`, even of two words: "a chain"); its docstrings and comments are
+    the instructor's."""
+    strings = message_strings(source, asserts=True) + sentence_literals(source)
+    strings += [s for s in string_literals(source) if re.search(r"[A-Za-z]+ [A-Za-z]{2,}", s)]
+    # raw strings are its patterns (code), not messages
+    kept = (s for s in dict.fromkeys(strings) if not s.startswith(('"""', "r", "R")))
+    return [Text(0, "string", s) for s in kept]
+
+
+def string_literals(source: str) -> list[str]:
+    """Source text of every plain string literal (not part of an f-string)."""
+    tree = ast.parse(source)
+    inner = {id(c) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for c in ast.walk(n)}
+    return [
+        ast.get_source_segment(source, node) or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inner
+    ]
+
+
 def documents(root: Path = ROOT) -> list[Document]:
     """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
-    them (verify.py), the learner README, fxcourse's own messages."""
+    them (verify.py), the learner README, fxcourse's own messages, the messages of each
+    exercise's hidden tests (its checks.py: grader=True) and the grader's own messages to a
+    learner (grader/safegrade/wording.py)."""
     chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
     starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
     beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
+    checks = [root / "solutions" / starter.parent.name / "checks.py" for starter in starters]
     return (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
         + [Document(f"{path.parent.name}.{path.stem}", path, asserts=True) for path in beside]
         + [Document("README", root / "env" / "student-edition" / "README.md")]
         + [Document("fxcourse", root / "fxcourse")]
+        + [Document(f"{p.parent.name}.checks", p, True, grader=True) for p in checks if p.is_file()]
+        + [Document("safegrade", root / "grader" / "safegrade")]
     )
 
 

@@ -68,6 +68,12 @@ def for_locale(locale: str) -> str:
     return SOURCE.code
 
 
+def assignment(exercise: str, code: str) -> str:
+    """The nbgrader assignment that is `exercise` in the language `code` (grader/exercises.py):
+    the exercise itself in the source language, `<exercise>-<code>` in a translation."""
+    return exercise if code == SOURCE.code else f"{exercise}-{code}"
+
+
 def main(argv: list[str]) -> int:
     if argv == ["codes"]:
         print(" ".join(codes()))

@@ -111,6 +111,13 @@ def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | Non
     return exercise_state(notebook, recorded), as_of(path, times, workspace)
 
 
+def fetched_copies(workspace: Path, exercise: str) -> list[Path]:
+    """Where the Assignments tab puts the exercise in each language (a Chinese class fetches
+    <exercise>-zh: fxcourse.languages.assignment)."""
+    names = dict.fromkeys(languages.assignment(exercise, code) for code in languages.codes())
+    return [workspace / name / f"{name}.ipynb" for name in names]
+
+
 def progress(workspace: Path) -> dict:
     """{"tryits": {chapter: {try-it id: passed}, or None when the chapter is not a notebook},
     "exercises": {assignment: [state, copy read]}, "as_of": {chapter or assignment: [what,
@@ -121,8 +128,7 @@ def progress(workspace: Path) -> dict:
         path = workspace / name
         if name.startswith("exercises/"):
             assignment = Path(name).stem
-            fetched = workspace / assignment / f"{assignment}.ipynb"
-            chosen = fetched if fetched.exists() else path
+            chosen = next((p for p in fetched_copies(workspace, assignment) if p.exists()), path)
             when = None
             if not chosen.exists():
                 state = "not opened"

@@ -177,11 +177,14 @@ def course_modules(root: Path = ROOT, language: str = languages.SOURCE.code) -> 
     }
 
 
-def course_version(name: str, source: Path) -> nbformat.NotebookNode:
-    """The course's notebook as the learner gets it (an exercise opens with exercise_note)."""
+def course_version(
+    name: str, source: Path, language: str = languages.SOURCE.code
+) -> nbformat.NotebookNode:
+    """The course's notebook as the learner gets it (an exercise opens with exercise_note, which
+    names the exercise's assignment in `language`)."""
     notebook = nbformat.read(source, as_version=4)
     if name.startswith("exercises/"):
-        note = exercise_note(Path(name).stem)
+        note = exercise_note(languages.assignment(Path(name).stem, language))
         notebook.cells.insert(0, nbformat.v4.new_markdown_cell(note))
     return notebook
 
@@ -198,7 +201,7 @@ def sync(
     use_language(language)
     report = SyncReport(labs=labs or OpenInLab())
     for name, source in course_notebooks(root, language).items():
-        course = course_version(name, source)
+        course = course_version(name, source, language)
         outcome = sync_notebook(workspace, name, course, report, language)
         if outcome:
             getattr(report, outcome).append(name)

@@ -1,7 +1,8 @@
 """The instructor's pipeline for the course's nbgrader exercises (driven by grader/grader.mk).
 
     python grader/course_grader.py release [--no-publish] [--assignment NAME]
-                                  student versions + gradebook entries (a wrong NAME: refused)
+                                  student versions + gradebook entries, each exercise's
+                                  translations too (exercises.py; a wrong NAME: refused)
     python grader/course_grader.py collect SUBMISSIONS [--lms NAME] [--timezone TZ]
                                   a folder or .zip into classdata/submitted (intake.py)
     python grader/course_grader.py collect [--assignment NAME]
@@ -59,7 +60,7 @@ RELEASE, SUBMITTED = CLASSDATA / "release", CLASSDATA / "submitted"
 AUTOGRADED, FEEDBACK = CLASSDATA / "autograded", CLASSDATA / "feedback"
 GRADEBOOK, EXPORT = CLASSDATA / "gradebook.db", CLASSDATA / "exports" / "grades.csv"
 EXCHANGE, DOWNLOADED = CLASSDATA / "exchange", CLASSDATA / "downloaded"
-LMS_PATTERNS = intake.lms_patterns(ASSIGNMENTS)  # file names of LMS downloads: LMS=<name>
+LMS_PATTERNS = intake.lms_patterns(exercises.possible_assignments(ROOT))  # LMS=<name>, any language
 
 
 def copy_course(target: Path, assignments: Sequence[str] = ASSIGNMENTS) -> Path:
@@ -86,17 +87,18 @@ def nbgrader(course: Path, *args: str) -> int:
 
 
 def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
-    """generate_assignment for every exercise (gradebook entries, classdata/release/), then copy
-    each released folder to publish_to/<assignment>/: the student version, stripped, and the
-    files beside it (verify.py, the tests' checks). Returns the notebooks' copies."""
-    assignments = exercises_of(course)
-    _clear(course / RELEASE / a for a in assignments)
+    """generate_assignment for every exercise and its translations (gradebook entries,
+    classdata/release/; exercises.py), then copy each exercise's released folder to
+    publish_to/<assignment>/: the student version, stripped, and the files beside it (verify.py,
+    the tests' checks). Returns the notebooks' copies. Translations go out by the exchange only."""
+    assignments, every = exercises_of(course), exercises.write_translations(course)
+    _clear(course / RELEASE / a for a in every)
     # One process for all (each start costs seconds), naming the exercises ("*" would also try
     # each chapter of solutions/ and warn about every one). Before grading (no publish_to) its
     # log of every file it copies says nothing new.
     quiet = ["--log-level=30"] if publish_to is None else []  # 30: warnings and errors only
-    print("$ nbgrader generate_assignment --force", *quiet, *assignments, flush=True)
-    command = [sys.executable, "-m", "grader.exercises", "generate", *quiet, *assignments]
+    print("$ nbgrader generate_assignment --force", *quiet, *every, flush=True)
+    command = [sys.executable, "-m", "grader.exercises", "generate", *quiet, *every]
     if subprocess.run(command, cwd=course, check=False).returncode != 0:
         raise SystemExit("nbgrader generate_assignment failed")
     if publish_to is None:
@@ -128,8 +130,8 @@ def collect(
     """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
     files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
-    names = exercises_of(course)
-    pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(names))
+    names, presets = exercises.assignments_of(course), exercises.possible_assignments(course)
+    pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(presets))
     report = intake.collect(Path(submissions), course / SUBMITTED, names, pattern, zone)
     print("\n".join(report.lines(str(submissions))), flush=True)
     return report
@@ -156,10 +158,10 @@ class UsageError(Exception):
 
 
 def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
-    """`names` (all exercises when empty), refusing a name that is not an exercise of course."""
-    names, known = list(names), exercises_of(course)
+    """`names` (all assignments when empty), refusing one that is not an assignment of course."""
+    names, known = list(names), exercises.assignments_of(course)
     if unknown := [name for name in names if name not in known]:
-        hints = "".join(intake.near_match(name, known) for name in unknown)
+        hints = "".join(exercises.near_name(name, course) for name in unknown)
         raise UsageError(
             f"unknown assignment {', '.join(map(repr, unknown))}{hints}: "
             f"the assignments are {', '.join(known)}"
@@ -170,11 +172,8 @@ def check_assignments(names: Iterable[str], course: Path = ROOT) -> list[str]:
 def submitted(course: Path = ROOT, assignments: Sequence[str] = ()) -> list[Path]:
     """The submitted notebooks of `assignments` (all when empty); UsageError when there are none."""
     chosen = check_assignments(assignments, course)
-    found = sorted(
-        path
-        for assignment in chosen
-        for path in (course / SUBMITTED).glob(f"*/{assignment}/*.ipynb")
-    )
+    found = (sorted((course / SUBMITTED).glob(f"*/{a}/*.ipynb")) for a in chosen)
+    found = sorted(path for paths in found for path in paths)
     if not found:
         raise UsageError(
             f"nothing to grade: {course / SUBMITTED} holds no submission of "
@@ -198,7 +197,7 @@ def feedback(
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
     selections = [[f"--student={student}"] for student in students] or [[]]  # one id per run
     chosen = set(students)
-    chosen_assignments = assignments or exercises_of(course)
+    chosen_assignments = assignments or exercises.assignments_of(course)
     for result in not_graded(course / AUTOGRADED / ".safegrade", chosen_assignments):
         if not chosen or result.student in chosen:
             note = f"feedback: none for {result.student}/{result.assignment}: {result.reason}"
@@ -246,7 +245,7 @@ def export(course: Path = ROOT, out: Path | None = None, assignments: Sequence[s
     """grades.csv and grades_by_test.csv of `assignments` (default: all; grades_export.write
     says what each cell means). UsageError for an unknown name, or when nothing has been
     graded."""
-    chosen = check_assignments(assignments, course)
+    chosen = list(dict.fromkeys(map(exercises.exercise_of, check_assignments(assignments, course))))
     where = export_sources(course)
     if not grades_export.anything_to_export(where, chosen):
         raise UsageError(
@@ -306,9 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "collect" and args.submissions:
         return collect_status(args, course)
     elif args.command == "collect":
-        return collect_exchange(course, args.assignment or exercises_of(course))
+        return collect_exchange(course, args.assignment or exercises.assignments_of(course))
     elif args.command == "release-feedback":
-        return release_feedback(course, args.assignment or exercises_of(course))
+        return release_feedback(course, args.assignment or exercises.assignments_of(course))
     elif args.command == "feedback":
         return feedback(course, assignments=args.assignment or ())
     else:

@@ -4,6 +4,15 @@ beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (t
 released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
 an exercise: adding one is adding its folder, then `make release`.
 
+Each exercise with a translation (its catalogs in fxcourse/locale/<code>/) is also an assignment of
+its own in that language, `<name>-<code>` (`translated`): a source folder `make release` writes
+from the English one and the catalogs (git-ignored), whose notebook, verify.py and checks.py speak
+that language. It has its own gradebook entries (the translated cells, their checksums) and is
+graded by the same hidden tests (the same probes.py, checks.py's code with its messages
+translated); the export and the report count it as its exercise (`exercise_of`). A class has the
+translations its configuration names (`ClassLanguages.languages`, grader/nbgrader_config.py):
+English only unless the instructor adds one, so `make release` writes and generates no other.
+
 `make release` (and the formgrader's Generate) writes the hidden part of each test cell from its
 `grade_id` (WriteHiddenTests, set up by `configure`): the source notebooks hold none.
 
@@ -17,6 +26,21 @@ import json
 import sys
 from pathlib import Path
 
+from traitlets import List, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+
+def catalogs() -> Path:
+    """fxcourse.i18n's catalogs, found without importing it: the installed course's, so that a
+    course copy (which holds no fxcourse/: course_grader.copy_course) reads the same ones."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fxcourse")
+    found = spec.submodule_search_locations if spec else None
+    return Path(found[0] if found else Path(__file__).resolve().parents[1] / "fxcourse") / "locale"
+
+
+CATALOGS = catalogs()
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
 HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
 from grader.safegrade.kernel import run_check
@@ -27,16 +51,170 @@ run_check({assignment}, {grade_id}, globals())
 
 def names(course: Path) -> tuple[str, ...]:
     """The exercises of the course at `course`, sorted: each folder of its solutions/ that holds
-    a notebook of the folder's own name."""
+    a notebook of the folder's own name, except the translations make release writes there."""
     folder = course / SOURCE
     found = (path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else ()
-    return tuple(sorted(name for name in found if (folder / name / f"{name}.ipynb").is_file()))
+    found = [name for name in found if (folder / name / f"{name}.ipynb").is_file()]
+    return tuple(sorted(name for name in found if split(name)[0] == name))  # not translations
 
 
 def of_course(course: Path) -> tuple[str, ...]:
     """The exercises of the course at `course`, found in its solutions/; this repository's for
     a folder without one (a scratch folder of submissions only)."""
     return names(course if (course / SOURCE).is_dir() else Path(__file__).resolve().parents[1])
+
+
+def translated(exercise: str, language: str) -> str:
+    """The assignment that is `exercise` in `language` (a translation of fxcourse.languages)."""
+    from fxcourse.languages import assignment
+
+    return assignment(exercise, language)
+
+
+def languages_of(exercise: str) -> list[str]:
+    """The translations `exercise` has catalogs for (its notebook's, verify.py's, checks.py's)."""
+    from fxcourse import languages  # standard library only: no nbformat to import, as i18n has
+
+    needed = (exercise, f"{exercise}.verify", f"{exercise}.checks")
+    return [
+        code
+        for code in languages.translation_codes()
+        if all((CATALOGS / code / f"{name}.po").is_file() for name in needed)
+    ]
+
+
+def translations_of(exercise: str) -> tuple[str, ...]:
+    """The assignments that are `exercise` in another language."""
+    return tuple(translated(exercise, code) for code in languages_of(exercise))
+
+
+class ClassLanguages(Configurable):
+    """The languages of the class (grader/nbgrader_config.py: `c.ClassLanguages.languages`)."""
+
+    languages = List(
+        Unicode(),
+        default_value=["en"],
+        help=(
+            "The languages the class's learners read, codes of fxcourse/languages.py: each "
+            "exercise is released in each (`make release`: `<exercise>-<code>` for a "
+            "translation, with its notebook and test messages in that language). English, the "
+            "exercise itself, is always released; the default is English only."
+        ),
+    ).tag(config=True)
+
+    @validate("languages")
+    def _known(self, proposal):
+        from fxcourse import languages
+
+        if unknown := [code for code in proposal.value if code not in languages.codes()]:
+            raise TraitError(
+                f"ClassLanguages.languages: no language {', '.join(map(repr, unknown))} in "
+                f"fxcourse/languages.py (there are {', '.join(languages.codes())})"
+            )
+        return proposal.value
+
+
+def class_languages(course: Path) -> tuple[str, ...]:
+    """The translations the class at `course` is given (ClassLanguages in the nbgrader
+    configuration of the course, or of this repository for a folder without one)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from fxcourse.languages import translation_codes
+
+    if not (course / "nbgrader_config.py").is_file():
+        course = Path(__file__).resolve().parents[1]
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    try:
+        named = ClassLanguages(config=config).languages
+    except TraitError as error:  # a slip in the instructor's configuration: say it, no traceback
+        raise SystemExit(f"{course / 'nbgrader_config.py'}: {error}") from error
+    return tuple(code for code in translation_codes() if code in named)
+
+
+def assignments_of(course: Path) -> tuple[str, ...]:
+    """Every nbgrader assignment of the class at `course`: each exercise, then its translations
+    into the class's languages (class_languages)."""
+    chosen = class_languages(course)
+    return tuple(
+        name
+        for exercise in of_course(course)
+        for name in (
+            exercise,
+            *(translated(exercise, c) for c in languages_of(exercise) if c in chosen),
+        )
+    )
+
+
+def possible_assignments(course: Path) -> tuple[str, ...]:
+    """Every assignment the course can have, whatever its class's languages: each exercise and
+    each translation its catalogs hold (the names an LMS download may carry)."""
+    return tuple(
+        name for exercise in of_course(course) for name in (exercise, *translations_of(exercise))
+    )
+
+
+def near_name(name: str, course: Path) -> str:
+    """'; did you mean 'X'?' for a slip of an assignment's name: the closest assignment, else the
+    one exercise it starts like (the exercise, not its translation), else ''."""
+    from grader.intake_names import near_match
+
+    return near_match(name, assignments_of(course)) or near_match(name, of_course(course))
+
+
+def exercise_of(assignment: str) -> str:
+    """The exercise an assignment is (itself, or the exercise it translates)."""
+    return split(assignment)[0]
+
+
+def split(assignment: str) -> tuple[str, str]:
+    """(exercise, language) of an assignment: language "" for an exercise itself."""
+    exercise, _, code = assignment.rpartition("-")
+    if exercise and translated(exercise, code) == assignment and code in languages_of(exercise):
+        return exercise, code
+    return assignment, ""
+
+
+def write_translations(course: Path) -> tuple[str, ...]:
+    """The source folder of each exercise's translation into the class's languages written, and
+    those of the languages the class no longer has removed; returns the class's assignments."""
+    import shutil
+
+    chosen = class_languages(course)
+    for exercise in of_course(course):
+        for language in languages_of(exercise):
+            if language in chosen:
+                write_translation(course, exercise, language)
+            else:  # the formgrader lists every source folder as an assignment
+                shutil.rmtree(course / SOURCE / translated(exercise, language), ignore_errors=True)
+    return assignments_of(course)
+
+
+def write_translation(course: Path, exercise: str, language: str) -> Path:
+    """The source folder of `exercise` in `language`, from the English one and the catalogs:
+    the notebook (solutions and tests' messages translated, nbgrader metadata as it is), verify.py
+    and checks.py (messages translated, code the same), probes.py as it is."""
+    import shutil
+
+    import nbformat
+
+    from fxcourse.i18n import Document, lookup_of, translate_notebook
+
+    source, name = course / SOURCE / exercise, translated(exercise, language)
+    target = course / SOURCE / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    shutil.copy(source / "probes.py", target)
+    # The catalog holds the released notebook's text, whose links are one folder deeper.
+    notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
+    notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace("](../../", "](../")
+    nbformat.write(notebook, target / f"{name}.ipynb")
+    for module, grader in (("verify", False), ("checks", True)):
+        document = Document(f"{exercise}.{module}", source / f"{module}.py", True, grader=grader)
+        (target / f"{module}.py").write_text(document.translated(language), encoding="utf-8")
+    return target
 
 
 def is_test_cell(cell) -> bool:
@@ -88,6 +266,19 @@ def configure(c) -> None:
     c.GenerateAssignment.preprocessors = [write_hidden_tests_step(), *steps]
 
 
+def code_stub(exercise: str, language: str) -> dict[str, str]:
+    """nbgrader's stubs of answer cells with their comment in `language` (the exercise's
+    catalog translates it, as it does in the practice copy)."""
+    from nbgrader.preprocessors import ClearSolutions
+
+    from fxcourse.i18n import lookup_of
+
+    stub = ClearSolutions.class_traits()["code_stub"].default()["python"]
+    comment = stub.partition("\n")[0].lstrip("# ")
+    said = lookup_of(exercise, language).get(comment) or comment
+    return {"python": stub.replace(comment, said)}
+
+
 def generate(argv: list[str]) -> int:
     """nbgrader generate_assignment for each NAME in argv (options apply to all), in this one
     process: starting nbgrader costs seconds, and one glob cannot name exactly the exercises."""
@@ -97,6 +288,9 @@ def generate(argv: list[str]) -> int:
     for name in (arg for arg in argv if not arg.startswith("-")):
         app = GenerateAssignmentApp()
         app.initialize([name, "--force", *options])
+        exercise, language = split(name)
+        if language:  # the stub in an answer cell ("YOUR CODE HERE") in the notebook's language
+            app.config.ClearSolutions.code_stub = code_stub(exercise, language)
         try:
             app.start()
         except SystemExit as stop:

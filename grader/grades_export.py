@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import exercises
 from grader.safegrade.data import spreadsheet_cell
 from grader.safegrade.results import GRADER_FAILED, NOT_GRADABLE, load
 
@@ -27,6 +28,11 @@ class Where:
     assignments: tuple[str, ...]  # every exercise of the course
     results: Path  # make autograde's result files: <results>/<assignment>/<student>.json
     sources: Path  # <sources>/<assignment>/<assignment>.ipynb
+
+    def of(self, exercise: str) -> tuple[str, ...]:
+        """The exercise's assignments: itself and its translations (grader/exercises.py). A
+        learner's submission of any is their grade of the exercise (the newest, if several)."""
+        return (exercise, *exercises.translations_of(exercise))
 
 
 @dataclass(frozen=True)
@@ -55,15 +61,28 @@ def results(where: Where) -> tuple[dict[str, dict[str, Result | None]], dict[str
         for student in gradebook.students:
             row = table[student.id] = {}
             for assignment in where.assignments:
-                try:
-                    submission = gradebook.find_submission(assignment, student.id)
-                except MissingEntry:
+                submission = newest_submission(gradebook, where.of(assignment), student.id)
+                if submission is None:
                     row[assignment] = None
                     continue
                 penalty = submission.late_submission_penalty or 0.0
                 points = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
                 row[assignment] = Result(max(0.0, submission.score - penalty), penalty, points)
     return table, cells
+
+
+def newest_submission(gradebook, assignments: Sequence[str], student: str):
+    """The student's newest graded submission of any of `assignments` (an exercise in its
+    languages), or None."""
+    from nbgrader.api import MissingEntry
+
+    found = []
+    for assignment in assignments:
+        try:
+            found.append(gradebook.find_submission(assignment, student))
+        except MissingEntry:
+            pass
+    return max(found, key=lambda s: (s.timestamp is not None, s.timestamp or 0), default=None)
 
 
 def scores(where: Where) -> dict[str, dict[str, float | None]]:
@@ -91,8 +110,8 @@ def ungraded(where: Where, table: dict) -> dict[tuple[str, str], str]:
     make autograde's last run could not grade (its typed result says so) and that the gradebook
     holds no grade of; such students get a row in `table`."""
     found = {}
-    for assignment in where.assignments:
-        for path in sorted((where.results / assignment).glob("*.json")):
+    for assignment, one in ((a, o) for a in where.assignments for o in where.of(a)):
+        for path in sorted((where.results / one).glob("*.json")):
             result = load(path)
             if result is None:
                 continue

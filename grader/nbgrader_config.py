@@ -57,6 +57,10 @@ c.GenerateFeedback.post_convert_hook = FeedbackOnly(
 configure(c, ROOT / layout.SOURCE)
 # Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
 exercises.configure(c)
+# The languages of the class (exercises.ClassLanguages): `make release` releases each exercise in
+# each, a translation as an assignment of its own (`<exercise>-zh`). English only unless
+# named here; a class with Chinese learners: c.ClassLanguages.languages = ["en", "zh"]
+c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
 # autograde, the formgrader's Autograde button). Every limit of the grader, with its unit and
 # help text, is in grader/safegrade/limits.py (GradingLimits); these six are configurable, the

@@ -36,6 +36,7 @@ from grader.course_grader import (
     SUBMITTED,
     exercises_of,
 )
+from grader.exercises import assignments_of
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
@@ -78,11 +79,17 @@ def read_class(course: Path = ROOT) -> list[Exercise]:
     exercises = []
     with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
         known = {student.id for student in gradebook.students}
-        for assignment in exercises_of(course):
+        for assignment in assignments_of(course):
             tests, points = graded_cells(gradebook, course, assignment)
+            # An exercise in another language (grader/exercises.py) lists its own learners only.
+            exercise = assignment in exercises_of(course)
             students = (
-                known | folders(course / SUBMITTED, assignment) | result_files(course, assignment)
+                (known if exercise else set())
+                | folders(course / SUBMITTED, assignment)
+                | result_files(course, assignment)
             )
+            if not students and not exercise:
+                continue
             rows = [standing(gradebook, course, assignment, s) for s in sorted(students)]
             exercises.append(Exercise(assignment, tests, points, rows))
     return exercises

@@ -41,6 +41,7 @@ from grader.course_grader import (
     SUBMITTED,
     exercises_of,
 )
+from grader.exercises import assignments_of
 from grader.report import REPORTS
 from grader.safegrade.data import inert_text
 from grader.safegrade.jsontext import json_values
@@ -225,7 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
     args = parser.parse_args(argv)
     course = args.course.resolve()
-    found = {assignment: compare(course, assignment) for assignment in exercises_of(course)}
+    # An exercise in another language (grader/exercises.py) is compared among its own learners,
+    # and shown only when someone submitted it.
+    found = {assignment: compare(course, assignment) for assignment in assignments_of(course)}
+    exercises = exercises_of(course)
+    found = {a: c for a, c in found.items() if a in exercises or c.codes or c.left_out}
     for assignment, compared in found.items():
         for student, why in compared.left_out.items():
             note = f"similarity: not compared: {student}/{assignment}: {why}"

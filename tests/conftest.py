@@ -25,6 +25,19 @@ def released_course(tmp_path_factory) -> Path:
     return shared_release(tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def class_languages():
+    """A function giving a course copy's class these languages, as an instructor does: a line
+    in its nbgrader_config.py (grader/exercises.py, ClassLanguages)."""
+
+    def given(course: Path, *languages: str) -> Path:
+        with open(course / "nbgrader_config.py", "a", encoding="utf-8") as config:
+            config.write(f"\nc.ClassLanguages.languages = {list(languages)!r}\n")
+        return course
+
+    return given
+
+
 @pytest.fixture(autouse=True)
 def _environment_restored():
     """Loading a course's nbgrader configuration sets SAFEGRADE_* variables in this process;

@@ -20,7 +20,7 @@ import pytest
 from released_course import copy_of
 from submissions.build import fill, reference_solutions, write_submission
 
-from grader import course_grader
+from grader import course_grader, exercises
 from grader.course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +125,31 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
             assert net == float(grades[student][assignment]), (student, assignment)
 
 
+def test_a_submission_in_another_language_is_its_exercises_grade(course: Path, class_languages):
+    """The Chinese assignment of an exercise (grader/exercises.py) has its own gradebook entries;
+    the export counts a learner's graded submission of it in the exercise's column, and their
+    newest graded submission when they handed in both languages."""
+    zh, full = exercises.translated(EX1, "zh"), dict(graded_cells(EX1))
+    # The class gets Chinese learners: that one assignment generated as make release would.
+    exercises.write_translation(class_languages(course, "en", "zh"), EX1, "zh")
+    generate = [sys.executable, "-m", "grader.exercises", "generate", "--log-level=30", zh]
+    subprocess.run(generate, cwd=course, check=True, capture_output=True, timeout=600)
+    first, *rest = graded_cells(EX1)
+    record(course, "lin", zh, {first[0]: first[1]} | {name: 0.0 for name, _ in rest})
+    record(course, "bo", EX1, dict.fromkeys(full, 0.0))
+    record(course, "bo", zh, full)  # later than the English one: the grade
+    with gradebook(course) as book:
+        late = book.find_submission(zh, "bo")
+        late.timestamp = book.find_submission(EX1, "bo").timestamp or datetime(2030, 1, 2)
+        late.timestamp += timedelta(days=1)
+        book.db.commit()
+    header, grades = read_csv(course_grader.export(course))
+    assert header == ["student_id", *ASSIGNMENTS, "total"]
+    assert grades["lin"][EX1] == f"{first[1]:g}" and grades["bo"][EX1] == "10"
+    header, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
+    assert by_test["lin"][f"{EX1}:{first[0]}"] == f"{first[1]:g}"
+
+
 def configured_penalty(course: Path, score: float, seconds_late: float) -> float:
     """The penalty the course's configured late-submission plugin gives."""
     from nbgrader.preprocessors import AssignLatePenalties
@@ -179,8 +204,9 @@ def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: Path):
-    fresh = course_grader.copy_course(tmp_path / "fresh")  # no gradebook yet: nbgrader makes one
+def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path, class_languages):
+    # no gradebook yet: nbgrader makes one; a class with Chinese learners: translations are named
+    fresh = class_languages(course_grader.copy_course(tmp_path / "fresh"), "en", "zh")
     empty = grader_command(fresh, "export")
     assert empty.returncode == 1, empty.stderr
     assert "nothing to export" in empty.stderr and "Traceback" not in empty.stderr
@@ -188,7 +214,9 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path: P
     for command in (["export", "ex1"], ["submitted", "ex9_typo"]):
         typo = grader_command(fresh, *command)
         assert typo.returncode == 2, typo.stderr
-        assert f"the assignments are {', '.join(ASSIGNMENTS)}" in typo.stderr
+        known = exercises.assignments_of(fresh)  # each exercise, then its Chinese one
+        assert f"the assignments are {', '.join(known)}" in typo.stderr
+        assert set(ASSIGNMENTS) < set(known)
     nothing = grader_command(fresh, "submitted", EX2)
     assert nothing.returncode == 1 and f"holds no submission of {EX2}" in nothing.stderr
     nothing_at_all = grader_command(fresh, "submitted")  # make autograde's check before grading

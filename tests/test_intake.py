@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import course_grader, intake, intake_exchange
+from grader import course_grader, exercises, intake, intake_exchange
 from grader.course_grader import SUBMITTED
 from grader.safegrade.limits import LIMITS
 
@@ -551,6 +551,24 @@ def test_the_course_config_names_the_default_pattern(configured_course: Path, tm
     assert (
         "LMS=plain" in refused(collect(tmp_path / "up", configured_course, lms=None))["stray.ipynb"]
     )
+
+
+@pytest.mark.parametrize("lms", [None, "canvas"])  # the configured pattern, and a preset
+def test_an_lms_download_of_an_exercise_in_chinese_goes_to_its_assignment(
+    tmp_path, configured_course, class_languages, lms
+):
+    """The class's languages decide: refused (naming the exercise) until the class has zh."""
+    zh = exercises.translated(EX1, "zh")
+    name = {None: f"ann_lee_{zh}.ipynb", "canvas": f"leeann_340934_208490284_{zh}-1.ipynb"}[lms]
+    student = {None: "ann_lee", "canvas": "340934"}[lms]
+    put(tmp_path / "up" / name, notebook("zh"))
+    (why,) = refused(collect(tmp_path / "up", configured_course, lms=lms)).values()
+    assert f"the pattern gives assignment '{zh}', not one of this course" in why
+    assert f"did you mean '{EX1}'" in why
+    class_languages(configured_course, "en", "zh")
+    report = collect(tmp_path / "up", configured_course, lms=lms)
+    assert report.collected == [(student, zh)] and report.refused == []
+    assert arrived(configured_course) == {f"{student}/{zh}/{zh}.ipynb": notebook("zh")}
 
 
 def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_course: Path):

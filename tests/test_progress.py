@@ -95,6 +95,20 @@ class _CellRun:
         self.success = success
 
 
+def test_progress_reads_the_copy_fetched_in_the_workspaces_language(tmp_path, monkeypatch):
+    """A Chinese learner fetches <exercise>-zh (grader/exercises.py): that copy is the one read."""
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    mine = tmp_path / "ws"
+    workspace.sync(mine, ROOT, "zh")
+    exercise = next(n for n in workspace.course_notebooks(ROOT, "zh") if "exercises/" in n)
+    stem = Path(exercise).stem
+    fetched = mine / f"{stem}-zh" / f"{stem}-zh.ipynb"
+    assert progress.progress(mine)["exercises"][stem][1] == exercise
+    fetched.parent.mkdir()
+    shutil.copy(mine / exercise, fetched)
+    assert progress.progress(mine)["exercises"][stem][1] == str(fetched.relative_to(mine))
+
+
 def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, monkeypatch, capsys):
     """A checkpoint that passes and a Validate run whose test cells all pass count at once,
     though the saved notebooks still show the last Run All's failures; a later failing run

@@ -9,9 +9,11 @@ import subprocess
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from fxcourse import course_update, lab_link, workspace
+from fxcourse import course_update, lab_link, languages, workspace
+from grader import exercises as grader_exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -191,17 +193,23 @@ def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeyp
     assert workspace.sync(mine, course).kept == ["03_c.ipynb"]  # closed: it comes in
 
 
-def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, monkeypatch):
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(
+    tmp_path, monkeypatch, language
+):
+    """...and name the assignment to fetch: the exercise in its language (ex1_sigmoid_to_tanh-zh
+    in Chinese, grader/exercises.py)."""
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
-    workspace.sync(tmp_path / "ws", ROOT)
-    exercises = [n for n in workspace.course_notebooks(ROOT) if n.startswith("exercises/")]
+    workspace.sync(tmp_path / "ws", ROOT, language)
+    found = workspace.course_notebooks(ROOT, language)
+    exercises = [n for n in found if n.startswith("exercises/")]
     # every exercise of solutions/ is there (none at all would leave nothing to check)
-    assert {Path(name).stem for name in exercises} == {
-        folder.name for folder in (ROOT / "solutions").glob("ex*") if folder.is_dir()
-    }
+    assert {Path(name).stem for name in exercises} == set(grader_exercises.names(ROOT))
+    submitted = "not submitted" if language == "en" else "不会被提交"
     for name in exercises:
         note = _sources(tmp_path / "ws" / name)[0]
-        assert "not submitted" in note and f"{Path(name).stem}/{Path(name).stem}.ipynb" in note
+        assignment = languages.assignment(Path(name).stem, language)
+        assert submitted in note and f"`{assignment}/{assignment}.ipynb`" in note
 
 
 def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(

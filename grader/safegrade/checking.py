@@ -23,6 +23,7 @@ from . import probing
 from .data import DataError, clean_text, decode, encode
 from .jsontext import json_values
 from .limits import LIMITS
+from .wording import _
 
 MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
 # JSON values of one probe's data: decode() takes at most data_items values, each of which is
@@ -36,7 +37,10 @@ def judge(checks, grade_id: str, sent: bytes, seed: int) -> list[str] | None:
     try:
         data = decode(parsed(sent))
     except Exception as exc:  # noqa: BLE001 - whatever the data does, it fails this test only
-        return ["DataError", f"the data your code produced could not be read: {exc}"]
+        return [
+            "DataError",
+            _("the data your code produced could not be read: {why}").format(why=exc),
+        ]
     if getattr(checks, grade_id, None) is None:
         return ["GraderError", f"checks.py has no check for {grade_id!r}"]
     inputs = trusted_inputs(checks, grade_id, seed)

@@ -33,6 +33,7 @@ from .grammar import (
     shown,
 )
 from .limits import LIMITS
+from .wording import _
 
 MAX_NODES = LIMITS.graph_nodes
 # What tracing makes of `x[i]` and `x.shape`: every vocabulary allows them.
@@ -231,7 +232,9 @@ def node_fields(row, vocabulary: Vocabulary) -> tuple[str, object, str]:
     elif op in ("call_module", "get_attr"):
         path(target)
     elif op == "call_method" and (_type(target) is not str or target not in vocabulary.methods):
-        raise DataError(f"the graph calls the method {shown(target)}: not allowed")
+        raise DataError(
+            _("the graph calls the method {name}: not allowed").format(name=shown(target))
+        )
     elif op == "output" and target != "output":
         raise DataError(f"an output node's target is 'output', not {shown(target)}")
     return op, target, name
@@ -281,7 +284,9 @@ def taken(module: nn.Module, name: str) -> bool:
 
 def resolve_function(name: object, vocabulary: Vocabulary):
     if _type(name) is not str or name not in vocabulary.functions:
-        raise DataError(f"the graph calls {shown(name)}, which the grader never runs")
+        raise DataError(
+            _("the graph calls {name}, which the grader never runs").format(name=shown(name))
+        )
     return vocabulary.functions[name]
 
 
@@ -289,12 +294,14 @@ def make_module(target: str, kind: object, source: dict, vocabulary: Vocabulary)
     """The module of a call_module node: of a type the vocabulary has, with the arguments and
     weights `source` gives it at that path, or new, of a type made without arguments."""
     if _type(kind) is not str or kind not in vocabulary.module_types:
-        raise DataError(f"{target}: a module of type {shown(kind)}, which the grader never runs")
+        said = _("{target}: a module of type {kind}, which the grader never runs")
+        raise DataError(said.format(target=target, kind=shown(kind)))
     modules = source.get("modules") if _isinstance(source, dict) else None
     spec = modules.get(target) if _isinstance(modules, dict) else None
     if not _isinstance(spec, dict) or spec.get("type") != kind:
         if vocabulary.arguments[kind] is not None:
-            raise DataError(f"{target}: a {kind} module the grader did not make cannot be run")
+            said = _("{target}: a {kind} module the grader did not make cannot be run")
+            raise DataError(said.format(target=target, kind=kind))
         spec = {"type": kind, "state": {}}
     arguments = link(spec.get("arguments", []), [], [MAX_CONSTANTS])
     try:
@@ -308,5 +315,5 @@ def make_module(target: str, kind: object, source: dict, vocabulary: Vocabulary)
 def attribute(target: str, source: dict):
     attrs = source.get("attrs") if _isinstance(source, dict) else None
     if not _isinstance(attrs, dict) or target not in attrs:
-        raise DataError(f"{target}: a tensor the grader did not make")
+        raise DataError(_("{target}: a tensor the grader did not make").format(target=target))
     return attrs[target].clone()

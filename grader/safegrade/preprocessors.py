@@ -34,7 +34,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Instance, List
 
-from . import checking
+from . import checking, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
 from .limits import GradingLimits
@@ -120,6 +120,29 @@ class ResilientExecute(Execute):
             return cell, resources
 
 
+def in_language_of(assignment: str):
+    """The grader's own messages in a cell's outputs (wording.py) told in the language of
+    `assignment` (an exercise in another language, grader/exercises.py): a function of the
+    outputs. The checks' messages are already in it (its checks.py and verify.py are)."""
+    from grader.exercises import split
+
+    language = split(assignment)[1]
+    if not language:
+        return lambda found: found
+    from fxcourse.i18n import lookup_of
+
+    lookup = lookup_of("safegrade", language)
+
+    def told(found: list) -> list:
+        for output in (output for output in found if output.output_type == "error"):
+            said = wording.translated(output.evalue, lookup)
+            output.traceback = [line.replace(output.evalue, said) for line in output.traceback]
+            output.evalue = said
+        return found
+
+    return told
+
+
 class SandboxExecute(ResilientExecute):
     """Execute's replacement: learners' code runs in the sandbox, verdicts come from checks."""
 
@@ -163,8 +186,9 @@ class SandboxExecute(ResilientExecute):
         finally:
             if self.own_pool is not None:
                 self.own_pool.close()
+        told = in_language_of(info["assignment"])
         for index, cell in enumerate(cells):
-            cell.outputs = outputs(cell, records.get(index), missing, verdicts.get(index))
+            cell.outputs = told(outputs(cell, records.get(index), missing, verdicts.get(index)))
         return nb, resources
 
     def submission_job(self, cells: list, submitted: str, seed: int) -> tuple[dict, list]:

@@ -73,7 +73,9 @@ def call_probe(probes, grade_id: str, namespace: dict, inputs):
 def learner(namespace: dict, name: str):
     """The learner's definition of `name`, or a clear NameError."""
     if name not in namespace:
-        raise NameError(f"{name} is not defined: run the cell that defines it")
+        from .wording import _
+
+        raise NameError(_("{name} is not defined: run the cell that defines it").format(name=name))
     return namespace[name]
 
 

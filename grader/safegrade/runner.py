@@ -25,6 +25,7 @@ from .data import clean_text, decode, encode
 from .limits import LIMITS
 from .probing import call_probe
 from .records import HEADER_CAP, frame_payload
+from .wording import _
 
 FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
 OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
@@ -128,7 +129,8 @@ def verdict_record(checks, test: dict, seed: int, timeout: float, blobs: list[by
         with time_limit(timeout):
             return {"verdict": judge(checks, test["grade_id"], blobs[test["value"]], seed)}
     except CellTimeout:
-        return {"verdict": ["CheckTimeout", f"checking your result took over {timeout:g} s"]}
+        took = _("checking your result took over {seconds} s").format(seconds=f"{timeout:g}")
+        return {"verdict": ["CheckTimeout", took]}
 
 
 def inputs_record(checks, grade_id: str, seed: int, timeout: float, _blobs) -> dict:
@@ -154,7 +156,9 @@ def record_payload(record: dict, nonce: str) -> bytes:
     body = b"".join(json.dumps(record.pop(k)).encode() for k in ("value", "inputs") if k in record)
     payload = frame_payload(record, body, nonce)
     if len(payload) > FRAME_CAP or len(payload) - len(body) > HEADER_CAP:
-        message = f"the data is {len(payload) >> 20} MiB once encoded; at most {FRAME_CAP >> 20}"
+        message = _("the data is {size} MiB once encoded; at most {cap} MiB").format(
+            size=len(payload) >> 20, cap=FRAME_CAP >> 20
+        )
         error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
         kept = {key: record[key] for key in ("cell", "probe") if key in record}
         payload = frame_payload(dict(kept, error=error), b"", nonce)
@@ -175,7 +179,8 @@ def time_limit(seconds: float):
 
 
 def timeout_error(seconds: float) -> dict:
-    message = f"the cell ran longer than {seconds:g} s and was interrupted"
+    message = _("the cell ran longer than {seconds} s and was interrupted")
+    message = message.format(seconds=f"{seconds:g}")
     return {"ename": "CellTimeoutError", "evalue": message, "traceback": []}
 
 

@@ -17,6 +17,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from .data import clean_text
 from .limits import LIMITS
+from .wording import _
 
 
 def sent_data(cell, record: dict | None) -> bool:
@@ -108,7 +109,7 @@ def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> lis
         lines = [clean_text(line, cap) for line in kept if isinstance(line, str)]
         found.append(error_output(str(error.get("ename")), str(error.get("evalue")), lines))
     elif is_test(cell) and not sent_data(cell, record):
-        found.append(error_output("GraderError", "the probe for this test sent no data"))
+        found.append(error_output("GraderError", _("the probe for this test sent no data")))
     elif is_test(cell) and verdict is not None:
         found.append(error_output(*verdict))
     return found
@@ -118,11 +119,15 @@ def stopped(reply: dict, records: dict, cells: list) -> tuple[str, str]:
     """Why test cells have no record: where the submission's process stopped, and how."""
     index = max(records) + 1 if records else 0
     if index >= len(cells):
-        where = "after its last cell"
+        where = _("after its last cell")
     elif is_test(cells[index]):
-        where = f"test {cells[index].metadata.nbgrader['grade_id']}"
+        where = _("in the test {name}").format(name=grade_id(cells[index]))
+    elif not cells[index].source.strip():
+        where = _("in an empty cell")
     else:
-        where = f"the cell that starts {first_line(cells[index].source)}"
+        where = _("in the cell that starts {start}").format(start=first_line(cells[index].source))
     if reply.get("timed_out"):
-        return "TimeoutError", f"not run: the submission used up its time budget in {where}"
-    return "DeadKernelError", f"not run: the submission's process {reply.get('status')} in {where}"
+        said = _("not run: the submission used up its time budget {where}")
+        return "TimeoutError", said.format(where=where)
+    said = _("not run: {where}, the submission's process {status}")
+    return "DeadKernelError", said.format(status=reply.get("status"), where=where)

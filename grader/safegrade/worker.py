@@ -30,6 +30,7 @@ import time
 
 from . import runner
 from .isolation import KEEP, install_seccomp, isolate, set_dumpable, set_limits
+from .wording import _
 
 RUNNER_FAILED = 70  # the exit status of a process whose runner code raised
 NOT_ISOLATED = 71  # the exit status of a child that could not make its own namespaces
@@ -212,12 +213,15 @@ def serve(limits: dict, fds: list[int], shell) -> dict:
 def describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
-        hints = {"SIGSEGV": "a segmentation fault", "SIGKILL": "out of memory?"}
-        hints |= {"SIGXCPU": "CPU time limit", "SIGXFSZ": "file size limit", "SIGABRT": "aborted"}
-        return f"killed by {name}" + (f" ({hints[name]})" if name in hints else "")
+        hints = {"SIGSEGV": _("a segmentation fault"), "SIGKILL": _("out of memory?")}
+        hints |= {"SIGXCPU": _("CPU time limit"), "SIGXFSZ": _("file size limit")}
+        hints |= {"SIGABRT": _("aborted")}
+        if name in hints:
+            return _("killed by {signal} ({why})").format(signal=name, why=hints[name])
+        return _("killed by {signal}").format(signal=name)
     if os.WEXITSTATUS(status) == RUNNER_FAILED:
-        return "broke the grader's own code in the sandbox (were Python's built-ins replaced?)"
-    return f"exited with status {os.WEXITSTATUS(status)}"
+        return _("broke the grader's own code in the sandbox (were Python's built-ins replaced?)")
+    return _("exited with status {code}").format(code=os.WEXITSTATUS(status))
 
 
 def kill_everything() -> None:
