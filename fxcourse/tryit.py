@@ -245,19 +245,21 @@ class Case:
         return fn(self.run.learner, *self.objects()), wanted
 
     def where(self) -> str:
-        tryit_id = self.run.result.tryit_id
-        return _(
-            "Case {number} of {count} (seed {seed}): {description}.\n"
-            "To look at it, run in a new cell:\n"
-            '  from fxcourse.tryit import show_case; show_case("{id}", {seed}, {number})\n'
-            "To check the same cases again, run in a new cell, then run this cell again:\n"
-            '  from fxcourse.tryit import replay; replay("{id}", {seed})'
-        ).format(
-            number=self.index + 1,
-            count=self.count,
-            seed=self.run.run_seed,
-            description=self.description or "",
-            id=tryit_id,
+        """Which case failed, and the lines that show it again (each ready to run in a cell)."""
+        tryit_id, seed, number = self.run.result.tryit_id, self.run.run_seed, self.index + 1
+        described = _("Case {number} of {count} (seed {seed}): {description}.").format(
+            number=number, count=self.count, seed=seed, description=self.description or ""
+        )
+        look = f'show_case("{tryit_id}", {seed}, {number})'
+        again = f'replay("{tryit_id}", {seed})'
+        return "\n".join(
+            [
+                described,
+                _("To look at it, run in a new cell:"),
+                f"  from fxcourse.tryit import show_case; {look}",
+                _("To check the same cases again, run in a new cell, then run this cell again:"),
+                f"  from fxcourse.tryit import replay; {again}",
+            ]
         )
 
 

@@ -26,6 +26,20 @@ def _environment_restored():
     os.environ.update(saved)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "whole_chapter: runs a whole chapter in a kernel (handed out first, see below)"
+    )
+
+
+def pytest_collection_modifyitems(items):
+    """`make test`'s pytest-xdist (--dist loadgroup) hands out the xdist groups first (most tests
+    first), then the single tests in collection order, each to the next worker with little left.
+    The chapter runs (a minute each) go first among those, so that none of them is handed out
+    last and keeps one worker busy while the other has nothing left to do."""
+    items.sort(key=lambda item: item.get_closest_marker("whole_chapter") is None)
+
+
 def pytest_runtest_logreport(report):
     # user_properties travel from xdist workers to the controller, unlike module globals.
     for key, value in report.user_properties:
