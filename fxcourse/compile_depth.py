@@ -43,9 +43,10 @@ def batch_sequence(make) -> tuple[tuple[int, ...], int]:
 
 def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:
     """The rule's answer for `batches`, computed with torch.compile turned off: a rule that
-    measures instead of predicting sees no compile at all."""
+    measures instead of predicting sees no compile at all. Dynamo's `disable` setting keeps it
+    off for a rule that sets the stance back to "default"."""
     torch.compiler.reset()
-    with torch.compiler.set_stance("force_eager"):
+    with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(disable=True):
         return rule(tuple(batches))
 
 
@@ -223,40 +224,44 @@ class MinifierCase:
 def minifier_case(make) -> MinifierCase:
     """A chain of 4 to 7 unary operators with additions and products between them; the wrong
     operator is drawn each time (each one in turn over a run), and its place in the chain too.
-    The graph returns a tuple of 2 or 3 tensors, the last one computed through the wrong operator
-    and the others before it, so a predicate that compares only the first output sees nothing
-    wrong. A chain whose result hides the planted error (a saturated tanh downstream) is drawn
-    again."""
+    The graph returns a tuple of 2 or 3 tensors: one computed through the wrong operator, the
+    others taken before it. Where that one stands is a kind drawn with `make.each`, so every run
+    has each: last (comparing only the first output sees nothing wrong), first and middle
+    (comparing only the last output sees nothing wrong). A chain whose result hides the planted
+    error (a saturated tanh downstream) is drawn again."""
     wrong = make.each(list(UNARY))
+    kind = make.each(["last", "first", "middle"])
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
         place = make.integer(0, len(chain) - 1)
         chain[place] = wrong
-        early = sorted({make.integer(0, place) for _ in range(make.integer(1, 2))})
+        early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
+        bad = {"last": len(early), "first": 0, "middle": 1}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early)
+        gm = _traced_chain(chain, width, early, bad)
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
-        if (got[-1] - want[-1]).abs().max() > 1e-2:
-            make.note(f"{' -> '.join(chain)}; {wrong} + 1; {len(want)} outputs")
+        if (got[bad] - want[bad]).abs().max() > 1e-2:
+            make.note(f"{' -> '.join(chain)}; {wrong} + 1; output {bad + 1} of {len(want)}")
             return case
 
 
-def _traced_chain(chain: list[str], width: int, early: list[int]) -> fx.GraphModule:
+def _traced_chain(chain: list[str], width: int, early: list[int], bad: int) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
-    wrong operator), then the chain's sum."""
+    wrong operator, a different multiple for each), with the chain's sum inserted at `bad`."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
         outputs = []
         for index, op in enumerate(ops):
-            if index in early:
-                outputs.append(x * 1.0)
+            for _ in range(early.count(index)):
+                outputs.append(x * float(len(outputs) + 1))
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
-        return (*outputs, x.sum())
+        outputs.insert(bad, x.sum())
+        return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
 

@@ -5,6 +5,8 @@ checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at
     range_case(make)           12.1: a range for n, an example size, batch sizes to call with
     runs(program, *inputs)     12.1: whether the exported program accepts these inputs
     gcd_pairs(make)            12.2: pairs that need few and many steps, zeros, random pairs
+    gcd_with_loop_runs(program, a, b)   12.2: the program's result, and how often loop bodies ran
+    steps_outside_loops(program)        12.2: division or remainder nodes of the top-level graph
 """
 
 from __future__ import annotations
@@ -59,20 +61,49 @@ def runs(program, *inputs) -> bool:
 
 
 FIBONACCI = [1, 1]
-while len(FIBONACCI) < 40:
+while len(FIBONACCI) < 92:  # the last, 4660046610375530309, still fits in an int64
     FIBONACCI.append(FIBONACCI[-1] + FIBONACCI[-2])
 
 
 def gcd_pairs(make) -> list[tuple[int, int]]:
-    """Pairs to run: consecutive Fibonacci numbers (the most steps for their size), multiples,
-    a zero on one side, and random pairs."""
+    """Pairs to run: consecutive Fibonacci numbers (the most steps for their size; one pair
+    needs 85 steps or more, more than any unrolled copy would hold), multiples, a zero on one
+    side, and random pairs."""
     start = make.integer(20, 37)
+    longest = make.integer(86, len(FIBONACCI) - 2)
     factor = make.integer(2, 50)
     pairs = [
         (FIBONACCI[start + 1], FIBONACCI[start]),
         make.choice([(make.integer(1, 99), 0), (0, make.integer(1, 99))]),
         (factor * make.integer(1, 1000), factor * make.integer(1, 1000)),
         (make.integer(0, 10**6), make.integer(1, 10**6)),
+        (FIBONACCI[longest], FIBONACCI[longest + 1]),
     ]
     make.note(f"{pairs}")
     return pairs
+
+
+def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int, int]:
+    """The exported program's result for (a, b), and how many times the bodies of its
+    while_loops ran (counted by a hook on each body's graph module)."""
+    import torch
+
+    module = program.module()
+    runs = [0]
+    for node in module.graph.find_nodes(
+        op="call_function", target=torch.ops.higher_order.while_loop
+    ):
+        body = getattr(module, node.args[1].target)
+        body.register_forward_pre_hook(lambda _module, _args: runs.__setitem__(0, runs[0] + 1))
+    return int(module(torch.tensor(a), torch.tensor(b))), runs[0]
+
+
+def steps_outside_loops(program) -> list[str]:
+    """The division and remainder nodes of the program's top-level graph: a Euclid step there
+    is an unrolled copy, outside any loop."""
+    import torch
+
+    aten = torch.ops.aten
+    steps = {aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar}
+    steps |= {aten.floor_divide.default, aten.div.Tensor_mode, aten.div.Tensor}
+    return [node.name for node in program.graph.nodes if node.target in steps]
