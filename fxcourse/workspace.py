@@ -85,15 +85,24 @@ c.Execute.timeout = 120
 '''
 
 
-def exercise_note(assignment: str) -> str:
-    """Opens each practice copy of an exercise (the fetched copy is the one submitted)."""
+def exercise_note(exercise: str, language: str = languages.SOURCE.code) -> str:
+    """Opens each practice copy of an exercise (the fetched copy is the one submitted). A class
+    gets an exercise in a translation only when its instructor releases one (grader/exercises.py,
+    ClassLanguages), which a learner's workspace cannot know: a translated copy names both."""
+    translated = languages.assignment(exercise, language)
+    where = f"`{exercise}/{exercise}.ipynb`"
+    if translated != exercise:
+        where = _(
+            "`{translated}/{translated}.ipynb` if your instructor released it in your language, "
+            "else {where}"
+        ).format(translated=translated, where=where)
     return _(
         "**This is your practice copy: it is not submitted.** What your instructor grades is the "
-        "copy you fetch in JupyterLab's **Assignments** tab (it lands in "
-        "`{assignment}/{assignment}.ipynb` of your workspace): to hand in work done here, paste "
-        "your answer into the same cells of the fetched copy, **Validate** it, then **Submit**. "
-        "Courses without a hub: upload this notebook as your instructor asks."
-    ).format(assignment=assignment)
+        "copy you fetch in JupyterLab's **Assignments** tab (it lands in {where} of your "
+        "workspace): to hand in work done here, paste your answer into the same cells of the "
+        "fetched copy, **Validate** it, then **Submit**. Courses without a hub: upload this "
+        "notebook as your instructor asks."
+    ).format(where=where)
 
 
 LAB_SETTINGS = f"{STATE}/lab-settings"
@@ -181,10 +190,10 @@ def course_version(
     name: str, source: Path, language: str = languages.SOURCE.code
 ) -> nbformat.NotebookNode:
     """The course's notebook as the learner gets it (an exercise opens with exercise_note, which
-    names the exercise's assignment in `language`)."""
+    names the assignment to fetch in `language`)."""
     notebook = nbformat.read(source, as_version=4)
     if name.startswith("exercises/"):
-        note = exercise_note(languages.assignment(Path(name).stem, language))
+        note = exercise_note(Path(name).stem, language)
         notebook.cells.insert(0, nbformat.v4.new_markdown_cell(note))
     return notebook
 

@@ -208,8 +208,11 @@ def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(
     submitted = "not submitted" if language == "en" else "不会被提交"
     for name in exercises:
         note = _sources(tmp_path / "ws" / name)[0]
-        assignment = languages.assignment(Path(name).stem, language)
+        exercise = Path(name).stem
+        assignment = languages.assignment(exercise, language)
         assert submitted in note and f"`{assignment}/{assignment}.ipynb`" in note
+        # a class gets the translation only if its instructor releases it: the exercise otherwise
+        assert f"`{exercise}/{exercise}.ipynb`" in note
 
 
 def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(

@@ -10,16 +10,11 @@ see it.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import copy
-import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ASSIGNMENT = "tiny"
@@ -82,8 +77,6 @@ c.GradingLimits.budget = {budget}
 c.GradingLimits.memory_mb = 1024
 c.GradingLimits.tmp_mb = 128
 """
-_KEPT = contextlib.ExitStack()  # the released template, removed at exit
-atexit.register(_KEPT.close)
 CORRECT = (
     "def add_all(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
 )
@@ -153,29 +146,15 @@ def with_answer(code: str, nb: dict | None = None) -> dict:
 
 
 def make_course(root: Path, cell_timeout: float = 2, budget: float = 10) -> Path:
-    """The course at root: source notebook, probes and checks, configuration; released. nbgrader's
-    generate_assignment runs once per process (each run costs seconds of imports); every course
-    after the first is a copy of what it made, with a configuration of its own."""
-    shutil.copytree(_released(), root, dirs_exist_ok=True)
-    write_config(root, cell_timeout, budget)
-    return root
-
-
-def write_config(root: Path, cell_timeout: float, budget: float) -> None:
-    values = {"source": str(root / "source"), "cell_timeout": cell_timeout, "budget": budget}
-    (root / "nbgrader_config.py").write_text(CONFIG.format(**values))
-
-
-@functools.cache
-def _released() -> Path:
-    """The tiny course as generate_assignment releases it, in a folder kept until exit."""
-    root = Path(_KEPT.enter_context(tempfile.TemporaryDirectory(prefix="tiny-course-")))
+    """The course at root: source notebook, probes and checks, configuration; released."""
     folder = root / "source" / ASSIGNMENT
     folder.mkdir(parents=True)
     (folder / NOTEBOOK).write_text(json.dumps(source_notebook(), indent=1))
     (folder / "probes.py").write_text(PROBES)
     (folder / "checks.py").write_text(CHECKS)
-    write_config(root, cell_timeout=2, budget=10)
+    values = {"source": str(root / "source")}
+    config = CONFIG.format(cell_timeout=cell_timeout, budget=budget, **values)
+    (root / "nbgrader_config.py").write_text(config)
     nbgrader(root, "generate_assignment", ASSIGNMENT)
     return root
 
