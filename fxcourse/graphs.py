@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import torch
 import torch.fx
 
-from fxcourse.messages import _
+from fxcourse.messages import _, listing
 
 
 def missing_dot_hint() -> str:
@@ -314,7 +314,7 @@ def listed(items: Iterable[str]) -> str:
     items = list(items)
     if len(items) < 2:
         return "".join(items)
-    return _("{items} and {last}").format(items=_(", ").join(items[:-1]), last=items[-1])
+    return _("{items} and {last}").format(items=listing(items[:-1]), last=items[-1])
 
 
 def alt_text(title: str, sentences: list[str], limit: int = ALT_BOXES) -> str:
