@@ -50,16 +50,16 @@ environment.yml: env/requirements.lock env/environment_yml.py  ## derive the con
 	python3 env/environment_yml.py > $@
 
 student-edition: env  ## dist/student-edition/: the learners' copy (ANSWERS=no: no try-it answers; LANG=zh: Chinese README first)
-	$(PY) -m fxcourse.edition $(if $(filter no,$(ANSWERS)),--no-answers) --language $(COURSE_LANGUAGE)
+	$(PY) -m courseware.edition $(if $(filter no,$(ANSWERS)),--no-answers) --language $(COURSE_LANGUAGE)
 
 chapters: env  ## regenerate the learner chapters and answers.json from solutions/
-	$(PY) -m fxcourse.authoring build
+	$(PY) -m courseware.authoring build
 
 strip: env  ## remove outputs and execution counts from every notebook (nbgrader metadata kept)
-	$(PY) -m fxcourse.notebooks strip $(NOTEBOOKS)
+	$(PY) -m courseware.notebooks strip $(NOTEBOOKS)
 
 check-clean: env  ## fail when a committed notebook has outputs or execution counts
-	$(PY) -m fxcourse.notebooks check $(NOTEBOOKS)
+	$(PY) -m courseware.notebooks check $(NOTEBOOKS)
 
 lint: env  ## ruff over the Python code and the notebooks
 	$(BIN)/ruff check .
@@ -79,11 +79,11 @@ bench-fusion: env  ## benchmark Conv+BN folding on ResNet-18 (CPU, and CUDA when
 
 .PHONY: site
 site: env  ## dist/site/: the course as a website (chapters executed, cached in build/site/)
-	$(PY) -m fxcourse.website build
+	$(PY) -m courseware.website build
 
 .PHONY: translations test-site
 translations: env  ## after editing an English source: bring the catalogs of every translation (fxcourse/languages.py) up to date
-	$(PY) -m fxcourse.i18n update
+	$(PY) -m courseware.i18n update
 
 test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
 	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_website.py tests/test_site.py

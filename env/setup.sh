@@ -101,13 +101,17 @@ enable_nbgrader_extensions() {
     done
 }
 
-ensure_chinese_font() {  # the browser tests read the Chinese pages: without a font, boxes
-    [ -n "$(fc-list :lang=zh 2>/dev/null)" ] && return 0
-    if can_apt; then
-        say "installing fonts-wqy-microhei (a Chinese font, for the browser tests) with apt-get"
-        apt_install fonts-wqy-microhei && return 0
-    fi
-    say "WARNING: no Chinese font: the Chinese pages' screenshots show boxes. Install one: 'sudo apt-get install fonts-wqy-microhei'."
+ensure_fonts() {  # the browser tests read every edition: a script without a font shows boxes
+    local code package
+    # fxcourse/languages.py names each language's font (standard library only: no venv needed)
+    python3 -m fxcourse.languages fonts | while read -r code package; do
+        [ -n "$(fc-list ":lang=$code" 2>/dev/null)" ] && continue
+        if can_apt; then
+            say "installing $package (a font for the $code pages, for the browser tests) with apt-get"
+            apt_install "$package" && continue
+        fi
+        say "WARNING: no font for $code: its pages' screenshots show boxes. Install one: 'sudo apt-get install $package'."
+    done
 }
 
 check_python
@@ -119,7 +123,7 @@ if [ "$purpose" = test ]; then
         "The browser tests need Chromium: 'sudo apt-get install chromium' (Debian), or FXCOURSE_CHROMIUM=/path/to/chromium."
     [ ! -d grader ] || ensure_system_tool bwrap bubblewrap yes \
         "The sandboxed grader needs bubblewrap: 'sudo apt-get install bubblewrap'."
-    ensure_chinese_font
+    ensure_fonts
     ensure_system_tool g++ g++ yes "$cxx_hint"
 else
     ensure_system_tool g++ g++ no "$cxx_hint"

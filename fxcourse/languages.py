@@ -4,13 +4,15 @@
     python -m fxcourse.languages translations      the languages translated from it
     python -m fxcourse.languages for-locale LANG   the course language for a locale such as
                                                    zh_CN.UTF-8 or zh (`make lab LANG=...`)
+    python -m fxcourse.languages fonts             "CODE PACKAGE" for each language whose script
+                                                   needs a font installed (env/setup.sh)
 
-A translation is an entry here plus its catalogs, fxcourse/locale/<code>/ (*.po, glossary.tsv;
-`make translations` creates them): `make chapters` then writes chapters/<code>/ and
-fxcourse/answers.<code>.json, the site gets a <code>/ edition and a place in the language switch,
-`make lab LANG=<code>` a workspace-<code>/ with JupyterLab's interface in that language. The texts
-that tell a learner something (the kernel check, the site's labels) are messages of
-fxcourse/locale/<code>/fxcourse.po, not fields here.
+A translation is an entry here plus its catalogs, courseware/locale/<code>/ (*.po, glossary.tsv) and
+fxcourse/locale/<code>/fxcourse.po (`make translations` creates them): `make chapters` then writes
+chapters/<code>/ and fxcourse/answers.<code>.json, the site gets a <code>/ edition and a place in
+the language switch, `make lab LANG=<code>` a workspace-<code>/ with JupyterLab's interface in that
+language. The texts that tell a learner something (the kernel check, the site's labels) are messages
+of fxcourse/locale/<code>/fxcourse.po, not fields here.
 
 Standard library only: the makefiles ask this module before the course's environment exists.
 """
@@ -23,20 +25,43 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Language:
-    code: str  # folders and file names: fxcourse/locale/<code>/, chapters/<code>/, site <code>/
+    code: str  # folders and file names: courseware/locale/<code>/, chapters/<code>/, site <code>/
     label: str  # the language's own name, as the site's language switch shows it
     sphinx: str  # Sphinx's `language` (its search and its theme's own words)
     lab_locale: str = ""  # JupyterLab's interface (a language pack in env/); "": its English
     search_words: bool = False  # Sphinx's search splits words with jieba: keep glossary terms whole
+    # Sphinx's search for it names a stemmer it lacks (sphinx#14229): the site uses English's.
+    english_stemmer: bool = False
+    font_package: str = ""  # a Debian font for its script, when the usual fonts lack it (tests)
 
     @property
     def site_folder(self) -> str:
         """Where its edition of the site is, under the site's root: "" for the source."""
         return "" if self is SOURCE else f"{self.code}/"
 
+    @property
+    def search_code(self) -> str:
+        """The key of its search in Sphinx's sphinx.search.languages (zh for zh_CN)."""
+        return self.sphinx.split("_")[0]
+
+    def python_packages(self) -> list[str]:
+        """What env/requirements.in holds for it: JupyterLab's language pack, jieba."""
+        pack = [f"jupyterlab-language-pack-{self.lab_locale.lower().replace('_', '-')}"]
+        return (pack if self.lab_locale else []) + (["jieba"] if self.search_words else [])
+
 
 SOURCE = Language("en", "English", "en")
-TRANSLATIONS = (Language("zh", "中文", "zh_CN", lab_locale="zh_CN", search_words=True),)
+TRANSLATIONS = (
+    Language(
+        "zh",
+        "中文",
+        "zh_CN",
+        lab_locale="zh_CN",
+        search_words=True,
+        english_stemmer=True,
+        font_package="fonts-wqy-microhei",
+    ),
+)
 
 
 def all_languages() -> tuple[Language, ...]:
@@ -79,6 +104,8 @@ def main(argv: list[str]) -> int:
         print(" ".join(codes()))
     elif argv == ["translations"]:
         print(" ".join(translation_codes()))
+    elif argv == ["fonts"]:  # env/setup.sh: "code package" for each language that needs a font
+        print("\n".join(f"{x.code} {x.font_package}" for x in all_languages() if x.font_package))
     elif len(argv) in (1, 2) and argv[0] == "for-locale":
         print(for_locale(argv[1] if len(argv) == 2 else ""))
     else:

@@ -6,7 +6,7 @@ also in one without shown answers) holds, per try-it, the answer cell's code and
 scaffold defines. A checkpoint runs that code in a copy of the learner's namespace, with its
 printing captured, so the reference's definitions never replace the learner's. An answer cell
 therefore builds new objects; it never changes one an earlier cell made (authoring rule, see
-fxcourse/authoring.py).
+courseware/authoring.py).
 
 The kernel's memory keeps a name's old value when the cell that defines it raises: a checkpoint
 would judge the old value. `CellLog` (an IPython post_run_cell callback registered when this

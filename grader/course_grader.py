@@ -105,7 +105,7 @@ def release(course: Path = ROOT, publish_to: Path | None = None) -> list[Path]:
         return []
     import nbformat
 
-    from fxcourse.notebooks import clean
+    from courseware.notebooks import clean
     from fxcourse.stamps import stamp_notebook, stamp_python
 
     _clear(publish_to / a for a in assignments)

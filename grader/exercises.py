@@ -4,8 +4,8 @@ beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (t
 released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
 an exercise: adding one is adding its folder, then `make release`.
 
-Each exercise with a translation (its catalogs in fxcourse/locale/<code>/) is also an assignment of
-its own in that language, `<name>-<code>` (`translated`): a source folder `make release` writes
+Each exercise with a translation (its catalogs in courseware/locale/<code>/) is also an assignment
+of its own in that language, `<name>-<code>` (`translated`): a source folder `make release` writes
 from the English one and the catalogs (git-ignored), whose notebook, verify.py and checks.py speak
 that language. It has its own gradebook entries (the translated cells, their checksums) and is
 graded by the same hidden tests (the same probes.py, checks.py's code with its messages
@@ -31,13 +31,15 @@ from traitlets.config import Configurable
 
 
 def catalogs() -> Path:
-    """fxcourse.i18n's catalogs, found without importing it: the installed course's, so that a
-    course copy (which holds no fxcourse/: course_grader.copy_course) reads the same ones."""
+    """courseware.i18n's catalogs, found without importing it: the installed course's, so that a
+    course copy (which holds no courseware/: course_grader.copy_course) reads the same ones."""
     import importlib.util
 
-    spec = importlib.util.find_spec("fxcourse")
+    spec = importlib.util.find_spec("courseware")
     found = spec.submodule_search_locations if spec else None
-    return Path(found[0] if found else Path(__file__).resolve().parents[1] / "fxcourse") / "locale"
+    return (
+        Path(found[0] if found else Path(__file__).resolve().parents[1] / "courseware") / "locale"
+    )
 
 
 CATALOGS = catalogs()
@@ -197,7 +199,7 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
 
     import nbformat
 
-    from fxcourse.i18n import Document, lookup_of, translate_notebook
+    from courseware.i18n import Document, lookup_of, translate_notebook
 
     source, name = course / SOURCE / exercise, translated(exercise, language)
     target = course / SOURCE / name
@@ -271,7 +273,7 @@ def code_stub(exercise: str, language: str) -> dict[str, str]:
     catalog translates it, as it does in the practice copy)."""
     from nbgrader.preprocessors import ClearSolutions
 
-    from fxcourse.i18n import lookup_of
+    from courseware.i18n import lookup_of
 
     stub = ClearSolutions.class_traits()["code_stub"].default()["python"]
     comment = stub.partition("\n")[0].lstrip("# ")

@@ -10,7 +10,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from fxcourse import authoring, stamps
+from courseware import authoring
+from fxcourse import stamps
 
 SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
 

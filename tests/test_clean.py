@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import notebooks
+from courseware import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")

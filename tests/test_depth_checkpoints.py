@@ -16,7 +16,8 @@ import nbformat
 import pytest
 import torch
 
-from fxcourse import authoring, compile_depth, tryit
+from courseware import authoring
+from fxcourse import compile_depth, tryit
 from fxcourse.capture import structured_trace, tlparse, what_each_call_compiled
 from fxcourse.cases import CaseMaker
 

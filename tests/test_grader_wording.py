@@ -14,7 +14,7 @@ import pytest
 from english_prose import english_sentences
 from nbformat.v4 import new_code_cell, new_output
 
-from fxcourse.i18n import lookup_of
+from courseware.i18n import lookup_of
 from grader import exercises
 from grader.safegrade import checking, probing, runner, verdicts, wording, worker
 from grader.safegrade.preprocessors import in_language_of

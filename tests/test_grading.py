@@ -35,7 +35,7 @@ from submissions.build import (
     write_submission,
 )
 
-from fxcourse.notebooks import problems
+from courseware.notebooks import problems
 from grader import course_grader, exercises
 from grader.course_grader import ASSIGNMENTS, RELEASE
 

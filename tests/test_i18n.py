@@ -1,5 +1,5 @@
 """The Chinese edition: every learner text translated and current, code never changed, and a
-changed English sentence reported by name (fxcourse/i18n.py, fxcourse/locale/README.md)."""
+changed English sentence reported by name (courseware/i18n.py, fxcourse/locale/README.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import tokenize
 import nbformat
 import pytest
 
-from fxcourse import authoring, i18n, languages
+from courseware import authoring, i18n
+from fxcourse import languages
 
 DOCUMENTS = [doc for doc in i18n.documents() if doc.path.suffix == ".ipynb"]
 
@@ -60,7 +61,7 @@ def test_no_answer_reaches_a_translated_learner_chapter(language):
 
 @pytest.fixture
 def catalogs(tmp_path, monkeypatch):
-    monkeypatch.setattr(i18n, "LOCALES", tmp_path)
+    monkeypatch.setattr("courseware.i18n.catalogs.LOCALES", tmp_path)
     return tmp_path
 
 
@@ -143,7 +144,7 @@ def test_every_glossary_term_has_its_one_translation(language):
 def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
     problems = i18n.line_break_problems(language)
     shown = "\n".join(problems[:20])
-    assert not problems, f"{len(problems)} entries (python -m fxcourse.i18n join-lines):\n{shown}"
+    assert not problems, f"{len(problems)} entries (python -m courseware.i18n join-lines):\n{shown}"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,9 @@ import sys
 import nbformat
 import pytest
 
-from fxcourse import authoring, edition, i18n, languages, messages, website, workspace
+from courseware import authoring, edition, i18n, website
+from courseware.i18n import catalogs
+from fxcourse import languages, messages, workspace
 
 ROOT = authoring.ROOT
 FRENCH = languages.Language("fr", "Français", "fr", lab_locale="fr_FR")
@@ -45,13 +47,14 @@ def test_a_locale_picks_its_course_language(locale, code):
 
 @pytest.fixture
 def french(tmp_path, monkeypatch):
-    """French registered, with the catalogs (a copy of fxcourse/locale/) in a temporary folder:
-    the repository's own files are never written."""
-    locales = tmp_path / "locale"
-    shutil.copytree(i18n.LOCALES, locales)
+    """French registered, with the catalogs (copies of courseware/locale/ and fxcourse/locale/)
+    in a temporary folder: the repository's own files are never written."""
+    locales, runtime = tmp_path / "locale", tmp_path / "runtime-locale"
+    shutil.copytree(catalogs.LOCALES, locales)
+    shutil.copytree(messages.LOCALES, runtime)
     monkeypatch.setattr(languages, "TRANSLATIONS", (*languages.TRANSLATIONS, FRENCH))
-    monkeypatch.setattr(i18n, "LOCALES", locales)
-    monkeypatch.setattr(messages, "LOCALES", locales)
+    monkeypatch.setattr(catalogs, "LOCALES", locales)
+    monkeypatch.setattr(messages, "LOCALES", runtime)
     messages._catalog.cache_clear()
     yield locales
     messages._catalog.cache_clear()
@@ -61,6 +64,7 @@ def test_a_third_language_flows_through_translations_and_chapters(french, capsys
     assert i18n.main(["update"]) == 0  # `make translations`
     assert (french / "fr" / "01_symbolic_tracing.po").exists()
     assert "fr/fxcourse.po" in capsys.readouterr().out
+    assert (messages.LOCALES / "fr" / "fxcourse.po").exists()  # the learner package's catalog
     title = i18n.texts_of(nbformat.read(authoring.SOURCES / "02_fx_ir.ipynb", as_version=4))
     english_title = next(text.text for text in title if text.kind == "markdown")
     i18n.fill("02_fx_ir", "fr", {english_title: "# Chapitre 2 : l'IR de FX"})

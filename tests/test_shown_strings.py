@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fxcourse.i18n import message_strings, translate_notebook
+from courseware.i18n import message_strings, translate_notebook
 
 SHOWN = {
     "a name read by a hint": 'why = "use tensor operations that trace"\ncheck(ok, why)',

@@ -10,7 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fxcourse import authoring, stamps
+from courseware import authoring
+from fxcourse import stamps
 
 ROOT = authoring.ROOT
 NOTE = re.compile(

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from fxcourse import authoring, edition
+from courseware import authoring, edition
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKED_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.DOTALL)
@@ -94,9 +94,10 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
     for exercise in (ROOT / "chapters").glob("**/exercises/*/verify.py"):  # beside the notebook
         copy = out / exercise.relative_to(ROOT)  # the Chinese copy has its messages in Chinese
         assert copy.read_text() == exercise.read_text(), copy
-    assert (
-        not (out / "fxcourse" / "website").exists() and not (out / "fxcourse" / "i18n.py").exists()
-    )
+    # The learner's package whole (its answers aside in a no-answers edition), nothing else's.
+    package = {n for n in edition.course_files() if n.startswith("fxcourse/")}
+    shipped = {str(p.relative_to(out)) for p in (out / "fxcourse").rglob("*") if p.is_file()}
+    assert shipped == package - (set() if answers else set(edition.answer_files()))
     readme = (out / "README.md").read_text()
     assert ("Show a reference answer" in readme) == answers
     assert ".venv/bin/nbgrader validate" in readme and "`nbgrader validate" not in readme

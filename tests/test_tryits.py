@@ -1,6 +1,6 @@
 """The chapters' "Try it" prompts: blanks in the learner chapters, checkpoints that check the task.
 
-For every chapter source in solutions/ (see fxcourse/authoring.py for the format), the learner
+For every chapter source in solutions/ (see courseware/authoring.py for the format), the learner
 chapter runs top to bottom in one fresh kernel, with cells added after each try-it's checkpoint:
 every written-down mistake from the source, each followed by the checkpoint; the reference answer,
 followed by the checkpoint (twice for one try-it per chapter, drawn afresh at every run:
@@ -34,7 +34,8 @@ import nbformat
 import pytest
 from notebook_runner import error_outputs, execute, unreadable_graphs
 
-from fxcourse import authoring, messages
+from courseware import authoring
+from fxcourse import messages
 from fxcourse.tryit import MIN_CASES
 
 ROOT = Path(__file__).resolve().parents[1]

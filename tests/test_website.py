@@ -1,4 +1,4 @@
-"""The website's build (fxcourse/website/) fails on what a reader would meet as a defect: a broken
+"""The website's build (courseware/website/) fails on what a reader would meet as a defect: a broken
 link, a cell that raises, a missing reference; what it writes around the pages (the answers'
 folds, the themes' words) is named in the page's language. Tiny sources, the course's Sphinx
 configuration."""
@@ -12,7 +12,7 @@ import subprocess
 import nbformat
 import pytest
 
-from fxcourse import website
+from courseware import website
 
 # Part of `make test-site` (each build starts a kernel: about half a minute in all).
 pytestmark = [
@@ -60,7 +60,7 @@ def test_the_build_fails_and_says_why(tmp_path, index, cell, complaint):
 
 
 def folded_answer() -> nbformat.NotebookNode:
-    """A reference answer as fxcourse.website.site_chapter folds it."""
+    """A reference answer as courseware.website.site_chapter folds it."""
     cell = nbformat.v4.new_code_cell("answer = 42")
     cell.metadata["tags"] = ["hide-cell"]
     cell.metadata["mystnb"] = {"code_prompt_show": "Show it", "code_prompt_hide": "Hide it"}

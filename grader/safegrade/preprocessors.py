@@ -129,7 +129,7 @@ def in_language_of(assignment: str):
     language = split(assignment)[1]
     if not language:
         return lambda found: found
-    from fxcourse.i18n import lookup_of
+    from courseware.i18n import lookup_of
 
     lookup = lookup_of("safegrade", language)
 

@@ -3,11 +3,11 @@ missing), made in English where they happen and told in the submission's languag
 outputs are written (preprocessors.py, for an assignment in another language).
 
 Each message is a template marked `_("... {value} ...")`: `make translations` extracts them into
-fxcourse/locale/<code>/safegrade.po (fxcourse.i18n, as it does fxcourse's own `_()` messages). They
-are made in the sandbox's child too, which sees only this folder and no catalog, so `_()` returns
-the English and the trusted side translates the finished text: `translated` finds the template it
-is an instance of and writes the translation with the same values, each of them translated in turn
-(a message's {where} is a message too). Standard library only.
+courseware/locale/<code>/safegrade.po (courseware.i18n, as it does fxcourse's own `_()` messages).
+They are made in the sandbox's child too, which sees only this folder and no catalog, so `_()`
+returns the English and the trusted side translates the finished text: `translated` finds the
+template it is an instance of and writes the translation with the same values, each of them
+translated in turn (a message's {where} is a message too). Standard library only.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 # Generated from chapters/exercises/ex1_sigmoid_to_tanh/verify.py and
-# fxcourse/locale/zh/ex1_sigmoid_to_tanh.verify.po by `make chapters`; course maintainers: edit
+# courseware/locale/zh/ex1_sigmoid_to_tanh.verify.po by `make chapters`; course maintainers: edit
 # those, not this one.
 """练习 1 测试单元格所用的检查，以及它们的模型 Wrap。单元格在它们构建的模型上调用这些函数；评分程序在它自己的隐藏模型上，对你的 pass 返回的图调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
 """

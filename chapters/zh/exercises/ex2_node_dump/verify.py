@@ -1,5 +1,5 @@
 # Generated from chapters/exercises/ex2_node_dump/verify.py and
-# fxcourse/locale/zh/ex2_node_dump.verify.po by `make chapters`; course maintainers: edit those,
+# courseware/locale/zh/ex2_node_dump.verify.po by `make chapters`; course maintainers: edit those,
 # not this one.
 """练习 2 测试单元格所用的检查。单元格在它们构建的图上调用这些函数；评分程序对你的代码在它自己的隐藏图上得到的结果调用完全相同的函数，并使用它为这些图算出的期望值。每个检查都会抛出一个
 AssertionError，说明该改什么。

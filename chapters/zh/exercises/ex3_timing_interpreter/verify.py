@@ -1,6 +1,6 @@
 # Generated from chapters/exercises/ex3_timing_interpreter/verify.py and
-# fxcourse/locale/zh/ex3_timing_interpreter.verify.po by `make chapters`; course maintainers: edit
-# those, not this one.
+# courseware/locale/zh/ex3_timing_interpreter.verify.po by `make chapters`; course maintainers:
+# edit those, not this one.
 """练习 3 测试单元格所用的检查。单元格在 `net` 上调用这些函数；评分程序对你的 TimingInterpreter
 在它自己的隐藏模型上的结果调用完全相同的函数。每个检查都会抛出一个 AssertionError，说明该改什么。
 notebook 的准备单元格从这里导入 TIMED_OPS 和 target_text。

@@ -1,5 +1,5 @@
 """Which string literals of a chapter's code a learner reads, found by following them to where
-they are shown (the extractor of fxcourse.i18n asks this module).
+they are shown (the extractor of courseware.i18n asks this module).
 
 A literal is shown when it is an argument that prints or draws words (print, a chart's labels, a
 course helper's title, a checkpoint's hint or goal, a case's note), the message of a `raise` or

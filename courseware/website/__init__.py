@@ -1,6 +1,6 @@
 """The course as a static website, built with Sphinx and MyST-NB from the same sources.
 
-    python -m fxcourse.website build [--out dist/site]
+    python -m courseware.website build [--out dist/site]
 
 Sources are generated into build/site/src (chapters from solutions/, with each try-it shown as its
 task, its reference answer folded away and its checkpoint run; the exercises' task text from the
@@ -23,17 +23,18 @@ from pathlib import Path
 import nbformat
 import polib
 
-from fxcourse import i18n, languages
-from fxcourse.authoring import SOURCES, tryit_of
+from courseware import i18n
+from courseware.authoring import SOURCES, tryit_of
+from courseware.notebooks import clean
+from fxcourse import languages
 from fxcourse.messages import LANGUAGE_VARIABLE, _, speaking, use_language
-from fxcourse.notebooks import clean
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = Path(__file__).with_name("conf.py").parent
 BUILD = ROOT / "build" / "site"
 EXERCISES = ROOT / "chapters" / "exercises"
 PACKAGE = ROOT / "fxcourse"
-# The themes' message catalogs that the editions' own words replace (fxcourse.website.conf).
+# The themes' message catalogs that the editions' own words replace (courseware.website.conf).
 THEME_CATALOGS = ("sphinx", "booktheme")
 
 
@@ -94,7 +95,7 @@ def with_page_links(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def helpers_digest(language: str) -> str:
     """What a chapter's outputs depend on besides its code: the course's helpers (fxcourse's
     modules, the reference answers a checkpoint box shows) and their messages in `language`."""
-    files = sorted(p for p in PACKAGE.rglob("*.py") if "website" not in p.parts)
+    files = sorted(PACKAGE.rglob("*.py"))  # the learner's package: the site's own code is not in it
     files += sorted(PACKAGE.glob("answers*.json"))
     files += sorted((PACKAGE / "locale" / language).glob("fxcourse.po"))
     digest = hashlib.sha256()
@@ -201,7 +202,7 @@ def site_names(language: str) -> dict[str, str]:
 
 
 def page_words(language: str) -> dict[str, str]:
-    """The words of the site's own templates (fxcourse/website/_templates) in language."""
+    """The words of the site's own templates (courseware/website/_templates) in language."""
     with speaking(language):
         return {
             "fxcourse_language": language,
@@ -217,7 +218,7 @@ def page_words(language: str) -> dict[str, str]:
 def theme_words() -> list[str]:
     """The themes' words on every page that their own catalogs leave in English on a Chinese page
     (pydata_sphinx_theme's colour-mode menu, sphinx_book_theme's search field, the buttons and
-    the print-only contents' label of fxcourse/website/_templates) or word for Taiwan
+    the print-only contents' label of courseware/website/_templates) or word for Taiwan
     (列印成 PDF), in the current language."""
     return [
         _("Color mode"),
@@ -270,7 +271,7 @@ def search_words(build_dir: Path, language: str) -> Path:
     """A word list for jieba, which splits the Chinese pages into the words search finds: the
     glossary's terms stay whole (else 图中断 is indexed only as 图 and 中断, and a reader who
     searches for it finds nothing)."""
-    words = sorted({term.chinese for term in i18n.glossary(language)})
+    words = sorted({term.translation for term in i18n.glossary(language)})
     path = build_dir / "search-words.txt"
     write_if_changed(path, "".join(f"{word} 100000\n" for word in words))
     return path

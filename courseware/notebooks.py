@@ -1,7 +1,7 @@
 """Keep committed notebooks clean: no outputs, no execution counts, the course kernel.
 
-python -m fxcourse.notebooks strip FILE...   rewrite the files in place
-python -m fxcourse.notebooks check FILE...   exit 1 and list the files that are not clean
+python -m courseware.notebooks strip FILE...   rewrite the files in place
+python -m courseware.notebooks check FILE...   exit 1 and list the files that are not clean
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Learner chapters and reference answers, derived from the instructor's chapter sources.
 
-    python -m fxcourse.authoring build    write chapters/*.ipynb and fxcourse/answers.json
-    python -m fxcourse.authoring check    exit 1 when they are stale (what `make test` checks)
+    python -m courseware.authoring build    write chapters/*.ipynb and fxcourse/answers.json
+    python -m courseware.authoring check    exit 1 when they are stale (what `make test` checks)
 
 The instructor edits only solutions/NN_*.ipynb. Each "Try it" there is a run of cells
 whose metadata carries {"tryit": {"id": "1.1", "role": ROLE}}, in this order:
@@ -30,16 +30,17 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import i18n, languages, stamps
+from courseware import i18n
+from courseware.notebooks import clean
+from fxcourse import languages, stamps
 from fxcourse.messages import _, speaking
-from fxcourse.notebooks import clean
 from fxcourse.reference import defined_names
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "solutions"
 CHAPTERS = ROOT / "chapters"
-ANSWERS = Path(__file__).with_name("answers.json")
-REFERENCES = Path(__file__).with_name("references.json")
+ANSWERS = ROOT / "fxcourse" / "answers.json"  # the learner's package reads them (fxcourse.tryit)
+REFERENCES = ROOT / "fxcourse" / "references.json"
 ROLES = ("scaffold", "mistake", "answer", "check")
 LEARNER_ROLES = {"scaffold", "check"}
 # A learner chapter's first code cell: a kernel without torch or fxcourse (Jupyter's default

@@ -1,14 +1,14 @@
 """Build the student edition: a self-contained learner copy of the course, nothing secret inside.
 
-    python -m fxcourse.edition [--out dist/student-edition] [--no-answers] [--language CODE]
+    python -m courseware.edition [--out dist/student-edition] [--no-answers] [--language CODE]
 
-It holds the learner chapters, the exercise starters, the fxcourse helpers, the pinned environment
-and a learner's Makefile and README (from env/student-edition/), and nothing of solutions/,
-grader/ or tests/. With --no-answers the try-its' reference answers (fxcourse/answers.json) stay
-out too. Its set-up enables only the learner's parts of nbgrader (no formgrader, no
-create-assignment). Every translation of fxcourse.languages comes along (its chapters, answers,
-messages and README); --language puts that language's README first. The output folder is
-replaced as a whole.
+It holds the learner chapters, the exercise starters, the learner's package fxcourse/ whole, the
+pinned environment and a learner's Makefile and README (from env/student-edition/), and nothing of
+solutions/, grader/, tests/ or the author's tools (courseware/). With --no-answers the try-its'
+reference answers (fxcourse/answers*.json) stay out too. Its set-up enables only the learner's parts
+of nbgrader (no formgrader, no create-assignment). Every translation of fxcourse.languages comes
+along (its chapters, answers, messages and README); --language puts that language's README first.
+The output folder is replaced as a whole.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from courseware.i18n import lookup_of
 from fxcourse import languages
-from fxcourse.i18n import lookup_of
 from fxcourse.messages import _, speaking
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +31,7 @@ INCLUDE = [
     "chapters/exercises/*.ipynb",
     "chapters/exercises/*/verify.py",
     "chapters/exercises/nbgrader_config.py",
-    "fxcourse/*.py",
-    "fxcourse/answers.json",
-    "fxcourse/references.json",  # what the checkpoints compare with: kept without answers too
+    "fxcourse/*",  # the learner's package whole (fnmatch's * crosses folders)
     "env/requirements.in",
     "env/requirements.lock",
     "env/setup.sh",
@@ -59,16 +57,8 @@ def readme_no_answers() -> str:
     )
 
 
-# Course tooling that only makes sense next to solutions/ (it reads the instructor's sources).
-EXCLUDE = ["fxcourse/authoring.py", "fxcourse/edition.py", "fxcourse/i18n.py"]
-EXCLUDE_FOLDERS = ("fxcourse/website/", "fxcourse/locale/")
-# A translation's files: its chapters and, at run time, its answers and messages.
-TRANSLATED = [
-    "chapters/{code}/*.ipynb",
-    "chapters/{code}/exercises/*/verify.py",
-    "fxcourse/answers.{code}.json",
-    "fxcourse/locale/{code}/fxcourse.po",
-]
+# A translation's chapters (its answers and messages are fxcourse's files, shipped with it).
+TRANSLATED = ["chapters/{code}/*.ipynb", "chapters/{code}/exercises/*/verify.py"]
 
 
 def translated_patterns() -> list[str]:
@@ -98,14 +88,14 @@ def course_files(root: Path = ROOT) -> list[str]:
 
 
 def selected(names: list[str], answers: bool) -> list[str]:
-    exclude = EXCLUDE + ([] if answers else answer_files())
-    translated = translated_patterns()
+    """The course files an edition ships: the learner's package whole, the chapters and their
+    translations, the environment; without answers, the try-its' reference answers stay out
+    (data, not modules: the package's code is the same in both editions)."""
+    patterns = INCLUDE + translated_patterns()
+    left_out = set() if answers else set(answer_files())
 
     def wanted(name: str) -> bool:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in translated):
-            return name not in exclude
-        included = any(fnmatch.fnmatchcase(name, pattern) for pattern in INCLUDE)
-        return included and name not in exclude and not name.startswith(EXCLUDE_FOLDERS)
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns) and name not in left_out
 
     return sorted(name for name in names if wanted(name))
 

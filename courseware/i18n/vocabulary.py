@@ -1,0 +1,179 @@
+"""The glossary (courseware/locale/<code>/glossary.tsv) and typography: a translation says each
+term as the glossary does, keeps section references, and breaks no line between two CJK
+characters."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from courseware.i18n import catalogs
+from courseware.i18n.catalogs import load_catalog
+
+CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
+BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
+CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+# A line break between two CJK characters shows as a space, also where list indentation follows
+# it or an emphasis marker (*, **, _) stands beside it: "中文**\n  中文", "中文\n*中文*".
+BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary row: English forms, the one translated form, and forms wrong for the term."""
+
+    english: tuple[str, ...]
+    translation: str
+    wrong: tuple[str, ...]
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the text says one of the term's English forms (a form split across a line
+        break counts: it reads as one phrase)."""
+        return [
+            m.span()
+            for form in self.english
+            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(]|\.\w)", text)
+        ]
+
+    def said_in(self, text: str) -> bool:
+        return bool(self.spans(text))
+
+    def in_latin_script(self) -> bool:
+        """A term of art kept in English (kernel): its translated form is its English form."""
+        return not re.search(CJK, self.translation)
+
+
+def form_pattern(form: str) -> str:
+    """A glossary form as a pattern: any run of spaces and line breaks between its words."""
+    return r"\s+".join(re.escape(word) for word in form.split())
+
+
+def terms_said(english: str, terms: list[Term]) -> list[Term]:
+    """The terms the English says, each where no longer term of the glossary covers it: "this
+    kernel" (the Jupyter kernel) hides "kernel" (the compute kernel), "batch size" hides
+    "batch"."""
+    spans = {term: term.spans(english) for term in terms}
+    covered = [(term, span) for term, found in spans.items() for span in found]
+
+    def hidden(term: Term, span: tuple[int, int]) -> bool:
+        start, end = span
+        return any(
+            other is not term and o[0] <= start and end <= o[1] and o[1] - o[0] > end - start
+            for other, o in covered
+        )
+
+    return [term for term, found in spans.items() if any(not hidden(term, s) for s in found)]
+
+
+def glossary(language: str) -> list[Term]:
+    """courseware/locale/<language>/glossary.tsv: one translation per English term (none yet for a
+    language that has no glossary)."""
+    path = catalogs.LOCALES / language / "glossary.tsv"
+    if not path.exists():
+        return []
+    terms = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            english, translation, wrong = (line.split("\t") + [""])[:3]
+            split = lambda forms: tuple(f for f in forms.split("|") if f)  # noqa: E731
+            terms.append(Term(split(english), translation, split(wrong)))
+    return terms
+
+
+ENGLISH_TITLE = re.compile(r"\*[^*]+\*|\"[^\"\n]+\"")
+
+
+def prose(text: str) -> str:
+    """What a reader reads as words: code spans, fenced code, link targets and the titles of
+    papers and pages (italic or quoted text with no CJK character in it) taken out."""
+    text = CODE_OR_LINK.sub(" ", text)
+    return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
+
+
+STRING_LITERAL = re.compile(r"[rRuUfFbB]{0,2}(\"\"\"|\'\'\'|\"|\')(.*)\1", re.S)
+
+
+def literal_words(text: str) -> str:
+    """A string literal's words, as a reader sees them: inside its quotes, {placeholders} left
+    out (else a quoted literal would read as a title, and `{batch}` as the word)."""
+    if literal := STRING_LITERAL.fullmatch(text.strip()):
+        return re.sub(r"\{[^{}]*\}", " ", literal[2])
+    return text
+
+
+def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]:
+    """How a translation departs from the glossary (empty when it follows it)."""
+    english, translated = (
+        prose(literal_words(english)),
+        joined_lines(prose(literal_words(translated))),
+    )
+    unbracketed = BRACKETED.sub(" ", translated)
+    said, left_in_english = terms_said(english, terms), terms_said(unbracketed, terms)
+    found = reference_problems(english, translated)
+    for term in said:
+        if term.translation not in translated:
+            found.append(f"{term.english[0]!r} is not translated as {term.translation!r}")
+        if not term.in_latin_script() and term in left_in_english:
+            found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
+        others = {other.translation for other in said if other is not term}
+        for wrong in term.wrong:
+            if wrong in translated and not any(wrong in said for said in others):
+                found.append(f"{term.english[0]!r} translated as {wrong!r}")
+    return found
+
+
+SECTION_REFERENCE = re.compile(r"\((?:see )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)")
+
+
+def reference_problems(english: str, translated: str) -> list[str]:
+    """A reference "(section 7.5)" reads "（见 7.5 节）" in every catalog, "(sections 4.2 and
+    4.4)" "（见 4.2、4.4 节）"."""
+    found = []
+    for match in SECTION_REFERENCE.finditer(english):
+        numbers = re.findall(r"\d+(?:\.\d+)*", match[1])
+        wanted = f"（见 {'、'.join(numbers)} 节）"
+        if wanted not in translated:
+            found.append(f"{match[0]!r} is not written {wanted!r}")
+    return found
+
+
+def vocabulary_problems(language: str) -> list[str]:
+    """Every catalog entry whose translation uses another word than the glossary's."""
+    terms = glossary(language)
+    found = []
+    for path in catalogs.catalog_paths(language):
+        for entry in load_catalog(path.stem, language):
+            if entry.msgstr and not entry.obsolete:
+                short = entry.msgid.replace("\n", " ")[:60]
+                for problem in term_problems(entry.msgid, entry.msgstr, terms):
+                    found.append(f"{path.name}: {problem}: {short!r}")
+    return found
+
+
+def joined_lines(text: str) -> str:
+    """A line break between two CJK characters shows as a stray space: join those lines."""
+    return BREAK_BETWEEN_CJK.sub(r"\1\2", text)
+
+
+def line_break_problems(language: str) -> list[str]:
+    found = []
+    for path in catalogs.catalog_paths(language):
+        for entry in load_catalog(path.stem, language):
+            if BREAK_BETWEEN_CJK.search(entry.msgstr):
+                short = entry.msgid.replace("\n", " ")[:60]
+                found.append(f"{path.name}: a line break between two CJK characters: {short!r}")
+    return found
+
+
+def join_lines(language: str) -> int:
+    """Join every line broken between two CJK characters in the language's catalogs."""
+    count = 0
+    for path in catalogs.catalog_paths(language):
+        catalog = load_catalog(path.stem, language)
+        changed = [e for e in catalog if BREAK_BETWEEN_CJK.search(e.msgstr)]
+        for entry in changed:
+            entry.msgstr = joined_lines(entry.msgstr)
+        if changed:
+            catalog.save(str(path))
+        count += len(changed)
+    return count

@@ -1,0 +1,5 @@
+import sys
+
+from courseware.website import main
+
+sys.exit(main())

@@ -1,5 +1,0 @@
-import sys
-
-from fxcourse.website import main
-
-sys.exit(main())
