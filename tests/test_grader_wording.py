@@ -1,6 +1,6 @@
 """The grader's own messages to a learner (grader/safegrade/wording.py): made in English where
 they happen, told in Chinese in the outputs of a submission of an exercise in Chinese
-(preprocessors.in_language_of), from the catalog fxcourse/locale/zh/safegrade.po. The exchange
+(preprocessors.in_language_of), from the catalog courseware/locale/zh/safegrade.po. The exchange
 test (test_exchange_languages.py) shows one in a real Chinese learner's feedback; here every
 message the grader's code makes is told, with its values kept.
 """

@@ -1,5 +1,5 @@
 """The Chinese edition: every learner text translated and current, code never changed, and a
-changed English sentence reported by name (courseware/i18n.py, fxcourse/locale/README.md)."""
+changed English sentence reported by name (courseware/i18n/, courseware/locale/README.md)."""
 
 from __future__ import annotations
 

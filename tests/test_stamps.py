@@ -64,7 +64,7 @@ def test_environment_yml_is_stamped():
 @pytest.mark.parametrize("module", ["", "x = 1\n", "# a comment of its own\nx = 1\n"])
 def test_a_stamp_comes_off_whole_and_goes_on_once(module):
     long_name = "chapters/exercises/an_exercise_with_a_long_name/verify.py"
-    stamped = stamps.stamp_python(module, [long_name, "fxcourse/locale/zh/x.verify.po"], "make x")
+    stamped = stamps.stamp_python(module, [long_name, "courseware/locale/zh/x.verify.po"], "make x")
     assert all(len(line) <= 100 for line in stamped.splitlines())
     assert stamps.unstamped_python(stamped) == module
     assert stamps.stamp_python(stamped, ["a.py"], "make y") == stamps.stamp_python(
