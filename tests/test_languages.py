@@ -6,6 +6,7 @@ of the functions those commands call: the site is never built here)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,72 @@ def test_jupyterlab_speaks_a_translations_locale(french, tmp_path):
     assert json.loads((setting / "plugin.jupyterlab-settings").read_text()) == {"locale": "fr_FR"}
     workspace.write_lab_language(tmp_path / "en", "en")
     assert not (tmp_path / "en").exists()
+
+
+# A throw-away language: one registry entry and one catalog, both made here, on a course of one
+# tiny chapter, reach a learner's workspace (`make chapters`, `make lab`) and a built site.
+TESTISH = languages.Language("xx", "Testish", "xx")
+TINY_TITLE, TINY_PRINTED = "# A tiny chapter", '"a graph of two nodes"'
+TESTISH_WORDS = {TINY_TITLE: "# Ze tiny chapter", TINY_PRINTED: '"ze graph of two nodes"'}
+
+
+@pytest.fixture
+def testish(tmp_path, monkeypatch):
+    """A course of one chapter in tmp_path/course (and its README), the throw-away language in
+    the registry, empty catalog folders: the tools read these instead of the repository's."""
+    course = tmp_path / "course"
+    chapter = nbformat.v4.new_notebook()
+    chapter.cells = [
+        nbformat.v4.new_markdown_cell(TINY_TITLE),
+        nbformat.v4.new_code_cell(f"print({TINY_PRINTED})"),
+    ]
+    (course / "solutions").mkdir(parents=True)
+    nbformat.write(chapter, course / "solutions" / "01_tiny.ipynb")
+    for folder in ("chapters/exercises", "fxcourse", "courseware", "grader/safegrade"):
+        (course / folder).mkdir(parents=True)
+    (course / "env" / "student-edition").mkdir(parents=True)
+    (course / "env" / "student-edition" / "README.md").write_text("# The course\n")
+    monkeypatch.setattr(languages, "TRANSLATIONS", (*languages.TRANSLATIONS, TESTISH))
+    monkeypatch.setattr(catalogs, "LOCALES", tmp_path / "locale")
+    monkeypatch.setattr(messages, "LOCALES", tmp_path / "runtime-locale")
+    for name, value in [("ROOT", course), ("SOURCES", course / "solutions")]:
+        monkeypatch.setattr(authoring, name, value)
+        monkeypatch.setattr(website, name, value)
+    monkeypatch.setattr(authoring, "CHAPTERS", course / "chapters")
+    monkeypatch.setattr(authoring, "ANSWERS", course / "fxcourse" / "answers.json")
+    monkeypatch.setattr(authoring, "REFERENCES", course / "fxcourse" / "references.json")
+    monkeypatch.setattr(website, "EXERCISES", course / "chapters" / "exercises")
+    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    messages._catalog.cache_clear()
+    yield course
+    messages._catalog.cache_clear()
+    messages.use_language(languages.SOURCE.code)
+
+
+def test_a_throwaway_language_gets_a_workspace_and_a_site(testish, tmp_path):
+    document = i18n.Document("01_tiny", testish / "solutions" / "01_tiny.ipynb")
+    catalog = i18n.merged_catalog(document.name, "xx", document.texts())  # its one catalog
+    assert {entry.msgid for entry in catalog} == set(TESTISH_WORDS)
+    for entry in catalog:
+        entry.msgstr = TESTISH_WORDS[entry.msgid]
+    i18n.catalog_path(document.name, "xx").parent.mkdir(parents=True)
+    catalog.save(str(i18n.catalog_path(document.name, "xx")))
+
+    authoring.build()  # `make chapters`
+    mine = tmp_path / "workspace-xx"
+    workspace.sync(mine, testish, language="xx")  # `make lab LANG=xx`
+    chapter = nbformat.read(mine / "01_tiny.ipynb", as_version=4)
+    assert chapter.cells[0].source == "# Ze tiny chapter"
+    assert 'use_language("xx")' in chapter.cells[2].source
+    assert 'print("ze graph of two nodes")' in chapter.cells[3].source
+
+    build, out = tmp_path / "build", tmp_path / "site"  # `make site`, the new edition
+    website.write_sources(build / "src", "xx")
+    command = website.sphinx_command(build / "src", out, build, "xx")
+    env = {**os.environ, messages.LANGUAGE_VARIABLE: "xx"}
+    done = subprocess.run(command, cwd=testish, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (out / "01_tiny.html").read_text(encoding="utf-8")
+    assert "Ze tiny chapter" in page and 'lang="xx"' in page
+    assert "ze graph of two nodes" in page.replace('"', "")  # executed: the output is there
+    assert "Testish" in page and "中文" in page  # every edition in its language switch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -206,6 +207,8 @@ def page_words(language: str) -> dict[str, str]:
     with speaking(language):
         return {
             "fxcourse_language": language,
+            # The language switch from this process's registry: Sphinx's own reads no other.
+            "fxcourse_editions": json.dumps(language_switch(language), ensure_ascii=False),
             "fxcourse_copyright": _("© Copyright {authors}.").format(
                 authors=_("the course's authors")
             ),

@@ -71,10 +71,11 @@ def with_english_stemmer(code: str):
 
 
 def add_language_switch(app, pagename, templatename, context, doctree):
-    """The editions the language switch links (language-switch.html), from fxcourse.languages."""
-    from courseware.website import language_switch
+    """The editions the language switch links (language-switch.html): the build's registry of
+    languages (courseware.website.page_words), not this process's own reading of it."""
+    import json
 
-    context["fxcourse_languages"] = language_switch(context["fxcourse_language"])
+    context["fxcourse_languages"] = json.loads(context["fxcourse_editions"])
 
 
 def visit_answer_toggle(self, node):
