@@ -33,8 +33,9 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from grader import class_exchange, exercises, grades_export, intake
+from grader import exercises, grades_export, intake
 from grader.grades_export import by_test_path
+from grader.intake import class_exchange
 from grader.safegrade.data import inert_text
 from grader.safegrade.limits import LIMITS
 from grader.safegrade.results import not_graded
@@ -128,7 +129,7 @@ def collect(
     submissions: Path, course: Path = ROOT, lms: str | None = None, zone: str = "UTC"
 ) -> intake.Report:
     """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
-    files an LMS named: see grader/intake.py) into the course's submitted folder, each replacing
+    files an LMS named: see grader/intake/) into the course's submitted folder, each replacing
     an earlier copy. Prints what was collected and every file that was not, with the reason."""
     names, presets = exercises.assignments_of(course), exercises.possible_assignments(course)
     pattern = intake.file_name_pattern(course, lms, intake.lms_patterns(presets))

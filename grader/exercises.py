@@ -29,20 +29,8 @@ from pathlib import Path
 from traitlets import List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
+from grader.safegrade.assignments import languages_of, split, translated
 
-def catalogs() -> Path:
-    """courseware.i18n's catalogs, found without importing it: the installed course's, so that a
-    course copy (which holds no courseware/: course_grader.copy_course) reads the same ones."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("courseware")
-    found = spec.submodule_search_locations if spec else None
-    return (
-        Path(found[0] if found else Path(__file__).resolve().parents[1] / "courseware") / "locale"
-    )
-
-
-CATALOGS = catalogs()
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
 HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
 from grader.safegrade.kernel import run_check
@@ -64,25 +52,6 @@ def of_course(course: Path) -> tuple[str, ...]:
     """The exercises of the course at `course`, found in its solutions/; this repository's for
     a folder without one (a scratch folder of submissions only)."""
     return names(course if (course / SOURCE).is_dir() else Path(__file__).resolve().parents[1])
-
-
-def translated(exercise: str, language: str) -> str:
-    """The assignment that is `exercise` in `language` (a translation of fxcourse.languages)."""
-    from fxcourse.languages import assignment
-
-    return assignment(exercise, language)
-
-
-def languages_of(exercise: str) -> list[str]:
-    """The translations `exercise` has catalogs for (its notebook's, verify.py's, checks.py's)."""
-    from fxcourse import languages  # standard library only: no nbformat to import, as i18n has
-
-    needed = (exercise, f"{exercise}.verify", f"{exercise}.checks")
-    return [
-        code
-        for code in languages.translation_codes()
-        if all((CATALOGS / code / f"{name}.po").is_file() for name in needed)
-    ]
 
 
 def translations_of(exercise: str) -> tuple[str, ...]:
@@ -158,7 +127,7 @@ def possible_assignments(course: Path) -> tuple[str, ...]:
 def near_name(name: str, course: Path) -> str:
     """'; did you mean 'X'?' for a slip of an assignment's name: the closest assignment, else the
     one exercise it starts like (the exercise, not its translation), else ''."""
-    from grader.intake_names import near_match
+    from grader.intake.names import near_match
 
     return near_match(name, assignments_of(course)) or near_match(name, of_course(course))
 
@@ -166,14 +135,6 @@ def near_name(name: str, course: Path) -> str:
 def exercise_of(assignment: str) -> str:
     """The exercise an assignment is (itself, or the exercise it translates)."""
     return split(assignment)[0]
-
-
-def split(assignment: str) -> tuple[str, str]:
-    """(exercise, language) of an assignment: language "" for an exercise itself."""
-    exercise, _, code = assignment.rpartition("-")
-    if exercise and translated(exercise, code) == assignment and code in languages_of(exercise):
-        return exercise, code
-    return assignment, ""
 
 
 def write_translations(course: Path) -> tuple[str, ...]:

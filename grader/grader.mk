@@ -65,7 +65,7 @@ export: env  ## instructor: classdata/exports/grades.csv (per exercise) and grad
 	$(GRADER) export $(ASSIGNMENT)
 
 bench-grading: env  ## instructor: plain nbgrader autograde vs make autograde; BENCH_ARGS="--n 32"
-	$(PY) -m grader.safegrade.bench $(BENCH_ARGS)
+	$(PY) -m grader.tools.bench $(BENCH_ARGS)
 
 # PROGRESS=file.json adds the learners' try-it progress (the class hub's progress data).
 PROGRESS ?=

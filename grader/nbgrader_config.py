@@ -12,7 +12,7 @@ from pathlib import Path
 
 from grader import course_grader as layout
 from grader import exercises
-from grader.class_exchange import ReleaseEveryFeedback, SafeExchangeCollect
+from grader.intake.class_exchange import ReleaseEveryFeedback, SafeExchangeCollect
 from grader.late_penalty import PercentPerDayLate
 from grader.learner_html import FeedbackOnly, LearnerHTML
 from grader.safegrade.preprocessors import configure
@@ -40,7 +40,7 @@ c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(ROOT / layout.EXCHANGE
 os.makedirs(c.Exchange.root, exist_ok=True)
 # Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
 # folder's owner is the student, the system's time is the submission's) and Release Feedback
-# releases to everyone it can, naming the others (grader/class_exchange.py).
+# releases to everyone it can, naming the others (grader/intake/class_exchange.py).
 c.ExchangeFactory.collect = SafeExchangeCollect
 c.ExchangeFactory.release_feedback = ReleaseEveryFeedback
 # Every page nbgrader renders from a submission (the formgrader's views, feedback) shows the
@@ -83,7 +83,7 @@ c.GradingLimits.tmp_mb = 256
 c.AssignLatePenalties.plugin_class = PercentPerDayLate
 c.PercentPerDayLate.percent_per_day = 10.0
 
-# LMS downloads (grader/intake.py): the file-name pattern `make autograde SUBMISSIONS=...` uses
+# LMS downloads (grader/intake/): the file-name pattern `make autograde SUBMISSIONS=...` uses
 # unless LMS=<name> picks another of layout.LMS_PATTERNS; `nbgrader zip_collect` reads the same
 # pattern and keeps its working folders in the class data, never in the repository root.
 c.FileNameCollectorPlugin.named_regexp = layout.LMS_PATTERNS["plain"]

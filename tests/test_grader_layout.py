@@ -1,5 +1,6 @@
-"""The grader package's shape: no import circle among its modules, none too long to read, and
-every limit of the grader in one Configurable that each layer reads."""
+"""The grader package's shape: layers that only point down (safegrade, the sandbox; intake; the
+grader's own modules; hub; tools), no import circle among its modules, none too long to read,
+and every limit of the grader in one Configurable that each layer reads."""
 
 from __future__ import annotations
 
@@ -71,7 +72,37 @@ def test_the_cycle_finder_finds_a_circle_and_the_walker_sees_imports():
     assert "grader.safegrade.limits" in graph["grader.safegrade.batch"]
     assert "grader.intake" in graph["grader.course_grader"]
     # an import inside a function counts as much as one at the top
-    assert "grader.safegrade.bench" in graph["grader.hub.sizing"]
+    assert "grader.tools.bench" in graph["grader.tools.sizing"]
+    assert "grader.safegrade.assignments" in graph["grader.safegrade.preprocessors"]
+
+
+# The grader's folders, bottom up: a module imports its own layer's modules and those below.
+LAYERS = ("safegrade", "intake", "", "hub", "tools")  # "": the modules at grader/'s top
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module of grader: its folder's place in LAYERS."""
+    parts = module.split(".")
+    folder = parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else ""
+    return LAYERS.index(folder)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+
+
+def test_every_import_in_grader_points_down_or_across():
+    graph = import_graph()
+    assert {layer_of(module) for module in graph} == set(range(len(LAYERS)))  # every folder
+    assert upward_imports(graph) == []
+    # and the check sees one: the sandbox asking the command line, or the grader asking a tool
+    assert upward_imports({"grader.safegrade.batch": {"grader.course_grader"}})
+    assert upward_imports({"grader.report": {"grader.tools.bench"}})
 
 
 def test_no_import_circle_in_grader():

@@ -53,7 +53,8 @@ from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
 from fxcourse.workspace import START_PAGE
-from grader import exercises, intake, intake_exchange
+from grader import exercises, intake
+from grader.intake import exchange as intake_exchange
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import class_exchange, course_grader
+from grader import course_grader
+from grader.intake import class_exchange
 from grader.safegrade import results
 
 ROOT = Path(__file__).resolve().parents[1]

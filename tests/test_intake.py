@@ -1,4 +1,4 @@
-"""Collecting uploads (grader/intake.py, `make autograde SUBMISSIONS=...`): layouts, LMS file
+"""Collecting uploads (grader/intake/, `make autograde SUBMISSIONS=...`): layouts, LMS file
 names, zips, and hostile uploads (links, FIFOs, sockets, odd names, zip slips, caps).
 
 Nothing is graded here: each test collects into a temporary course folder and reads what
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import course_grader, exercises, intake, intake_exchange
+from grader import course_grader, exercises, intake
 from grader.course_grader import SUBMITTED
+from grader.intake import exchange as intake_exchange
 from grader.safegrade.limits import LIMITS
 
 ROOT = Path(__file__).resolve().parents[1]

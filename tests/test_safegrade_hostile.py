@@ -36,9 +36,9 @@ import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
 from grader.safegrade import worker  # noqa: E402
-from grader.safegrade.bench import scores  # noqa: E402
 from grader.safegrade.records import read_records  # noqa: E402
 from grader.safegrade.visibility import python_folders  # noqa: E402
+from grader.tools.bench import scores  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("safegrade-hostile")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.

@@ -32,7 +32,7 @@ hub-remove: hub-env  ## instructor: delete the accounts, homes and exchange that
 	$(HUB_PY) grader/hub/classroom.py remove
 
 hub-sizing: env  ## instructor: measure grading and a learner's kernel here, print a class's sizing
-	$(PY) grader/hub/sizing.py $(SIZING_ARGS)
+	$(PY) -m grader.tools.sizing $(SIZING_ARGS)
 
 test-hub: env-test hub-env  ## a whole class cycle on the hub in a real browser (root; CI runs it)
 	FXCOURSE_HUB_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_hub.py

@@ -58,7 +58,7 @@ class GradingLimits(Configurable):
         "before any cell runs. Longer than cell_timeout on purpose: Validate warns, it does not "
         "score."
     ))
-    # --- intake: uploads and the exchange into submitted/ (grader/intake.py) --------------------
+    # --- intake: uploads and the exchange into submitted/ (grader/intake/) --------------------
     notebook_bytes = _limit(Integer, 256 * MiB, "bytes", help=(
         "Largest notebook taken from an upload, and staged for grading."
     ))

@@ -124,7 +124,7 @@ def in_language_of(assignment: str):
     """The grader's own messages in a cell's outputs (wording.py) told in the language of
     `assignment` (an exercise in another language, grader/exercises.py): a function of the
     outputs. The checks' messages are already in it (its checks.py and verify.py are)."""
-    from grader.exercises import split
+    from grader.safegrade.assignments import split
 
     language = split(assignment)[1]
     if not language:

@@ -1,6 +1,6 @@
 """Reading an upload: the files of a folder or a zip, each checked before it is opened (links,
 special files, zip slips, encrypted entries and entries over the caps are refused with the
-reason), and timestamp.txt. Part of intake (grader/intake.py); files are opened by the one
+reason), and timestamp.txt. Part of intake (grader/intake/); files are opened by the one
 no-follow reader (grader/safegrade/files.py).
 """
 
@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from grader.intake_names import shown
+from grader.intake.names import shown
 from grader.safegrade.files import open_regular
 from grader.safegrade.limits import LIMITS
 

@@ -1,5 +1,5 @@
 """Intake from nbgrader's exchange (`make collect`, the formgrader's Collect): the same rules as
-an upload's (grader/intake.py), except who and when. There the learner writes the folder, so its
+an upload's (grader/intake/), except who and when. There the learner writes the folder, so its
 name and timestamp.txt are claims: the student is the account that owns the inbound folder (a
 folder named for another student is refused), and the time is the newest change time (ctime) of
 the folder and its entries, which no process can set back, taken again after the copy;
@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.intake import OverCap, Report, install
-from grader.intake_files import (
+from grader.intake.files import (
     COPY_ERRORS,
     TIME_FORMAT,
     TIMESTAMP_FILE,
     read_timestamp,
     walk_folder,
 )
-from grader.intake_names import Place, safe_name, shown
+from grader.intake.names import Place, safe_name, shown
 from grader.safegrade.limits import LIMITS
 
 # nbgrader's exchange: inbound/<student>+<assignment>+<time>[+<random>]/ (nbgrader.exchange)

@@ -24,7 +24,8 @@ from pathlib import Path
 from nbgrader.exchange.default import ExchangeCollect, ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash
 
-from grader import intake, intake_exchange
+from grader import intake
+from grader.intake import exchange as intake_exchange
 from grader.safegrade.data import inert_text
 from grader.safegrade.limits import LIMITS
 from grader.safegrade.results import not_graded

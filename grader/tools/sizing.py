@@ -1,6 +1,6 @@
 """Size a machine (or a cluster) for a class from measurements taken here: `make hub-sizing`.
 
-    python grader/hub/sizing.py [--n 4] [--learners 200] [--submissions 200] [--cores 16]
+    python -m grader.tools.sizing [--n 4] [--learners 200] [--submissions 200] [--cores 16]
 
 Measures what the class costs, in CPU seconds and peak memory rather than wall time (which depends
 on how busy this machine is), then prints the estimate with its arithmetic:
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import course_grader
-from grader.safegrade.bench import make_course
+from grader.tools.bench import make_course
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """Who and what a file of an upload is: the file-name patterns of LMS downloads, where each file
 belongs (student, assignment, path inside the submission), and how names are shown and copied
-(odd bytes never reach a terminal or a file name). Part of intake (grader/intake.py).
+(odd bytes never reach a terminal or a file name). Part of intake (grader/intake/).
 """
 
 from __future__ import annotations

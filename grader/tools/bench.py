@@ -1,6 +1,6 @@
 """Benchmark: plain `nbgrader autograde` against `make autograde` (this grader) on N submissions.
 
-    python -m grader.safegrade.bench [--n 8] [--assignment NAME] [--workers W]
+    python -m grader.tools.bench [--n 8] [--assignment NAME] [--workers W]
 
 Both grade the same N generated submissions (reference answers and untouched starters,
 alternating) of one exercise, each in its own copy of the course; the script prints both wall

@@ -21,8 +21,8 @@ timestamp.txt in the upload (as nbgrader's exchange writes it) or from a `timest
 file-name pattern, never from file dates.
 
 nbgrader's exchange (`make collect`, the formgrader's Collect) is read by the same rules, except
-who and when: grader/intake_exchange.py. Parts: intake_names.py (who and what a file is),
-intake_files.py (reading a folder or zip), grader/safegrade/files.py (the no-follow reader),
+who and when: grader/intake/exchange.py. Parts: names.py (who and what a file is),
+files.py (reading a folder or zip), grader/safegrade/files.py (the no-follow reader),
 grader/safegrade/limits.py (every cap).
 """
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.intake_files import (
+from grader.intake.files import (
     COPY_ERRORS,
     TIME_FORMAT,
     TIMESTAMP_FILE,
@@ -52,7 +52,7 @@ from grader.intake_files import (
     strip_zip_root,
     walk_folder,
 )
-from grader.intake_names import (
+from grader.intake.names import (
     FileNamePattern,
     Locator,
     Place,
