@@ -75,7 +75,7 @@ def docstring_values(node: ast.AST) -> list[ast.expr]:
 
 
 def message_strings(source: str, asserts: bool, names: frozenset[str] = frozenset()) -> list[str]:
-    """Source text of the learner-facing strings (fxcourse.shown_strings: what is printed, drawn,
+    """Source text of the learner-facing strings (courseware.shown_strings: what is printed, drawn,
     raised or hinted, and the literals that reach it), and the docstrings of the functions and
     classes the code defines (a learner reads them in the cell and in `help()`); in exercise
     code (asserts) also assert messages and a module's docstring. `names`: names shown by the
