@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import exercises
+from grader.exercises import SOURCE
+
 REPOSITORY = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
 SETTINGS = "course.json"  # at the course root
 CLASSDATA_VARIABLE = "FXCOURSE_CLASSDATA"
-SOURCE = Path("solutions")  # solutions/<assignment>/<assignment>.ipynb: nbgrader's source format
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
 
 
@@ -125,13 +127,9 @@ class Course:
     @property
     def exercises(self) -> tuple[str, ...]:
         """The course's exercises, found in its solutions/ (grader/exercises.py)."""
-        from grader import exercises
-
         return exercises.of_course(self.root)
 
     @property
     def assignments(self) -> tuple[str, ...]:
         """Every nbgrader assignment of the class: the exercises and their translations."""
-        from grader import exercises
-
         return exercises.assignments_of(self.root)

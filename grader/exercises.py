@@ -32,7 +32,7 @@ from traitlets.config import Configurable
 
 def catalogs() -> Path:
     """fxcourse.i18n's catalogs, found without importing it: the installed course's, so that a
-    course copy (which holds no fxcourse/: course_grader.copy_course) reads the same ones."""
+    course copy (which holds no fxcourse/: instructor.copy_course) reads the same ones."""
     import importlib.util
 
     spec = importlib.util.find_spec("fxcourse")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from grader import class_exchange, exercises, grades_export, intake
 from grader.course import REPOSITORY as ROOT
-from grader.course import SETTINGS, SOURCE, Course
+from grader.course import SETTINGS, Course
+from grader.exercises import SOURCE
 from grader.safegrade.data import inert_text
 from grader.safegrade.limits import LIMITS
 from grader.safegrade.results import not_graded

@@ -32,7 +32,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course import REPOSITORY, SOURCE, STUDENT_VERSIONS, Course
+from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
+from grader.exercises import SOURCE
 from grader.safegrade.data import inert_text
 from grader.safegrade.jsontext import json_values
 from grader.safegrade.limits import LIMITS
