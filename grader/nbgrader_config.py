@@ -59,19 +59,15 @@ exercises.configure(c)
 # named here; a class with Chinese learners: c.ClassLanguages.languages = ["en", "zh"]
 c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
-# autograde, the formgrader's Autograde button). Every limit of the grader, with its unit and
-# help text, is in grader/safegrade/limits.py (GradingLimits); these six are configurable, the
-# others fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all.
-# cell_timeout: seconds per cell (nbgrader's Execute.timeout follows it); budget: seconds per
-# submission; memory_mb: MiB beyond the sandbox's own (a memory cgroup where the machine allows
-# one, otherwise RLIMIT_AS: `make autograde` prints which); nproc: processes and threads;
-# file_mb: largest file written, MiB; tmp_mb: the submission's own /tmp, MiB.
-c.GradingLimits.cell_timeout = 60
-c.GradingLimits.budget = 120
-c.GradingLimits.memory_mb = 3072
-c.GradingLimits.nproc = 64
-c.GradingLimits.file_mb = 64
-c.GradingLimits.tmp_mb = 256
+# autograde, the formgrader's Autograde button), are declared once, with their defaults, units
+# and help, in grader/safegrade/limits.py (GradingLimits): six are configurable, the others
+# fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all. Set one
+# here to change it for the class (or --GradingLimits.<name>=... on a command line):
+# cell_timeout (seconds per cell; nbgrader's Execute.timeout follows it), budget (seconds per
+# submission), memory_mb (MiB beyond the sandbox's own: a memory cgroup where the machine allows
+# one, otherwise RLIMIT_AS, `make autograde` prints which), nproc (processes and threads),
+# file_mb (largest file written, MiB), tmp_mb (the submission's own /tmp, MiB). For example:
+#   c.GradingLimits.cell_timeout = 90
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or

@@ -43,9 +43,7 @@ from grader.similarity_records import Compared, Pair
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
-MAX_NOTEBOOK_BYTES = LIMITS.similarity_notebook_bytes
 MAX_VALUES = 4 * LIMITS.notebook_values  # an autograded notebook: what nbgrader read, and outputs
-SHOWN_PAIRS = LIMITS.shown_pairs  # per exercise, on the page; the CSV has every pair
 
 
 class Unreadable(Exception):
@@ -56,8 +54,10 @@ def read_notebook(path: Path) -> dict:
     """The notebook's JSON, its size and values bounded before it is parsed."""
     if not path.is_file() or path.is_symlink():
         raise Unreadable("no autograded notebook")
-    if (size := path.stat().st_size) > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(f"the notebook is {size >> 20} MB (at most {MAX_NOTEBOOK_BYTES >> 20})")
+    if (size := path.stat().st_size) > LIMITS.similarity_notebook_bytes:
+        raise Unreadable(
+            f"the notebook is {size >> 20} MB (at most {LIMITS.similarity_notebook_bytes >> 20})"
+        )
     data = path.read_bytes()
     if (values := json_values(data, stop_over=MAX_VALUES)) > MAX_VALUES:
         raise Unreadable(f"the notebook holds over {values} JSON values (at most {MAX_VALUES})")
@@ -218,7 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
     )
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
-    parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
+    parser.add_argument(
+        "--top", type=int, default=LIMITS.shown_pairs, help="pairs shown per exercise"
+    )
     args = parser.parse_args(argv)
     course = Course.configured(args.course.resolve())
     # An exercise in another language (grader/exercises.py) is compared among its own learners,
