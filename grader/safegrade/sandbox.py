@@ -50,9 +50,12 @@ class Limits(GradingLimits):
     nbgrader's configuration sets them (``Limits(config=...)``, SandboxExecute.limits), as given
     (``Limits(budget=20)``), or their defaults."""
 
+    def values(self) -> dict:
+        """name -> value of each configurable limit."""
+        return {name: getattr(self, name) for name in self.trait_names(config=True)}
+
     def for_worker(self, memory_cgroup: bool) -> dict:
-        running = {name: getattr(self, name) for name in self.trait_names(config=True)}
-        return running | {"memory_cgroup": memory_cgroup}
+        return self.values() | {"memory_cgroup": memory_cgroup}
 
 
 def _pipe_holding(data: bytes) -> int:
