@@ -125,7 +125,8 @@ def test_sandboxes_start_early_only_with_something_submitted(submitted, tmp_path
     started, handed = [], []
     monkeypatch.setattr(Pool, "early", lambda size: started.append(Early()) or started[-1])
     monkeypatch.setattr(batch, "autograde", lambda *args: handed.append(args[-1]) or 0)
-    monkeypatch.setattr(command, "SUBMITTED", "data/submitted")
+    (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
+    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
     monkeypatch.chdir(tmp_path)
     if submitted:
         (tmp_path / "data/submitted/ann/ex1").mkdir(parents=True)
