@@ -275,8 +275,10 @@ def sync_notebook(
 
 
 def course_settings(root: Path = ROOT) -> dict:
-    """The course's course.json: {"course_id": ..., "classdata": ...}."""
-    return json.loads((root / "course.json").read_text(encoding="utf-8"))
+    """The course's course.json: {"course_id": ..., "classdata": ...}; this course's for a
+    folder without one (a copy of the chapters only)."""
+    path = root / "course.json" if (root / "course.json").is_file() else ROOT / "course.json"
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def exchange_root(root: Path = ROOT) -> Path:
