@@ -41,10 +41,12 @@ def _body_is_ellipsis(function) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
     except (OSError, TypeError, SyntaxError):  # no source to read: judge it by what it does
         return False
-    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, ast.FunctionDef):  # a lambda: no scaffold is one
+        return False
     return all(
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...
-        for s in body
+        for s in definition.body
     )
 
 
@@ -61,11 +63,11 @@ class Drawn(nn.Module):
 
 
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
-    """A model of linear layers with and without bias; every run has one that calls a layer
-    twice and one that does not; sometimes a BatchNorm (buffers, not parameters)."""
+    """A model of linear layers with and without bias; every run has each mix of a layer called
+    twice (its weights arrive once) and a BatchNorm (buffers, not parameters)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
-    shared, norm = make.each([True, False]), make.coin()
+    shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
     if shared:
         twice = nn.Linear(widths[-1], widths[-1])
         layers += [twice, nn.ReLU(), twice]
@@ -204,7 +206,8 @@ def planted_cases(make) -> tuple[PlantedCase]:
 
 def blamed(answer, case: PlantedCase):
     """What the answer's first_failing_backend says for the case, while its fault is planted."""
-    if case.compiled_before:  # as a model that worked before a change
+    if case.compiled_before:  # as a model that worked before a change (and only then)
+        torch.compiler.reset()
         torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)
     with planted_bug(case.planted, crash=case.crash):
         return answer.first_failing_backend(case.fn, case.sample)
