@@ -32,6 +32,7 @@ INCLUDE = [
     "chapters/exercises/*/verify.py",
     "chapters/exercises/nbgrader_config.py",
     "fxcourse/*",  # the learner's package whole (fnmatch's * crosses folders)
+    "course.json",  # the course id (fxcourse.workspace, nbgrader_config.py)
     "env/requirements.in",
     "env/requirements.lock",
     "env/setup.sh",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 def catalogs() -> Path:
     """courseware.i18n's catalogs, found without importing it: the installed course's, so that a
-    course copy (which holds no courseware/: course_grader.copy_course) reads the same ones."""
+    course copy (which holds no courseware/: instructor.copy_course) reads the same ones."""
     import importlib.util
 
     spec = importlib.util.find_spec("courseware")
