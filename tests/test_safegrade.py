@@ -492,6 +492,8 @@ def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_
     assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
     assert got.reason.startswith("2/11: 3 of 4 tests failed: test_b: AssertionError")
     path = results.result_path(course, "ann", "hw")
+    plain = results.recorded(path.parent.parent, "ann", "hw")  # graded without make autograde
+    assert (plain.status, plain.score, plain.tests) == (results.GRADED, 2.0, tests)
     results.save(got, path)
     assert results.load(path) == got  # the file round-trips, typed
     assert results.recorded(path.parent.parent, "ann", "hw") == got

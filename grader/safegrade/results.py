@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -275,13 +275,14 @@ def tests_path(course, student: str, assignment: str) -> Path:
 
 
 def recorded(results: Path, student: str, assignment: str) -> SubmissionResult | None:
-    """What make autograde recorded of a submission (results: <autograded>/.safegrade): its
-    result file, else (graded by plain nbgrader, the formgrader's button) its tests' record."""
+    """What the grader recorded of a submission (results: <autograded>/.safegrade): its result
+    file, its tests as the process that graded it last recorded them (the formgrader's button
+    and plain nbgrader write no result file), or None."""
     found = load(results / assignment / f"{student}.json")
-    if found is not None:
-        return found
     tests = load_tests(results / ".tests" / assignment / f"{student}.json")
-    if tests is None:
-        return None
+    if tests is None or (found is not None and found.status != GRADED):
+        return found
+    if found is not None:
+        return replace(found, tests=tests)
     score, most = sum(t.points for t in tests), sum(t.max_points for t in tests)
     return SubmissionResult(student, assignment, GRADED, score, most, "", tests)
