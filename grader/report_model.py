@@ -76,7 +76,7 @@ class Column:
         return [replace(self, name=t, label=t, per_test=False, test=t) for t in exercise.tests]
 
 
-def test_points(row: Row) -> float | None:
+def points_of_test(row: Row) -> float | None:
     return row.s.tests.get(row.test) if row.s.state == GRADED else None
 
 
@@ -98,8 +98,8 @@ LEARNER_COLUMNS = [
            page_text=lambda r: late_text(r.s.seconds_late)),
     Column("late_penalty", "penalty", lambda r: points(r.s.penalty or None),
            sort=lambda r: r.s.penalty),
-    Column("{test}", "{test}", lambda r: points(test_points(r)), per_test=True,
-           sort=lambda r: -1 if test_points(r) is None else test_points(r)),
+    Column("{test}", "{test}", lambda r: points(points_of_test(r)), per_test=True,
+           sort=lambda r: -1 if points_of_test(r) is None else points_of_test(r)),
     Column("tryits_passed", "try-its passed", tryits, with_progress=True,
            sort=lambda r: tryits(r).split("/")[0] if tryits(r) else -1),
     Column("", "feedback", lambda r: r.s.feedback or "", kind="link"),
