@@ -220,6 +220,28 @@ def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
     assert score == snippet.expected, reason(course, snippet.name, snippet.assignment)
 
 
+def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
+    """Each test's status comes from the grading process's record, never from its message: the
+    kernel that dies in summary() leaves test_summary not run (its cell has no record); an error
+    whose message copies the grader's own "not run: ..." is a failure, in the result file the
+    export and the report read and in the report's messages."""
+    from grader import report
+    from grader.safegrade.results import FAILED, NOT_RUN, PASSED, recorded
+
+    course, assignment = graded["sandboxed"], "ex3_timing_interpreter"
+    results = course / course_grader.AUTOGRADED / ".safegrade"
+    forged = recorded(results, "ex3_forges_not_run", assignment)
+    found = {test.name: (test.status, test.message) for test in forged.tests}
+    assert found["test_summary"][0] == FAILED, found
+    assert found["test_summary"][1].startswith("TimeoutError: not run: the submission used up")
+    assert [status for status, _ in found.values()] == [PASSED, PASSED, PASSED, FAILED]
+    died = recorded(results, "ex3_kernel_dies_in_summary", assignment).tests
+    assert [(t.name, t.status) for t in died][-1] == ("test_summary", NOT_RUN)
+    exercise = next(e for e in report.read_class(course) if e.name == assignment)
+    row = next(s for s in exercise.submissions if s.student == "ex3_forges_not_run")
+    assert row.messages == {"test_summary": found["test_summary"][1]}
+
+
 def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
     sandboxed, plain = cell_scores(graded["sandboxed"]), {}
     for assignment in ASSIGNMENTS:

@@ -44,6 +44,7 @@ from .results import (
     read_result,
     result_path,
     save,
+    tests_path,
 )
 from .sandbox import Limits, memory_limit_in_force
 from .session import GradingSession
@@ -168,6 +169,7 @@ def grade_one(
         converter = Autograde(coursedir=coursedir, config=config, log=log)
         converter.force = True
         session.grader_failed.discard((student, assignment))
+        tests_path(course, student, assignment).unlink(missing_ok=True)  # written afresh
         try:
             converter.start()
         except Exception as exc:  # noqa: BLE001 - nbgrader's failure for this submission only
