@@ -237,7 +237,7 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     assert [status for status, _ in found.values()] == [PASSED, PASSED, PASSED, FAILED]
     died = recorded(results, "ex3_kernel_dies_in_summary", assignment).tests
     assert [(t.name, t.status) for t in died][-1] == ("test_summary", NOT_RUN)
-    exercise = next(e for e in report.read_class(course) if e.name == assignment)
+    exercise = next(e for e in report.read_class(Course.configured(course)) if e.name == assignment)
     row = next(s for s in exercise.submissions if s.student == "ex3_forges_not_run")
     assert row.messages == {"test_summary": found["test_summary"][1]}
 
