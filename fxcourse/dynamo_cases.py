@@ -18,9 +18,9 @@ import ast
 import contextlib
 import inspect
 import textwrap
-from unittest import mock
 from dataclasses import dataclass
 from itertools import pairwise
+from unittest import mock
 
 import torch
 from torch import nn
