@@ -13,10 +13,7 @@ from pathlib import Path
 
 from grader import exercises
 from grader.safegrade.data import spreadsheet_cell
-from grader.safegrade.results import GRADER_FAILED, NOT_GRADABLE, load
-
-# What a cell of the export says of an upload the grader did not grade, by its result's status.
-UNGRADED = {NOT_GRADABLE: "could not grade", GRADER_FAILED: "grader failed"}
+from grader.safegrade.results import GRADED, load
 
 
 @dataclass(frozen=True)
@@ -116,8 +113,8 @@ def ungraded(where: Where, table: dict) -> dict[tuple[str, str], str]:
             if result is None:
                 continue
             row = table.setdefault(path.stem, dict.fromkeys(where.assignments))
-            if result.status in UNGRADED and row[assignment] is None:
-                found[(path.stem, assignment)] = UNGRADED[result.status]
+            if result.status != GRADED and row[assignment] is None:
+                found[(path.stem, assignment)] = result.status.cell
     return found
 
 

@@ -3,10 +3,11 @@ late, which test most learners fail and with which message, and each learner's r
 
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
-Read from the gradebook (nbgrader's Gradebook API), the grader's result files
-(classdata/autograded/.safegrade/<assignment>/<student>.json: graded, could not be graded, grader
-failed) and the autograded notebooks (the message each failing test printed, which is what the
-learner's feedback shows; the tests' own code, hidden or not, is never read). Writes
+Read from the gradebook (nbgrader's Gradebook API) and the grader's typed records
+(grader/safegrade/results.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
+state (graded, could not be graded, grader failed) and each test's status and the message its
+learner's feedback shows, recorded by the process that graded it; no notebook is read, and the
+tests' own code, hidden or not, never). Writes
 classdata/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
 <assignment>_tests.csv (a row per test). `--progress` adds each learner's try-it progress: the
 JSON the class hub's progress page gathers ({account: {"tryits": {chapter: {id: passed}}}}).
@@ -25,18 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course_grader import (
-    AUTOGRADED,
-    CLASSDATA,
-    COURSE_ID,
-    FEEDBACK,
-    GRADEBOOK,
-    ROOT,
-    SOURCE,
-    SUBMITTED,
-    exercises_of,
-)
-from grader.exercises import assignments_of
+from grader.course import REPOSITORY, Course
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
@@ -46,19 +36,18 @@ from grader.report_model import (
     STATES,
     WAITING,
     Exercise,
+    Row,
     Submission,
     counts,
     course_tryits,
+    learner_columns,
     own_tryits,
     points,
     test_rows,
-    tryit_totals,
 )
 from grader.report_page import CSP, page
 from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import GRADED as GRADED_RESULT
-from grader.safegrade.results import GRADER_FAILED as GRADER_FAILURE
-from grader.safegrade.results import NOT_GRADABLE, load
+from grader.safegrade.results import recorded
 
 # the report's public names, wherever they are defined
 __all__ = [
@@ -67,25 +56,23 @@ __all__ = [
     "write_csv",
 ]  # fmt: skip
 
-REPORTS = CLASSDATA / "reports"
-RESULTS = AUTOGRADED / ".safegrade"
 # ----------------------------------------------------------------------------- reading
 
 
-def read_class(course: Path = ROOT) -> list[Exercise]:
+def read_class(course: Course) -> list[Exercise]:
     """Every exercise with every learner the gradebook, the submissions or the results know."""
     from nbgrader.api import Gradebook
 
     exercises = []
-    with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
+    with Gradebook(course.gradebook_url, course.course_id) as gradebook:
         known = {student.id for student in gradebook.students}
-        for assignment in assignments_of(course):
+        for assignment in course.assignments:
             tests, points = graded_cells(gradebook, course, assignment)
             # An exercise in another language (grader/exercises.py) lists its own learners only.
-            exercise = assignment in exercises_of(course)
+            exercise = assignment in course.exercises
             students = (
                 (known if exercise else set())
-                | folders(course / SUBMITTED, assignment)
+                | folders(course.submitted, assignment)
                 | result_files(course, assignment)
             )
             if not students and not exercise:
@@ -95,7 +82,7 @@ def read_class(course: Path = ROOT) -> list[Exercise]:
     return exercises
 
 
-def graded_cells(gradebook, course: Path, assignment: str) -> tuple[list[str], dict[str, float]]:
+def graded_cells(gradebook, course: Course, assignment: str) -> tuple[list[str], dict[str, float]]:
     from nbgrader.api import MissingEntry
 
     try:
@@ -103,34 +90,31 @@ def graded_cells(gradebook, course: Path, assignment: str) -> tuple[list[str], d
     except MissingEntry:
         return [], {}
     points = {cell.name: cell.max_score for nb in notebooks for cell in nb.grade_cells}
-    return sorted(points, key=source_order(course / SOURCE, assignment)), points
+    return sorted(points, key=source_order(course.source, assignment)), points
 
 
 def folders(root: Path, assignment: str) -> set[str]:
     return {path.parent.name for path in root.glob(f"[!.]*/{assignment}") if path.is_dir()}
 
 
-def result_files(course: Path, assignment: str) -> set[str]:
-    return {path.stem for path in (course / RESULTS / assignment).glob("*.json")}
+def result_files(course: Course, assignment: str) -> set[str]:
+    return {path.stem for path in (course.results / assignment).glob("*.json")}
 
 
-# A result file's status (grader/safegrade/results.py) as the report names it.
-RESULT_STATES = {GRADED_RESULT: GRADED, NOT_GRADABLE: NOT_GRADED, GRADER_FAILURE: GRADER_FAILED}
-
-
-def standing(gradebook, course: Path, assignment: str, student: str) -> Submission:
-    """What the gradebook and the grader's result file say of one learner's exercise."""
+def standing(gradebook, course: Course, assignment: str, student: str) -> Submission:
+    """What the gradebook and the grader's record (results.recorded) say of one learner's
+    exercise: the state and reason of the result, each failing test's message."""
     from nbgrader.api import MissingEntry
 
-    outcome = load(course / RESULTS / assignment / f"{student}.json")
-    state = RESULT_STATES.get(outcome.status, "") if outcome is not None else ""
+    outcome = recorded(course.results, student, assignment)
+    state = outcome.status if outcome is not None else None
     try:
         graded = gradebook.find_submission(assignment, student)
     except MissingEntry:
         graded = None
     reason = outcome.reason if outcome is not None else ""
     if graded is None or state in (NOT_GRADED, GRADER_FAILED):
-        submitted = (course / SUBMITTED / student / assignment).is_dir()
+        submitted = (course.submitted / student / assignment).is_dir()
         state = state or (WAITING if submitted else ABSENT)
         detail = outcome.detail if outcome is not None else ""
         return Submission(
@@ -138,7 +122,8 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
         )
     penalty = graded.late_submission_penalty or 0.0
     tests = {g.name: g.score for nb in graded.notebooks for g in nb.grades}
-    page = FEEDBACK / student / assignment / f"{assignment}.html"
+    page = course.feedback / student / assignment / f"{assignment}.html"
+    messages = outcome.messages() if outcome is not None else {}
     return Submission(
         student,
         GRADED,
@@ -146,43 +131,22 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
         seconds_late=graded.total_seconds_late or 0.0,
         penalty=penalty,
         tests=tests,
-        messages=printed_messages(course / AUTOGRADED / student / assignment),
-        feedback=str(page) if (course / page).exists() else None,
+        messages={test: shown(message) for test, message in messages.items()},  # the record's
+        # where the page is in the class data (the report links it relative to --link-base)
+        feedback=page.relative_to(course.data).as_posix() if page.exists() else None,
     )
 
 
-def printed_messages(folder: Path) -> dict[str, str]:
-    """Failing test -> the error it printed ("AssertionError: ..."), lines joined by " / ": what
-    the learner's feedback shows for it (its traceback cut to this); the cell's code is never
-    read."""
-    import nbformat
-    from nbgrader import utils
-
-    found = {}
-    for path in sorted(folder.glob("*.ipynb")):
-        try:
-            cells = nbformat.read(path, as_version=4).cells
-        except Exception:  # noqa: BLE001 - an unreadable notebook has no messages to group
-            continue
-        for cell in cells:
-            if not (utils.is_grade(cell) and cell.cell_type == "code"):
-                continue
-            got, top = utils.determine_grade(cell)
-            if got != top:
-                found[cell.metadata.nbgrader["grade_id"]] = first_error(cell)
-    return found
-
-
-def first_error(cell) -> str:
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            text = ": ".join(filter(None, (output.get("ename"), output.get("evalue"))))
-            lines = [" ".join(line.split()) for line in str(text).split("\n")]
-            shown = " / ".join(line for line in lines if line)
-            if len(shown) > (cap := LIMITS.report_message_chars):
-                shown = shown[:cap] + "..."
-            return shown or "an error without a message"
-    return "no error printed (the test's points were not given)"
+def shown(message: str) -> str:
+    """A failing test's message ("AssertionError: ..."), its lines joined by " / " and cut: what
+    the learner's feedback shows of it."""
+    if not message:
+        return "no error printed (the test's points were not given)"
+    lines = [" ".join(line.split()) for line in message.split("\n")]
+    text = " / ".join(line for line in lines if line)
+    if len(text) > (cap := LIMITS.report_message_chars):
+        text = text[:cap] + "..."
+    return text or "an error without a message"
 
 
 def read_progress(source: str | None) -> dict[str, dict]:
@@ -223,13 +187,11 @@ def write_csv(path: Path, rows: list[list[object]]) -> Path:
 
 
 def learner_csv(exercise: Exercise, progress: dict[str, dict]) -> list[list[object]]:
-    head = ["student_id", "state", "score", "max_score", "seconds_late", "late_penalty"]
-    rows = [head + exercise.tests + ["tryits_passed", "reason"]]
+    """A row per learner, in the columns of LEARNER_COLUMNS the CSV shows."""
+    columns = learner_columns(exercise, False, progress)
+    rows = [[column.name for column in columns]]
     for s in exercise.submissions:
-        row = [s.student, s.state, points(s.score), points(exercise.max_score)]
-        row += [f"{s.seconds_late:.0f}" if s.seconds_late > 0 else "", points(s.penalty or None)]
-        row += [points(s.tests.get(test)) if s.state == GRADED else "" for test in exercise.tests]
-        rows.append(row + [tryit_totals(progress, s.student), s.reason])
+        rows.append([c.text(Row(exercise, s, progress, c.test)) for c in columns])
     return rows
 
 
@@ -246,7 +208,9 @@ def tests_csv(exercise: Exercise) -> list[list[object]]:
 # ----------------------------------------------------------------------------- command
 
 
-def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "..") -> list[Path]:
+def build(
+    course: Course, out: Path, progress: dict[str, dict], link_base: str = ".."
+) -> list[Path]:
     """Write the page and the CSV files into `out`; returns their paths."""
     exercises = read_class(course)
     out.mkdir(parents=True, exist_ok=True)
@@ -260,16 +224,18 @@ def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
+    parser.add_argument(
+        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
     parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
-    course = args.course.resolve()
-    if not (course / GRADEBOOK).exists():
+    course = Course.configured(args.course.resolve())
+    if not course.gradebook.exists():
         print(
-            f"report: no gradebook at {course / GRADEBOOK}: run make autograde first",
+            f"report: no gradebook at {course.gradebook}: run make autograde first",
             file=sys.stderr,
         )
         return 1
@@ -277,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stdout:
         sys.stdout.write(page(read_class(course), progress, args.link_base))
         return 0
-    for path in build(course, args.out or course / REPORTS, progress, args.link_base):
+    for path in build(course, args.out or course.reports, progress, args.link_base):
         print(f"wrote {os.path.relpath(path)}")
     return 0
 

@@ -5,12 +5,15 @@ standing on each exercise, and the numbers drawn from them.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
-# What a submission of an exercise came to; "graded" is the only state with a score.
-GRADED, NOT_GRADED, GRADER_FAILED = "graded", "could not be graded", "grader failed"
-WAITING, ABSENT = "not graded yet", "not submitted"
-STATES = (GRADED, NOT_GRADED, GRADER_FAILED, WAITING, ABSENT)
+from grader.safegrade.results import State
+
+# What a submission of an exercise came to (the result files' vocabulary); GRADED alone has a score.
+GRADED, NOT_GRADED, GRADER_FAILED = State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED
+WAITING, ABSENT = State.WAITING, State.ABSENT
+STATES = tuple(State)
 
 
 @dataclass
@@ -18,7 +21,7 @@ class Submission:
     """One learner's standing on one exercise."""
 
     student: str
-    state: str
+    state: State
     score: float | None = None  # after the late penalty
     seconds_late: float = 0.0
     penalty: float = 0.0
@@ -26,7 +29,7 @@ class Submission:
     messages: dict[str, str] = field(default_factory=dict)  # failing test -> what it printed
     reason: str = ""  # the grader's one line, for a submission it could not grade
     detail: str = ""  # the error behind it (one click away on the page)
-    feedback: str | None = None  # the feedback page, relative to the course
+    feedback: str | None = None  # the feedback page, relative to the class data
 
 
 @dataclass
@@ -39,6 +42,76 @@ class Exercise:
     @property
     def max_score(self) -> float:
         return sum(self.points.values())
+
+
+@dataclass(frozen=True)
+class Row:
+    """What a cell of a learners' table is drawn from."""
+
+    exercise: Exercise
+    s: Submission
+    progress: dict[str, dict]
+    test: str = ""  # the test of a column per test
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the learners' tables: the CSV (a row per learner) and the page's table both
+    come from LEARNER_COLUMNS, so a column is one row there."""
+
+    name: str  # the CSV's heading ("" : not in the CSV; "{test}": the test's name)
+    label: str  # the page's heading ("" : not on the page)
+    text: Callable[[Row], str]
+    sort: Callable[[Row], object] | None = None  # the page sorts by this number, not the text
+    page_text: Callable[[Row], str] | None = None  # the page's text, when not the CSV's
+    per_test: bool = False  # one column per test of the exercise
+    with_progress: bool = False  # on the page only when the report has try-it progress
+    kind: str = "text"  # "learner": the row's heading; "link": a link to the learner's feedback
+    test: str = ""  # the test of one of a column's copies per test
+
+    def of(self, exercise: Exercise) -> list[Column]:
+        """This column, or one per test, with its test's name as its headings."""
+        if not self.per_test:
+            return [self]
+        return [replace(self, name=t, label=t, per_test=False, test=t) for t in exercise.tests]
+
+
+def points_of_test(row: Row) -> float | None:
+    return row.s.tests.get(row.test) if row.s.state == GRADED else None
+
+
+def seconds_late(row: Row) -> str:
+    return f"{row.s.seconds_late:.0f}" if row.s.seconds_late > 0 else ""
+
+
+def tryits(row: Row) -> str:
+    return tryit_totals(row.progress, row.s.student)
+
+
+LEARNER_COLUMNS = [
+    Column("student_id", "learner", lambda r: r.s.student, kind="learner"),
+    Column("state", "state", lambda r: r.s.state.label),
+    Column("score", "score", lambda r: points(r.s.score),
+           sort=lambda r: r.s.score if r.s.state == GRADED else -1),
+    Column("max_score", "", lambda r: points(r.exercise.max_score)),
+    Column("seconds_late", "late", seconds_late, sort=lambda r: r.s.seconds_late,
+           page_text=lambda r: late_text(r.s.seconds_late)),
+    Column("late_penalty", "penalty", lambda r: points(r.s.penalty or None),
+           sort=lambda r: r.s.penalty),
+    Column("{test}", "{test}", lambda r: points(points_of_test(r)), per_test=True,
+           sort=lambda r: -1 if points_of_test(r) is None else points_of_test(r)),
+    Column("tryits_passed", "try-its passed", tryits, with_progress=True,
+           sort=lambda r: tryits(r).split("/")[0] if tryits(r) else -1),
+    Column("", "feedback", lambda r: r.s.feedback or "", kind="link"),
+    Column("reason", "", lambda r: r.s.reason),
+]  # fmt: skip
+
+
+def learner_columns(exercise: Exercise, page: bool, progress: dict) -> list[Column]:
+    """The columns of the CSV (page False) or of the page's table, one per test expanded."""
+    shown = (lambda c: c.label and (progress or not c.with_progress)) if page else lambda c: c.name
+    kept = [column for column in LEARNER_COLUMNS if shown(column)]
+    return [one for column in kept for one in column.of(exercise)]
 
 
 def graded(exercise: Exercise) -> list[Submission]:

@@ -8,23 +8,21 @@ import base64
 import hashlib
 import html
 import io
-from pathlib import Path
 
-from grader.course_grader import CLASSDATA
 from grader.report_model import (
-    GRADED,
     GRADER_FAILED,
     NOT_GRADED,
     STATES,
+    Column,
     Exercise,
+    Row,
     Submission,
     counts,
     graded,
-    late_text,
+    learner_columns,
     points,
     stalled_tryits,
     test_rows,
-    tryit_totals,
 )
 
 
@@ -72,7 +70,7 @@ def page(exercises: list[Exercise], progress: dict[str, dict], link_base: str = 
 def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: str) -> str:
     name = html.escape(exercise.name)
     found = counts(exercise)
-    summary = "".join(f"<tr><th scope='row'>{s}</th><td>{found[s]}</td></tr>" for s in STATES)
+    summary = "".join(f"<tr><th scope='row'>{s.label}</th><td>{found[s]}</td></tr>" for s in STATES)
     late = [s for s in exercise.submissions if s.seconds_late > 0]
     summary += f"<tr><th scope='row'>late</th><td>{len(late)}</td></tr>"
     parts = [f'<section aria-labelledby="h-{name}"><h2 id="h-{name}">{name}</h2>']
@@ -91,8 +89,8 @@ def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: s
 
 def problem_item(s: Submission) -> str:
     """A submission the grader did not grade: who, why in plain words, the error one click away."""
-    reason = s.reason.removeprefix(f"{NOT_GRADED}: ")
-    item = f"<strong>{html.escape(s.student)}</strong> ({s.state}): {html.escape(reason)}"
+    reason = s.reason.removeprefix(f"{NOT_GRADED.label}: ")
+    item = f"<strong>{html.escape(s.student)}</strong> ({s.state.label}): {html.escape(reason)}"
     if s.detail:
         item += (
             f"<details><summary>the error</summary><code>{html.escape(s.detail)}</code></details>"
@@ -126,14 +124,12 @@ TEST_HEADS = ("test", "points", "passed", "pass rate", "mean points", "failure m
 
 
 def learners_table(exercise: Exercise, progress: dict[str, dict], link_base: str) -> str:
-    heads = ["learner", "state", "score", "late", "penalty", *exercise.tests]
-    heads += ["try-its passed"] if progress else []
-    heads.append("feedback")
+    columns = learner_columns(exercise, True, progress)
     head = "".join(
-        f"<th scope='col' aria-sort='none'><button type='button'>{breakable(h)}</button></th>"
-        for h in heads
+        f"<th scope='col' aria-sort='none'><button type='button'>{breakable(c.label)}</button></th>"
+        for c in columns
     )
-    body = [learner_row(exercise, s, progress, link_base) for s in exercise.submissions]
+    body = [learner_row(exercise, s, progress, columns, link_base) for s in exercise.submissions]
     caption = f"Learners of {html.escape(exercise.name)} (click a heading to sort)"
     return (
         f"<table class='sortable'><caption>{caption}</caption><thead><tr>{head}</tr></thead>"
@@ -146,30 +142,28 @@ def breakable(text: str) -> str:
     return html.escape(text).replace("_", "_<wbr>")
 
 
-def learner_row(exercise: Exercise, s: Submission, progress: dict, link_base: str) -> str:
-    def cell(text: str, key: object = None) -> str:
-        sort = "" if key is None else f" data-sort='{html.escape(str(key))}'"
-        return f"<td{sort}>{html.escape(text)}</td>"
+def learner_row(
+    exercise: Exercise, s: Submission, progress: dict, columns: list[Column], link_base: str
+) -> str:
+    return "<tr>" + "".join(
+        page_cell(column, Row(exercise, s, progress, column.test), link_base) for column in columns
+    ) + "</tr>"  # fmt: skip
 
-    is_graded = s.state == GRADED
-    cells = [f"<th scope='row'>{html.escape(s.student)}</th>", cell(s.state)]
-    cells.append(cell(points(s.score), s.score if is_graded else -1))
-    cells.append(cell(late_text(s.seconds_late), s.seconds_late))
-    cells.append(cell(points(s.penalty or None), s.penalty))
-    for test in exercise.tests:
-        got = s.tests.get(test) if is_graded else None
-        cells.append(cell(points(got), -1 if got is None else got))
-    if progress:
-        passed = tryit_totals(progress, s.student)
-        cells.append(cell(passed, passed.split("/")[0] if passed else -1))
-    if s.feedback:
-        within = Path(s.feedback).relative_to(CLASSDATA).as_posix()  # feedback/<student>/...
-        href = html.escape(f"{link_base}/{within}", quote=True)
-        label = f"feedback of {html.escape(s.student)}"
-        cells.append(f'<td><a href="{href}" aria-label="{label}">feedback</a></td>')
-    else:
-        cells.append("<td></td>")
-    return "<tr>" + "".join(cells) + "</tr>"
+
+def page_cell(column: Column, row: Row, link_base: str) -> str:
+    """One cell of the learners' table, escaped: the learner's heading, the link to their
+    feedback, or text (with the number it sorts by)."""
+    text = (column.page_text or column.text)(row)
+    if column.kind == "learner":
+        return f"<th scope='row'>{html.escape(text)}</th>"
+    if column.kind == "link":
+        if not text:
+            return "<td></td>"
+        href = html.escape(f"{link_base}/{text}", quote=True)  # text: feedback/<student>/...
+        label = f"{html.escape(column.label)} of {html.escape(row.s.student)}"
+        return f'<td><a href="{href}" aria-label="{label}">{html.escape(column.label)}</a></td>'
+    key = "" if column.sort is None else f" data-sort='{html.escape(str(column.sort(row)))}'"
+    return f"<td{key}>{html.escape(text)}</td>"
 
 
 def tryit_section(progress: dict[str, dict]) -> str:

@@ -5,6 +5,7 @@ and no serious axe-core violation."""
 from __future__ import annotations
 
 import csv
+import html
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def test_numbers_per_test_and_state():
     assert found["test_b"]["passed"] == 1 and found["test_b"]["mean_points"] == pytest.approx(5 / 3)
     assert found["test_b"]["messages"] == [(MESSAGE, 2)]
     counts = report.counts(exercise)
-    assert counts == {GRADED: 3, NOT_GRADED: 1, GRADER_FAILED: 1, "not graded yet": 0, ABSENT: 1}
+    assert counts == {GRADED: 3, NOT_GRADED: 1, GRADER_FAILED: 1, report.WAITING: 0, ABSENT: 1}
 
 
 def test_learner_text_is_escaped_in_the_page_and_inert_in_the_csv(tmp_path):
@@ -134,7 +135,7 @@ def wide_class() -> list[Exercise]:
     exercises = []
     for exercise, tests in names.items():
         top = dict.fromkeys(tests, 2.0)
-        page = f"classdata/feedback/x/{exercise}/{exercise}.html"
+        page = f"feedback/x/{exercise}/{exercise}.html"
         rows = [
             Submission(
                 f"learner{i:02d}_from_section_b", GRADED, 7.0, 3600 * 30, 1.0, top, {}, "", "", page
@@ -182,3 +183,31 @@ def test_the_learners_table_fits_1400_px_and_the_error_is_one_click_away(tmp_pat
         assert "NotJSONError" in problem.locator("code").inner_text()
         tab.screenshot(path=artifacts / "report-1400px.png", full_page=True)
         browser.close()
+
+
+def test_a_new_learner_column_is_one_row_and_shows_in_the_csv_and_the_page(monkeypatch):
+    """The learners' CSV and the page's learners table come from one column table: a column
+    added as one row there appears in both, with the same text, after the same column."""
+    from grader import report_model
+    from grader.report_model import Column, Row
+
+    mark = lambda row: f"<{row.s.student}> late {row.s.seconds_late:.0f}"  # noqa: E731
+    at = next(i for i, c in enumerate(report_model.LEARNER_COLUMNS) if c.name == "score") + 1
+    columns = list(report_model.LEARNER_COLUMNS)
+    columns.insert(at, Column("late_mark", "late mark", mark))
+    monkeypatch.setattr(report_model, "LEARNER_COLUMNS", columns)
+    exercise = made_up_class()[0]
+    rows = report.learner_csv(exercise, {})
+    where = rows[0].index("late_mark")
+    assert rows[0][where - 1] == "score"
+    marks = [mark(Row(exercise, s, {})) for s in exercise.submissions]
+    assert [row[where] for row in rows[1:]] == marks
+    page = report.page([exercise], {})
+    assert ">late mark</button>" in page
+    assert all(f"<td>{html.escape(text)}</td>" in page for text in marks)
+    assert "&lt;ben&gt; late 0" in page and f"{HOSTILE} late 108000" not in page
+    heads = page.split("<table class='sortable'>")[1].split("</thead>")[0]
+    assert heads.index(">score<") < heads.index(">late mark<") < heads.index(">late<")
+    monkeypatch.setattr(report_model, "LEARNER_COLUMNS", columns[:at] + columns[at + 1 :])
+    assert "late_mark" not in report.learner_csv(exercise, {})[0]
+    assert "late mark" not in report.page([exercise], {})

@@ -101,7 +101,7 @@ def test_other_objects_become_opaque():
         {"dict": [[{"list": []}, 1]]},
         {"nonsense": 1},
         [1, 2],
-        {"list": [0] * (data.MAX_ITEMS + 1)},
+        {"list": [0] * (LIMITS.data_items + 1)},
     ],
 )
 def test_malformed_or_oversized_data_is_refused(bad):
@@ -111,12 +111,12 @@ def test_malformed_or_oversized_data_is_refused(bad):
 
 def test_nesting_is_capped_both_ways():
     deep: list = []
-    for _ in range(data.MAX_DEPTH + 5):
+    for _ in range(LIMITS.data_depth + 5):
         deep = [deep]
     with pytest.raises(data.DataError):
         data.encode(deep)
     encoded = 0
-    for _ in range(data.MAX_DEPTH + 5):
+    for _ in range(LIMITS.data_depth + 5):
         encoded = {"list": [encoded]}
     with pytest.raises(data.DataError):
         data.decode(encoded)
@@ -224,7 +224,7 @@ def test_a_cut_off_or_oversized_frame_fails_its_cell():
     stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
     records = read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
-    huge = frames({"cell": 0}) + (runner.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
+    huge = frames({"cell": 0}) + (LIMITS.frame_bytes + 1).to_bytes(4, "big") + b"n1"
     assert rejected(read_records(huge, 2, "n1"), 1)
 
 
@@ -473,38 +473,47 @@ class AutogradedCourse:
 
 def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_path):
     failed = nbformat.v4.new_output("error", ename="AssertionError", evalue="Not yet: 3 != 4")
+    forged = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     stopped = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     cells = [graded_cell("test_a", 2), graded_cell("test_b", 3, failed)]
-    nb = nbformat.v4.new_notebook(cells=[*cells, graded_cell("test_c", 5, stopped)])
-    folder = tmp_path / "autograded" / "ann" / "hw"
-    folder.mkdir(parents=True)
-    nbformat.write(nb, folder / "hw.ipynb")
+    cells += [graded_cell("test_c", 5, stopped), graded_cell("test_d", 1, forged)]
     course = AutogradedCourse(tmp_path)
+    # test_c has no record (the submission stopped first); test_d printed "not run" itself
+    tests = [results.tested(cell, ran=cell is not cells[2]) for cell in cells]
+    results.save_tests(course, "ann", "hw", tests)
     got = results.read_result(course, "ann", "hw", [], ["a note"])
-    assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 10.0)
+    assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 11.0)
     assert [(t.name, t.points, t.max_points, t.status) for t in got.tests] == [
         ("test_a", 2.0, 2.0, results.PASSED),
         ("test_b", 0.0, 3.0, results.FAILED),
         ("test_c", 0.0, 5.0, results.NOT_RUN),
+        ("test_d", 0.0, 1.0, results.FAILED),
     ]
     assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
-    assert got.reason.startswith("2/10: 2 of 3 tests failed: test_b: AssertionError")
+    assert got.reason.startswith("2/11: 3 of 4 tests failed: test_b: AssertionError")
     path = results.result_path(course, "ann", "hw")
+    plain = results.recorded(path.parent.parent, "ann", "hw")  # graded without make autograde
+    assert (plain.status, plain.score, plain.tests) == (results.GRADED, 2.0, tests)
     results.save(got, path)
     assert results.load(path) == got  # the file round-trips, typed
+    assert results.recorded(path.parent.parent, "ann", "hw") == got
     failure = results.grader_failed(got, ["SandboxError: bubblewrap is missing"])
     assert failure.status == results.GRADER_FAILED and failure.score is None
-    assert failure.max_score == 10.0 and "the grader failed" in failure.reason
+    assert failure.max_score == 11.0 and "the grader failed" in failure.reason
     results.save(failure, path)
     assert json.loads(path.read_text())["score"] is None  # never a 0 the submission did not earn
     unreadable = results.read_result(course, "ann", "hw", ["NotJSONError: bad"], [])
-    assert (unreadable.status, unreadable.score) == (results.NOT_GRADABLE, 2.0)
+    assert (unreadable.status, unreadable.score, unreadable.tests) == (results.NOT_GRADABLE, 0, [])
 
 
 def test_a_result_file_of_another_shape_is_not_read(tmp_path):
     path = tmp_path / "hw" / "ann.json"
     path.parent.mkdir()
-    for text in ("not json", "[]", '{"status": "done"}', '{"status": "graded", "tests": [{}]}'):
+    bad_test = '{"name": "t", "points": 1, "max_points": 1, "status": "not run"}'
+    for text in (
+        "not json", "[]", '{"status": "done"}', '{"status": "graded", "tests": [{}]}',
+        '{"status": "waiting"}', f'{{"status": "graded", "tests": [{bad_test}]}}',
+    ):  # fmt: skip
         path.write_text(text)
         assert results.load(path) is None, text
     path.write_text('{"status": "error"}')  # what older files held: read, with defaults

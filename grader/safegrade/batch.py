@@ -25,7 +25,7 @@ import tempfile
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import VERSION
@@ -44,6 +44,7 @@ from .results import (
     read_result,
     result_path,
     save,
+    tests_path,
 )
 from .sandbox import Limits, memory_limit_in_force
 from .session import GradingSession
@@ -168,6 +169,7 @@ def grade_one(
         converter = Autograde(coursedir=coursedir, config=config, log=log)
         converter.force = True
         session.grader_failed.discard((student, assignment))
+        tests_path(course, student, assignment).unlink(missing_ok=True)  # written afresh
         try:
             converter.start()
         except Exception as exc:  # noqa: BLE001 - nbgrader's failure for this submission only
@@ -228,7 +230,7 @@ def find_submissions(course) -> list[tuple[str, str]]:
 
 
 def batch_key(folders: list[Path], limits: Limits) -> str:
-    digest = hashlib.sha256(json.dumps([VERSION, asdict(limits)], sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps([VERSION, limits.values()], sort_keys=True).encode())
     for folder in folders:
         for path in sorted(folder.iterdir()):
             if path.is_file() and path.suffix in (".ipynb", ".py"):

@@ -34,10 +34,9 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Instance, List
 
-from . import checking, wording
+from . import checking, results, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
-from .limits import GradingLimits
 from .pool import Pool
 from .records import read_records
 from .sandbox import Limits, SandboxError, memory_limit_in_force
@@ -104,13 +103,17 @@ class ResilientExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._died_in: str | None = None
-        return super().preprocess(nb, resources, km)
+        self._not_run: set[int] = set()  # the index of each cell the dead kernel never ran
+        nb, resources = super().preprocess(nb, resources, km)
+        record_tests(self.config, resources, nb, self._not_run)
+        return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
         if self._died_in is not None:
             cell.outputs = [error_output("DeadKernelError", f"not run: {self._died_in}")]
+            self._not_run.add(index)
             return cell, resources
         try:
             return super().preprocess_cell(cell, resources, index)
@@ -118,6 +121,19 @@ class ResilientExecute(Execute):
             self._died_in = f"the kernel died in an earlier cell ({first_line(cell.source)})"
             cell.outputs.append(error_output("DeadKernelError", "the kernel died in this cell"))
             return cell, resources
+
+
+def record_tests(config, resources, nb, not_run: set[int]) -> None:
+    """Each graded cell's status and message, recorded where its verdict is known: from the
+    outputs this process gave it; not run when the submission never reached it (``not_run``:
+    the indexes of such cells), never because of what a message says (results.save_tests)."""
+    info, course = resources["nbgrader"], CourseDirectory(config=config)
+    graded = [
+        (k, cell) for k, cell in enumerate(nb.cells)
+        if cell.cell_type == "code" and utils.is_grade(cell)
+    ]  # fmt: skip
+    tests = [results.tested(cell, k not in not_run) for k, cell in graded]
+    results.save_tests(course, info["student"], info["assignment"], tests)
 
 
 def in_language_of(assignment: str):
@@ -158,7 +174,7 @@ class SandboxExecute(ResilientExecute):
         super().__init__(**kwargs)
         # Every limit is GradingLimits' (grader/nbgrader_config.py); nbgrader's Execute.timeout
         # follows its cell_timeout, for the unsandboxed path too.
-        self.grading_limits = GradingLimits(config=self.config)
+        self.grading_limits = Limits(config=self.config)
         self.timeout = int(self.grading_limits.cell_timeout)
 
     def preprocess(self, nb, resources=None, km=None):
@@ -189,6 +205,9 @@ class SandboxExecute(ResilientExecute):
         told = in_language_of(info["assignment"])
         for index, cell in enumerate(cells):
             cell.outputs = told(outputs(cell, records.get(index), missing, verdicts.get(index)))
+        at = {id(cell): index for index, cell in enumerate(nb.cells)}
+        unrun = {at[id(cell)] for k, cell in enumerate(cells) if is_test(cell) and k not in records}
+        record_tests(self.config, resources, nb, unrun)
         return nb, resources
 
     def submission_job(self, cells: list, submitted: str, seed: int) -> tuple[dict, list]:
@@ -236,8 +255,7 @@ class SandboxExecute(ResilientExecute):
         return {i: checking.verdict_of(found.get(k), why) for k, i in enumerate(tested)}
 
     def limits(self) -> Limits:
-        names = ("cell_timeout", "budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
-        return Limits(**{name: getattr(self.grading_limits, name) for name in names})
+        return self.grading_limits
 
     def run_job(self, job: dict, blobs: list) -> tuple[bytearray, str]:
         """The records the job's sandboxed process sent, and the job's nonce; a sandbox that

@@ -1,41 +1,100 @@
 """A submission's result file, ``<autograded>/.safegrade/<assignment>/<student>.json``: typed
-per-test results (like PrairieLearn's results.json) and the submission's status, which tells
+per-test results (like PrairieLearn's results.json) and the submission's state, which tells
 "graded" (the score is what the tests earned, 0 included) from "error" (the submission could not
 be graded: nbgrader could not read it, or it has no graded cell; nbgrader scores it 0) and
 "grader-error" (the grader failed, not the submission: no score is recorded). The export, the
-class report and `make autograde`'s summary read it through ``load``.
+class report and `make autograde`'s summary read it through ``load``; the report reads a test's
+message from it, never from a notebook.
+
+Each test's status and message are recorded where the verdict is known: the grading process's
+Execute step (preprocessors.py), from the outputs it made of the sandbox's records and the checks'
+verdicts, writes them to ``<autograded>/.safegrade/.tests/<assignment>/<student>.json``
+(``save_tests``), before nbgrader scores the cells; ``read_result`` builds the result file from
+that record and nbgrader's errors. A test is "not run" when its cell has no record (the
+submission stopped first), never because of what its message says.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 
 from .data import clean_text
 from .limits import LIMITS
 
-GRADED, NOT_GRADABLE, GRADER_FAILED = "graded", "error", "grader-error"
-PASSED, FAILED, NOT_RUN = "passed", "failed", "not-run"  # a test's status
+
+class State(StrEnum):
+    """What one learner's submission of an exercise came to: the one vocabulary of the result
+    file (its values), the export and the class report (their words: ``label``, ``cell``)."""
+
+    GRADED = "graded"  # the only state with a score
+    NOT_GRADABLE = "error"
+    GRADER_FAILED = "grader-error"
+    WAITING = "waiting"  # submitted, no result yet (the report's; never in a result file)
+    ABSENT = "absent"  # nothing submitted (the report's; never in a result file)
+
+    @property
+    def label(self) -> str:
+        """The state in the class report's words."""
+        return _LABELS[self]
+
+    @property
+    def cell(self) -> str:
+        """What a cell of the grades export says of a submission in this state, graded or not."""
+        return _CELLS[self]
+
+
+_LABELS = {
+    State.GRADED: "graded", State.NOT_GRADABLE: "could not be graded",
+    State.GRADER_FAILED: "grader failed", State.WAITING: "not graded yet",
+    State.ABSENT: "not submitted",
+}  # fmt: skip
+_CELLS = {State.NOT_GRADABLE: "could not grade", State.GRADER_FAILED: "grader failed"}
+RESULT_STATES = (State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED)  # a result file's
+GRADED, NOT_GRADABLE, GRADER_FAILED = State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED
+
+
+class Outcome(StrEnum):
+    """What one test came to."""
+
+    PASSED = "passed"
+    FAILED = "failed"  # it ran and earned less than its points
+    NOT_RUN = "not-run"  # the submission stopped before its cell (the cell has no record)
+
+
+PASSED, FAILED, NOT_RUN = Outcome.PASSED, Outcome.FAILED, Outcome.NOT_RUN
 
 
 @dataclass(frozen=True)
 class TestResult:
     """One graded cell: its points (of max_points), and why it earned less."""
 
+    __test__ = False  # not a pytest class
+
     name: str  # nbgrader's grade_id
     points: float
     max_points: float
-    status: str  # PASSED, FAILED (it ran and earned less), NOT_RUN (the submission stopped first)
+    status: Outcome
     message: str = ""  # the error it printed, when it did not pass
+
+    @classmethod
+    def of(cls, data: dict) -> TestResult:
+        """A test from its JSON (TypeError or ValueError when it is not one)."""
+        found = cls(**data)
+        status = Outcome(found.status)
+        if not isinstance(found.name, str) or not isinstance(found.message, str):
+            raise TypeError("a test's name and message are text")
+        return cls(found.name, float(found.points), float(found.max_points), status, found.message)
 
 
 @dataclass(frozen=True)
 class SubmissionResult:
     student: str
     assignment: str
-    status: str  # GRADED, NOT_GRADABLE or GRADER_FAILED
+    status: State  # GRADED, NOT_GRADABLE or GRADER_FAILED
     score: float | None  # None when the grader failed
     max_score: float
     reason: str  # one line, as make autograde prints it
@@ -47,6 +106,10 @@ class SubmissionResult:
     def as_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
 
+    def messages(self) -> dict[str, str]:
+        """Each test that did not pass -> the message its learner read."""
+        return {t.name: t.message for t in self.tests if t.status != PASSED}
+
 
 def load(path: Path) -> SubmissionResult | None:
     """The result file at path, or None when there is none or it is not one."""
@@ -54,18 +117,16 @@ def load(path: Path) -> SubmissionResult | None:
         found = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(found, dict) or found.get("status") not in (
-        GRADED, NOT_GRADABLE, GRADER_FAILED
-    ):  # fmt: skip
+    if not isinstance(found, dict) or found.get("status") not in RESULT_STATES:
         return None
     known = SubmissionResult.__dataclass_fields__
     given = {name: value for name, value in found.items() if name in known and name != "tests"}
     given = {"student": path.stem, "assignment": path.parent.name} | given
     given = {"score": None, "max_score": 0.0, "reason": ""} | given
     try:
-        tests = [TestResult(**test) for test in found.get("tests", [])]
-        return SubmissionResult(**given, tests=tests)
-    except TypeError:  # written by another version of the grader
+        tests = [TestResult.of(test) for test in found.get("tests", [])]
+        return SubmissionResult(**given | {"status": State(found["status"])}, tests=tests)
+    except (TypeError, ValueError):  # written by another version of the grader
         return None
 
 
@@ -85,8 +146,10 @@ def save(result: SubmissionResult, path: Path) -> None:
 def read_result(
     course, student: str, assignment: str, errors: list[str], notes: list[str]
 ) -> SubmissionResult:
-    """The typed result, from the autograded notebooks nbgrader wrote and its errors."""
-    tests = read_tests(Path(course.format_path(course.autograded_directory, student, assignment)))
+    """The typed result, from the tests' record the grading process wrote (``save_tests``)
+    and the errors nbgrader raised (with errors, nbgrader recorded no grade: no test counts)."""
+    recorded = [] if errors else load_tests(tests_path(course, student, assignment))
+    tests = recorded or []
     score, most = sum(t.points for t in tests), sum(t.max_points for t in tests)
     failed = [f"{t.name}: {t.message}" for t in tests if t.status != PASSED]
     detail = telling_line(errors) if errors else "no graded cell in the autograded notebook"
@@ -145,30 +208,32 @@ def grader_failed(result: SubmissionResult, errors: list[str]) -> SubmissionResu
     )  # fmt: skip
 
 
-def read_tests(folder: Path) -> list[TestResult]:
-    """Each graded code cell of the autograded notebooks, as nbgrader scores it."""
-    import nbformat
+def tested(cell, ran: bool) -> TestResult:
+    """A graded cell's result, as nbgrader will score the outputs the grading process gave it:
+    not run when the submission stopped before it (``ran`` is False: its cell has no record)."""
     from nbgrader import utils
 
-    cells = [
-        cell for path in sorted(folder.glob("*.ipynb")) for cell in nbformat.read(path, 4).cells
-    ]
-    tests = []
-    for cell in (c for c in cells if utils.is_grade(c) and c.cell_type == "code"):
-        got, top = utils.determine_grade(cell)
-        message = first_error(cell)
-        status = PASSED if got == top else NOT_RUN if is_not_run(cell) else FAILED
-        name = cell.metadata.nbgrader["grade_id"]
-        tests.append(TestResult(name, float(got or 0), float(top), status, message))
-    return tests
+    got, top = utils.determine_grade(cell)
+    status = NOT_RUN if not ran else PASSED if got == top else FAILED
+    name = cell.metadata.nbgrader["grade_id"]
+    return TestResult(name, float(got or 0), float(top), status, first_error(cell))
 
 
-def is_not_run(cell) -> bool:
-    """Whether the submission stopped before this test ran (verdicts.stopped wrote why)."""
-    return any(
-        o.output_type == "error" and str(o.get("evalue", "")).startswith("not run")
-        for o in cell.outputs
-    )
+def save_tests(course, student: str, assignment: str, tests: list[TestResult]) -> None:
+    """The tests' record of a submission, written by the grading process that computed it."""
+    text = json.dumps([asdict(test) for test in tests], indent=1)
+    path = tests_path(course, student, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_text(text)
+    os.replace(path.with_suffix(".tmp"), path)
+
+
+def load_tests(path: Path) -> list[TestResult] | None:
+    """The tests' record at path; None when there is none or it is not one."""
+    try:
+        return [TestResult.of(test) for test in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def first_error(cell) -> str:
@@ -197,3 +262,27 @@ def last_line(errors: list[str]) -> str:
 def result_path(course, student: str, assignment: str) -> Path:
     root = Path(course.format_path(course.autograded_directory, ".", ".")).resolve()
     return root / ".safegrade" / assignment / f"{student}.json"
+
+
+def tests_path(course, student: str, assignment: str) -> Path:
+    """Where the grading process records a submission's tests (a folder no assignment has)."""
+    return (
+        result_path(course, student, assignment).parent.parent
+        / ".tests"
+        / assignment
+        / (f"{student}.json")
+    )
+
+
+def recorded(results: Path, student: str, assignment: str) -> SubmissionResult | None:
+    """What the grader recorded of a submission (results: <autograded>/.safegrade): its result
+    file, its tests as the process that graded it last recorded them (the formgrader's button
+    and plain nbgrader write no result file), or None."""
+    found = load(results / assignment / f"{student}.json")
+    tests = load_tests(results / ".tests" / assignment / f"{student}.json")
+    if tests is None or (found is not None and found.status != GRADED):
+        return found
+    if found is not None:
+        return replace(found, tests=tests)
+    score, most = sum(t.points for t in tests), sum(t.max_points for t in tests)
+    return SubmissionResult(student, assignment, GRADED, score, most, "", tests)
