@@ -18,9 +18,9 @@ import ast
 import contextlib
 import inspect
 import textwrap
-from unittest import mock
 from dataclasses import dataclass
 from itertools import pairwise
+from unittest import mock
 
 import torch
 from torch import nn
@@ -85,8 +85,14 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
 def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:
     """What Dynamo hands a backend for `model`: its graph and example inputs (one compile)."""
     handed = []
+
+    def keep(gm, inputs):
+        handed.append((gm, inputs))
+        return gm.forward
+
     torch.compiler.reset()
-    torch.compile(model, backend=lambda gm, inputs: handed.append((gm, inputs)) or gm.forward)(x)
+    with unprofiled_guards():
+        torch.compile(model, backend=keep)(x)
     return handed[0]
 
 
