@@ -18,10 +18,6 @@ from dataclasses import dataclass
 
 from .limits import LIMITS
 
-MAX_ITEMS = LIMITS.data_items  # values in one probe result
-MAX_DEPTH = LIMITS.data_depth
-MAX_TENSOR_BYTES = LIMITS.tensor_bytes
-MAX_REPR = LIMITS.repr_chars
 DTYPES = (
     "float16 bfloat16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 bool"
 ).split()
@@ -65,7 +61,7 @@ def type_name(value: object) -> str:
 
 def safe_repr(value: object) -> str:
     try:
-        return clean_text(repr(value), MAX_REPR)
+        return clean_text(repr(value), LIMITS.repr_chars)
     except BaseException as exc:  # noqa: BLE001 - a learner's __repr__ may raise anything
         return f"<{type_name(value)} whose repr raised {type(exc).__name__}>"
 
@@ -111,14 +107,17 @@ def spreadsheet_cell(value: object) -> object:
 
 def encode(value: object) -> object:
     """A JSON-ready form of value (sandbox side); raises DataError when it is too large."""
-    budget = [MAX_ITEMS]
+    budget = [LIMITS.data_items]
     return _encode(value, 0, budget)
 
 
 def _encode(value, depth: int, budget: list[int]):
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise DataError(f"the value has over {MAX_ITEMS} parts or is nested over {MAX_DEPTH} deep")
+    if budget[0] < 0 or depth > LIMITS.data_depth:
+        raise DataError(
+            f"the value has over {LIMITS.data_items} parts or is nested over "
+            f"{LIMITS.data_depth} deep"
+        )
     kind = type(value)
     if value is None or kind in (bool, int, str):
         return value
@@ -169,8 +168,8 @@ def _encode_tensor(tensor, torch) -> dict:
     if dtype not in DTYPES or plain.layout != torch.strided:
         raise DataError(f"a tensor of {plain.dtype} / {plain.layout} cannot be sent")
     size = plain.numel() * plain.element_size()
-    if size > MAX_TENSOR_BYTES:
-        raise DataError(f"a tensor of {size} bytes is over the {MAX_TENSOR_BYTES} byte limit")
+    if size > LIMITS.tensor_bytes:
+        raise DataError(f"a tensor of {size} bytes is over the {LIMITS.tensor_bytes} byte limit")
     flat = plain.cpu().resolve_conj().resolve_neg().contiguous().reshape(-1)
     raw = base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode("ascii")
     return {"dtype": dtype, "shape": list(plain.shape), "data": raw, "type": type_name(tensor)}
@@ -181,13 +180,13 @@ def _encode_tensor(tensor, torch) -> dict:
 
 def decode(data: object) -> object:
     """Plain Python values from encode's output (trusted side); raises DataError."""
-    budget = [MAX_ITEMS]
+    budget = [LIMITS.data_items]
     return _decode(data, 0, budget)
 
 
 def _decode(data, depth: int, budget: list[int]):
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    if budget[0] < 0 or depth > LIMITS.data_depth:
         raise DataError("the data is too large or too deeply nested")
     if data is None or type(data) in (bool, int, float, str):
         return data
@@ -248,13 +247,13 @@ def decode_tensor(body: dict):
     dtype, shape = body.get("dtype"), body.get("shape")
     if dtype not in DTYPES or type(shape) is not list or len(shape) > LIMITS.tensor_dims:
         raise DataError("malformed tensor")
-    if not all(type(n) is int and 0 <= n <= MAX_TENSOR_BYTES for n in shape):
+    if not all(type(n) is int and 0 <= n <= LIMITS.tensor_bytes for n in shape):
         raise DataError("malformed tensor shape")
     kind = getattr(torch, dtype)
     count = math.prod(shape)
     size = count * kind.itemsize
     text = body.get("data")
-    if type(text) is not str or size > MAX_TENSOR_BYTES or len(text) > 4 * size // 3 + 4:
+    if type(text) is not str or size > LIMITS.tensor_bytes or len(text) > 4 * size // 3 + 4:
         raise DataError("malformed tensor data")
     raw = base64.b64decode(text, validate=True)
     if len(raw) != size:

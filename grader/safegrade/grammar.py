@@ -23,10 +23,6 @@ from .limits import LIMITS
 
 _isinstance, _type = isinstance, type  # as they were before any learner's cell
 
-MAX_NAME = LIMITS.graph_name_chars
-MAX_SEGMENT, MAX_SEGMENTS = LIMITS.graph_path_part_chars, LIMITS.graph_path_parts
-MAX_TEXT = LIMITS.graph_text_chars
-MAX_CONSTANTS, MAX_NESTING = LIMITS.graph_constants, LIMITS.graph_nesting
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[0-9]+")
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
@@ -50,27 +46,34 @@ def shown(value: object) -> str:
 
 
 def identifier(value: object, what: str) -> str:
-    if not (_type(value) is str and len(value) <= MAX_NAME and NAME.fullmatch(value)):
-        raise DataError(f"{what} must be a Python identifier of at most {MAX_NAME} characters, "
-                        f"not {shown(value)}")  # fmt: skip
+    if not (
+        _type(value) is str and len(value) <= LIMITS.graph_name_chars and NAME.fullmatch(value)
+    ):
+        raise DataError(f"{what} must be a Python identifier of at most "
+                        f"{LIMITS.graph_name_chars} characters, not {shown(value)}")  # fmt: skip
     if keyword.iskeyword(value):
         raise DataError(f"{what} may not be the Python keyword {value!r}")
     return value
 
 
 def path(value: object) -> str:
-    """A module or tensor path: at most MAX_SEGMENTS parts of at most MAX_SEGMENT characters,
-    each an identifier without a leading underscore, or digits, and none a GraphModule's own."""
+    """A module or tensor path: at most graph_path_parts parts of at most graph_path_part_chars
+    characters (GradingLimits), each an identifier without a leading underscore, or digits, and
+    none a GraphModule's own."""
     parts = value.split(".") if _type(value) is str and len(value) <= 600 else None
-    if not parts or len(parts) > MAX_SEGMENTS:
-        raise DataError(f"a module or tensor path must have 1 to {MAX_SEGMENTS} parts, not "
-                        f"{shown(value)}")  # fmt: skip
+    if not parts or len(parts) > LIMITS.graph_path_parts:
+        raise DataError(f"a module or tensor path must have 1 to {LIMITS.graph_path_parts} "
+                        f"parts, not {shown(value)}")  # fmt: skip
     for part in parts:
-        if len(part) > MAX_SEGMENT or not SEGMENT.fullmatch(part) or part in RESERVED:
+        if (
+            len(part) > LIMITS.graph_path_part_chars
+            or not SEGMENT.fullmatch(part)
+            or part in RESERVED
+        ):
             raise DataError(
                 f"the path {shown(value)} has the part {shown(part)}: each part is letters, digits "
-                f"and _ (not first), at most {MAX_SEGMENT} characters, and names nothing a "
-                "GraphModule already has"
+                f"and _ (not first), at most {LIMITS.graph_path_part_chars} characters, and "
+                "names nothing a GraphModule already has"
             )
     return value
 
@@ -100,9 +103,9 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
     """value with every Ref replaced by the node at its position; anything but plain constants
     (None, bool, int, float, str, dtype, and tuples, lists, dicts and slices of them) refused."""
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_NESTING:
-        raise DataError(f"a graph's arguments hold over {MAX_CONSTANTS} values or nest over "
-                        f"{MAX_NESTING} deep")  # fmt: skip
+    if budget[0] < 0 or depth > LIMITS.graph_nesting:
+        raise DataError(f"a graph's arguments hold over {LIMITS.graph_constants} values or nest "
+                        f"over {LIMITS.graph_nesting} deep")  # fmt: skip
     if _isinstance(value, Ref):
         if not 0 <= value.position < len(nodes):
             raise DataError(f"a node refers to node {value.position}, not made before it")
@@ -131,6 +134,8 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
 def constant(value):
     if _type(value) not in _PLAIN:
         raise DataError(f"a dict key of type {_type(value).__name__}: only plain values")
-    if _type(value) is str and len(value) > MAX_TEXT:
-        raise DataError(f"a string constant of {len(value)} characters (at most {MAX_TEXT})")
+    if _type(value) is str and len(value) > LIMITS.graph_text_chars:
+        raise DataError(
+            f"a string constant of {len(value)} characters (at most {LIMITS.graph_text_chars})"
+        )
     return value
