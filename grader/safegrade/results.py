@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .data import clean_text
 from .limits import LIMITS
+from .wording import prefix
 
 GRADED, NOT_GRADABLE, GRADER_FAILED = "graded", "error", "grader-error"
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not-run"  # a test's status
@@ -153,22 +154,36 @@ def read_tests(folder: Path) -> list[TestResult]:
     cells = [
         cell for path in sorted(folder.glob("*.ipynb")) for cell in nbformat.read(path, 4).cells
     ]
-    tests = []
+    tests, openings = [], not_run_openings(folder.name)
     for cell in (c for c in cells if utils.is_grade(c) and c.cell_type == "code"):
         got, top = utils.determine_grade(cell)
         message = first_error(cell)
-        status = PASSED if got == top else NOT_RUN if is_not_run(cell) else FAILED
+        status = PASSED if got == top else NOT_RUN if is_not_run(cell, openings) else FAILED
         name = cell.metadata.nbgrader["grade_id"]
         tests.append(TestResult(name, float(got or 0), float(top), status, message))
     return tests
 
 
-def is_not_run(cell) -> bool:
+def is_not_run(cell, openings: tuple[str, ...] = ("not run",)) -> bool:
     """Whether the submission stopped before this test ran (verdicts.stopped wrote why)."""
     return any(
-        o.output_type == "error" and str(o.get("evalue", "")).startswith("not run")
+        o.output_type == "error" and str(o.get("evalue", "")).startswith(openings)
         for o in cell.outputs
     )
+
+
+def not_run_openings(assignment: str) -> tuple[str, ...]:
+    """How a message saying a test was not run begins, in English and in the assignment's
+    language (the grader's messages are told in it: preprocessors.in_language_of)."""
+    from grader.exercises import split
+
+    language, lookup = split(assignment)[1], {}
+    if language:
+        from fxcourse.i18n import lookup_of
+
+        lookup = lookup_of("safegrade", language)
+    said = (prefix(template, lookup) for template in lookup if template.startswith("not run"))
+    return ("not run", *said)
 
 
 def first_error(cell) -> str:
