@@ -76,6 +76,16 @@ def made_messages() -> list[str]:
     return [*found, str(undefined.value), *refused_graphs(), *refused_descriptions()]
 
 
+def raised(kind: type, calls: list) -> list[str]:
+    """The message of the `kind` error each call raises."""
+    said = []
+    for call in calls:
+        with pytest.raises(kind) as error:
+            call()
+        said.append(str(error.value))
+    return said
+
+
 def framed(header: dict) -> bytes:
     payload = records.frame_payload(header, b"", NONCE)
     return len(payload).to_bytes(4, "big") + payload
@@ -120,12 +130,7 @@ def unsendable_data() -> list[str]:
         torch.zeros(2, dtype=torch.uint16),
         torch.empty(data.MAX_TENSOR_BYTES + 1, dtype=torch.uint8),
     ]
-    said = []
-    for value in values:
-        with pytest.raises(data.DataError) as error:
-            data.encode(value)
-        said.append(str(error.value))
-    return said
+    return raised(data.DataError, [lambda value=value: data.encode(value) for value in values])
 
 
 def malformed_data() -> list[str]:
@@ -165,12 +170,7 @@ def refused_graphs() -> list[str]:
         lambda: graphs.make_module("fc", linear, {}, words),
         lambda: graphs.attribute("scale", {}),
     ]
-    said = []
-    for build in refused:
-        with pytest.raises(DataError) as error:
-            build()
-        said.append(str(error.value))
-    return said
+    return raised(DataError, refused)
 
 
 def refused_descriptions() -> list[str]:
@@ -210,12 +210,7 @@ def refused_descriptions() -> list[str]:
         lambda: graphs.container({"a": nn.Linear(1, 1), "a.b": nn.Module()}),
         lambda: graphs.container({"a": module, "a.w": torch.zeros(1)}),
     ]
-    said = []
-    for build in refused:
-        with pytest.raises(DataError) as error:
-            build()
-        said.append(str(error.value))
-    return said
+    return raised(DataError, refused)
 
 
 @pytest.mark.parametrize("message", made_messages())
