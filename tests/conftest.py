@@ -52,6 +52,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "whole_chapter: runs a whole chapter in a kernel (handed out first, see below)"
     )
+    # pytest-xdist declares this mark itself; declared here too so that `-p no:xdist` runs
+    # (the helpers' focused runs) do not warn about an unknown mark.
+    config.addinivalue_line("markers", "xdist_group(name): tests run by one xdist worker")
 
 
 def pytest_collection_modifyitems(items):
