@@ -34,6 +34,7 @@ INCLUDE = [
     "fxcourse/*.py",
     "fxcourse/answers.json",
     "fxcourse/references.json",  # what the checkpoints compare with: kept without answers too
+    "course.json",  # the course id (fxcourse.workspace, nbgrader_config.py)
     "env/requirements.in",
     "env/requirements.lock",
     "env/setup.sh",

@@ -38,9 +38,10 @@ JupyterLab's interface to that language for this workspace.
 
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
-in the workspace). The exchange root is $FXCOURSE_EXCHANGE, else the course's own
-classdata/exchange ($FXCOURSE_CLASSDATA/exchange; created, writable by everyone as nbgrader
-requires), else ./exchange in a student edition.
+in the workspace). The course id and the class data's default folder are the course's
+course.json (the instructor's tools read the same file: grader/course.py). The exchange root is
+$FXCOURSE_EXCHANGE, else the course's own <class data>/exchange ($FXCOURSE_CLASSDATA/exchange;
+created, writable by everyone as nbgrader requires), else ./exchange in a student edition.
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ from fxcourse.lab_link import OpenInLab
 from fxcourse.messages import _, listing, use_language
 
 ROOT = Path(__file__).resolve().parents[1]
-COURSE_ID = "fx-course"
 START_PAGE = "01_symbolic_tracing.ipynb"  # where a learner's lab opens (make lab, the hub)
 NBGRADER_CONFIG = '''\
 """Written by `make lab` (fxcourse.workspace sync); rewritten on every sync, do not edit.
@@ -220,7 +220,7 @@ def sync(
             (report.updated if target.exists() else report.copied).append(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    write_nbgrader_config(workspace, exchange_root(root))
+    write_nbgrader_config(workspace, exchange_root(root), course_settings(root)["course_id"])
     write_lab_language(workspace, language)
     return report
 
@@ -274,12 +274,20 @@ def sync_notebook(
     return update.outcome
 
 
+def course_settings(root: Path = ROOT) -> dict:
+    """The course's course.json: {"course_id": ..., "classdata": ...}; this course's for a
+    folder without one (a copy of the chapters only)."""
+    path = root / "course.json" if (root / "course.json").is_file() else ROOT / "course.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def exchange_root(root: Path = ROOT) -> Path:
     if configured := os.environ.get("FXCOURSE_EXCHANGE"):
         return Path(configured).resolve()
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"
-    return root / os.environ.get("FXCOURSE_CLASSDATA", "classdata") / "exchange"
+    classdata = os.environ.get("FXCOURSE_CLASSDATA") or course_settings(root)["classdata"]
+    return root / classdata / "exchange"
 
 
 def ensure_exchange(exchange: Path) -> Path:
@@ -289,11 +297,11 @@ def ensure_exchange(exchange: Path) -> Path:
     return exchange
 
 
-def write_nbgrader_config(workspace: Path, exchange: Path) -> None:
+def write_nbgrader_config(workspace: Path, exchange: Path, course_id: str) -> None:
     """The learner's nbgrader settings; also makes sure the exchange folder exists."""
     ensure_exchange(exchange)
     text = NBGRADER_CONFIG.format(
-        course_id=COURSE_ID, exchange=str(exchange), workspace=str(workspace.resolve())
+        course_id=course_id, exchange=str(exchange), workspace=str(workspace.resolve())
     )
     (workspace / "nbgrader_config.py").write_text(text)
 

@@ -32,7 +32,7 @@ from traitlets.config import Configurable
 
 def catalogs() -> Path:
     """fxcourse.i18n's catalogs, found without importing it: the installed course's, so that a
-    course copy (which holds no fxcourse/: course_grader.copy_course) reads the same ones."""
+    course copy (which holds no fxcourse/: instructor.copy_course) reads the same ones."""
     import importlib.util
 
     spec = importlib.util.find_spec("fxcourse")
@@ -229,10 +229,14 @@ def hidden_tests(assignment: str, grade_id: str) -> str:
     return HIDDEN_TESTS.format(assignment=json.dumps(assignment), grade_id=json.dumps(grade_id))
 
 
-def with_hidden_tests(nb, assignment: str):
+def with_hidden_tests(nb, assignment: str, folder: Path | None = None):
     """The source notebook `nb` with each test cell's hidden part written after its visible
     part (in place; returned). A test cell that already has one is refused: the part is written
-    here, from the grade_id, and nowhere else."""
+    here, from the grade_id, and nowhere else; so is one without a probe and a check in `folder`."""
+    if folder is not None:
+        from grader.release_checks import refuse_untested
+
+        refuse_untested(assignment, folder, [c for c in nb.cells if is_test_cell(c)])
     for cell in (cell for cell in nb.cells if is_test_cell(cell)):
         grade_id = cell.metadata.nbgrader["grade_id"]
         if "BEGIN HIDDEN TESTS" in cell.source:
@@ -253,7 +257,8 @@ def write_hidden_tests_step():
         cells to the gradebook (the autograder runs them) and clears them from the release."""
 
         def preprocess(self, nb, resources):
-            return with_hidden_tests(nb, resources["nbgrader"]["assignment"]), resources
+            folder = Path(resources["metadata"]["path"])  # the source notebook's folder
+            return with_hidden_tests(nb, resources["nbgrader"]["assignment"], folder), resources
 
     return WriteHiddenTests
 

@@ -2,7 +2,7 @@
 
 The course root is the repository root: the source notebooks (with solutions and hidden tests) are
 in solutions/<assignment>/, nbgrader's working folders, exchange and gradebook under classdata/
-(git-ignored, outside every package; FXCOURSE_CLASSDATA moves it, see course_grader.CLASSDATA).
+(git-ignored, outside every package; FXCOURSE_CLASSDATA moves it: grader/course.py).
 nbgrader reads the repository root's nbgrader_config.py, which loads this file, whenever it starts
 there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
@@ -10,33 +10,32 @@ there: the instructor's make targets (grader/grader.mk) and `make formgrader` do
 import os
 from pathlib import Path
 
-from grader import course_grader as layout
-from grader import exercises
+from grader import exercises, intake
 from grader.class_exchange import ReleaseEveryFeedback, SafeExchangeCollect
+from grader.course import Course
 from grader.late_penalty import PercentPerDayLate
 from grader.learner_html import FeedbackOnly, LearnerHTML
 from grader.safegrade.preprocessors import configure
 
-ROOT = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
+# this course (the repository, or a copy of it) as its course.json and the environment say
+course = Course.configured(Path(__file__).resolve().parents[1])
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
 
-c.CourseDirectory.course_id = layout.COURSE_ID
-c.CourseDirectory.root = str(ROOT)
-c.CourseDirectory.source_directory = str(layout.SOURCE)
-c.CourseDirectory.release_directory = str(layout.RELEASE)
-c.CourseDirectory.submitted_directory = str(layout.SUBMITTED)
-c.CourseDirectory.autograded_directory = str(layout.AUTOGRADED)
-c.CourseDirectory.feedback_directory = str(layout.FEEDBACK)
+c.CourseDirectory.course_id = course.course_id
+c.CourseDirectory.root = str(course.root)
+c.CourseDirectory.source_directory = str(course.relative(course.source))
+c.CourseDirectory.release_directory = str(course.relative(course.release))
+c.CourseDirectory.submitted_directory = str(course.relative(course.submitted))
+c.CourseDirectory.autograded_directory = str(course.relative(course.autograded))
+c.CourseDirectory.feedback_directory = str(course.relative(course.feedback))
 # FXCOURSE_GRADEBOOK_URL points a scratch server (the browser test) at a throwaway gradebook.
-c.CourseDirectory.db_url = os.environ.get(
-    "FXCOURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / layout.GRADEBOOK}"
-)
+c.CourseDirectory.db_url = os.environ.get("FXCOURSE_GRADEBOOK_URL", course.gradebook_url)
 # nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
 # not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
 # same root). nbgrader expects the folder to exist.
-c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(ROOT / layout.EXCHANGE))
+c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(course.exchange))
 os.makedirs(c.Exchange.root, exist_ok=True)
 # Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
 # folder's owner is the student, the system's time is the submission's) and Release Feedback
@@ -48,13 +47,11 @@ c.ExchangeFactory.release_feedback = ReleaseEveryFeedback
 c.HTMLExporter.preprocessors = [LearnerHTML]
 # A feedback folder keeps only the pages made from the notebooks (and timestamp.txt,
 # submission_secret.txt): nbgrader copies a submission's other files there, a learner's .html too.
-c.GenerateFeedback.post_convert_hook = FeedbackOnly(
-    ROOT / layout.AUTOGRADED, ROOT / layout.FEEDBACK
-)
+c.GenerateFeedback.post_convert_hook = FeedbackOnly(course.autograded, course.feedback)
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
-configure(c, ROOT / layout.SOURCE)
+configure(c, course.source)
 # Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
 exercises.configure(c)
 # The languages of the class (exercises.ClassLanguages): `make release` releases each exercise in
@@ -62,19 +59,15 @@ exercises.configure(c)
 # named here; a class with Chinese learners: c.ClassLanguages.languages = ["en", "zh"]
 c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
-# autograde, the formgrader's Autograde button). Every limit of the grader, with its unit and
-# help text, is in grader/safegrade/limits.py (GradingLimits); these six are configurable, the
-# others fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all.
-# cell_timeout: seconds per cell (nbgrader's Execute.timeout follows it); budget: seconds per
-# submission; memory_mb: MiB beyond the sandbox's own (a memory cgroup where the machine allows
-# one, otherwise RLIMIT_AS: `make autograde` prints which); nproc: processes and threads;
-# file_mb: largest file written, MiB; tmp_mb: the submission's own /tmp, MiB.
-c.GradingLimits.cell_timeout = 60
-c.GradingLimits.budget = 120
-c.GradingLimits.memory_mb = 3072
-c.GradingLimits.nproc = 64
-c.GradingLimits.file_mb = 64
-c.GradingLimits.tmp_mb = 256
+# autograde, the formgrader's Autograde button), are declared once, with their defaults, units
+# and help, in grader/safegrade/limits.py (GradingLimits): six are configurable, the others
+# fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all. Set one
+# here to change it for the class (or --GradingLimits.<name>=... on a command line):
+# cell_timeout (seconds per cell; nbgrader's Execute.timeout follows it), budget (seconds per
+# submission), memory_mb (MiB beyond the sandbox's own: a memory cgroup where the machine allows
+# one, otherwise RLIMIT_AS, `make autograde` prints which), nproc (processes and threads),
+# file_mb (largest file written, MiB), tmp_mb (the submission's own /tmp, MiB). For example:
+#   c.GradingLimits.cell_timeout = 90
 
 # Late work (README, "Late work"): a submission's time is its timestamp.txt, the due date is the
 # gradebook's (`nbgrader db assignment add NAME --duedate="2025-03-07 23:59:00 Europe/Berlin"` or
@@ -84,7 +77,8 @@ c.AssignLatePenalties.plugin_class = PercentPerDayLate
 c.PercentPerDayLate.percent_per_day = 10.0
 
 # LMS downloads (grader/intake.py): the file-name pattern `make autograde SUBMISSIONS=...` uses
-# unless LMS=<name> picks another of layout.LMS_PATTERNS; `nbgrader zip_collect` reads the same
+# unless LMS=<name> picks another of intake.lms_patterns; `nbgrader zip_collect` reads the same
 # pattern and keeps its working folders in the class data, never in the repository root.
-c.FileNameCollectorPlugin.named_regexp = layout.LMS_PATTERNS["plain"]
-c.ZipCollectApp.downloaded_directory = str(layout.DOWNLOADED)
+patterns = intake.lms_patterns(exercises.possible_assignments(course.root))  # any language
+c.FileNameCollectorPlugin.named_regexp = patterns["plain"]
+c.ZipCollectApp.downloaded_directory = str(course.relative(course.downloaded))

@@ -25,18 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course_grader import (
-    AUTOGRADED,
-    CLASSDATA,
-    COURSE_ID,
-    FEEDBACK,
-    GRADEBOOK,
-    ROOT,
-    SOURCE,
-    SUBMITTED,
-    exercises_of,
-)
-from grader.exercises import assignments_of
+from grader.course import REPOSITORY, Course
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
@@ -67,25 +56,23 @@ __all__ = [
     "write_csv",
 ]  # fmt: skip
 
-REPORTS = CLASSDATA / "reports"
-RESULTS = AUTOGRADED / ".safegrade"
 # ----------------------------------------------------------------------------- reading
 
 
-def read_class(course: Path = ROOT) -> list[Exercise]:
+def read_class(course: Course) -> list[Exercise]:
     """Every exercise with every learner the gradebook, the submissions or the results know."""
     from nbgrader.api import Gradebook
 
     exercises = []
-    with Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID) as gradebook:
+    with Gradebook(course.gradebook_url, course.course_id) as gradebook:
         known = {student.id for student in gradebook.students}
-        for assignment in assignments_of(course):
+        for assignment in course.assignments:
             tests, points = graded_cells(gradebook, course, assignment)
             # An exercise in another language (grader/exercises.py) lists its own learners only.
-            exercise = assignment in exercises_of(course)
+            exercise = assignment in course.exercises
             students = (
                 (known if exercise else set())
-                | folders(course / SUBMITTED, assignment)
+                | folders(course.submitted, assignment)
                 | result_files(course, assignment)
             )
             if not students and not exercise:
@@ -95,7 +82,7 @@ def read_class(course: Path = ROOT) -> list[Exercise]:
     return exercises
 
 
-def graded_cells(gradebook, course: Path, assignment: str) -> tuple[list[str], dict[str, float]]:
+def graded_cells(gradebook, course: Course, assignment: str) -> tuple[list[str], dict[str, float]]:
     from nbgrader.api import MissingEntry
 
     try:
@@ -103,26 +90,26 @@ def graded_cells(gradebook, course: Path, assignment: str) -> tuple[list[str], d
     except MissingEntry:
         return [], {}
     points = {cell.name: cell.max_score for nb in notebooks for cell in nb.grade_cells}
-    return sorted(points, key=source_order(course / SOURCE, assignment)), points
+    return sorted(points, key=source_order(course.source, assignment)), points
 
 
 def folders(root: Path, assignment: str) -> set[str]:
     return {path.parent.name for path in root.glob(f"[!.]*/{assignment}") if path.is_dir()}
 
 
-def result_files(course: Path, assignment: str) -> set[str]:
-    return {path.stem for path in (course / RESULTS / assignment).glob("*.json")}
+def result_files(course: Course, assignment: str) -> set[str]:
+    return {path.stem for path in (course.results / assignment).glob("*.json")}
 
 
 # A result file's status (grader/safegrade/results.py) as the report names it.
 RESULT_STATES = {GRADED_RESULT: GRADED, NOT_GRADABLE: NOT_GRADED, GRADER_FAILURE: GRADER_FAILED}
 
 
-def standing(gradebook, course: Path, assignment: str, student: str) -> Submission:
+def standing(gradebook, course: Course, assignment: str, student: str) -> Submission:
     """What the gradebook and the grader's result file say of one learner's exercise."""
     from nbgrader.api import MissingEntry
 
-    outcome = load(course / RESULTS / assignment / f"{student}.json")
+    outcome = load(course.results / assignment / f"{student}.json")
     state = RESULT_STATES.get(outcome.status, "") if outcome is not None else ""
     try:
         graded = gradebook.find_submission(assignment, student)
@@ -130,7 +117,7 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
         graded = None
     reason = outcome.reason if outcome is not None else ""
     if graded is None or state in (NOT_GRADED, GRADER_FAILED):
-        submitted = (course / SUBMITTED / student / assignment).is_dir()
+        submitted = (course.submitted / student / assignment).is_dir()
         state = state or (WAITING if submitted else ABSENT)
         detail = outcome.detail if outcome is not None else ""
         return Submission(
@@ -138,7 +125,7 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
         )
     penalty = graded.late_submission_penalty or 0.0
     tests = {g.name: g.score for nb in graded.notebooks for g in nb.grades}
-    page = FEEDBACK / student / assignment / f"{assignment}.html"
+    page = course.feedback / student / assignment / f"{assignment}.html"
     return Submission(
         student,
         GRADED,
@@ -146,8 +133,9 @@ def standing(gradebook, course: Path, assignment: str, student: str) -> Submissi
         seconds_late=graded.total_seconds_late or 0.0,
         penalty=penalty,
         tests=tests,
-        messages=printed_messages(course / AUTOGRADED / student / assignment),
-        feedback=str(page) if (course / page).exists() else None,
+        messages=printed_messages(course.autograded / student / assignment),
+        # where the page is in the class data (the report links it relative to --link-base)
+        feedback=page.relative_to(course.data).as_posix() if page.exists() else None,
     )
 
 
@@ -246,7 +234,9 @@ def tests_csv(exercise: Exercise) -> list[list[object]]:
 # ----------------------------------------------------------------------------- command
 
 
-def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "..") -> list[Path]:
+def build(
+    course: Course, out: Path, progress: dict[str, dict], link_base: str = ".."
+) -> list[Path]:
     """Write the page and the CSV files into `out`; returns their paths."""
     exercises = read_class(course)
     out.mkdir(parents=True, exist_ok=True)
@@ -260,16 +250,18 @@ def build(course: Path, out: Path, progress: dict[str, dict], link_base: str = "
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
+    parser.add_argument(
+        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
     parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
-    course = args.course.resolve()
-    if not (course / GRADEBOOK).exists():
+    course = Course.configured(args.course.resolve())
+    if not course.gradebook.exists():
         print(
-            f"report: no gradebook at {course / GRADEBOOK}: run make autograde first",
+            f"report: no gradebook at {course.gradebook}: run make autograde first",
             file=sys.stderr,
         )
         return 1
@@ -277,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.stdout:
         sys.stdout.write(page(read_class(course), progress, args.link_base))
         return 0
-    for path in build(course, args.out or course / REPORTS, progress, args.link_base):
+    for path in build(course, args.out or course.reports, progress, args.link_base):
         print(f"wrote {os.path.relpath(path)}")
     return 0
 

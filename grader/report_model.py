@@ -26,7 +26,7 @@ class Submission:
     messages: dict[str, str] = field(default_factory=dict)  # failing test -> what it printed
     reason: str = ""  # the grader's one line, for a submission it could not grade
     detail: str = ""  # the error behind it (one click away on the page)
-    feedback: str | None = None  # the feedback page, relative to the course
+    feedback: str | None = None  # the feedback page, relative to the class data
 
 
 @dataclass

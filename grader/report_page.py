@@ -8,9 +8,7 @@ import base64
 import hashlib
 import html
 import io
-from pathlib import Path
 
-from grader.course_grader import CLASSDATA
 from grader.report_model import (
     GRADED,
     GRADER_FAILED,
@@ -163,8 +161,7 @@ def learner_row(exercise: Exercise, s: Submission, progress: dict, link_base: st
         passed = tryit_totals(progress, s.student)
         cells.append(cell(passed, passed.split("/")[0] if passed else -1))
     if s.feedback:
-        within = Path(s.feedback).relative_to(CLASSDATA).as_posix()  # feedback/<student>/...
-        href = html.escape(f"{link_base}/{within}", quote=True)
+        href = html.escape(f"{link_base}/{s.feedback}", quote=True)  # feedback/<student>/...
         label = f"feedback of {html.escape(s.student)}"
         cells.append(f'<td><a href="{href}" aria-label="{label}">feedback</a></td>')
     else:

@@ -32,17 +32,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course_grader import (
-    AUTOGRADED,
-    RELEASE,
-    ROOT,
-    SOURCE,
-    STUDENT_VERSIONS,
-    SUBMITTED,
-    exercises_of,
-)
-from grader.exercises import assignments_of
-from grader.report import REPORTS
+from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
+from grader.exercises import SOURCE
 from grader.safegrade.data import inert_text
 from grader.safegrade.jsontext import json_values
 from grader.safegrade.limits import LIMITS
@@ -52,9 +43,7 @@ from grader.similarity_records import Compared, Pair
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
-MAX_NOTEBOOK_BYTES = LIMITS.similarity_notebook_bytes
 MAX_VALUES = 4 * LIMITS.notebook_values  # an autograded notebook: what nbgrader read, and outputs
-SHOWN_PAIRS = LIMITS.shown_pairs  # per exercise, on the page; the CSV has every pair
 
 
 class Unreadable(Exception):
@@ -65,8 +54,10 @@ def read_notebook(path: Path) -> dict:
     """The notebook's JSON, its size and values bounded before it is parsed."""
     if not path.is_file() or path.is_symlink():
         raise Unreadable("no autograded notebook")
-    if (size := path.stat().st_size) > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(f"the notebook is {size >> 20} MB (at most {MAX_NOTEBOOK_BYTES >> 20})")
+    if (size := path.stat().st_size) > LIMITS.similarity_notebook_bytes:
+        raise Unreadable(
+            f"the notebook is {size >> 20} MB (at most {LIMITS.similarity_notebook_bytes >> 20})"
+        )
     data = path.read_bytes()
     if (values := json_values(data, stop_over=MAX_VALUES)) > MAX_VALUES:
         raise Unreadable(f"the notebook holds over {values} JSON values (at most {MAX_VALUES})")
@@ -108,26 +99,28 @@ def notebook_code(path: Path) -> str:
     return "\n\n".join(source_text(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
-def starters(course: Path, assignment: str) -> list[Path]:
+def starters(course: Course, assignment: str) -> list[Path]:
     found = (
         root / assignment / f"{assignment}.ipynb"
-        for root in (course / RELEASE, ROOT / STUDENT_VERSIONS)
+        for root in (course.release, REPOSITORY / STUDENT_VERSIONS)
     )
     return [path for path in found if path.exists()]
 
 
-def starter_cells(course: Path, assignment: str) -> set[str]:
+def starter_cells(course: Course, assignment: str) -> set[str]:
     """The code cells of the exercise's starter, as learners got them."""
     cells = (c for path in starters(course, assignment) for c in read_notebook(path)["cells"])
     return {source_text(c.get("source", "")).strip() for c in cells if c.get("cell_type") == "code"}
 
 
-def boilerplate_hashes(course: Path, assignment: str):
+def boilerplate_hashes(course: Course, assignment: str):
     """Fingerprints of the starter code and of the course's own code."""
     import numpy
     from copydetect import CodeFingerprint
 
-    chapters = sorted((ROOT / SOURCE).glob("[0-9][0-9]_*.ipynb"))  # the course this code is from
+    chapters = sorted(
+        (REPOSITORY / SOURCE).glob("[0-9][0-9]_*.ipynb")
+    )  # the course this code is from
     texts = [notebook_code(path) for path in chapters + starters(course, assignment)]
     hashes = set().union(*(fingerprint(text, CodeFingerprint).hashes for text in texts))
     return numpy.array(sorted(hashes), dtype=numpy.int64)
@@ -145,15 +138,15 @@ def fingerprint(code: str, maker, boilerplate=None):
     )
 
 
-def learners(course: Path, assignment: str) -> list[str]:
+def learners(course: Course, assignment: str) -> list[str]:
     """Everyone who submitted the exercise or whose submission was graded."""
-    folders = (course / SUBMITTED, course / AUTOGRADED)
+    folders = (course.submitted, course.autograded)
     return sorted({p.parent.name for root in folders for p in root.glob(f"[!.]*/{assignment}")})
 
 
-def not_graded(course: Path, student: str, assignment: str) -> str:
+def not_graded(course: Course, student: str, assignment: str) -> str:
     """Why a learner has no autograded notebook of the exercise."""
-    result = load(course / AUTOGRADED / ".safegrade" / assignment / f"{student}.json")
+    result = load(course.results / assignment / f"{student}.json")
     if result is None:
         return "not graded yet: run make autograde"
     if result.status == GRADER_FAILED:
@@ -161,13 +154,13 @@ def not_graded(course: Path, student: str, assignment: str) -> str:
     return result.reason
 
 
-def answers(course: Path, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
+def answers(course: Course, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
     """student -> their own code, for every submission of the exercise that has some; and
     student -> why their notebook was not compared."""
     found, left_out = {}, {}
     starter = starter_cells(course, assignment)
     for student in learners(course, assignment):
-        path = course / AUTOGRADED / student / assignment / f"{assignment}.ipynb"
+        path = course.autograded / student / assignment / f"{assignment}.ipynb"
         try:
             if not path.exists():
                 raise Unreadable(not_graded(course, student, assignment))
@@ -185,7 +178,7 @@ def answers(course: Path, assignment: str) -> tuple[dict[str, str], dict[str, st
     return found, left_out
 
 
-def compare(course: Path, assignment: str) -> Compared:
+def compare(course: Course, assignment: str) -> Compared:
     """Every pair of the exercise's submissions, most alike first; the answers; what was not
     compared, and why."""
     from copydetect import CodeFingerprint, compare_files
@@ -221,24 +214,28 @@ def ranges(slices) -> list[tuple[int, int]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--course", type=Path, default=ROOT, help="course root (default: repo)")
+    parser.add_argument(
+        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
-    parser.add_argument("--top", type=int, default=SHOWN_PAIRS, help="pairs shown per exercise")
+    parser.add_argument(
+        "--top", type=int, default=LIMITS.shown_pairs, help="pairs shown per exercise"
+    )
     args = parser.parse_args(argv)
-    course = args.course.resolve()
+    course = Course.configured(args.course.resolve())
     # An exercise in another language (grader/exercises.py) is compared among its own learners,
     # and shown only when someone submitted it.
-    found = {assignment: compare(course, assignment) for assignment in assignments_of(course)}
-    exercises = exercises_of(course)
+    found = {assignment: compare(course, assignment) for assignment in course.assignments}
+    exercises = course.exercises
     found = {a: c for a, c in found.items() if a in exercises or c.codes or c.left_out}
     for assignment, compared in found.items():
         for student, why in compared.left_out.items():
             note = f"similarity: not compared: {student}/{assignment}: {why}"
             print(inert_text(note, LIMITS.reason_chars), file=sys.stderr)
     if not any(compared.codes or compared.left_out for compared in found.values()):
-        print(f"similarity: no submission in {course / SUBMITTED}: collect first", file=sys.stderr)
+        print(f"similarity: no submission in {course.submitted}: collect first", file=sys.stderr)
         return 1
-    out = args.out or course / REPORTS
+    out = args.out or course.reports
     out.mkdir(parents=True, exist_ok=True)
     (out / "similarity.html").write_text(page(found, args.top), encoding="utf-8")
     write_csv(out / "similarity.csv", found)

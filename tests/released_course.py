@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from grader import course_grader
+from grader import instructor
 
 DONE = ".released"  # written last: a copy whose release failed half-way is built again
 
@@ -28,8 +28,8 @@ def shared_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FileLock(f"{course}.lock"):
         if not (course / DONE).exists():
             shutil.rmtree(course, ignore_errors=True)
-            course_grader.copy_course(course)
-            course_grader.release(course, publish_to=course / "published")
+            instructor.copy_course(course)
+            instructor.release(course, publish_to=course / "published")
             (course / DONE).touch()
     return course
 

@@ -59,7 +59,8 @@ from browser_updates import ENGLISH
 from lab_runner import AUTOSAVE_SETTINGS, running_lab
 
 from fxcourse import progress, workspace
-from grader import course_grader
+from grader import instructor as instructor_steps
+from grader.course import Course
 
 # One worker runs them all: they share the two lab servers and the browser.
 pytestmark = pytest.mark.xdist_group("browser")
@@ -429,7 +430,7 @@ def nbgrader_in(course: Path, exchange: Path, *args: str) -> None:
 
 def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path):
     exercise = ASSIGNMENTS[0]
-    course = course_grader.copy_course(tmp_path / "course", [exercise])
+    course = instructor_steps.copy_course(tmp_path / "course", [exercise])
     nbgrader_in(course, lab.server.exchange, "generate_assignment", exercise)
     nbgrader_in(course, lab.server.exchange, "release_assignment", exercise)
 
@@ -450,7 +451,7 @@ def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path
         lab.shot("15-learner-submitted")
         assert_no_banners(lab, "the Assignments tab after Submit")
     nbgrader_in(course, lab.server.exchange, "collect", exercise)
-    collected = list((course / "classdata" / "submitted").glob(f"*/{exercise}/{exercise}.ipynb"))
+    collected = list(Course.configured(course).submitted.glob(f"*/{exercise}/{exercise}.ipynb"))
     assert len(collected) == 1, f"collect found {collected}"
 
 

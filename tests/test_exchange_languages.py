@@ -22,7 +22,8 @@ import pytest
 from english_prose import english_found, html_prose, learner_reads
 
 from fxcourse.workspace import write_nbgrader_config
-from grader import course_grader, exercises
+from grader import exercises, instructor
+from grader.course import REPOSITORY, Course
 
 pytestmark = pytest.mark.xdist_group("exchange_languages")  # its own class and gradebook
 EX1 = "ex1_sigmoid_to_tanh"
@@ -80,12 +81,13 @@ def class_graded(tmp_path_factory, class_languages) -> Path:
     """The course after both learners' submissions went through the exchange and were graded
     (its class has Chinese learners: the instructor's configuration names zh)."""
     scratch = tmp_path_factory.mktemp("class")
-    course = class_languages(course_grader.copy_course(scratch / "course", [EX1]), "en", "zh")
+    course = class_languages(instructor.copy_course(scratch / "course", [EX1]), "en", "zh")
     env = dict(os.environ, FXCOURSE_EXCHANGE=str(scratch / "exchange"))
     learner = scratch / "learner"
     learner.mkdir()
-    write_nbgrader_config(learner, scratch / "exchange")  # creates the exchange
-    course_grader.release(course)
+    course_id = Course.configured(course).course_id
+    write_nbgrader_config(learner, scratch / "exchange", course_id)  # creates the exchange
+    instructor.release(course)
     for assignment in (EX1_ZH, EX1):
         nbgrader(course, env, "release_assignment", assignment)
         nbgrader(learner, env, "fetch_assignment", assignment)
@@ -99,9 +101,9 @@ def class_graded(tmp_path_factory, class_languages) -> Path:
 
 
 def test_the_chinese_learner_fetches_the_chinese_notebook(class_graded):
-    submitted = class_graded / course_grader.SUBMITTED
+    submitted = Course.configured(class_graded).submitted
     (zh,) = submitted.glob(f"*/{EX1_ZH}/{EX1_ZH}.ipynb")
-    practice = course_grader.ROOT / "chapters" / "zh" / "exercises" / EX1 / f"{EX1}.ipynb"
+    practice = REPOSITORY / "chapters" / "zh" / "exercises" / EX1 / f"{EX1}.ipynb"
     # the practice copy's first cell (its links one folder deeper: chapters/zh/exercises/ex1/)
     first = nbformat.read(practice, as_version=4).cells[0].source.replace("](../../", "](../")
     assert nbformat.read(zh, as_version=4).cells[0].source == first
@@ -128,13 +130,13 @@ def messages(notebook: Path) -> list[str]:
 
 @pytest.mark.parametrize("assignment", [EX1_ZH, EX1])
 def test_feedback_speaks_the_assignments_language(class_graded, assignment):
-    (graded,) = (class_graded / course_grader.AUTOGRADED).glob(f"*/{assignment}/*.ipynb")
+    (graded,) = Course.configured(class_graded).autograded.glob(f"*/{assignment}/*.ipynb")
     found = messages(graded)
     hidden, visible, grader = SAID[assignment]
     assert any(hidden in m for m in found), found  # checks.py's own check
     assert any(visible in m for m in found), found  # verify.py's, called by checks.py
     assert any(grader in m for m in found), found  # the grader's (the probe's NameError)
-    (page,) = (class_graded / course_grader.FEEDBACK).glob(f"*/{assignment}/{assignment}.html")
+    (page,) = Course.configured(class_graded).feedback.glob(f"*/{assignment}/{assignment}.html")
     text = page.read_text()
     shown = [html.escape(m, quote=False) for m in found]
     assert all(m in text for m in shown), "a message of the graded notebook is not in its feedback"
@@ -150,7 +152,7 @@ def test_feedback_speaks_the_assignments_language(class_graded, assignment):
 
 def test_the_export_counts_either_language_as_the_exercise(class_graded):
     out = class_graded / "grades.csv"
-    course_grader.export(class_graded, out)
+    instructor.export(class_graded, out)
     header = out.read_text().splitlines()[0]
     assert header == f"student_id,{EX1},total"
 
@@ -166,7 +168,7 @@ def test_the_grader_finds_each_exercises_translations_in_the_catalogs():
 def test_a_class_is_released_in_english_only_unless_its_configuration_names_more(
     tmp_path, class_languages
 ):
-    course = course_grader.copy_course(tmp_path / "course", [EX1])
+    course = instructor.copy_course(tmp_path / "course", [EX1])
     assert exercises.assignments_of(course) == (EX1,)
     (course / exercises.SOURCE / EX1_ZH).mkdir()  # left by a release when the class had zh
     assert exercises.write_translations(course) == (EX1,)
@@ -176,6 +178,6 @@ def test_a_class_is_released_in_english_only_unless_its_configuration_names_more
 
 
 def test_a_language_the_course_does_not_have_is_refused_by_name(tmp_path, class_languages):
-    course = class_languages(course_grader.copy_course(tmp_path / "course", [EX1]), "en", "fr")
+    course = class_languages(instructor.copy_course(tmp_path / "course", [EX1]), "en", "fr")
     with pytest.raises(SystemExit, match=r"ClassLanguages.languages: no language 'fr' .*en, zh"):
         exercises.assignments_of(course)

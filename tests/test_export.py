@@ -20,8 +20,10 @@ import pytest
 from released_course import copy_of
 from submissions.build import fill, reference_solutions, write_submission
 
-from grader import course_grader, exercises
-from grader.course_grader import ASSIGNMENTS, COURSE_ID, GRADEBOOK, RELEASE
+from grader import exercises, instructor
+from grader.course import Course
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +55,8 @@ def course(released: Path, tmp_path: Path) -> Path:
 def gradebook(course: Path):
     from nbgrader.api import Gradebook
 
-    return Gradebook(f"sqlite:///{course / GRADEBOOK}", COURSE_ID)
+    course = Course.configured(course)
+    return Gradebook(course.gradebook_url, course.course_id)
 
 
 def record(course: Path, student: str, assignment: str, points: dict[str, float], penalty=0.0):
@@ -88,11 +91,11 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
     record(course, FORMULA, EX1, full[EX1])  # a student id a spreadsheet would run
     ungraded = {("uma", EX2): "error", ("pat", EX3): "grader-error", ("vic", EX3): "grader-error"}
     for (student, assignment), status in ungraded.items():  # make autograde's result files
-        folder = course / "classdata" / "autograded" / ".safegrade" / assignment
+        folder = Course.configured(course).results / assignment
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{student}.json").write_text(json.dumps({"status": status}))
 
-    header, grades = read_csv(course_grader.export(course))
+    header, grades = read_csv(instructor.export(course))
     assert header == ["student_id", *ASSIGNMENTS, "total"]
     assert grades == {
         "ada": {EX1: "10", EX2: "10", EX3: "10", "total": "30"},
@@ -105,7 +108,7 @@ def test_export_tells_missing_work_from_a_zero_and_lists_every_test(course: Path
         "'" + FORMULA: {EX1: "10", EX2: "", EX3: "", "total": "10"},
     }
 
-    header, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
+    header, by_test = read_csv(Course.configured(course).exports / "grades_by_test.csv")
     expected_columns = [f"{a}:{name}" for a in ASSIGNMENTS for name in [*full[a], "late_penalty"]]
     assert header == ["student_id", *expected_columns]
     assert set(by_test["nil"].values()) == {""}
@@ -143,10 +146,10 @@ def test_a_submission_in_another_language_is_its_exercises_grade(course: Path, c
         late.timestamp = book.find_submission(EX1, "bo").timestamp or datetime(2030, 1, 2)
         late.timestamp += timedelta(days=1)
         book.db.commit()
-    header, grades = read_csv(course_grader.export(course))
+    header, grades = read_csv(instructor.export(course))
     assert header == ["student_id", *ASSIGNMENTS, "total"]
     assert grades["lin"][EX1] == f"{first[1]:g}" and grades["bo"][EX1] == "10"
-    header, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
+    header, by_test = read_csv(Course.configured(course).exports / "grades_by_test.csv")
     assert by_test["lin"][f"{EX1}:{first[0]}"] == f"{first[1]:g}"
 
 
@@ -171,24 +174,26 @@ def test_late_work_is_penalised_and_a_resubmission_is_graded_again(course: Path,
     due = datetime(2025, 3, 1, 12, 0)
     with gradebook(course) as book:
         book.update_or_create_assignment(EX1, duedate=due)
-    student_version = nbformat.read(course / RELEASE / EX1 / f"{EX1}.ipynb", as_version=4)
+    student_version = nbformat.read(
+        Course.configured(course).release / EX1 / f"{EX1}.ipynb", as_version=4
+    )
     source = nbformat.read(course / "solutions" / EX1 / f"{EX1}.ipynb", as_version=4)
     answered = fill(student_version, reference_solutions(source))
     first = upload(tmp_path / "first", "punctual", answered, due - timedelta(hours=1))
     upload(first, "tardy", student_version, due - timedelta(hours=2))  # on time, unanswered
-    assert not course_grader.collect(first, course).refused
-    assert course_grader.nbgrader(course, "autograde", EX1, "--force") == 0
-    _, grades = read_csv(course_grader.export(course))
+    assert not instructor.collect(first, course).refused
+    assert instructor.nbgrader(course, "autograde", EX1, "--force") == 0
+    _, grades = read_csv(instructor.export(course))
     assert (grades["punctual"][EX1], grades["tardy"][EX1]) == ("10", "0")
 
     late = due + timedelta(days=1, hours=1)  # into the second day after the due date
     second = upload(tmp_path / "second", "tardy", answered, late)
-    assert course_grader.collect(second, course).collected == [("tardy", EX1)]
-    assert course_grader.nbgrader(course, "autograde", EX1, "--force", "--student=tardy") == 0
+    assert instructor.collect(second, course).collected == [("tardy", EX1)]
+    assert instructor.nbgrader(course, "autograde", EX1, "--force", "--student=tardy") == 0
     penalty = configured_penalty(course, 10.0, (late - due).total_seconds())
     assert penalty > 0, "the course configures no penalty for late work"
-    _, grades = read_csv(course_grader.export(course))
-    _, by_test = read_csv(course / "classdata" / "exports" / "grades_by_test.csv")
+    _, grades = read_csv(instructor.export(course))
+    _, by_test = read_csv(Course.configured(course).exports / "grades_by_test.csv")
     assert float(grades["tardy"][EX1]) == 10 - penalty
     assert float(by_test["tardy"][f"{EX1}:late_penalty"]) == penalty
     assert (grades["punctual"][EX1], by_test["punctual"][f"{EX1}:late_penalty"]) == ("10", "0")
@@ -206,11 +211,13 @@ def grader_command(course: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path, class_languages):
     # no gradebook yet: nbgrader makes one; a class with Chinese learners: translations are named
-    fresh = class_languages(course_grader.copy_course(tmp_path / "fresh"), "en", "zh")
+    fresh = class_languages(instructor.copy_course(tmp_path / "fresh"), "en", "zh")
     empty = grader_command(fresh, "export")
     assert empty.returncode == 1, empty.stderr
     assert "nothing to export" in empty.stderr and "Traceback" not in empty.stderr
-    assert (fresh / GRADEBOOK).exists()  # made with the venv's alembic although not on PATH
+    assert Course.configured(
+        fresh
+    ).gradebook.exists()  # made with the venv's alembic although not on PATH
     for command in (["export", "ex1"], ["submitted", "ex9_typo"]):
         typo = grader_command(fresh, *command)
         assert typo.returncode == 2, typo.stderr
@@ -231,7 +238,7 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path, c
 
 def test_feedback_names_the_uploads_make_autograde_could_not_grade(tmp_path: Path, capsys):
     """Their typed results say why there is no feedback for them (nbgrader has none to render)."""
-    results = tmp_path / course_grader.AUTOGRADED / ".safegrade"
+    results = Course.configured(tmp_path).results
     why = {"uma": ("error", "0: the grader could not grade this submission: NotJSONError")}
     why |= {"vic": ("grader-error", "not graded: the grader failed, not the submission; rerun")}
     why |= {"ada": ("graded", "10/10: all 3 tests passed")}
@@ -240,10 +247,10 @@ def test_feedback_names_the_uploads_make_autograde_could_not_grade(tmp_path: Pat
         (results / EX1 / f"{student}.json").write_text(
             json.dumps({"status": status, "score": None, "reason": reason})
         )
-    assert course_grader.feedback(tmp_path) == 1  # nothing autograded: no nbgrader run
+    assert instructor.feedback(tmp_path) == 1  # nothing autograded: no nbgrader run
     err = capsys.readouterr().err
     assert f"none for uma/{EX1}: 0: the grader could not grade" in err
     assert f"none for vic/{EX1}: not graded: the grader failed" in err
     assert "ada" not in err
-    assert course_grader.feedback(tmp_path, ["ada"]) == 1
+    assert instructor.feedback(tmp_path, ["ada"]) == 1
     assert "none for" not in capsys.readouterr().err

@@ -99,18 +99,27 @@ def test_every_limit_has_a_unit_and_help_and_make_autograde_prints_them():
     assert all(re.search(rf"\b{name}\b", summary) for name in configurable), summary
 
 
-def test_nbgrader_config_sets_the_limits_and_no_module_repeats_their_defaults():
+def test_nbgrader_config_names_the_limits_and_repeats_no_default():
+    """Each configurable limit is named where an instructor sets it; none is set there to its
+    default (GradingLimits declares it once), and the sandbox reads the same traits."""
+    from grader.safegrade import sandbox
+
     text = (GRADER / "nbgrader_config.py").read_text()
-    for name in ("cell_timeout", "budget", "memory_mb", "nproc", "file_mb", "tmp_mb"):
-        assert re.search(rf"^c\.GradingLimits\.{name} = ", text, re.M), name
+    configurable = GradingLimits.class_trait_names(config=True)
+    for name in configurable:
+        assert re.search(rf"\b{name}\b", text), name
+        for value in re.findall(rf"^c\.GradingLimits\.{name} = (.+)$", text, re.M):
+            assert float(value) != getattr(LIMITS, name), f"{name} repeats its default"
     assert "c.SandboxExecute.budget" not in text and "c.Execute.timeout" not in text
+    given = sandbox.Limits(budget=7).for_worker(memory_cgroup=False)
+    assert set(given) == {*configurable, "memory_cgroup"} and given["budget"] == 7
 
 
 def test_layers_that_handle_the_same_thing_read_the_same_limit():
-    from grader.safegrade import runner, sandbox
+    from grader.safegrade import sandbox
 
     assert sandbox.Limits().cell_timeout == LIMITS.cell_timeout
-    assert runner.FRAME_CAP == LIMITS.frame_bytes and sandbox.RECORDS_CAP >= LIMITS.frame_bytes
+    assert LIMITS.records_bytes >= LIMITS.frame_bytes  # a submission may send one whole frame
     assert LIMITS.file_cap("a.ipynb") == LIMITS.notebook_bytes
     assert LIMITS.file_cap("data.csv") == LIMITS.file_bytes
     # a learner's Validate is never stricter than the grader (fxcourse/workspace.py writes it)

@@ -22,6 +22,7 @@ from nbgrader.preprocessors import Execute
 from fxcourse.i18n import lookup_of
 from grader import exercises
 from grader.safegrade import checking, data, probing, records, runner, verdicts, wording, worker
+from grader.safegrade.limits import LIMITS
 from grader.safegrade.preprocessors import ResilientExecute, in_language_of
 
 EX1 = "ex1_sigmoid_to_tanh"
@@ -123,12 +124,12 @@ def unsendable_data() -> list[str]:
     import torch
 
     nested: list = []
-    for _ in range(data.MAX_DEPTH + 2):
+    for _ in range(LIMITS.data_depth + 2):
         nested = [nested]
     values = [
         nested,
         torch.zeros(2, dtype=torch.uint16),
-        torch.empty(data.MAX_TENSOR_BYTES + 1, dtype=torch.uint8),
+        torch.empty(LIMITS.tensor_bytes + 1, dtype=torch.uint8),
     ]
     return raised(data.DataError, [lambda value=value: data.encode(value) for value in values])
 
@@ -147,7 +148,7 @@ def malformed_data() -> list[str]:
         {"tensor": {"dtype": "float32", "shape": [1], "data": "AAAA"}},
         {"list": [{"list": [{"list": []}]}] * 3},
     ]
-    with mock.patch.object(data, "MAX_DEPTH", 1):
+    with mock.patch.object(LIMITS, "data_depth", 1):
         return [checking.judge(None, "test_in_place", json.dumps(f).encode(), 0)[1] for f in forged]
 
 

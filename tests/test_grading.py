@@ -36,8 +36,10 @@ from submissions.build import (
 )
 
 from fxcourse.notebooks import problems
-from grader import course_grader, exercises
-from grader.course_grader import ASSIGNMENTS, RELEASE
+from grader import exercises, instructor
+from grader.course import STUDENT_VERSIONS, Course
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "grading"  # git-ignored: logs of grading runs that failed
@@ -83,7 +85,9 @@ def write_submissions(
     """The reference answer, the untouched student version (unless not `untouched`) and
     `answers`, for each exercise."""
     for assignment in assignments:
-        student = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
+        student = nbformat.read(
+            Course.configured(course).release / assignment / f"{assignment}.ipynb", 4
+        )
         reference = reference_solutions(source_notebook(course, assignment))
         write_submission(
             folder,
@@ -129,7 +133,7 @@ def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
         submitted = tmp_path_factory.mktemp("uploads")
         plain_only = how.split(":")[1:]
         write_submissions(course, submitted, answers, plain_only or ASSIGNMENTS, not plain_only)
-        course_grader.collect(submitted, course)
+        instructor.collect(submitted, course)
         courses[how] = course
     with ThreadPoolExecutor(len(courses)) as pool:
         runs = dict(zip(courses, pool.map(grade, courses.values(), courses), strict=True))
@@ -152,7 +156,7 @@ def tracebacks(log: str) -> str:
 
 def cell_scores(course: Path) -> dict[tuple[str, str, str], float | None]:
     """(student, assignment, grade cell) -> the points nbgrader recorded."""
-    with sqlite3.connect(course / course_grader.GRADEBOOK) as db:
+    with sqlite3.connect(Course.configured(course).gradebook) as db:
         rows = db.execute(
             "select s.student_id, a.name, c.name, g.auto_score from grade g "
             "join base_cell c on g.cell_id = c.id "
@@ -164,14 +168,14 @@ def cell_scores(course: Path) -> dict[tuple[str, str, str], float | None]:
 
 
 def reason(course: Path, student: str, assignment: str) -> str:
-    path = course / "classdata" / "autograded" / ".safegrade" / assignment / f"{student}.json"
+    path = Course.configured(course).results / assignment / f"{student}.json"
     return json.loads(path.read_text())["reason"]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_reference_scores_full_marks_and_the_starter_zero(graded, assignment):
     course = graded["sandboxed"]
-    got = course_grader.scores(course)
+    got = instructor.scores(course)
     assert got["reference"][assignment] == 10, reason(course, "reference", assignment)
     assert got["untouched"][assignment] == 0, reason(course, "untouched", assignment)
     assert "NotImplementedError" in reason(course, "untouched", assignment)
@@ -184,7 +188,9 @@ def test_the_reference_runs_every_cell_cleanly(graded, how):
     plain nbgrader's kernel."""
     for assignment in ASSIGNMENTS:
         course = graded["sandboxed" if how == "sandboxed" else f"plain:{assignment}"]
-        path = course / course_grader.AUTOGRADED / "reference" / assignment / f"{assignment}.ipynb"
+        path = (
+            Course.configured(course).autograded / "reference" / assignment / f"{assignment}.ipynb"
+        )
         errors = [
             (cell.source[:60], output.get("evalue"))
             for cell in nbformat.read(path, as_version=4).cells
@@ -210,7 +216,7 @@ def test_every_snippets_cells_import_what_they_use(tmp_path):
 @pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
 def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
     course = graded["sandboxed"]
-    score = course_grader.scores(course)[snippet.name][snippet.assignment]
+    score = instructor.scores(course)[snippet.name][snippet.assignment]
     assert score == snippet.expected, reason(course, snippet.name, snippet.assignment)
 
 
@@ -234,16 +240,18 @@ def one_worker_batch(released: Path, folder: Path, uploads: list[tuple[str, Snip
     copy_of(released, course)
     for student, snippet in uploads:
         assignment = snippet.assignment
-        starter = nbformat.read(course / RELEASE / assignment / f"{assignment}.ipynb", 4)
+        starter = nbformat.read(
+            Course.configured(course).release / assignment / f"{assignment}.ipynb", 4
+        )
         reference = reference_solutions(source_notebook(course, assignment))
         nb = submission(starter, reference, snippet)
         write_submission(folder / "uploads", student, assignment, nb)
-    course_grader.collect(folder / "uploads", course)
+    instructor.collect(folder / "uploads", course)
     command = [sys.executable, "-m", "grader.safegrade", "autograde", "--workers=1"]
     run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     print(run.stdout[-3000:])
-    return {"scores": course_grader.scores(course), "course": course}
+    return {"scores": instructor.scores(course), "course": course}
 
 
 def honest(assignment: str) -> Snippet:
@@ -279,7 +287,7 @@ def test_classmates_after_one_holding_every_lock_keep_full_marks(released, tmp_p
 
 def test_attacks_never_see_the_hidden_checks(graded):
     course, student = graded["sandboxed"], "ex1_reads_the_hidden_checks"
-    folder = course / "classdata" / "autograded" / student / "ex1_sigmoid_to_tanh"
+    folder = Course.configured(course).autograded / student / "ex1_sigmoid_to_tanh"
     nb = nbformat.read(folder / "ex1_sigmoid_to_tanh.ipynb", as_version=4)
     printed = " ".join(str(output) for cell in nb.cells for output in cell.get("outputs", []))
     assert "FOUND" not in printed, printed[:2000]
@@ -288,7 +296,7 @@ def test_attacks_never_see_the_hidden_checks(graded):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_export_has_one_column_per_exercise(graded, assignment, tmp_path):
     course = graded["sandboxed"]
-    with course_grader.export(course, tmp_path / "grades.csv").open() as handle:
+    with instructor.export(course, tmp_path / "grades.csv").open() as handle:
         rows = list(csv.reader(handle))
     columns = [*ASSIGNMENTS, "total"]
     assert rows[0] == ["student_id", *columns]
@@ -306,13 +314,13 @@ def test_export_has_one_column_per_exercise(graded, assignment, tmp_path):
 
 
 def feedback_text(course: Path, student: str, assignment: str) -> str:
-    page = course / course_grader.FEEDBACK / student / assignment / f"{assignment}.html"
+    page = Course.configured(course).feedback / student / assignment / f"{assignment}.html"
     return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))  # what a reader sees
 
 
 def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
     course = graded["sandboxed"]
-    assert course_grader.feedback(course, ["ex1_only_torch_sigmoid", "reference", "untouched"]) == 0
+    assert instructor.feedback(course, ["ex1_only_torch_sigmoid", "reference", "untouched"]) == 0
     text = feedback_text(course, "ex1_only_torch_sigmoid", "ex1_sigmoid_to_tanh")
     assert "x.sigmoid(): the rewritten graph still computes a sigmoid" in text
     assert "torch.special.expit: the rewritten graph still computes a sigmoid" in text
@@ -332,7 +340,7 @@ def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
 
 def test_feedback_keeps_a_learners_quoted_marker(graded):
     course = graded["sandboxed"]
-    assert course_grader.feedback(course, ["ex1_quotes_hidden_markers"]) == 0
+    assert instructor.feedback(course, ["ex1_quotes_hidden_markers"]) == 0
     assert "the grader keeps a" in feedback_text(
         course, "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
     )
@@ -342,11 +350,11 @@ def test_feedback_holds_only_the_pages_made_from_notebooks(graded):
     """The reference submissions came with an evil.html of their own, which nbgrader copies into
     the feedback folder: after make feedback none is left there to hand out uncleaned."""
     course = graded["sandboxed"]
-    assert course_grader.feedback(course, ["reference"]) == 0
-    autograded = course / course_grader.AUTOGRADED / "reference"
+    assert instructor.feedback(course, ["reference"]) == 0
+    autograded = Course.configured(course).autograded / "reference"
     assert (autograded / ASSIGNMENTS[0] / "evil.html").read_text() == EVIL_PAGE
     for assignment in ASSIGNMENTS:
-        folder = course / course_grader.FEEDBACK / "reference" / assignment
+        folder = Course.configured(course).feedback / "reference" / assignment
         names = {path.name for path in folder.iterdir()}
         assert f"{assignment}.html" in names, names
         assert names <= {f"{assignment}.html", "timestamp.txt", "submission_secret.txt"}, names
@@ -360,9 +368,9 @@ def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd)
     course = shutil.copytree(graded["sandboxed"], tmp_path / "course")
     shutil.copy(ROOT / "solutions" / "01_symbolic_tracing.ipynb", course / "solutions")
     capfd.readouterr()
-    course_grader.release(course)
-    assert course_grader.feedback(course, ["reference"]) == 0
-    assert course_grader.feedback(course, ["reference"]) == 0
+    instructor.release(course)
+    assert instructor.feedback(course, ["reference"]) == 0
+    assert instructor.feedback(course, ["reference"]) == 0
     printed = capfd.readouterr()
     warnings = [
         line
@@ -370,15 +378,15 @@ def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd)
         if re.search(r"warn|error", line, re.IGNORECASE)
     ]
     assert not warnings, "\n".join(warnings)
-    shutil.rmtree(course / course_grader.FEEDBACK)  # make feedback ASSIGNMENT=<one exercise>
-    assert course_grader.feedback(course, ["reference"], [ASSIGNMENTS[1]]) == 0
-    made = [path.name for path in (course / course_grader.FEEDBACK / "reference").iterdir()]
+    shutil.rmtree(Course.configured(course).feedback)  # make feedback ASSIGNMENT=<one exercise>
+    assert instructor.feedback(course, ["reference"], [ASSIGNMENTS[1]]) == 0
+    made = [path.name for path in (Course.configured(course).feedback / "reference").iterdir()]
     assert made == [ASSIGNMENTS[1]]
 
 
 def test_release_feedback_through_the_exchange(graded):
     course = graded["sandboxed"]
-    assert course_grader.feedback(course, ["reference"]) == 0
+    assert instructor.feedback(course, ["reference"]) == 0
     done = subprocess.run(
         [
             sys.executable,
@@ -393,7 +401,7 @@ def test_release_feedback_through_the_exchange(graded):
         text=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert list((course / "classdata" / "exchange").rglob("*.html"))
+    assert list(Course.configured(course).exchange.rglob("*.html"))
 
 
 def test_the_formgraders_autograde_button_grades_in_the_sandbox(graded):
@@ -409,14 +417,14 @@ def test_the_formgraders_autograde_button_grades_in_the_sandbox(graded):
         [sys.executable, "-c", button], cwd=course, capture_output=True, text=True
     )
     assert "'success': True" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
-    assert course_grader.scores(course)[student]["ex1_sigmoid_to_tanh"] == 0
+    assert instructor.scores(course)[student]["ex1_sigmoid_to_tanh"] == 0
 
 
 def test_probes_and_checks_are_never_released(released):
     """Only the notebook and, where the exercise has one, verify.py (the tests' checks, which
     learners read and the test cells import) reach the learners."""
     for assignment in ASSIGNMENTS:
-        files = {p.name for p in (released / RELEASE / assignment).iterdir()}
+        files = {p.name for p in (Course.configured(released).release / assignment).iterdir()}
         beside = {"verify.py"} & {p.name for p in (ROOT / "solutions" / assignment).iterdir()}
         assert files == {f"{assignment}.ipynb"} | beside, files
 
@@ -426,7 +434,7 @@ def test_student_versions_are_current(released: Path):
     exercise, its notebook and the files beside it."""
     for assignment in ASSIGNMENTS:
         fresh_folder = released / "published" / assignment
-        committed = ROOT / course_grader.STUDENT_VERSIONS / assignment
+        committed = ROOT / STUDENT_VERSIONS / assignment
         names = sorted(p.name for p in fresh_folder.iterdir())
         kept = [p.name for p in committed.iterdir() if p.name != "__pycache__"]  # verify's, run
         assert sorted(kept) == names, f"{committed}: run `make release`"
@@ -473,7 +481,7 @@ def test_exercise_is_ten_points_over_three_or_more_cells(assignment: str):
         if cell.metadata.get("nbgrader", {}).get("grade")
     ]
     assert sum(points) == 10 and len(points) >= 3, points
-    student_path = ROOT / course_grader.STUDENT_VERSIONS / assignment / f"{assignment}.ipynb"
+    student_path = ROOT / STUDENT_VERSIONS / assignment / f"{assignment}.ipynb"
     for nb_path in (student_path, ROOT / "solutions" / assignment / f"{assignment}.ipynb"):
         assert not problems(nbformat.read(nb_path, as_version=4)), f"{nb_path} is not clean"
 
@@ -491,10 +499,10 @@ def report(graded, tmp_path_factory) -> Path:
     """`make report` of the graded class (with feedback pages for two learners), in a folder of
     its own; the course's classdata/ is beside it as classdata/reports is in a course."""
     course = graded["sandboxed"]
-    assert course_grader.feedback(course, ["reference", "ex1_only_torch_sigmoid"]) == 0
+    assert instructor.feedback(course, ["reference", "ex1_only_torch_sigmoid"]) == 0
     progress = tmp_path_factory.mktemp("progress") / "progress.json"
     progress.write_text(json.dumps(PROGRESS))
-    out = course / "classdata" / "reports"
+    out = Course.configured(course).reports
     command = [sys.executable, "-m", "grader.report", "--course", str(course)]
     done = subprocess.run([*command, "--progress", str(progress)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -508,7 +516,7 @@ def read_rows(path: Path) -> list[dict[str, str]]:
 
 def test_report_counts_scores_and_groups_the_messages_learners_read(graded, report):
     course = graded["sandboxed"]
-    exported = course_grader.scores(course)
+    exported = instructor.scores(course)
     for assignment in ASSIGNMENTS:
         rows = {row["student_id"]: row for row in read_rows(report / f"{assignment}.csv")}
         for student, row in rows.items():  # the same scores as make export

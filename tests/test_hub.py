@@ -54,6 +54,7 @@ from submissions.build import read_snippet, reference_solutions
 
 from fxcourse.workspace import START_PAGE
 from grader import exercises, intake, intake_exchange
+from grader.course import Course
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +66,7 @@ MISTAKE = read_snippet(ROOT / "tests" / "submissions" / "ex1_only_torch_sigmoid.
 # What the feedback tells the learner who only rewrote torch.sigmoid (a check's message).
 MISTAKE_MESSAGE = "x.sigmoid(): the rewritten graph still computes a sigmoid"
 KERNEL = "fx-course"
-COURSE_ID = "fx-course"
+COURSE_ID = Course.configured().course_id
 
 
 def write_file_js(name: str) -> str:
@@ -333,7 +334,7 @@ def plant_in_exchange(hub: ClassHub, ada: str, bob: str) -> tuple[Path, str]:
     checks = hub.course / "solutions" / ASSIGNMENT / "checks.py"
     assert checks.is_file(), checks
     forged = inbound(hub) / f"{bob}+{ASSIGNMENT}+2099-01-01 00:00:00.000000 UTC+forged"
-    gradebook = hub.course / "classdata" / "gradebook.db"
+    gradebook = Course.configured(hub.course).gradebook
     done = run_as(
         ada, "bash", "-c", PLANT, "plant", str(folder), str(checks), str(gradebook), str(forged)
     )
@@ -343,7 +344,7 @@ def plant_in_exchange(hub: ClassHub, ada: str, bob: str) -> tuple[Path, str]:
 
 def check_collected(hub: ClassHub, ada: str, bob: str, ada_time: str) -> None:
     """Nothing the links point at arrived, bob's submission is his own, ada's time is real."""
-    submitted = hub.course / "classdata" / "submitted"
+    submitted = Course.configured(hub.course).submitted
     arrived = [path for path in submitted.rglob("*") if path.is_file()]
     secrets = {(hub.course / "solutions" / ASSIGNMENT / "checks.py").read_bytes()}
     assert not [p for p in arrived if p.name in ("checks.py", "gradebook.db")], arrived
@@ -378,7 +379,7 @@ def view_hostile_submission(hub: ClassHub, instructor: HubUser, formgrader: Form
 
 def check_feedback_html(hub: ClassHub, ada: str) -> None:
     """The feedback file ada's browser shows: her markup is there, none of her scripts."""
-    page = hub.course / "classdata" / "feedback" / ada / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    page = Course.configured(hub.course).feedback / ada / ASSIGNMENT / f"{ASSIGNMENT}.html"
     html = page.read_text()
     assert HOSTILE_MARKUP in html, "the hostile cell is not in the feedback"
     for name in PWNED:
@@ -601,7 +602,7 @@ def exported_scores(hub: ClassHub) -> tuple[dict[str, str], dict[str, dict[str, 
         hub.instructor, str(HUB_PYTHON), "grader/course_grader.py", "export", cwd=hub.course
     )
     assert export.returncode == 0, export.stdout + export.stderr
-    exports = hub.course / "classdata" / "exports"
+    exports = Course.configured(hub.course).exports
     with (exports / "grades.csv").open() as handle:
         scores = {row["student_id"]: row[ASSIGNMENT] for row in csv.DictReader(handle)}
     with (exports / "grades_by_test.csv").open() as handle:

@@ -25,9 +25,11 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from fxcourse import workspace
 from fxcourse.workspace import START_PAGE
-from grader.course_grader import ASSIGNMENTS
+from grader.course import Course
 from grader.hub import classroom, progress_service
 from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
 
 ROOT = Path(__file__).resolve().parents[1]
 HUB = ROOT / "grader" / "hub"
@@ -176,7 +178,7 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
     assert config.Exchange.root == str(exchange)
     assert config.CourseDirectory.root == str(course)
-    assert config.CourseDirectory.course_id == "fx-course"
+    assert config.CourseDirectory.course_id == Course.configured().course_id
     assert config.CourseDirectory.db_url == f"sqlite:///{course / 'classdata' / 'gradebook.db'}"
     sources = sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb"))
     assert sources == list(ASSIGNMENTS)

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import class_exchange, course_grader
+from grader import class_exchange, course_grader, instructor
+from grader.course import Course
 from grader.safegrade import results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +58,7 @@ def test_release_feedback_names_the_uploads_it_could_not_grade(tmp_path, capsys)
 
 
 def test_a_wrong_assignment_name_stops_autograde_before_anything_is_generated(tmp_path, capsys):
-    course = course_grader.copy_course(tmp_path / "course")
+    course = instructor.copy_course(tmp_path / "course")
     with pytest.raises(SystemExit) as stopped:
         course_grader.main(
             ["--course", str(course), "release", "--no-publish", "--assignment", "ex1"]
@@ -66,7 +67,7 @@ def test_a_wrong_assignment_name_stops_autograde_before_anything_is_generated(tm
     assert (
         "unknown assignment 'ex1'; did you mean 'ex1_sigmoid_to_tanh'?" in capsys.readouterr().err
     )
-    assert not (course / course_grader.RELEASE).exists()
+    assert not Course.configured(course).release.exists()
     planned = subprocess.run(
         ["make", "-n", "autograde", "ASSIGNMENT=ex1"], cwd=ROOT, capture_output=True, text=True
     ).stdout.splitlines()

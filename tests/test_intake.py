@@ -21,13 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from grader import course_grader, exercises, intake, intake_exchange
-from grader.course_grader import SUBMITTED
+from grader import course_grader, exercises, instructor, intake, intake_exchange
+from grader.course import Course
 from grader.safegrade.limits import LIMITS
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
+COURSE_ID = Course.configured().course_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
-EX1, EX2, EX3 = course_grader.ASSIGNMENTS
+EX1, EX2, EX3 = ASSIGNMENTS
 
 
 def notebook(label: str) -> bytes:
@@ -44,7 +47,7 @@ def put(path: Path | bytes, content: bytes) -> None:
 def arrived(course: Path) -> dict[str, bytes]:
     """Every file in the course's submitted folder: path (odd bytes as %XX) -> content."""
     found = {}
-    submitted = course / SUBMITTED
+    submitted = Course.configured(course).submitted
     for folder, _, files in os.walk(submitted):
         for name in files:
             path = Path(folder, name)
@@ -54,7 +57,7 @@ def arrived(course: Path) -> dict[str, bytes]:
 
 
 def collect(upload: Path, course: Path, lms: str | None = "plain", **kwargs) -> intake.Report:
-    return course_grader.collect(upload, course, lms, **kwargs)
+    return instructor.collect(upload, course, lms, **kwargs)
 
 
 def refused(report: intake.Report) -> dict[str, str]:
@@ -304,13 +307,15 @@ def test_every_regular_file_arrives_or_is_listed(tmp_path: Path, course: Path):
     listed = {path for path, _ in report.refused}
     for path, content in regular_files(upload).items():
         assert content in copied or path in listed, f"{path} was neither copied nor listed"
-    submitted = course / SUBMITTED
+    submitted = Course.configured(course).submitted
     new = set(tmp_path.rglob("*")) - before
     outside = [
         p for p in new if submitted not in p.parents and p not in (*submitted.parents, submitted)
     ]
     assert not outside, "wrote outside the submitted folder"
-    assert not list((course / SUBMITTED).glob(".collect-*")), "staging folder left behind"
+    assert not list(Course.configured(course).submitted.glob(".collect-*")), (
+        "staging folder left behind"
+    )
 
 
 def zip_with(path: Path, files: dict[str, bytes], special: dict[str, tuple[int, bytes]]) -> Path:
@@ -404,7 +409,9 @@ def test_a_submission_over_the_total_byte_cap_is_refused_whole(
     assert copied == [f"bob/{EX1}/{EX1}.ipynb"]
     assert f"{LIMITS.submission_bytes} bytes per submission" in refused(report)[f"ada/{EX1}"]
     assert set(arrived(course)) == {f"bob/{EX1}/{EX1}.ipynb"}, "the others are still collected"
-    assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
+    assert not list(Course.configured(course).submitted.glob(".collect-*")), (
+        "a partial copy was left behind"
+    )
 
 
 def test_a_submission_that_grew_after_its_sizes_were_read_is_refused_whole(
@@ -442,7 +449,9 @@ def test_an_exchange_submission_over_the_caps_is_refused_whole(
     report = collect_exchange(tmp_path / "exchange", course, {os.getuid(): "ada"})
     assert "6 files, over the cap of 5 files per submission" in refused(report)[name]
     assert report.collected == [] and not arrived(course) and not copied
-    assert not list((course / SUBMITTED).glob(".collect-*")), "a partial copy was left behind"
+    assert not list(Course.configured(course).submitted.glob(".collect-*")), (
+        "a partial copy was left behind"
+    )
 
 
 def test_a_resubmission_replaces_the_earlier_copy_unless_older(tmp_path: Path, course: Path):
@@ -512,7 +521,7 @@ def test_lms_patterns_read_real_download_names(tmp_path, course, lms, name, expe
 def test_times_in_file_names_are_read_in_the_given_zone(tmp_path: Path, course: Path):
     put(tmp_path / "up" / f"Ex1_jlee7_attempt_2025-03-02-10-15-00_{EX1}.ipynb", b"{}")
     collect(tmp_path / "up", course, lms="blackboard", zone="Europe/Berlin")
-    stamp = (course / SUBMITTED / "jlee7" / EX1 / "timestamp.txt").read_text()
+    stamp = (Course.configured(course).submitted / "jlee7" / EX1 / "timestamp.txt").read_text()
     assert stamp == "2025-03-02 09:15:00.000000 UTC\n"  # 10:15 in Berlin (CET, UTC+1)
 
 
@@ -533,14 +542,16 @@ def test_unreadable_uploads_fail_clearly(tmp_path: Path, course: Path, capsys, c
     status = course_grader.main(["--course", str(course), "collect", str(upload), *zone])
     assert status == 2
     assert "collect:" in capsys.readouterr().err
-    assert not (course / SUBMITTED).exists() or not any((course / SUBMITTED).iterdir())
+    assert not Course.configured(course).submitted.exists() or not any(
+        Course.configured(course).submitted.iterdir()
+    )
 
 
 @pytest.fixture
 def configured_course(tmp_path_factory) -> Path:
     """A course folder with the repository's nbgrader configuration and its exercises' sources
     (from which the course's file-name patterns name them), nothing graded."""
-    return course_grader.copy_course(tmp_path_factory.mktemp("configured"))
+    return instructor.copy_course(tmp_path_factory.mktemp("configured"))
 
 
 def test_the_course_config_names_the_default_pattern(configured_course: Path, tmp_path: Path):
@@ -572,13 +583,13 @@ def test_an_lms_download_of_an_exercise_in_chinese_goes_to_its_assignment(
 
 
 def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_course: Path):
-    archive = configured_course / "classdata" / "downloaded" / EX1 / "archive"
+    archive = Course.configured(configured_course).downloaded / EX1 / "archive"
     put(archive / f"bob_smith_{EX1}.ipynb", notebook("zip_collect"))
     before = {p.name for p in configured_course.iterdir()}
     command = [sys.executable, "-m", "nbgrader", "zip_collect", EX1, "--force"]
     result = subprocess.run(command, cwd=configured_course, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    target = configured_course / SUBMITTED / "bob_smith" / EX1 / f"{EX1}.ipynb"
+    target = Course.configured(configured_course).submitted / "bob_smith" / EX1 / f"{EX1}.ipynb"
     assert target.read_bytes() == notebook("zip_collect")
     assert {p.name for p in configured_course.iterdir()} == before, "zip_collect wrote in the root"
 
@@ -587,7 +598,7 @@ def test_nbgrader_zip_collect_reads_the_same_pattern_inside_grader(configured_co
 
 
 def inbound_folder(exchange: Path, name: str, files: dict[str, bytes]) -> Path:
-    folder = exchange / course_grader.COURSE_ID / "inbound" / name
+    folder = exchange / COURSE_ID / "inbound" / name
     for path, content in files.items():
         put(folder / path, content)
     return folder
@@ -614,14 +625,16 @@ def hostile_inbound(exchange: Path, secrets: Path, ada: str = "ada") -> None:
 
 
 def collect_exchange(exchange: Path, course: Path, owners: dict[int, str]) -> intake.Report:
-    inbound = exchange / course_grader.COURSE_ID / "inbound"
-    return intake_exchange.collect_inbound(inbound, course / SUBMITTED, [EX1], owners.__getitem__)
+    inbound = exchange / COURSE_ID / "inbound"
+    return intake_exchange.collect_inbound(
+        inbound, Course.configured(course).submitted, [EX1], owners.__getitem__
+    )
 
 
 def test_exchange_submissions_are_the_owners_with_the_system_time(tmp_path: Path, course: Path):
     exchange = tmp_path / "exchange"
     hostile_inbound(exchange, tmp_path / "instructor")
-    put(course / SUBMITTED / "bob" / EX1 / f"{EX1}.ipynb", notebook("bob's own"))
+    put(Course.configured(course).submitted / "bob" / EX1 / f"{EX1}.ipynb", notebook("bob's own"))
     report = collect_exchange(exchange, course, {os.getuid(): "ada"})  # the test owns them all
     got = arrived(course)
     assert got[f"ada/{EX1}/{EX1}.ipynb"] == notebook("ada second")
@@ -633,7 +646,7 @@ def test_exchange_submissions_are_the_owners_with_the_system_time(tmp_path: Path
     assert "links are not followed" in problems[f"{later}/gradebook.db"]
     assert "owned by 'ada'" in problems[f"bob+{EX1}+2026-01-03 10:00:00.000000 UTC+ccc"]
     # the time is the one the system recorded for the folder, not the back-dated claim
-    system_time = intake_exchange.changed_at(exchange / course_grader.COURSE_ID / "inbound" / later)
+    system_time = intake_exchange.changed_at(exchange / COURSE_ID / "inbound" / later)
     assert got[f"ada/{EX1}/timestamp.txt"].decode().strip() == f"{system_time:{intake.TIME_FORMAT}}"
     assert any("timestamp.txt says 2020-01-01" in note for note in report.notes)
     assert report.collected == [("ada", EX1)]
@@ -710,7 +723,7 @@ def test_an_inbound_folder_changed_while_collected_gets_the_later_time(
 
 
 def feedback_folder(course: Path, student: str, secret: bool) -> None:
-    folder = course / course_grader.FEEDBACK / student / EX1
+    folder = Course.configured(course).feedback / student / EX1
     put(folder / f"{EX1}.html", f"<p>feedback for {student}</p>".encode())
     put(folder / "timestamp.txt", b"2026-01-01 10:00:00.000000 UTC")
     if secret:
@@ -725,11 +738,11 @@ def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
     monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     for student, secret in [("ada", True), ("canvas_123", False), ("zoe", True)]:
         feedback_folder(configured_course, student, secret)
-    status = course_grader.release_feedback(configured_course, [EX1])
+    status = instructor.release_feedback(configured_course, [EX1])
     out = capsys.readouterr().out
     assert status == 1
     assert "canvas_123" in out and "no submission_secret.txt" in out
-    outbound = tmp_path / "exchange" / course_grader.COURSE_ID / "feedback"
+    outbound = tmp_path / "exchange" / COURSE_ID / "feedback"
     from nbgrader.utils import notebook_hash
 
     for student in ("ada", "zoe"):
@@ -757,7 +770,7 @@ def test_a_learner_written_feedback_folder_stops_only_its_own_release(tmp_path: 
     put(feedback / "ada" / EX1 / "submission_secret.txt", b"\xff\xfe")
     put(feedback / "bob" / EX1 / "notes.html" / "inside", b"a folder named .html")
     folders = sorted(feedback.glob(f"*/{EX1}"))
-    result = course_grader.class_exchange.release_feedback(folders, EX1, tmp_path / "outbound")
+    result = instructor.class_exchange.release_feedback(folders, EX1, tmp_path / "outbound")
     assert [Path(page).parts[-3] for page in result.released] == ["bob", "zoe"]
     assert [Path(folder).parts[-2] for folder, _ in result.not_released] == ["ada"]
 
@@ -770,7 +783,7 @@ def test_typos_and_empty_inputs_fail_naming_the_right_ones(
     with pytest.raises(SystemExit) as typo:
         course_grader.main([*course, "collect", "--assignment", "ex9"])
     assert typo.value.code == 2 and EX1 in capsys.readouterr().err
-    (tmp_path / "exchange" / course_grader.COURSE_ID / "inbound").mkdir(parents=True)
+    (tmp_path / "exchange" / COURSE_ID / "inbound").mkdir(parents=True)
     assert course_grader.main([*course, "collect"]) == 2
     out, err = capsys.readouterr()
     assert "no submission of" in err and not out  # no "collected 0" report before it
@@ -878,8 +891,8 @@ def test_a_feedback_folder_keeps_only_the_pages_made_from_notebooks(configured_c
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(configured_course)).load_config()
     hook = config.GenerateFeedback.post_convert_hook
-    graded = configured_course / course_grader.AUTOGRADED / "ada" / EX1 / f"{EX1}.ipynb"
-    folder = configured_course / course_grader.FEEDBACK / "ada" / EX1
+    graded = Course.configured(configured_course).autograded / "ada" / EX1 / f"{EX1}.ipynb"
+    folder = Course.configured(configured_course).feedback / "ada" / EX1
     put(folder / f"{EX1}.html", b"<p>made from the notebook</p>")
     put(folder / "submission_secret.txt", b"secret")
     put(folder / "evil.html", b"<script>PWNED()</script>")

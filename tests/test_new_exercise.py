@@ -20,7 +20,11 @@ import nbformat
 import pytest
 from submissions.build import Snippet, reference_solutions, submission, write_submission
 
-from grader import course_grader, exercises
+from grader import exercises, instructor
+from grader.course import Course
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
+COURSE_ID = Course.configured().course_id
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cosine_swap"  # no exNN_ prefix: the course finds it by its folder, not by a pattern
@@ -196,10 +200,10 @@ def write_exercise(course: Path) -> None:
 def graded(tmp_path_factory) -> Path:
     """A copy of the course with the exercise added, released, and three of its submissions
     collected and graded as `make autograde` grades them."""
-    course = course_grader.copy_course(tmp_path_factory.mktemp("course"))
+    course = instructor.copy_course(tmp_path_factory.mktemp("course"))
     write_exercise(course)
-    course_grader.release(course, publish_to=course / "published")
-    student = nbformat.read(course / course_grader.RELEASE / NAME / f"{NAME}.ipynb", 4)
+    instructor.release(course, publish_to=course / "published")
+    student = nbformat.read(Course.configured(course).release / NAME / f"{NAME}.ipynb", 4)
     source = nbformat.read(course / exercises.SOURCE / NAME / f"{NAME}.ipynb", 4)
     answers = {"reference": {}, "undeclared": {"swap": UNDECLARED}}
     uploads = tmp_path_factory.mktemp("uploads")
@@ -207,7 +211,7 @@ def graded(tmp_path_factory) -> Path:
         answered = submission(student, reference_solutions(source), Snippet(name, NAME, 5, cells))
         write_submission(uploads, name, NAME, answered)
     write_submission(uploads, "untouched", NAME, student)
-    assert not course_grader.collect(uploads, course).refused
+    assert not instructor.collect(uploads, course).refused
     command = [sys.executable, "-m", "grader.safegrade", "autograde", "--Execute.timeout=20"]
     run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -215,14 +219,14 @@ def graded(tmp_path_factory) -> Path:
 
 
 def reason(course: Path, student: str) -> str:
-    path = course / course_grader.AUTOGRADED / ".safegrade" / NAME / f"{student}.json"
+    path = Course.configured(course).results / NAME / f"{student}.json"
     return json.loads(path.read_text())["reason"]
 
 
 def test_the_course_finds_the_exercise_by_its_folder(graded):
     assert NAME in exercises.names(graded)
     assert set(exercises.names(ROOT)) < set(exercises.names(graded))
-    assert NAME not in course_grader.ASSIGNMENTS  # the repository's own list never names it
+    assert NAME not in ASSIGNMENTS  # the repository's own list never names it
 
 
 def test_release_writes_the_hidden_tests_and_hands_out_none(graded):
@@ -235,9 +239,7 @@ def test_release_writes_the_hidden_tests_and_hands_out_none(graded):
     ]
     from nbgrader.api import Gradebook
 
-    with Gradebook(
-        f"sqlite:///{graded / course_grader.GRADEBOOK}", course_grader.COURSE_ID
-    ) as gradebook:
+    with Gradebook(Course.configured(graded).gradebook_url, COURSE_ID) as gradebook:
         notebook = gradebook.find_notebook(NAME, NAME)
         sources = {cell.name: cell.source for cell in notebook.source_cells}
     for grade_id in TESTS:
@@ -246,7 +248,7 @@ def test_release_writes_the_hidden_tests_and_hands_out_none(graded):
 
 
 def test_the_sandbox_grades_it_by_its_own_probes_checks_and_vocabulary(graded):
-    got = {student: row.get(NAME) for student, row in course_grader.scores(graded).items()}
+    got = {student: row.get(NAME) for student, row in instructor.scores(graded).items()}
     assert got == {"reference": 5, "untouched": 0, "undeclared": 0}, reason(graded, "undeclared")
     assert "NotImplementedError" in reason(graded, "untouched")
     assert "torch.exp" in reason(graded, "undeclared")
@@ -254,7 +256,7 @@ def test_the_sandbox_grades_it_by_its_own_probes_checks_and_vocabulary(graded):
 
 
 def test_export_has_its_column_beside_the_course_exercises(graded, tmp_path):
-    with course_grader.export(graded, tmp_path / "grades.csv").open() as handle:
+    with instructor.export(graded, tmp_path / "grades.csv").open() as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["student_id", *exercises.names(graded), "total"]
     by_student = {row[0]: dict(zip(rows[0][1:], row[1:], strict=True)) for row in rows[1:]}

@@ -134,7 +134,7 @@ def wide_class() -> list[Exercise]:
     exercises = []
     for exercise, tests in names.items():
         top = dict.fromkeys(tests, 2.0)
-        page = f"classdata/feedback/x/{exercise}/{exercise}.html"
+        page = f"feedback/x/{exercise}/{exercise}.html"
         rows = [
             Submission(
                 f"learner{i:02d}_from_section_b", GRADED, 7.0, 3600 * 30, 1.0, top, {}, "", "", page

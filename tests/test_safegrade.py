@@ -101,7 +101,7 @@ def test_other_objects_become_opaque():
         {"dict": [[{"list": []}, 1]]},
         {"nonsense": 1},
         [1, 2],
-        {"list": [0] * (data.MAX_ITEMS + 1)},
+        {"list": [0] * (LIMITS.data_items + 1)},
     ],
 )
 def test_malformed_or_oversized_data_is_refused(bad):
@@ -111,12 +111,12 @@ def test_malformed_or_oversized_data_is_refused(bad):
 
 def test_nesting_is_capped_both_ways():
     deep: list = []
-    for _ in range(data.MAX_DEPTH + 5):
+    for _ in range(LIMITS.data_depth + 5):
         deep = [deep]
     with pytest.raises(data.DataError):
         data.encode(deep)
     encoded = 0
-    for _ in range(data.MAX_DEPTH + 5):
+    for _ in range(LIMITS.data_depth + 5):
         encoded = {"list": [encoded]}
     with pytest.raises(data.DataError):
         data.decode(encoded)
@@ -224,7 +224,7 @@ def test_a_cut_off_or_oversized_frame_fails_its_cell():
     stream = frames({"cell": 0}) + (50).to_bytes(4, "big") + b'n1{"cell": 1'
     records = read_records(stream, 3, "n1")
     assert records[0] == {"cell": 0} and rejected(records, 1) and 2 not in records
-    huge = frames({"cell": 0}) + (runner.FRAME_CAP + 1).to_bytes(4, "big") + b"n1"
+    huge = frames({"cell": 0}) + (LIMITS.frame_bytes + 1).to_bytes(4, "big") + b"n1"
     assert rejected(read_records(huge, 2, "n1"), 1)
 
 

@@ -7,7 +7,6 @@ for the selection (folder names only), since each costs seconds of CPU."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -74,24 +73,34 @@ def test_closing_an_early_pool_ends_every_start_before_it_returns():
     assert all(box.proc is None and box.cgroup is None for box in boxes)
 
 
-def test_the_early_start_looks_where_the_course_layout_puts_submissions():
-    from grader import course_grader
-    from grader.safegrade import __main__ as command
+def test_the_early_start_looks_where_the_course_layout_puts_submissions(tmp_path, monkeypatch):
+    """The guess reads the folder the course's Course names, here a course.json's class data."""
+    from grader.course import Course
+    from grader.safegrade.__main__ import something_submitted
 
-    assert Path(command.SUBMITTED) == course_grader.SUBMITTED
+    (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
+    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
+    monkeypatch.chdir(tmp_path)
+    submitted = Course.configured(tmp_path).submitted
+    assert submitted == tmp_path / "data" / "submitted"
+    (submitted / "cy" / "ex3").mkdir(parents=True)
+    assert something_submitted("ex3", "*", [])
+    (tmp_path / "classdata" / "submitted" / "dee" / "ex4").mkdir(parents=True)
+    assert not something_submitted("ex4", "*", [])  # the default folder is not this course's
 
 
 def test_something_submitted_reads_folder_names_of_the_selection(tmp_path, monkeypatch):
-    from grader.safegrade import __main__ as command
     from grader.safegrade.__main__ import something_submitted
 
-    monkeypatch.setattr(command, "SUBMITTED", SUBMITTED := "data/submitted")
+    (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
+    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
+    submitted = "data/submitted"
     monkeypatch.chdir(tmp_path)
     assert not something_submitted("*", "*", [])
-    (tmp_path / SUBMITTED / "ann").mkdir(parents=True)
-    (tmp_path / SUBMITTED / "ann" / "ex2").write_text("a file, not a submission")
+    (tmp_path / submitted / "ann").mkdir(parents=True)
+    (tmp_path / submitted / "ann" / "ex2").write_text("a file, not a submission")
     assert not something_submitted("*", "*", [])
-    (tmp_path / SUBMITTED / "bob" / "ex1").mkdir(parents=True)
+    (tmp_path / submitted / "bob" / "ex1").mkdir(parents=True)
     assert something_submitted("*", "*", []) and something_submitted("ex1", "b*", [])
     assert not something_submitted("ex2", "*", []) and not something_submitted("ex1", "ann", [])
     elsewhere = tmp_path / "elsewhere"
@@ -116,7 +125,8 @@ def test_sandboxes_start_early_only_with_something_submitted(submitted, tmp_path
     started, handed = [], []
     monkeypatch.setattr(Pool, "early", lambda size: started.append(Early()) or started[-1])
     monkeypatch.setattr(batch, "autograde", lambda *args: handed.append(args[-1]) or 0)
-    monkeypatch.setattr(command, "SUBMITTED", "data/submitted")
+    (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
+    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
     monkeypatch.chdir(tmp_path)
     if submitted:
         (tmp_path / "data/submitted/ann/ex1").mkdir(parents=True)

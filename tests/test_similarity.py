@@ -20,8 +20,10 @@ import pytest
 from released_course import copy_of
 from similarity_class import PLANTED, answer, class_answers, honest_choices, planted_copy
 
-from grader import course_grader, similarity
-from grader.course_grader import ASSIGNMENTS, STUDENT_VERSIONS
+from grader import instructor, similarity
+from grader.course import STUDENT_VERSIONS, Course
+
+ASSIGNMENTS = Course.configured().exercises  # this repository's
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '</code></pre><script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -99,7 +101,7 @@ def compared(released_course, tmp_path_factory) -> Path:
     upload(uploads, "broken_upload", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", b'{"cells": [')
     unchanged = nbformat.writes(starter(HIDDEN_IN)).encode()
     upload(uploads, "starter_unchanged", HIDDEN_IN, f"{HIDDEN_IN}.ipynb", unchanged)
-    course_grader.collect(uploads, course)
+    instructor.collect(uploads, course)
     command = [sys.executable, "-m", "grader.safegrade", "autograde"]
     graded = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
     assert graded.returncode == 0, graded.stderr[-3000:]
@@ -146,15 +148,15 @@ def test_every_notebook_left_out_is_named_with_the_reason(compared):
 
 def test_a_notebook_that_breaks_the_reader_stops_no_other(tmp_path, monkeypatch):
     """One notebook that makes the reader raise is named; the rest are compared."""
-    course = tmp_path
+    course = Course.configured(tmp_path)
     for index, student in enumerate(("ann", "ben", "cid")):
-        folder = course / course_grader.AUTOGRADED / student / HIDDEN_IN
+        folder = course.autograded / student / HIDDEN_IN
         folder.mkdir(parents=True)
         code = class_answers(HIDDEN_IN)[f"learner0{index}"]
         nbformat.write(
             with_code(HIDDEN_IN, code + f"\n# {student}\n"), folder / f"{HIDDEN_IN}.ipynb"
         )
-    notebook = course / course_grader.AUTOGRADED / "ben" / HIDDEN_IN / f"{HIDDEN_IN}.ipynb"
+    notebook = course.autograded / "ben" / HIDDEN_IN / f"{HIDDEN_IN}.ipynb"
     notebook.write_text(notebook.read_text().replace('"cells": [', '"cells": [null, 7, ', 1))
     real = similarity.own_code
 

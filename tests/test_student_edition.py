@@ -78,6 +78,7 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
             "README.md",
             "README.zh.md",
             "chapters",
+            "course.json",
             "env",
             "environment.yml",
             "fxcourse",

@@ -241,7 +241,9 @@ def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypat
     assert exchange.is_dir() and exchange.stat().st_mode & 0o777 == 0o777
     config = (tmp_path / "ws" / "nbgrader_config.py").read_text()
     assert f"c.Exchange.root = {str(exchange)!r}" in config
-    assert "c.CourseDirectory.course_id = 'fx-course'" in config
+    assert (
+        f"c.CourseDirectory.course_id = {workspace.course_settings(ROOT)['course_id']!r}" in config
+    )
     bases = tmp_path / "ws" / workspace.BASES
     assert {str(p.relative_to(bases)) for p in bases.rglob("*.ipynb")} == set(
         workspace.course_notebooks(ROOT)

@@ -28,8 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from grader.course_grader import copy_course
 from grader.hub.settings import PROXY_PID_FILE, REPO, Settings
+from grader.instructor import copy_course
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
 HUB_NBGRADER_CONFIG = '''\

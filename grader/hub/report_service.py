@@ -18,8 +18,10 @@ import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import quote
 
+from grader.course import Course
 from grader.hub.progress_service import RUNUSER, progress_of_everyone, serve
 from grader.report import CSP
 from grader.safegrade.limits import LIMITS
@@ -35,7 +37,9 @@ def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: s
     except KeyError:
         return message("no such account")
     course = os.path.join(home, course_folder)
-    files = f"{hub_prefix}user/{quote(instructor)}/files/{quote(course_folder)}/classdata"
+    # the class data as the report run below finds it (its environment sets no FXCOURSE_*)
+    classdata = Course.configured(Path(course), environ={}).classdata.as_posix()
+    files = f"{hub_prefix}user/{quote(instructor)}/files/{quote(course_folder)}/{quote(classdata)}"
     command = [RUNUSER, "-u", instructor, "--", sys.executable, "-I", "-m", "grader.report"]
     command += ["--course", course, "--stdout", "--progress", "-", "--link-base", files]
     environment = {"PATH": os.path.dirname(sys.executable) + ":/usr/bin:/bin", "HOME": home}

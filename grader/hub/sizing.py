@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import course_grader
+from grader import exercises
 from grader.safegrade.bench import make_course
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def rss_mib(pid: int) -> float:
 
 def grading_cost(n: int, base: Path) -> Cost:
     """Per submission: the sandboxed grader on n submissions of the first exercise, one worker."""
-    assignment = course_grader.ASSIGNMENTS[0]
+    assignment = exercises.names(REPO)[0]
     course = make_course(base, assignment, n)
     command = [sys.executable, "-m", "grader.safegrade", "autograde", assignment]
     command += ["--workers=1", "--force"]

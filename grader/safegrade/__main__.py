@@ -11,18 +11,17 @@ import atexit
 import glob
 import os
 import sys
+from pathlib import Path
 
 # jsonschema imports its optional IRI parser (rfc3987-syntax, in the environment for Jupyter's
 # event schemas) when nbformat loads it: building that parser takes seconds, more than grading a
 # submission, and nothing here validates an IRI. Without it jsonschema leaves that format alone.
 sys.modules.setdefault("rfc3987_syntax", None)
 
+from grader.course import Course  # noqa: E402 (imports no nbgrader: the sandboxes overlap that)
+
 from .limits import GradingLimits  # noqa: E402
 from .pool import Pool  # noqa: E402
-
-# grader/course_grader.py's SUBMITTED (a test keeps them equal): importing that module imports
-# nbgrader, the cost the sandboxes started early overlap.
-SUBMITTED = os.path.join(os.environ.get("FXCOURSE_CLASSDATA", "classdata"), "submitted")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,14 +56,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def something_submitted(assignment: str, student: str, nbgrader_options: list[str]) -> bool:
     """Whether a submission folder of the selected students and assignments is there, where the
-    course's layout puts them (SUBMITTED, or --CourseDirectory.root and .submitted_directory on
-    the command line): a guess from folder names alone, made before nbgrader reads the
-    configuration, that decides only whether the sandboxes start early."""
+    course's layout puts them (the configured Course's, or --CourseDirectory.root and
+    .submitted_directory on the command line): a guess from folder names alone, made before
+    nbgrader reads the configuration, that decides only whether the sandboxes start early."""
     layout = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     layout.add_argument("--CourseDirectory.root", dest="root", default=".")
-    layout.add_argument("--CourseDirectory.submitted_directory", dest="folder", default=SUBMITTED)
+    layout.add_argument("--CourseDirectory.submitted_directory", dest="folder")
     known, _ = layout.parse_known_args(nbgrader_options)
-    pattern = os.path.join(known.root, known.folder, student, assignment)
+    folder = known.folder or Course.configured(Path(known.root)).submitted
+    pattern = os.path.join(known.root, folder, student, assignment)
     return any(os.path.isdir(path) for path in glob.iglob(pattern))
 
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from . import VERSION
@@ -228,7 +228,7 @@ def find_submissions(course) -> list[tuple[str, str]]:
 
 
 def batch_key(folders: list[Path], limits: Limits) -> str:
-    digest = hashlib.sha256(json.dumps([VERSION, asdict(limits)], sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps([VERSION, limits.values()], sort_keys=True).encode())
     for folder in folders:
         for path in sorted(folder.iterdir()):
             if path.is_file() and path.suffix in (".ipynb", ".py"):

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import nbformat
 
-from grader import course_grader
+from grader import exercises
+from grader.course import Course
+from grader.instructor import copy_course
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,12 +43,13 @@ def run(command: list[str], cwd: Path) -> float:
 
 def make_course(base: Path, assignment: str, count: int) -> Path:
     """A copy of the course's grading setup and one exercise, released, with `count` uploads."""
-    course = course_grader.copy_course(base / "course", [assignment])
-    run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"], course)
+    course = Course.configured(copy_course(base / "course", [assignment]))
+    command = [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"]
+    run(command, course.root)
     name = f"{assignment}.ipynb"
-    starter = nbformat.read(course / course_grader.RELEASE / assignment / name, as_version=4)
+    starter = nbformat.read(course.release / assignment / name, as_version=4)
     answers = {}
-    for cell in nbformat.read(course / "solutions" / assignment / name, as_version=4).cells:
+    for cell in nbformat.read(course.source / assignment / name, as_version=4).cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
             lines = [line for line in cell.source.split("\n") if line.strip() not in MARKERS]
             answers[cell.metadata.nbgrader.grade_id] = "\n".join(lines)
@@ -56,10 +59,10 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
             cell.source = answers.get(
                 cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source
             )
-        folder = course / course_grader.SUBMITTED / f"student{i:03d}" / assignment
+        folder = course.submitted / f"student{i:03d}" / assignment
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / name)
-    return course
+    return course.root
 
 
 def scores(gradebook: Path) -> dict[str, float]:
@@ -76,7 +79,7 @@ def scores(gradebook: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=8, help="submissions (default 8)")
-    first = course_grader.ASSIGNMENTS[0]
+    first = exercises.names(ROOT)[0]
     parser.add_argument("--assignment", default=first, help=f"an exercise (default {first})")
     parser.add_argument("--workers", type=int, default=0, help="sandboxes (default: cores)")
     args = parser.parse_args(argv)
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         t_safe = run([*command, f"--workers={args.workers}"], sandboxed)
         print(f"  make autograde (sandbox): {t_safe:7.1f} s  ({args.n / t_safe:.2f} per s)")
         print(f"  throughput ratio: {t_plain / t_safe:.2f}x")
-        a, b = (scores(course / course_grader.GRADEBOOK) for course in (plain, sandboxed))
+        a, b = (scores(Course.configured(root).gradebook) for root in (plain, sandboxed))
         differ = sorted(s for s in a.keys() | b.keys() if a.get(s) != b.get(s))
         print(f"  same score for every student: {not differ} ({len(a)} students)")
         for student in differ:

@@ -7,7 +7,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from .isolation import SHM_MB
+from .limits import LIMITS
 
 
 class Cgroup:
@@ -76,12 +76,13 @@ def memory_limit_in_force(limits) -> str:
     if cgroup is None:
         return (
             f"memory: RLIMIT_AS of {limits.memory_mb} MiB per process beyond the template's, "
-            f"/tmp {limits.tmp_mb} MiB, /dev/shm {SHM_MB} MiB (no writable memory cgroup here)"
+            f"/tmp {limits.tmp_mb} MiB, /dev/shm {LIMITS.shm_mb} MiB "
+            "(no writable memory cgroup here)"
         )
     cgroup.remove()
     kind = "v1 memory.limit_in_bytes" if "memory/" in str(cgroup.path) else "v2 memory.max"
     return (
         f"memory: a cgroup ({kind}) per sandbox: the template's own memory + "
-        f"{limits.memory_mb} MiB + /tmp {limits.tmp_mb} MiB + /dev/shm {SHM_MB} MiB, shared "
+        f"{limits.memory_mb} MiB + /tmp {limits.tmp_mb} MiB + /dev/shm {LIMITS.shm_mb} MiB, shared "
         "memory and page cache included"
     )

@@ -25,7 +25,6 @@ from .jsontext import json_values
 from .limits import LIMITS
 from .wording import _
 
-MESSAGE_CAP = LIMITS.error_chars  # characters of a verdict's message
 # JSON values of one probe's data: decode() takes at most data_items values, each of which is
 # at most a few JSON values ({"tuple": [...]}, a dict's [key, value] pairs, a tensor's fields).
 MAX_JSON_VALUES = 8 * LIMITS.data_items
@@ -50,7 +49,7 @@ def judge(checks, grade_id: str, sent: bytes, seed: int) -> list[str] | None:
     except Exception as exc:  # noqa: BLE001 - any failing check is the learner's failed test
         return [
             clean_text(type(exc).__name__, LIMITS.name_chars),
-            clean_text(str(exc), MESSAGE_CAP),
+            clean_text(str(exc), LIMITS.error_chars),
         ]
     return None
 
@@ -148,5 +147,5 @@ def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:
     if verdict is None:
         return None
     if type(verdict) is list and len(verdict) == 2 and all(type(v) is str for v in verdict):
-        return clean_text(verdict[0], LIMITS.name_chars), clean_text(verdict[1], MESSAGE_CAP)
+        return clean_text(verdict[0], LIMITS.name_chars), clean_text(verdict[1], LIMITS.error_chars)
     return "GraderError", _("the check process sent a malformed verdict")

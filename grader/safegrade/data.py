@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from .limits import LIMITS
 from .wording import _
 
-MAX_ITEMS = LIMITS.data_items  # values in one probe result
-MAX_DEPTH = LIMITS.data_depth
-MAX_TENSOR_BYTES = LIMITS.tensor_bytes
-MAX_REPR = LIMITS.repr_chars
 DTYPES = (
     "float16 bfloat16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 bool"
 ).split()
@@ -66,7 +62,7 @@ def type_name(value: object) -> str:
 
 def safe_repr(value: object) -> str:
     try:
-        return clean_text(repr(value), MAX_REPR)
+        return clean_text(repr(value), LIMITS.repr_chars)
     except BaseException as exc:  # noqa: BLE001 - a learner's __repr__ may raise anything
         return f"<{type_name(value)} whose repr raised {type(exc).__name__}>"
 
@@ -112,15 +108,15 @@ def spreadsheet_cell(value: object) -> object:
 
 def encode(value: object) -> object:
     """A JSON-ready form of value (sandbox side); raises DataError when it is too large."""
-    budget = [MAX_ITEMS]
+    budget = [LIMITS.data_items]
     return _encode(value, 0, budget)
 
 
 def _encode(value, depth: int, budget: list[int]):
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    if budget[0] < 0 or depth > LIMITS.data_depth:
         said = _("the value has over {items} parts or is nested over {depth} deep")
-        raise DataError(said.format(items=MAX_ITEMS, depth=MAX_DEPTH))
+        raise DataError(said.format(items=LIMITS.data_items, depth=LIMITS.data_depth))
     kind = type(value)
     if value is None or kind in (bool, int, str):
         return value
@@ -172,9 +168,9 @@ def _encode_tensor(tensor, torch) -> dict:
         said = _("a tensor of {dtype} / {layout} cannot be sent")
         raise DataError(said.format(dtype=plain.dtype, layout=plain.layout))
     size = plain.numel() * plain.element_size()
-    if size > MAX_TENSOR_BYTES:
+    if size > LIMITS.tensor_bytes:
         said = _("a tensor of {size} bytes is over the {cap} byte limit")
-        raise DataError(said.format(size=size, cap=MAX_TENSOR_BYTES))
+        raise DataError(said.format(size=size, cap=LIMITS.tensor_bytes))
     flat = plain.cpu().resolve_conj().resolve_neg().contiguous().reshape(-1)
     raw = base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode("ascii")
     return {"dtype": dtype, "shape": list(plain.shape), "data": raw, "type": type_name(tensor)}
@@ -185,13 +181,13 @@ def _encode_tensor(tensor, torch) -> dict:
 
 def decode(data: object) -> object:
     """Plain Python values from encode's output (trusted side); raises DataError."""
-    budget = [MAX_ITEMS]
+    budget = [LIMITS.data_items]
     return _decode(data, 0, budget)
 
 
 def _decode(data, depth: int, budget: list[int]):
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    if budget[0] < 0 or depth > LIMITS.data_depth:
         raise DataError(_("the data is too large or too deeply nested"))
     if data is None or type(data) in (bool, int, float, str):
         return data
@@ -252,13 +248,13 @@ def decode_tensor(body: dict):
     dtype, shape = body.get("dtype"), body.get("shape")
     if dtype not in DTYPES or type(shape) is not list or len(shape) > LIMITS.tensor_dims:
         raise DataError(_("malformed tensor"))
-    if not all(type(n) is int and 0 <= n <= MAX_TENSOR_BYTES for n in shape):
+    if not all(type(n) is int and 0 <= n <= LIMITS.tensor_bytes for n in shape):
         raise DataError(_("malformed tensor shape"))
     kind = getattr(torch, dtype)
     count = math.prod(shape)
     size = count * kind.itemsize
     text = body.get("data")
-    if type(text) is not str or size > MAX_TENSOR_BYTES or len(text) > 4 * size // 3 + 4:
+    if type(text) is not str or size > LIMITS.tensor_bytes or len(text) > 4 * size // 3 + 4:
         raise DataError(_("malformed tensor data"))
     raw = base64.b64decode(text, validate=True)
     if len(raw) != size:

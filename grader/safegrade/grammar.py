@@ -24,10 +24,6 @@ from .wording import _
 
 _isinstance, _type = isinstance, type  # as they were before any learner's cell
 
-MAX_NAME = LIMITS.graph_name_chars
-MAX_SEGMENT, MAX_SEGMENTS = LIMITS.graph_path_part_chars, LIMITS.graph_path_parts
-MAX_TEXT = LIMITS.graph_text_chars
-MAX_CONSTANTS, MAX_NESTING = LIMITS.graph_constants, LIMITS.graph_nesting
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*|[0-9]+")
 OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
@@ -51,9 +47,11 @@ def shown(value: object) -> str:
 
 
 def identifier(value: object, what: str) -> str:
-    if not (_type(value) is str and len(value) <= MAX_NAME and NAME.fullmatch(value)):
+    if not (
+        _type(value) is str and len(value) <= LIMITS.graph_name_chars and NAME.fullmatch(value)
+    ):
         said = _("{what} must be a Python identifier of at most {cap} characters, not {value}")
-        raise DataError(said.format(what=what, cap=MAX_NAME, value=shown(value)))
+        raise DataError(said.format(what=what, cap=LIMITS.graph_name_chars, value=shown(value)))
     if keyword.iskeyword(value):
         said = _("{what} may not be the Python keyword {value}")
         raise DataError(said.format(what=what, value=repr(value)))
@@ -61,19 +59,26 @@ def identifier(value: object, what: str) -> str:
 
 
 def path(value: object) -> str:
-    """A module or tensor path: at most MAX_SEGMENTS parts of at most MAX_SEGMENT characters,
-    each an identifier without a leading underscore, or digits, and none a GraphModule's own."""
+    """A module or tensor path: at most graph_path_parts parts of at most graph_path_part_chars
+    characters (GradingLimits), each an identifier without a leading underscore, or digits, and
+    none a GraphModule's own."""
     parts = value.split(".") if _type(value) is str and len(value) <= 600 else None
-    if not parts or len(parts) > MAX_SEGMENTS:
+    if not parts or len(parts) > LIMITS.graph_path_parts:
         said = _("a module or tensor path must have 1 to {cap} parts, not {value}")
-        raise DataError(said.format(cap=MAX_SEGMENTS, value=shown(value)))
+        raise DataError(said.format(cap=LIMITS.graph_path_parts, value=shown(value)))
     for part in parts:
-        if len(part) > MAX_SEGMENT or not SEGMENT.fullmatch(part) or part in RESERVED:
+        if (
+            len(part) > LIMITS.graph_path_part_chars
+            or not SEGMENT.fullmatch(part)
+            or part in RESERVED
+        ):
             said = _(
                 "the path {path} has the part {part}: each part is letters, digits and _ (not "
                 "first), at most {cap} characters, and names nothing a GraphModule already has"
             )
-            raise DataError(said.format(path=shown(value), part=shown(part), cap=MAX_SEGMENT))
+            raise DataError(
+                said.format(path=shown(value), part=shown(part), cap=LIMITS.graph_path_part_chars)
+            )
     return value
 
 
@@ -103,9 +108,9 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
     """value with every Ref replaced by the node at its position; anything but plain constants
     (None, bool, int, float, str, dtype, and tuples, lists, dicts and slices of them) refused."""
     budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_NESTING:
+    if budget[0] < 0 or depth > LIMITS.graph_nesting:
         said = _("a graph's arguments hold over {cap} values or nest over {depth} deep")
-        raise DataError(said.format(cap=MAX_CONSTANTS, depth=MAX_NESTING))
+        raise DataError(said.format(cap=LIMITS.graph_constants, depth=LIMITS.graph_nesting))
     if _isinstance(value, Ref):
         if not 0 <= value.position < len(nodes):
             said = _("a node refers to node {number}, not made before it")
@@ -139,7 +144,7 @@ def constant(value):
     if _type(value) not in _PLAIN:
         said = _("a dict key of type {kind}: only plain values")
         raise DataError(said.format(kind=_type(value).__name__))
-    if _type(value) is str and len(value) > MAX_TEXT:
+    if _type(value) is str and len(value) > LIMITS.graph_text_chars:
         said = _("a string constant of {size} characters (at most {cap})")
-        raise DataError(said.format(size=len(value), cap=MAX_TEXT))
+        raise DataError(said.format(size=len(value), cap=LIMITS.graph_text_chars))
     return value

@@ -23,7 +23,6 @@ import torch.nn as nn
 
 from .data import DataError, Ref
 from .grammar import (
-    MAX_CONSTANTS,
     OPS,
     check_arguments,
     check_placeholders,
@@ -35,7 +34,6 @@ from .grammar import (
 from .limits import LIMITS
 from .wording import _
 
-MAX_NODES = LIMITS.graph_nodes
 # What tracing makes of `x[i]` and `x.shape`: every vocabulary allows them.
 STRUCTURAL = (operator.getitem, builtins.getattr)
 LOCAL = "exercise"  # the module name of an exercise's own functions and types, on both sides
@@ -198,10 +196,10 @@ def build(description: dict, vocabulary: Vocabulary, source: dict | None = None,
     DescribedGraphModule, which runs its graph without compiling code (the trusted side)."""
     source = source if source is not None else description
     rows = description.get("nodes") if _isinstance(description, dict) else None
-    if not _isinstance(rows, list) or len(rows) > MAX_NODES:
+    if not _isinstance(rows, list) or len(rows) > LIMITS.graph_nodes:
         said = _("a graph description needs a list of at most {cap} nodes")
-        raise DataError(said.format(cap=MAX_NODES))
-    graph, nodes, owned, budget = torch.fx.Graph(), [], {}, [MAX_CONSTANTS]
+        raise DataError(said.format(cap=LIMITS.graph_nodes))
+    graph, nodes, owned, budget = torch.fx.Graph(), [], {}, [LIMITS.graph_constants]
     for row in rows:
         op, target, name = node_fields(row, vocabulary)
         if op == "call_module":
@@ -307,7 +305,7 @@ def make_module(target: str, kind: object, source: dict, vocabulary: Vocabulary)
             said = _("{target}: a {kind} module the grader did not make cannot be run")
             raise DataError(said.format(target=target, kind=kind))
         spec = {"type": kind, "state": {}}
-    arguments = link(spec.get("arguments", []), [], [MAX_CONSTANTS])
+    arguments = link(spec.get("arguments", []), [], [LIMITS.graph_constants])
     try:
         module = vocabulary.module_types[kind](*arguments)
         module.load_state_dict(spec["state"])

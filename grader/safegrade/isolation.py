@@ -15,7 +15,6 @@ import struct
 
 from .limits import LIMITS
 
-SHM_MB = LIMITS.shm_mb  # the size of each submission's /dev/shm
 KEEP: list[str] = []  # folders bound under /tmp (the Python installation of a checkout there)
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 0x2, 0x4, 0x1000, 0x4000
@@ -42,7 +41,7 @@ def isolate(tmp_mb: int) -> None:
         with open(f"/proc/self/{name}", "w") as handle:  # the OOM killer takes us, not PID 1
             handle.write(text)
     set_dumpable(0)
-    for folder, mb in (("/tmp", tmp_mb), ("/dev/shm", SHM_MB)):
+    for folder, mb in (("/tmp", tmp_mb), ("/dev/shm", LIMITS.shm_mb)):
         options, flags = f"size={mb}m,mode=1777".encode(), MS_NOSUID | MS_NODEV
         check(libc.mount(b"tmpfs", folder.encode(), b"tmpfs", flags, options), folder)
     for path, fd in zip(KEEP, kept, strict=True):  # bound again over the new /tmp, read-only

@@ -37,7 +37,6 @@ from traitlets import Bool, Instance, List
 from . import checking, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
-from .limits import GradingLimits
 from .pool import Pool
 from .records import read_records
 from .sandbox import Limits, SandboxError, memory_limit_in_force
@@ -162,7 +161,7 @@ class SandboxExecute(ResilientExecute):
         super().__init__(**kwargs)
         # Every limit is GradingLimits' (grader/nbgrader_config.py); nbgrader's Execute.timeout
         # follows its cell_timeout, for the unsandboxed path too.
-        self.grading_limits = GradingLimits(config=self.config)
+        self.grading_limits = Limits(config=self.config)
         self.timeout = int(self.grading_limits.cell_timeout)
 
     def preprocess(self, nb, resources=None, km=None):
@@ -245,8 +244,7 @@ class SandboxExecute(ResilientExecute):
         return {i: checking.verdict_of(found.get(k), why) for k, i in enumerate(tested)}
 
     def limits(self) -> Limits:
-        names = ("cell_timeout", "budget", "memory_mb", "nproc", "file_mb", "tmp_mb")
-        return Limits(**{name: getattr(self.grading_limits, name) for name in names})
+        return self.grading_limits
 
     def run_job(self, job: dict, blobs: list) -> tuple[bytearray, str]:
         """The records the job's sandboxed process sent, and the job's nonce; a sandbox that

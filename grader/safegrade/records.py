@@ -21,7 +21,6 @@ from .jsontext import json_values
 from .limits import LIMITS
 from .wording import _
 
-HEADER_CAP = LIMITS.record_header_bytes
 _MARGIN = 100  # characters past each cap kept here; the notebook's writer cuts to the cap
 
 
@@ -74,7 +73,7 @@ def parse_frame(payload: memoryview, budget: list[int]) -> dict | None:
     """The record in a frame's payload (after the nonce); None if it is malformed. Its header is
     parsed only when small enough, with few enough values; its body is kept unparsed."""
     size = int.from_bytes(payload[:4], "big")
-    if len(payload) < 4 or not 2 <= size <= min(HEADER_CAP, len(payload) - 4):
+    if len(payload) < 4 or not 2 <= size <= min(LIMITS.record_header_bytes, len(payload) - 4):
         return None
     text = bytes(payload[4 : 4 + size])
     if json_values(text) > LIMITS.record_header_values:

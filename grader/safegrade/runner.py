@@ -24,11 +24,9 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from .data import clean_text, decode, encode
 from .limits import LIMITS
 from .probing import call_probe
-from .records import HEADER_CAP, frame_payload
+from .records import frame_payload
 from .wording import _
 
-FRAME_CAP = LIMITS.frame_bytes  # bytes of one encoded record (a probe's data)
-OUTPUT_CAP = LIMITS.cell_output_chars  # characters of output kept per cell
 WORK = "/tmp/work"
 
 
@@ -155,9 +153,9 @@ def record_payload(record: dict, nonce: str) -> bytes:
     record = dict(record)
     body = b"".join(json.dumps(record.pop(k)).encode() for k in ("value", "inputs") if k in record)
     payload = frame_payload(record, body, nonce)
-    if len(payload) > FRAME_CAP or len(payload) - len(body) > HEADER_CAP:
+    if len(payload) > LIMITS.frame_bytes or len(payload) - len(body) > LIMITS.record_header_bytes:
         message = _("the data is {size} MiB once encoded; at most {cap} MiB").format(
-            size=len(payload) >> 20, cap=FRAME_CAP >> 20
+            size=len(payload) >> 20, cap=LIMITS.frame_bytes >> 20
         )
         error = {"ename": "DataTooLarge", "evalue": message, "traceback": []}
         kept = {key: record[key] for key in ("cell", "probe") if key in record}
@@ -229,8 +227,9 @@ def error_record(exc: BaseException, traceback: list) -> dict:
 
 
 class Capture(io.StringIO):
-    """A text stream that keeps the first OUTPUT_CAP characters written to it. Like a kernel's
-    stream, it has a file descriptor (what is written there goes to the process's output)."""
+    """A text stream that keeps the first cell_output_chars characters (GradingLimits) written to
+    it. Like a kernel's stream, it has a file descriptor (what is written there goes to the
+    process's output)."""
 
     dropped = 0
 
@@ -243,11 +242,11 @@ class Capture(io.StringIO):
 
     def write(self, text) -> int:
         text = text if isinstance(text, str) else str(text)
-        room = max(0, OUTPUT_CAP - self.tell())
+        room = max(0, LIMITS.cell_output_chars - self.tell())
         self.dropped += max(0, len(text) - room)
         super().write(text[:room])
         return len(text)
 
     def text(self) -> str:
         tail = f"\n[output truncated: {self.dropped} more characters]" if self.dropped else ""
-        return clean_text(self.getvalue() + tail, OUTPUT_CAP + 100)
+        return clean_text(self.getvalue() + tail, LIMITS.cell_output_chars + 100)

@@ -27,20 +27,15 @@ import threading
 import time
 from collections import deque
 from contextlib import suppress
-from dataclasses import asdict, dataclass
 
 from .cgroup import (
     Cgroup,
     memory_limit_in_force,  # noqa: F401 - the grader's import of it
 )
-from .isolation import SHM_MB
-from .limits import LIMITS
+from .limits import LIMITS, GradingLimits
 from .runner import write_frame
 from .visibility import bwrap_argv, python_folders
 
-READY_TIMEOUT = LIMITS.ready_timeout  # seconds to import torch in a fresh sandbox
-RECORDS_CAP = LIMITS.records_bytes  # bytes of records kept from one submission
-OUTPUT_CAP = LIMITS.fd_output_bytes  # bytes kept of what its processes write to their own fds
 # What a sandbox started before the course's configuration is read imports first (Pool.early):
 # the import that costs seconds, and that every exercise's probes make.
 EARLY_IMPORTS = ["torch"]
@@ -50,20 +45,17 @@ class SandboxError(RuntimeError):
     """The sandbox could not be started, or stopped answering: the grader's failure."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """The limits on a running submission, as GradingLimits (limits.py) holds them: the
-    configured ones (SandboxExecute.limits), or the defaults."""
+class Limits(GradingLimits):
+    """The limits on a running submission: GradingLimits' configurable ones (limits.py), as
+    nbgrader's configuration sets them (``Limits(config=...)``, SandboxExecute.limits), as given
+    (``Limits(budget=20)``), or their defaults."""
 
-    cell_timeout: float = LIMITS.cell_timeout
-    budget: float = LIMITS.budget
-    memory_mb: int = LIMITS.memory_mb
-    nproc: int = LIMITS.nproc
-    file_mb: int = LIMITS.file_mb
-    tmp_mb: int = LIMITS.tmp_mb
+    def values(self) -> dict:
+        """name -> value of each configurable limit."""
+        return {name: getattr(self, name) for name in self.trait_names(config=True)}
 
     def for_worker(self, memory_cgroup: bool) -> dict:
-        return asdict(self) | {"memory_cgroup": memory_cgroup}
+        return self.values() | {"memory_cgroup": memory_cgroup}
 
 
 def _pipe_holding(data: bytes) -> int:
@@ -136,11 +128,11 @@ class Sandbox:
             if self.cancelled:
                 raise SandboxError("the batch was stopped")
             self._send({"preimport": [n for n in self.preimport if n not in EARLY_IMPORTS]})
-        reply = self._receive(READY_TIMEOUT)
+        reply = self._receive(LIMITS.ready_timeout)
         if not reply.get("ready"):
             raise SandboxError(f"the sandbox did not start: {reply.get('error')}")
         if self.cgroup is not None:  # the template's own memory, and the submission's
-            tmpfs = (self.limits.tmp_mb + SHM_MB) << 20
+            tmpfs = (self.limits.tmp_mb + LIMITS.shm_mb) << 20
             self.cgroup.limit(self.cgroup.usage() + (self.limits.memory_mb << 20) + tmpfs)
 
     def _send(self, message: dict, fds: list[int] = ()) -> None:
@@ -209,7 +201,10 @@ class Sandbox:
 
     def _collect(self, records_r: int, output_r: int) -> tuple[dict, bytearray, bytes]:
         """The template's reply and both streams (capped), read until the child is gone."""
-        streams, caps = {records_r: bytearray(), output_r: bytearray()}, {records_r: RECORDS_CAP}
+        streams, caps = (
+            {records_r: bytearray(), output_r: bytearray()},
+            {records_r: LIMITS.records_bytes},
+        )
         selector = selectors.DefaultSelector()
         for fd in streams:
             selector.register(fd, selectors.EVENT_READ)
@@ -227,7 +222,7 @@ class Sandbox:
                         selector.unregister(self.control)
                         reply = self._receive(5)
                     elif data := os.read(key.fd, 1 << 16):
-                        room = caps.get(key.fd, OUTPUT_CAP) - len(streams[key.fd])
+                        room = caps.get(key.fd, LIMITS.fd_output_bytes) - len(streams[key.fd])
                         streams[key.fd] += data[: max(0, room)]
                     else:
                         selector.unregister(key.fd)

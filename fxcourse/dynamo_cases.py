@@ -1,0 +1,228 @@
+"""What chapter 6's checkpoints draw and run (fxcourse.cases makes the seeds, the checkpoint cells
+compare the learner's answer with the reference answer, fxcourse.reference).
+
+    for case in check.cases(drawn_models, count=5):      # try it 6.1: (model, x)
+        (mine, ran), (wanted, ran_wanted) = counted_by_both(case)
+    for case in check.cases(signed_inputs):              # try it 6.2: (x,)
+    for case in check.cases(planted_cases, count=5):     # try it 6.3: (PlantedCase,)
+        mine, wanted = case.both(blamed)
+    unfilled(function)                                   # the try-it's function is still `...`
+
+Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
+must handle (make.each).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import textwrap
+from unittest import mock
+from dataclasses import dataclass
+from itertools import pairwise
+
+import torch
+from torch import nn
+from torch._inductor import decomposition as inductor_decompositions
+
+aten = torch.ops.aten
+
+
+def unfilled(*values) -> bool:
+    """True while a try-it's scaffold is still there: a value that is `...`, or a function whose
+    body is `...` alone."""
+    return any(value is ... or _body_is_ellipsis(value) for value in values)
+
+
+def _body_is_ellipsis(function) -> bool:
+    if not inspect.isfunction(function):
+        return False
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):  # no source to read: judge it by what it does
+        return False
+    definition = tree.body[0] if tree.body else None
+    if not isinstance(definition, ast.FunctionDef):  # a lambda: no scaffold is one
+        return False
+    return all(
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...
+        for s in definition.body
+    )
+
+
+# ----------------------------------------------------------------------------- try it 6.1
+
+
+class Drawn(nn.Module):
+    def __init__(self, body: nn.Sequential):
+        super().__init__()
+        self.body, self.spare = body, nn.Linear(3, 3)  # spare: a layer forward never calls
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
+    """A model of linear layers with and without bias; every run has each mix of a layer called
+    twice (its weights arrive once) and a BatchNorm (buffers, not parameters)."""
+    widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
+    layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
+    shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
+    if shared:
+        twice = nn.Linear(widths[-1], widths[-1])
+        layers += [twice, nn.ReLU(), twice]
+    if norm:
+        layers.append(nn.BatchNorm1d(widths[-1]))
+    body = make.sequential(layers)
+    make.note(f"Drawn({', '.join(str(layer) for layer in body)})")
+    model = Drawn(make.parameters_of(body)).eval()
+    if norm:
+        make.trained_batchnorm(body[-1])
+    return model, make.tensor(make.integer(2, 5), widths[0])
+
+
+def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:
+    """What Dynamo hands a backend for `model`: its graph and example inputs (one compile)."""
+    handed = []
+    torch.compiler.reset()
+    torch.compile(model, backend=lambda gm, inputs: handed.append((gm, inputs)) or gm.forward)(x)
+    return handed[0]
+
+
+def counted(answer, gm, inputs: list) -> tuple:
+    """What the answer's backend added to its weight_counts, handed Dynamo's graph and inputs,
+    and what the callable it returned computes."""
+    before = len(answer.weight_counts)
+    try:
+        runner = answer.weights_backend(gm, list(inputs))
+    finally:
+        added = answer.weight_counts[before:]
+        del answer.weight_counts[before:]
+    return added, runner(*inputs)
+
+
+def counted_by_both(case) -> tuple:
+    """((added, output), (added, output)): the learner's and the reference's backends, each
+    handed the graph Dynamo captured from the case's model (captured once)."""
+    gm, inputs = handed_over(*case.objects())
+    return case.both(lambda answer, *_: counted(answer, gm, inputs))
+
+
+# ----------------------------------------------------------------------------- try it 6.2
+
+
+def signed_inputs(make) -> tuple[torch.Tensor]:
+    """Sizes, dtypes, 1-D or 2-D; every run has sums of either sign, a first entry whose sign
+    is not the sum's, and a sum near zero."""
+    kind = make.each(["sum > 0", "sum < 0", "first entry against the sum", "sum near 0"])
+    dtype = make.dtype()
+    if kind == "sum near 0":
+        x = make.tensor(make.integer(2, 4), make.integer(2, 5), dtype=dtype)
+        x = x - x.mean() + make.choice([0.01, -0.01])
+    else:
+        x = make.tensor(make.integer(2, 8), dtype=dtype).abs() + 0.1
+        if kind == "sum < 0":
+            x = -x
+        elif kind == "first entry against the sum":
+            x[1:] = -x[1:] - x[0]
+    make.note(f"x of shape {tuple(x.shape)}, {x.dtype}, sum {x.sum().item():+.2f}")
+    return (x,)
+
+
+# ----------------------------------------------------------------------------- try it 6.3
+
+PLANTABLE = {  # operators Inductor decomposes, and the function that calls each (no Python
+    aten.silu.default: torch._C._nn.silu,  # wrapper: Dynamo traces it faster)
+    aten.hardswish.default: torch._C._nn.hardswish,
+    aten.mish.default: torch._C._nn.mish,
+    aten.elu.default: torch._C._nn.elu,
+    aten.softplus.default: torch._C._nn.softplus,
+}
+KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "dynamo")  # every run: each kind
+ALREADY_COMPILED = "aot_eager_decomp_partition"
+
+
+@contextlib.contextmanager
+def planted_bug(op=aten.silu.default, crash=False):
+    """While the block runs, Inductor decomposes `op` wrongly, or (crash=True) fails on it."""
+    table = inductor_decompositions.select_decomp_table()  # the table Inductor uses (private)
+    saved = table[op]
+
+    def broken(t, *args, **kwargs):
+        if crash:
+            raise NotImplementedError(op)
+        return saved(-t, *args, **kwargs)  # wrong on purpose
+
+    table[op] = broken
+    try:
+        yield
+    finally:
+        table[op] = saved
+
+
+@dataclass
+class PlantedCase:
+    fn: object
+    sample: torch.Tensor
+    planted: object  # the operator whose decomposition is broken
+    crash: bool
+    compiled_before: bool  # fn ran compiled, healthy, before the fault was planted
+
+
+def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None):
+    """`activation(a * t + b) * c + t`; Dynamo's graph computes `- b` (in_dynamo="dynamo") or
+    fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size allows)."""
+    if in_dynamo is None:
+        return lambda t: activation(a * t + b) * c + t
+
+    def fn(t):
+        if torch.compiler.is_compiling():
+            if in_dynamo == "dynamo crash":
+                t = t.view(-1, t.numel() + 1)
+            return activation(a * t - b) * c + t
+        return activation(a * t + b) * c + t
+
+    return fn
+
+
+def planted_cases(make) -> tuple[PlantedCase]:
+    """A new function and a fault planted for it; each run has every kind (KINDS). A climb to
+    the end of the ladder compiles three times on each side, one stopped by Dynamo once: the
+    kinds are chosen so that a run compiles about twenty times."""
+    kind = make.each(KINDS)
+    ops = make.rng.sample(list(PLANTABLE), 2)
+    if kind == "healthy":  # silu rounds differently once decomposed; the fault is elsewhere
+        ops = [aten.silu.default, make.choice([op for op in PLANTABLE if op != aten.silu.default])]
+    a, b, c = (round(make.rng.uniform(0.5, 2.0), 2) for _ in range(3))
+    activation = PLANTABLE[ops[0]]
+    fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None)
+    planted = ops[1] if kind == "healthy" else ops[0]
+    fault = {
+        "wrong": f"{planted}'s decomposition computes wrongly; fn ran compiled before",
+        "healthy": f"{planted}'s decomposition computes wrongly; fn does not call it",
+        "dynamo": f"Dynamo's graph computes `- {b}`; {planted}'s decomposition raises",
+        "dynamo crash": f"Dynamo fails on fn's graph; {planted}'s decomposition raises",
+    }[kind]
+    make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t; {fault}")
+    sample = make.tensor(make.integer(1024, 2048))
+    return (PlantedCase(fn, sample, planted, kind.startswith("dynamo"), kind == "wrong"),)
+
+
+def blamed(answer, case: PlantedCase):
+    """What the answer's first_failing_backend says for the case, while its fault is planted."""
+    with unprofiled_guards():
+        if case.compiled_before:  # as a model that worked before a change (and only then)
+            torch.compiler.reset()
+            torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)
+        with planted_bug(case.planted, crash=case.crash):
+            return answer.first_failing_backend(case.fn, case.sample)
+
+
+def unprofiled_guards():
+    """Compiles without Dynamo's guard-latency measurement, which flushes the CPU cache first
+    (`profile_guard_manager` in torch/_dynamo/guards.py: "This cache flush is expensive") and
+    only feeds a debug log line and a metric: a fifth of each of the checkpoint's compiles."""
+    import torch._dynamo.guards as guards  # private
+
+    return mock.patch.object(guards, "profile_guard_manager", lambda *args: 0.0)

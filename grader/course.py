@@ -1,0 +1,135 @@
+"""The course the instructor's tools work on: one `Course`, built once from configuration and
+passed to every step (release, intake, grading, export, report, similarity, the hub).
+
+The course's identity and the default place of its class data are in course.json at the course
+root (the learner's side, fxcourse.workspace, reads the same file); FXCOURSE_CLASSDATA
+(`make CLASSDATA=...`) moves the class data: a path relative to the course, or absolute.
+`Course.configured` is the one place either is read.
+
+The class data is nbgrader's working folders, the exchange, the gradebook and the grading
+secret (autograded/.safegrade_secret), in a git-ignored folder of the course's own, outside
+every package, so that no install of the code (and no sandbox) carries it along.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import exercises
+from grader.exercises import SOURCE
+
+REPOSITORY = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
+SETTINGS = "course.json"  # at the course root
+CLASSDATA_VARIABLE = "FXCOURSE_CLASSDATA"
+STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
+
+
+def settings(root: Path) -> dict:
+    """course.json of the course at `root`; this repository's for a folder without one (a
+    scratch folder of submissions only)."""
+    path = root / SETTINGS if (root / SETTINGS).is_file() else REPOSITORY / SETTINGS
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Course:
+    """Where a course's sources and class data are, and who it is to nbgrader."""
+
+    root: Path
+    course_id: str
+    classdata: Path  # relative to root, or absolute
+
+    @classmethod
+    def configured(
+        cls, root: Path = REPOSITORY, environ: Mapping[str, str] | None = None
+    ) -> Course:
+        """The course at `root` as its course.json and the environment configure it."""
+        environ = os.environ if environ is None else environ
+        found = settings(root)
+        classdata = environ.get(CLASSDATA_VARIABLE) or found["classdata"]
+        return cls(Path(root).resolve(), found["course_id"], Path(classdata))
+
+    @classmethod
+    def of(cls, course: Course | Path) -> Course:
+        """`course`, or the course configured at a folder."""
+        return course if isinstance(course, Course) else cls.configured(Path(course))
+
+    def relative(self, path: Path) -> Path:
+        """`path` relative to the root when it is inside it (nbgrader's folder settings)."""
+        return path.relative_to(self.root) if path.is_relative_to(self.root) else path
+
+    @property
+    def data(self) -> Path:
+        return self.root / self.classdata
+
+    @property
+    def source(self) -> Path:
+        return self.root / SOURCE
+
+    @property
+    def student_versions(self) -> Path:
+        return self.root / STUDENT_VERSIONS
+
+    @property
+    def release(self) -> Path:
+        return self.data / "release"
+
+    @property
+    def submitted(self) -> Path:
+        return self.data / "submitted"
+
+    @property
+    def autograded(self) -> Path:
+        return self.data / "autograded"
+
+    @property
+    def feedback(self) -> Path:
+        return self.data / "feedback"
+
+    @property
+    def results(self) -> Path:
+        """The grader's result files: <assignment>/<student>.json (grader/safegrade/results.py)."""
+        return self.autograded / ".safegrade"
+
+    @property
+    def secret(self) -> Path:
+        """The grading secret that seeds each submission's test inputs (safegrade/verdicts.py)."""
+        return self.autograded / ".safegrade_secret"
+
+    @property
+    def gradebook(self) -> Path:
+        return self.data / "gradebook.db"
+
+    @property
+    def gradebook_url(self) -> str:
+        return f"sqlite:///{self.gradebook}"
+
+    @property
+    def exchange(self) -> Path:
+        return self.data / "exchange"
+
+    @property
+    def downloaded(self) -> Path:
+        return self.data / "downloaded"
+
+    @property
+    def exports(self) -> Path:
+        return self.data / "exports"
+
+    @property
+    def reports(self) -> Path:
+        return self.data / "reports"
+
+    @property
+    def exercises(self) -> tuple[str, ...]:
+        """The course's exercises, found in its solutions/ (grader/exercises.py)."""
+        return exercises.of_course(self.root)
+
+    @property
+    def assignments(self) -> tuple[str, ...]:
+        """Every nbgrader assignment of the class: the exercises and their translations."""
+        return exercises.assignments_of(self.root)

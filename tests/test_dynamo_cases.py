@@ -1,0 +1,144 @@
+"""Chapter 6's case builders (fxcourse.dynamo_cases) judged as the checkpoints judge them: on the
+cases of a run, honest answers other than the chapter's pass beside the reference, and wrong ones
+(a climb that keeps Dynamo's cache, one that asks for the same bits, one that lets a crash end the
+climb, a backend that counts buffers) fail in every run.
+
+test_tryits runs the chapter's own mistakes and answer; this adds what else a learner may write.
+FXCOURSE_CASE_SEEDS=20 judges twenty runs (the default, 1, keeps `make test` short).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch import nn
+
+from fxcourse import dynamo_cases as cases
+from fxcourse.cases import CaseMaker, seeds_of
+
+RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "1"))
+RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
+LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")
+
+
+def makers(run_seed: int, count: int = 5) -> list[CaseMaker]:
+    """The makers of one checkpoint run's cases, as fxcourse.tryit draws them."""
+    return [CaseMaker(seed, i, run_seed) for i, seed in enumerate(seeds_of(run_seed, count))]
+
+
+def test_unfilled_tells_a_scaffold_from_an_answer():
+    def scaffold(fn, sample): ...  # your code here
+
+    def answer(fn, sample):
+        return None
+
+    assert cases.unfilled(scaffold) and cases.unfilled(...) and cases.unfilled(answer, ...)
+    assert not cases.unfilled(answer, torch.ones(2), lambda: ...)
+
+
+def test_planted_bug_breaks_only_inside_its_block():
+    sample = torch.randn(16)
+    table = cases.inductor_decompositions.select_decomp_table()
+    healthy = table[torch.ops.aten.silu.default]
+    with cases.planted_bug():
+        broken = table[torch.ops.aten.silu.default](sample)
+    assert table[torch.ops.aten.silu.default] is healthy
+    assert not torch.allclose(broken, nn.functional.silu(sample))
+
+
+def climb(compare, reset=True, catch=True):
+    def first_failing_backend(fn, sample):
+        expected = fn(sample)
+        for backend in LADDER:
+            if reset:
+                torch.compiler.reset()
+            try:
+                result = torch.compile(fn, backend=backend)(sample)
+            except Exception:
+                if not catch:
+                    raise
+                return backend
+            if not compare(result, expected):
+                return backend
+        return None
+
+    return SimpleNamespace(first_failing_backend=first_failing_backend)
+
+
+def assert_close_holds(result, expected):
+    try:
+        torch.testing.assert_close(result, expected)
+    except AssertionError:
+        return False
+    return True
+
+
+REFERENCE = climb(torch.allclose)
+HONEST = {"assert_close": climb(assert_close_holds)}
+HONEST["looser"] = climb(lambda r, e: torch.allclose(r, e, rtol=1e-3, atol=1e-4))
+WRONG = {"no reset": climb(torch.allclose, reset=False), "same bits": climb(torch.equal)}
+WRONG["no try"] = climb(torch.allclose, catch=False)
+
+
+def verdict(answer, case):
+    try:
+        return cases.blamed(answer, case)
+    except Exception as error:  # the no-try climb: its error is its verdict
+        return type(error).__name__
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_3_passes_honest_climbs_and_refuses_wrong_ones(run_seed):
+    refused = dict.fromkeys(WRONG, False)
+    for make in makers(run_seed):
+        (case,) = cases.planted_cases(make)
+        wanted = verdict(REFERENCE, case)
+        for name, answer in HONEST.items():
+            assert verdict(answer, case) == wanted, (name, make.describe())
+        for name, answer in WRONG.items():
+            refused[name] |= verdict(answer, case) != wanted
+    assert all(refused.values()), refused
+
+
+def weights(count_of):
+    counts = []
+
+    def backend(gm, inputs):
+        counts.append(count_of(gm, inputs))
+        return gm.forward
+
+    return SimpleNamespace(weight_counts=counts, weights_backend=backend)
+
+
+def by_type(gm, inputs):
+    return sum(t.numel() for t in inputs if isinstance(t, nn.Parameter))
+
+
+def by_grad(gm, inputs):
+    return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad)
+
+
+def by_name(gm, inputs):
+    names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
+    return sum(t.numel() for n, t in zip(names, inputs, strict=True) if "_parameters_" in n)
+
+
+def all_of_self(gm, inputs):  # every input read from the module: buffers too
+    names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
+    return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
+    refused = False
+    for make in makers(run_seed):
+        gm, inputs = cases.handed_over(*cases.drawn_models(make))
+        wanted, _ = cases.counted(weights(by_type), gm, inputs)
+        for honest in (by_grad, by_name):
+            assert cases.counted(weights(honest), gm, inputs)[0] == wanted, make.describe()
+        refused |= cases.counted(weights(all_of_self), gm, inputs)[0] != wanted
+    assert refused
