@@ -146,10 +146,12 @@ def malformed_data() -> list[str]:
         {"tensor": {"dtype": "float32", "shape": [-1], "data": ""}},
         {"tensor": {"dtype": "float32", "shape": [1], "data": 7}},
         {"tensor": {"dtype": "float32", "shape": [1], "data": "AAAA"}},
-        {"list": [{"list": [{"list": []}]}] * 3},
     ]
-    with mock.patch.object(LIMITS, "data_depth", 1):
-        return [checking.judge(None, "test_in_place", json.dumps(f).encode(), 0)[1] for f in forged]
+    nested: dict = {"list": []}
+    for _ in range(LIMITS.data_depth + 2):
+        nested = {"list": [nested]}
+    forged.append(nested)
+    return [checking.judge(None, "test_in_place", json.dumps(f).encode(), 0)[1] for f in forged]
 
 
 def refused_graphs() -> list[str]:
