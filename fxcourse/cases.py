@@ -519,7 +519,8 @@ def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMo
         listed = gm.graph.call_function(torch.cat, ([first, second],))
         keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
     _outputs_with(gm, [listed, keyword])
-    make.note(f"{first.name} and {second.name} read inside a list and by keyword")
+    said = _("{first} and {second} read inside a list and by keyword")
+    make.note(said.format(first=first.name, second=second.name))
     return gm
 
 
@@ -541,7 +542,8 @@ def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMod
         negated = gm.graph.call_function(torch.neg, (value,))
     reader.replace_input_with(value, negated)
     gm.recompile()
-    make.note(f"a pass put neg({value.name}) before {reader.name}, which now reads it")
+    said = _("a pass put neg({value}) before {reader}, which now reads it")
+    make.note(said.format(value=value.name, reader=reader.name))
     return gm
 
 

@@ -228,8 +228,8 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     from grader import report
     from grader.safegrade.results import FAILED, NOT_RUN, PASSED, recorded
 
-    course, assignment = graded["sandboxed"], "ex3_timing_interpreter"
-    results = course / course_grader.AUTOGRADED / ".safegrade"
+    course, assignment = Course.configured(graded["sandboxed"]), "ex3_timing_interpreter"
+    results = course.results
     forged = recorded(results, "ex3_forges_not_run", assignment)
     found = {test.name: (test.status, test.message) for test in forged.tests}
     assert found["test_summary"][0] == FAILED, found
