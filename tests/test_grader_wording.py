@@ -106,7 +106,7 @@ def dead_kernel() -> list[str]:
     """Plain nbgrader's (unsandboxed) messages for a kernel that died: in its cell, and in a
     later cell, named by where it died."""
     executor = ResilientExecute()
-    executor._died_in = None
+    executor._died_in, executor._not_run = None, set()
 
     def dies(*_args):
         raise DeadKernelError("dead")
