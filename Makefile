@@ -87,6 +87,7 @@ translations: env  ## after editing an English source: bring the catalogs of eve
 
 test-site: env-test site  ## build the website, then read it in a real browser (CI runs it)
 	FXCOURSE_SITE_TEST=1 $(BIN)/pytest $(PYTEST_ARGS) tests/test_website.py tests/test_site.py
+	FXCOURSE_SITE_TEST=1 $(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS) tests/test_site_english.py
 
 # A variable on the command line that no makefile reads is refused when it is a slip of one that
 # is read (`make autograde SUBMISSION=...` would grade what is already there), else warned about.

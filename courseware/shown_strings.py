@@ -7,8 +7,10 @@ of a `torch._check`, or one branch of such an argument (`users or "imports nothi
 shown when it reaches a shown name: assigned to a name that a shown expression reads
 (`why = "..."` then `check(ok, why)`), or named by the target of a `for` loop that shows it
 (`for label, run in [("run vs generated code", ...)]: print(label, ...)`, a dict's keys through
-`.items()`). Literals reached through a name must read as prose (two words apart), so that a
-mode string such as "reduce-overhead" stays code.
+`.items()`), or picked for it from a list of options by a case builder (`kind = make.each(KINDS)`
+then `make.note(f"{kind}")`: every option of KINDS, however it was built). Literals reached
+through a name must read as prose (two words apart), so that a mode string such as
+"reduce-overhead" stays code.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ HELPER_TITLES = {"show_graph": (1,), "show_ir_links": (1,), "horizontal_bars": (
 CHECK_CALLS = {"check": 1, "checkpoint": 1}
 CHECK_METHODS = {"close": 2}  # check.close(mine, wanted, hint)
 MAKER_METHODS = {"note": 0}  # make.note(text): what a Not-yet says of a fresh case
+PICKERS = {"each", "choice"}  # make.each(options): a case's kind, shown by its note
 PROSE = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z(]")
 
 
@@ -77,21 +80,55 @@ def branches(value: ast.expr) -> list[ast.expr]:
     return []
 
 
+def options(value: ast.expr) -> list[ast.expr]:
+    """The literals a value is, or holds as a list of options (`KINDS = ["a chain", ...]`)."""
+    if isinstance(value, ast.List | ast.Tuple):
+        return [leaf for item in value.elts for leaf in branches(item)]
+    return branches(value) + [leaf for option in picked_from(value) for leaf in options(option)]
+
+
 def names_read(values: list[ast.expr]) -> set[str]:
     return {n.id for value in values for n in ast.walk(value) if isinstance(n, ast.Name)}
 
 
-def reached_literals(tree: ast.AST, shown_names: set[str]) -> list[ast.expr]:
-    """Literals that flow into a shown name: assigned to it, or iterated into it by a loop."""
-    assigned = {}
+def picked_from(value: ast.expr) -> list[ast.expr]:
+    """The options a case builder picks a shown value from: `make.each(KINDS)`, `make.choice(...)`
+    (a case's name, which its note shows)."""
+    if isinstance(value, ast.Call) and call_name(value.func) in PICKERS:
+        return list(value.args[:1])
+    return []
+
+
+def assignments(tree: ast.AST) -> list[tuple[str, ast.expr, bool]]:
+    """(name, value, added) of each `name = value`, `a, b = x, y` pair and `name += value`."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-            if isinstance(target, ast.Name):
-                assigned[target.id] = node.value
-                if target.id in shown_names:
-                    found += branches(node.value)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            found.append((node.target.id, node.value, True))
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            pairs = zip(target.elts, value.elts, strict=False)
+        else:
+            pairs = [(target, value)]
+        found += [(t.id, v, False) for t, v in pairs if isinstance(t, ast.Name)]
+    return found
+
+
+def reached_literals(tree: ast.AST, shown_names: set[str]) -> list[ast.expr]:
+    """Literals that flow into a shown name: assigned (or added) to it, picked for it from a
+    list of options (which is then shown too), or iterated into it by a loop."""
+    pairs, shown_names = assignments(tree), set(shown_names)
+    while True:
+        picked = {
+            n for name, v, _ in pairs if name in shown_names for n in names_read(picked_from(v))
+        }
+        if picked <= shown_names:
+            break
+        shown_names |= picked
+    assigned = {name: value for name, value, added in pairs if not added}
+    found = [leaf for name, value, _ in pairs if name in shown_names for leaf in options(value)]
     for node in ast.walk(tree):
         if isinstance(node, ast.For | ast.comprehension):
             found += loop_literals(node.target, node.iter, shown_names, assigned)

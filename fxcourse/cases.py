@@ -352,6 +352,43 @@ def seeds_of(run_seed: int, count: int) -> list[int]:
     return [rng.randrange(10**9) for _ in range(count)]
 
 
+def side_by_side(models: Sequence[nn.Module], arguments: Sequence[str] = ()) -> nn.Module:
+    """One module holding `models` as `case1`, `case2`, ...: its forward takes one input per
+    model, named by `arguments` (a name taken twice gets the case's number; `x1`, `x2`, ... by
+    default), and returns their outputs as a tuple. A checkpoint whose every case pays a fixed
+    cost per program (`run_decompositions` lists all of torch's composite operators each call)
+    exports this once for all its cases; `case_of` tells which case a name or node belongs to."""
+    names: list[str] = []
+    for number in range(1, len(models) + 1):
+        name = arguments[number - 1] if len(arguments) >= number else f"x{number}"
+        if not name.isidentifier() or name in names or name == "self":
+            name = f"{name}{number}" if name.isidentifier() else f"x{number}"
+        names.append(name)
+    calls = ", ".join(f"self.case{n}({name})" for n, name in enumerate(names, 1))
+    scope: dict = {}
+    exec(f"def forward(self, {', '.join(names)}):\n    return ({calls},)", scope)  # noqa: S102
+    joined = type("Cases", (nn.Module,), {"forward": scope["forward"]})()
+    for number, model in enumerate(models, 1):
+        joined.add_module(f"case{number}", model)
+    joined.arguments = names
+    return joined
+
+
+def case_of(joined: nn.Module, name: str | torch.fx.Node) -> int | None:
+    """The number of the case in `side_by_side`'s module that `name` belongs to: a state's
+    qualified name (`case2.running_mean`), an argument's name, or a node of its exported
+    graph (by the module stack it was traced under); None for anything else."""
+    if isinstance(name, torch.fx.Node):
+        stack = name.meta.get("nn_module_stack") or {}
+        paths = [path for path, _kind in stack.values() if path]
+        name = paths[0] if paths else ""
+    if name in joined.arguments:
+        return joined.arguments.index(name) + 1
+    head = name.split(".")[0]
+    number = head.removeprefix("case")
+    return int(number) if head.startswith("case") and number.isdigit() else None
+
+
 def built_once(builder: Callable[[CaseMaker], object]) -> Callable[[CaseMaker], object]:
     """`builder`, run once per case: a later call for the same case gets a deep copy of what the
     first call made, with the same description. Each side of `case.both` still gets objects of
@@ -482,7 +519,8 @@ def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMo
         listed = gm.graph.call_function(torch.cat, ([first, second],))
         keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
     _outputs_with(gm, [listed, keyword])
-    make.note(f"{first.name} and {second.name} read inside a list and by keyword")
+    said = _("{first} and {second} read inside a list and by keyword")
+    make.note(said.format(first=first.name, second=second.name))
     return gm
 
 
@@ -504,7 +542,8 @@ def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMod
         negated = gm.graph.call_function(torch.neg, (value,))
     reader.replace_input_with(value, negated)
     gm.recompile()
-    make.note(f"a pass put neg({value.name}) before {reader.name}, which now reads it")
+    said = _("a pass put neg({value}) before {reader}, which now reads it")
+    make.note(said.format(value=value.name, reader=reader.name))
     return gm
 
 

@@ -26,6 +26,8 @@ import torch
 from torch import nn
 from torch._inductor import decomposition as inductor_decompositions
 
+from fxcourse.messages import _
+
 aten = torch.ops.aten
 
 
@@ -85,8 +87,14 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
 def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:
     """What Dynamo hands a backend for `model`: its graph and example inputs (one compile)."""
     handed = []
+
+    def keep(gm, inputs):
+        handed.append((gm, inputs))
+        return gm.forward
+
     torch.compiler.reset()
-    torch.compile(model, backend=lambda gm, inputs: handed.append((gm, inputs)) or gm.forward)(x)
+    with unprofiled_guards():
+        torch.compile(model, backend=keep)(x)
     return handed[0]
 
 
@@ -199,11 +207,11 @@ def planted_cases(make) -> tuple[PlantedCase]:
     fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None)
     planted = ops[1] if kind == "healthy" else ops[0]
     fault = {
-        "wrong": f"{planted}'s decomposition computes wrongly; fn ran compiled before",
-        "healthy": f"{planted}'s decomposition computes wrongly; fn does not call it",
-        "dynamo": f"Dynamo's graph computes `- {b}`; {planted}'s decomposition raises",
-        "dynamo crash": f"Dynamo fails on fn's graph; {planted}'s decomposition raises",
-    }[kind]
+        "wrong": _("{op}'s decomposition computes wrongly; fn ran compiled before"),
+        "healthy": _("{op}'s decomposition computes wrongly; fn does not call it"),
+        "dynamo": _("Dynamo's graph computes `- {b}`; {op}'s decomposition raises"),
+        "dynamo crash": _("Dynamo fails on fn's graph; {op}'s decomposition raises"),
+    }[kind].format(op=planted, b=b)
     make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t; {fault}")
     sample = make.tensor(make.integer(1024, 2048))
     return (PlantedCase(fn, sample, planted, kind.startswith("dynamo"), kind == "wrong"),)

@@ -49,7 +49,8 @@ def bn_scale_and_shift(bn: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tenso
     Computed in at least float32 so that half-precision models do not lose accuracy here.
     """
     if bn.running_mean is None or bn.running_var is None:
-        raise ValueError("this BatchNorm keeps no running statistics (track_running_stats=False)")
+        said = _("this BatchNorm keeps no running statistics (track_running_stats=False)")
+        raise ValueError(said)
     dtype = torch.promote_types(bn.running_var.dtype, torch.float32)
     mean, var = bn.running_mean.to(dtype), bn.running_var.to(dtype)
     gamma = bn.weight.to(dtype) if bn.weight is not None else torch.ones_like(var)
@@ -83,10 +84,11 @@ def fold_conv_bn(conv: nn.Module, bn: nn.Module) -> nn.Module:
     dtype and device all carry over; only the weight and bias are replaced.
     """
     if conv.training or bn.training:
-        raise ValueError(
+        said = _(
             "fold_conv_bn needs eval mode: in training BatchNorm normalizes with the statistics "
             "of each batch, which no fixed weight can reproduce; call model.eval() first"
         )
+        raise ValueError(said)
     scale, shift = bn_scale_and_shift(bn)
     weight, bias = folded_weight_and_bias(conv.weight.detach(), _detached(conv.bias), scale, shift)
     fused = copy.deepcopy(conv)
@@ -170,10 +172,11 @@ def _check_eval_mode(gm: fx.GraphModule, candidates: list[Candidate]) -> None:
         or gm.get_submodule(c.conv_node.target).training
     ]
     if training:
-        raise ValueError(
-            f"conv/BN pairs in training mode ({', '.join(training)}): BatchNorm then normalizes "
-            "with batch statistics, so it cannot be folded; call model.eval() before fusing"
+        said = _(
+            "conv/BN pairs in training mode ({pairs}): BatchNorm then normalizes with batch "
+            "statistics, so it cannot be folded; call model.eval() before fusing"
         )
+        raise ValueError(said.format(pairs=listing(training)))
 
 
 def fuse_conv_bn(

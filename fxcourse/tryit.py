@@ -38,6 +38,7 @@ when the learner clicks "Stuck? Show a reference answer". `show_answer("1.1")` s
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import secrets
@@ -188,6 +189,23 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
             self.result.cases_run += 1
             yield self.case
         self.case = None
+
+    def both(self, fn: Callable, *objects) -> tuple:
+        """(fn(learner, *copies), fn(reference, *copies)) for `objects` that hold every case of
+        the run at once (one program made of all the cases' models: an export, and what follows
+        it, cost a fixed time per program, paid once per side instead of once per case). Each
+        side gets deep copies of its own, the reference first; `judging(case)` then names the
+        case a "Not yet" is about."""
+        try:
+            wanted = fn(self.reference, *copy.deepcopy(objects))
+        except Exception as error:
+            raise reference.ReferenceFailed(f"{type(error).__name__}: {error}") from error
+        self.result.reference_runs += self.result.cases_run
+        return fn(self.learner, *copy.deepcopy(objects)), wanted
+
+    def judging(self, case: Case | None) -> None:
+        """A "Not yet" from here on is about `case` (None: about the run as a whole)."""
+        self.case = case
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is not None and not issubclass(exc_type, Exception):

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from grader import exercises, intake
-from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
+from grader.course import STUDENT_VERSIONS, Course
 from grader.grades_export import by_test_path
 from grader.instructor import (
     UsageError,
@@ -64,17 +64,20 @@ RELEASED_IS_NOT_HANDED_OUT = (
 )
 
 
+# The course this script is in. Not grader.course.REPOSITORY: run as a script from a copy of
+# the course, `import grader` may still find the installed (editable) repository's package.
+HERE = Path(__file__).resolve().parents[1]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
-    )
+    parser.add_argument("--course", type=Path, default=HERE, help="course root (default: this one)")
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
     command = commands.add_parser("collect")
     command.add_argument("submissions", type=Path, nargs="?")
-    lms_patterns = intake.lms_patterns(exercises.possible_assignments(REPOSITORY))  # any language
+    lms_patterns = intake.lms_patterns(exercises.possible_assignments(HERE))  # any language
     command.add_argument("--lms", choices=lms_patterns, help="file-name pattern of a download")
     command.add_argument("--timezone", default="UTC", help="zone of times in file names")
     # release: make autograde ASSIGNMENT=... refuses a wrong name before generating anything

@@ -183,6 +183,40 @@ def test_the_reference_runs_first_on_objects_of_its_own(references, capsys):
     assert seen[2] == [1, 2, 3], "the next case got a list the learner's side had emptied"
 
 
+def test_cases_judged_at_once_name_the_case_that_failed(references, capsys):
+    """check.both on objects holding every case: copies of its own for each side, the
+    reference counted beside every case, and a "Not yet" about the case judging() names."""
+    globals()["double"] = lambda items: [3 * item for item in items]
+    with tryit.checkpoint("9.1", "double them") as check:
+        cases = list(check.cases(numbers))
+        drawn = [case.objects()[0] for case in cases]
+        mine, wanted = check.both(lambda answer, items: answer.double(items), drawn)
+        assert mine[0] is not drawn[0] and wanted[0] is not drawn[0]
+        for number, case in enumerate(cases):
+            check.judging(case)
+            check.close(mine[number], wanted[number], "not doubled")
+    capsys.readouterr()
+    result = check.result
+    assert not result.passed and result.cases_run == 6 and result.reference_runs == 6
+    assert result.case.startswith("Case 1 of 6"), result.case
+
+
+def test_side_by_side_holds_each_case_under_its_number_and_names_each_input():
+    models = [nn.Linear(2, 2), nn.Sequential(nn.ReLU(), nn.Linear(2, 3)), nn.Identity()]
+    joined = cases.side_by_side(models, ["tokens", "tokens", "self"])
+    assert joined.arguments == ["tokens", "tokens2", "self3"]
+    inputs = tuple(torch.randn(1, 2) for _ in models)
+    outputs = joined(*inputs)
+    assert all(torch.equal(out, m(x)) for out, m, x in zip(outputs, models, inputs, strict=True))
+    program = torch.export.export(joined, inputs)
+    named = [n.name for n in program.graph.nodes if n.op == "placeholder"][-3:]
+    assert named == joined.arguments
+    owners = {cases.case_of(joined, n) for n in program.graph.nodes if n.op == "call_function"}
+    assert owners == {1, 2}, "the Identity case calls nothing; the others are told apart"
+    assert cases.case_of(joined, "case2.1.bias") == 2 and cases.case_of(joined, "tokens2") == 2
+    assert cases.case_of(joined, "casey") is None and cases.case_of(joined, "x") is None
+
+
 def test_fewer_than_five_cases_is_refused(references):
     with pytest.raises(ValueError, match="at least 5"):
         next(tryit.checkpoint("9.1", "goal").cases(numbers, count=3))

@@ -228,8 +228,8 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     from grader import report
     from grader.safegrade.results import FAILED, NOT_RUN, PASSED, recorded
 
-    course, assignment = graded["sandboxed"], "ex3_timing_interpreter"
-    results = Course.configured(course).results
+    course, assignment = Course.configured(graded["sandboxed"]), "ex3_timing_interpreter"
+    results = course.results
     forged = recorded(results, "ex3_forges_not_run", assignment)
     found = {test.name: (test.status, test.message) for test in forged.tests}
     assert found["test_summary"][0] == FAILED, found
@@ -237,7 +237,7 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     assert [status for status, _ in found.values()] == [PASSED, PASSED, PASSED, FAILED]
     died = recorded(results, "ex3_kernel_dies_in_summary", assignment).tests
     assert [(t.name, t.status) for t in died][-1] == ("test_summary", NOT_RUN)
-    exercise = next(e for e in report.read_class(Course.configured(course)) if e.name == assignment)
+    exercise = next(e for e in report.read_class(course) if e.name == assignment)
     row = next(s for s in exercise.submissions if s.student == "ex3_forges_not_run")
     assert row.messages == {"test_summary": found["test_summary"][1]}
 

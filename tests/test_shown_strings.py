@@ -20,6 +20,9 @@ SHOWN = {
     "a dict key through a name": 'cases = {"tuple vs tensor": 1}\nfor label in cases:\n'
     "    check(ok, label)",
     "an f-string assigned, then printed": 'outcome = f"swap runs: {ok}"\nprint(outcome)',
+    "a case's kind picked from options": 'KINDS = ["a layer inside a block"]\n'
+    'KINDS += ["a name used twice"]\n'
+    'def cases(make):\n    kind, n = make.each(KINDS), 2\n    make.note(f"{kind}, {n}")',
     "a function's docstring": 'def fold(gm):\n    """Fold every pair, then recompile."""\n',
     "a method's docstring": "class P(Interpreter):\n    def run_node(self, n):\n"
     '        """Time one node."""\n        return 1',
@@ -28,6 +31,9 @@ CODE = {
     "a mode string": 'mode = "reduce-overhead"\nprint(mode)',
     "an identifier as a title": 'show_graph(gm, "TinyNet")',
     "a label that is not shown": 'for label, fn in [("run vs generated code", f)]:\n    fn()',
+    "options picked for what is not shown": (
+        'kind = make.each(["sigmoid", "hard sigmoid"])\nrun(kind)'
+    ),
     "a key compared, not shown": 'if name == "one conv, two names":\n    pass',
     "placeholders only": 'print(f"{type(err).__name__}: {err}")',
     "a bare string that is no docstring": 'x = 1\n"""not a docstring"""',
@@ -68,3 +74,11 @@ def test_a_docstring_of_a_chapter_function_is_translated_in_place():
     lookup = {'"""Fold every pair, then recompile."""': '"""折叠每一对，然后重新编译。"""'}
     translated = translate_notebook(nb, lookup)
     assert translated.cells[0].source == source.replace(*lookup.popitem())
+
+
+def test_every_option_of_a_shown_case_kind_is_extracted():
+    """A case's kind shown by its note is picked from options (added to in another statement):
+    every option is the learner's to read, and the comparison with one stays the same value."""
+    source = SHOWN["a case's kind picked from options"] + '\n    if kind == "a name used twice":\n'
+    found = message_strings(source + "        pass", asserts=False)
+    assert {'"a layer inside a block"', '"a name used twice"'} <= set(found), found

@@ -8,11 +8,19 @@ row with one of them came from the course (a label left untranslated, a message 
 pieces); what a library prints (a torch error quoted word for word) shares none and is left alone,
 as are code, printed source and reprs (english_prose). Runs in `make test-site`, after the build
 has executed every chapter.
+
+The site shows each chapter with its reference answers in place; a learner first meets it with
+blanks, where each checkpoint says "Not yet" with a hint, and meets an exercise with its stubs,
+whose visible tests fail. So every Chinese chapter and exercise is also executed as a learner gets
+it (FXCOURSE_LANGUAGE=zh, every cell run even after an error) and read the same way: printed text,
+messages, tracebacks' messages, and the text alternatives and drawn text of its pictures.
 """
 
 from __future__ import annotations
 
 import ast
+import base64
+import html
 import html.parser
 import json
 import os
@@ -20,7 +28,7 @@ import re
 from pathlib import Path
 
 import pytest
-from english_prose import english_sentences, printed_prose
+from english_prose import english_sentences, output_prose, printed_prose
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("FXCOURSE_SITE", ROOT / "dist" / "site"))
@@ -121,6 +129,61 @@ def test_no_executed_chinese_page_prints_the_course_s_english():
         f"{page.name}, output {index}: {sentence!r}"
         for page in pages
         for index, text in enumerate(outputs_of(page))
+        for sentence in course_english_in(text, known)
+    ]
+    assert not found, "\n".join(found)
+
+
+LEARNER_NOTEBOOKS = sorted((ROOT / "chapters" / "zh").glob("[0-9]*.ipynb")) + sorted(
+    (ROOT / "chapters" / "zh" / "exercises").glob("*/*.ipynb")
+)
+ALT_TEXT = re.compile(r'\balt="([^"]*)"')
+SVG_PICTURE = re.compile(r'src="data:image/svg\+xml;base64,([^"]+)"')
+SVG_TEXT = re.compile(r"<text\b[^>]*>([^<]*)</text>")
+
+
+def pictures_text(output: dict) -> list[str]:
+    """The text alternatives of an output's pictures and the text drawn in its SVG ones."""
+    page = output.get("data", {}).get("text/html", "")
+    page = "".join(page) if isinstance(page, list) else page
+    found = [html.unescape(alt) for alt in ALT_TEXT.findall(page)]
+    for picture in SVG_PICTURE.findall(page):
+        drawn = SVG_TEXT.findall(base64.b64decode(picture).decode("utf-8", "replace"))
+        found.append(html.unescape(" ".join(drawn)))
+    return found
+
+
+def test_the_learner_scan_reads_pictures_and_messages():
+    svg = base64.b64encode(b'<svg><text x="1">a label the course</text><text>forgot</text></svg>')
+    source = f"data:image/svg+xml;base64,{svg.decode()}"
+    picture = f'<img alt="图：a title it forgot to translate" src="{source}">'
+    output = {"output_type": "display_data", "data": {"text/html": picture}}
+    assert pictures_text(output) == [
+        "图：a title it forgot to translate",
+        "a label the course forgot",
+    ]
+    known = word_runs("a label the course forgot") | word_runs("a title it forgot to")
+    assert all(course_english_in(text, known) for text in pictures_text(output))
+
+
+@pytest.mark.parametrize("notebook", LEARNER_NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_chinese_learner_notebook_prints_the_course_s_english(notebook, monkeypatch):
+    import nbclient
+    import nbformat
+
+    monkeypatch.setenv("FXCOURSE_LANGUAGE", "zh")
+    nb = nbformat.read(notebook, as_version=4)
+    resources = {"metadata": {"path": str(notebook.parent)}}
+    client = nbclient.NotebookClient(
+        nb, kernel_name="fx-course", timeout=300, allow_errors=True, resources=resources
+    )
+    client.execute()
+    known = course_english()
+    found = [
+        f"cell {index}: {sentence!r}"
+        for index, cell in enumerate(nb.cells)
+        for output in cell.get("outputs", [])
+        for text in (output_prose(output), *pictures_text(output))
         for sentence in course_english_in(text, known)
     ]
     assert not found, "\n".join(found)

@@ -41,7 +41,7 @@ def judge(checks, grade_id: str, sent: bytes, seed: int) -> list[str] | None:
             _("the data your code produced could not be read: {why}").format(why=exc),
         ]
     if getattr(checks, grade_id, None) is None:
-        return ["GraderError", f"checks.py has no check for {grade_id!r}"]
+        return ["GraderError", _("checks.py has no check for {name}").format(name=repr(grade_id))]
     inputs = trusted_inputs(checks, grade_id, seed)
     try:
         with probing.torch_defaults():
@@ -57,7 +57,8 @@ def judge(checks, grade_id: str, sent: bytes, seed: int) -> list[str] | None:
 def parsed(sent: bytes):
     """The JSON of a probe's data, counted before it is parsed."""
     if (values := json_values(sent)) > MAX_JSON_VALUES:
-        raise DataError(f"it holds over {MAX_JSON_VALUES} JSON values ({values})")
+        said = _("it holds over {cap} JSON values ({count})")
+        raise DataError(said.format(cap=MAX_JSON_VALUES, count=values))
     return json.loads(sent)
 
 
@@ -147,4 +148,4 @@ def verdict_of(record: dict | None, why_missing: str) -> tuple[str, str] | None:
         return None
     if type(verdict) is list and len(verdict) == 2 and all(type(v) is str for v in verdict):
         return clean_text(verdict[0], LIMITS.name_chars), clean_text(verdict[1], LIMITS.error_chars)
-    return "GraderError", "the check process sent a malformed verdict"
+    return "GraderError", _("the check process sent a malformed verdict")

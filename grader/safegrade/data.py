@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 from .limits import LIMITS
+from .wording import _
 
 DTYPES = (
     "float16 bfloat16 float32 float64 complex64 complex128 int8 int16 int32 int64 uint8 bool"
@@ -114,10 +115,8 @@ def encode(value: object) -> object:
 def _encode(value, depth: int, budget: list[int]):
     budget[0] -= 1
     if budget[0] < 0 or depth > LIMITS.data_depth:
-        raise DataError(
-            f"the value has over {LIMITS.data_items} parts or is nested over "
-            f"{LIMITS.data_depth} deep"
-        )
+        said = _("the value has over {items} parts or is nested over {depth} deep")
+        raise DataError(said.format(items=LIMITS.data_items, depth=LIMITS.data_depth))
     kind = type(value)
     if value is None or kind in (bool, int, str):
         return value
@@ -166,10 +165,12 @@ def _encode_tensor(tensor, torch) -> dict:
     plain = torch.Tensor.as_subclass(tensor, torch.Tensor).detach()
     dtype = str(plain.dtype).removeprefix("torch.")
     if dtype not in DTYPES or plain.layout != torch.strided:
-        raise DataError(f"a tensor of {plain.dtype} / {plain.layout} cannot be sent")
+        said = _("a tensor of {dtype} / {layout} cannot be sent")
+        raise DataError(said.format(dtype=plain.dtype, layout=plain.layout))
     size = plain.numel() * plain.element_size()
     if size > LIMITS.tensor_bytes:
-        raise DataError(f"a tensor of {size} bytes is over the {LIMITS.tensor_bytes} byte limit")
+        said = _("a tensor of {size} bytes is over the {cap} byte limit")
+        raise DataError(said.format(size=size, cap=LIMITS.tensor_bytes))
     flat = plain.cpu().resolve_conj().resolve_neg().contiguous().reshape(-1)
     raw = base64.b64encode(flat.view(torch.uint8).numpy().tobytes()).decode("ascii")
     return {"dtype": dtype, "shape": list(plain.shape), "data": raw, "type": type_name(tensor)}
@@ -187,11 +188,11 @@ def decode(data: object) -> object:
 def _decode(data, depth: int, budget: list[int]):
     budget[0] -= 1
     if budget[0] < 0 or depth > LIMITS.data_depth:
-        raise DataError("the data is too large or too deeply nested")
+        raise DataError(_("the data is too large or too deeply nested"))
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is not dict or len(data) not in (1, 2):
-        raise DataError(f"unexpected data of type {type(data).__name__}")
+        raise DataError(_("unexpected data of type {kind}").format(kind=type(data).__name__))
     tag, body = next(iter(data.items()))
     if tag in ("tuple", "list", "slice") and type(body) is list:
         items = [_decode(item, depth + 1, budget) for item in body]
@@ -215,17 +216,17 @@ def _decode(data, depth: int, budget: list[int]):
         return decode_tensor(body)
     if tag == "other" and type(body) is dict:
         return Opaque(str(body.get("type")), str(body.get("repr")))
-    raise DataError(f"unexpected tag {tag!r}")
+    raise DataError(_("unexpected tag {tag}").format(tag=repr(tag)))
 
 
 def _decode_pair(pair, depth: int, budget: list[int]) -> tuple:
     if type(pair) is not list or len(pair) != 2:
-        raise DataError("a dict item is not a key and a value")
+        raise DataError(_("a dict item is not a key and a value"))
     key = _decode(pair[0], depth + 1, budget)
     try:
         hash(key)
     except TypeError:
-        raise DataError("a dict key is not hashable") from None
+        raise DataError(_("a dict key is not hashable")) from None
     return key, _decode(pair[1], depth + 1, budget)
 
 
@@ -235,7 +236,7 @@ def _decode_typed(tag: str, body, name) -> object:
         body = float(body)
     expected = {"int": int, "real": (int, float), "str": str}[tag]
     if not isinstance(body, expected) or isinstance(body, bool):
-        raise DataError(f"malformed {tag} value")
+        raise DataError(_("malformed {tag} value").format(tag=tag))
     value = kind(body)
     value.type_name = str(name)
     return value
@@ -246,18 +247,18 @@ def decode_tensor(body: dict):
 
     dtype, shape = body.get("dtype"), body.get("shape")
     if dtype not in DTYPES or type(shape) is not list or len(shape) > LIMITS.tensor_dims:
-        raise DataError("malformed tensor")
+        raise DataError(_("malformed tensor"))
     if not all(type(n) is int and 0 <= n <= LIMITS.tensor_bytes for n in shape):
-        raise DataError("malformed tensor shape")
+        raise DataError(_("malformed tensor shape"))
     kind = getattr(torch, dtype)
     count = math.prod(shape)
     size = count * kind.itemsize
     text = body.get("data")
     if type(text) is not str or size > LIMITS.tensor_bytes or len(text) > 4 * size // 3 + 4:
-        raise DataError("malformed tensor data")
+        raise DataError(_("malformed tensor data"))
     raw = base64.b64decode(text, validate=True)
     if len(raw) != size:
-        raise DataError("the tensor's data does not match its shape")
+        raise DataError(_("the tensor's data does not match its shape"))
     if count == 0:
         return torch.empty(shape, dtype=kind)
     return torch.frombuffer(bytearray(raw), dtype=kind).reshape(shape)

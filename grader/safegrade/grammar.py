@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from .data import DataError, Ref
 from .limits import LIMITS
+from .wording import _
 
 _isinstance, _type = isinstance, type  # as they were before any learner's cell
 
@@ -49,10 +50,11 @@ def identifier(value: object, what: str) -> str:
     if not (
         _type(value) is str and len(value) <= LIMITS.graph_name_chars and NAME.fullmatch(value)
     ):
-        raise DataError(f"{what} must be a Python identifier of at most "
-                        f"{LIMITS.graph_name_chars} characters, not {shown(value)}")  # fmt: skip
+        said = _("{what} must be a Python identifier of at most {cap} characters, not {value}")
+        raise DataError(said.format(what=what, cap=LIMITS.graph_name_chars, value=shown(value)))
     if keyword.iskeyword(value):
-        raise DataError(f"{what} may not be the Python keyword {value!r}")
+        said = _("{what} may not be the Python keyword {value}")
+        raise DataError(said.format(what=what, value=repr(value)))
     return value
 
 
@@ -62,41 +64,44 @@ def path(value: object) -> str:
     none a GraphModule's own."""
     parts = value.split(".") if _type(value) is str and len(value) <= 600 else None
     if not parts or len(parts) > LIMITS.graph_path_parts:
-        raise DataError(f"a module or tensor path must have 1 to {LIMITS.graph_path_parts} "
-                        f"parts, not {shown(value)}")  # fmt: skip
+        said = _("a module or tensor path must have 1 to {cap} parts, not {value}")
+        raise DataError(said.format(cap=LIMITS.graph_path_parts, value=shown(value)))
     for part in parts:
         if (
             len(part) > LIMITS.graph_path_part_chars
             or not SEGMENT.fullmatch(part)
             or part in RESERVED
         ):
+            said = _(
+                "the path {path} has the part {part}: each part is letters, digits and _ (not "
+                "first), at most {cap} characters, and names nothing a GraphModule already has"
+            )
             raise DataError(
-                f"the path {shown(value)} has the part {shown(part)}: each part is letters, digits "
-                f"and _ (not first), at most {LIMITS.graph_path_part_chars} characters, and "
-                "names nothing a GraphModule already has"
+                said.format(path=shown(value), part=shown(part), cap=LIMITS.graph_path_part_chars)
             )
     return value
 
 
 def check_arguments(op: str, target, args, kwargs) -> None:
     if _type(args) not in (tuple, list) or _type(kwargs) is not dict:
-        raise DataError("a node's args must be a list and its kwargs a dict")
+        raise DataError(_("a node's args must be a list and its kwargs a dict"))
     for key in kwargs:
-        identifier(key, "a keyword argument's name")
+        identifier(key, _("a keyword argument's name"))
     if op == "placeholder" and (kwargs or len(args) > 1):
-        raise DataError("a placeholder has at most one argument, its default value")
+        raise DataError(_("a placeholder has at most one argument, its default value"))
     if op == "output" and (kwargs or len(args) != 1):
-        raise DataError("an output node has exactly one argument")
+        raise DataError(_("an output node has exactly one argument"))
     if op == "call_function" and target is builtins.getattr:
         name = args[1] if len(args) > 1 else None
         if _type(name) is not str or name.startswith("_") or not NAME.fullmatch(name):
-            raise DataError(f"getattr of {shown(name)}: only public attribute names")
+            said = _("getattr of {name}: only public attribute names")
+            raise DataError(said.format(name=shown(name)))
 
 
 def check_placeholders(nodes: list) -> None:
     targets = [node.target for node in nodes if node.op == "placeholder"]
     if len(set(targets)) != len(targets):
-        raise DataError("two placeholders have the same target")
+        raise DataError(_("two placeholders have the same target"))
 
 
 def link(value, nodes: list, budget: list[int], depth: int = 0):
@@ -104,11 +109,12 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
     (None, bool, int, float, str, dtype, and tuples, lists, dicts and slices of them) refused."""
     budget[0] -= 1
     if budget[0] < 0 or depth > LIMITS.graph_nesting:
-        raise DataError(f"a graph's arguments hold over {LIMITS.graph_constants} values or nest "
-                        f"over {LIMITS.graph_nesting} deep")  # fmt: skip
+        said = _("a graph's arguments hold over {cap} values or nest over {depth} deep")
+        raise DataError(said.format(cap=LIMITS.graph_constants, depth=LIMITS.graph_nesting))
     if _isinstance(value, Ref):
         if not 0 <= value.position < len(nodes):
-            raise DataError(f"a node refers to node {value.position}, not made before it")
+            said = _("a node refers to node {number}, not made before it")
+            raise DataError(said.format(number=value.position))
         return nodes[value.position]
     if value is None or _type(value) is bool:
         return value
@@ -127,15 +133,18 @@ def link(value, nodes: list, budget: list[int], depth: int = 0):
         parts = (value.start, value.stop, value.step)
         return slice(*(link(part, nodes, budget, depth + 1) for part in parts))
     kind = _type(value).__name__
-    raise DataError(f"the graph holds a constant of type {kind}; only None, bool, int, float, "
-                    "str, a dtype and tuples, lists, dicts and slices of them")  # fmt: skip
+    said = _(
+        "the graph holds a constant of type {kind}; only None, bool, int, float, str, a dtype "
+        "and tuples, lists, dicts and slices of them"
+    )
+    raise DataError(said.format(kind=kind))
 
 
 def constant(value):
     if _type(value) not in _PLAIN:
-        raise DataError(f"a dict key of type {_type(value).__name__}: only plain values")
+        said = _("a dict key of type {kind}: only plain values")
+        raise DataError(said.format(kind=_type(value).__name__))
     if _type(value) is str and len(value) > LIMITS.graph_text_chars:
-        raise DataError(
-            f"a string constant of {len(value)} characters (at most {LIMITS.graph_text_chars})"
-        )
+        said = _("a string constant of {size} characters (at most {cap})")
+        raise DataError(said.format(size=len(value), cap=LIMITS.graph_text_chars))
     return value

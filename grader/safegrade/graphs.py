@@ -197,7 +197,8 @@ def build(description: dict, vocabulary: Vocabulary, source: dict | None = None,
     source = source if source is not None else description
     rows = description.get("nodes") if _isinstance(description, dict) else None
     if not _isinstance(rows, list) or len(rows) > LIMITS.graph_nodes:
-        raise DataError(f"a graph description needs a list of at most {LIMITS.graph_nodes} nodes")
+        said = _("a graph description needs a list of at most {cap} nodes")
+        raise DataError(said.format(cap=LIMITS.graph_nodes))
     graph, nodes, owned, budget = torch.fx.Graph(), [], {}, [LIMITS.graph_constants]
     for row in rows:
         op, target, name = node_fields(row, vocabulary)
@@ -220,13 +221,13 @@ def build(description: dict, vocabulary: Vocabulary, source: dict | None = None,
 def node_fields(row, vocabulary: Vocabulary) -> tuple[str, object, str]:
     """A row's op, target and name, each checked against the grammar."""
     if not _isinstance(row, dict):
-        raise DataError("a node of the description is not a dict")
+        raise DataError(_("a node of the description is not a dict"))
     op, target, name = row.get("op"), row.get("target"), row.get("name")
     if op not in OPS:
-        raise DataError(f"unknown node op {shown(op)}")
-    identifier(name, "a node's name")
+        raise DataError(_("unknown node op {op}").format(op=shown(op)))
+    identifier(name, _("a node's name"))
     if op == "placeholder":
-        identifier(target, "a placeholder's target")
+        identifier(target, _("a placeholder's target"))
     elif op in ("call_module", "get_attr"):
         path(target)
     elif op == "call_method" and (_type(target) is not str or target not in vocabulary.methods):
@@ -234,7 +235,8 @@ def node_fields(row, vocabulary: Vocabulary) -> tuple[str, object, str]:
             _("the graph calls the method {name}: not allowed").format(name=shown(target))
         )
     elif op == "output" and target != "output":
-        raise DataError(f"an output node's target is 'output', not {shown(target)}")
+        said = _("an output node's target is 'output', not {target}")
+        raise DataError(said.format(target=shown(target)))
     return op, target, name
 
 
@@ -260,15 +262,17 @@ def container(owned: dict[str, object]) -> nn.Module:
         for part in parents:
             child = holder._modules.get(part)
             if child is None and taken(holder, part):
-                raise DataError(f"{dotted}: {part} is a tensor, not a module")
+                said = _("{path}: {part} is a tensor, not a module")
+                raise DataError(said.format(path=dotted, part=part))
             if child is None:
                 child = nn.Module()
                 holder.add_module(part, child)
             if _type(child) is not nn.Module:
-                raise DataError(f"{dotted}: a path into a {_type(child).__name__} module")
+                said = _("{path}: a path into a {kind} module")
+                raise DataError(said.format(path=dotted, kind=_type(child).__name__))
             holder = child
         if taken(holder, leaf):
-            raise DataError(f"{dotted}: two different things at one path")
+            raise DataError(_("{path}: two different things at one path").format(path=dotted))
         if _isinstance(value, torch.Tensor):
             holder.register_buffer(leaf, value)
         else:
@@ -306,7 +310,8 @@ def make_module(target: str, kind: object, source: dict, vocabulary: Vocabulary)
         module = vocabulary.module_types[kind](*arguments)
         module.load_state_dict(spec["state"])
     except (TypeError, ValueError, RuntimeError, KeyError, AttributeError) as exc:
-        raise DataError(f"{target}: a {kind} module that cannot be made: {exc}") from None
+        said = _("{target}: a {kind} module that cannot be made: {error}")
+        raise DataError(said.format(target=target, kind=kind, error=exc)) from None
     return module
 
 

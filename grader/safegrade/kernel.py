@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import probing
 from .data import decode, encode
+from .wording import _
 
 
 def exercise_folder(assignment: str) -> Path:
@@ -40,6 +41,7 @@ def run_check(assignment: str, grade_id: str, namespace: dict) -> None:
         try:
             inputs = probing.make_inputs(checks, grade_id, random.SystemRandom().getrandbits(32))
         except Exception as exc:
-            raise GraderError(f"checks.py could not make the inputs of {grade_id}") from exc
+            said = _("checks.py could not make the inputs of {name}").format(name=grade_id)
+            raise GraderError(said) from exc
         data = crossed(probing.call_probe(probes, grade_id, namespace, crossed(inputs)))
         probing.run_check_function(checks, grade_id, data, inputs)

@@ -45,15 +45,16 @@ from .staging import files_for_sandbox, forbidden_paths, preimports
 from .verdicts import (
     code_cells,
     error_output,
-    first_line,
     grade_id,
     is_test,
     outputs,
+    place,
     seed,
     sent_data,
     step,
     stopped,
 )
+from .wording import _
 
 UNSANDBOXED = (
     "UNSANDBOXED GRADING: learners' code runs in a plain kernel with your permissions and can "
@@ -112,14 +113,16 @@ class ResilientExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         if self._died_in is not None:
-            cell.outputs = [error_output("DeadKernelError", f"not run: {self._died_in}")]
+            said = _("not run: the kernel died {where}").format(where=self._died_in)
+            cell.outputs = [error_output("DeadKernelError", said)]
             self._not_run.add(index)
             return cell, resources
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
-            self._died_in = f"the kernel died in an earlier cell ({first_line(cell.source)})"
-            cell.outputs.append(error_output("DeadKernelError", "the kernel died in this cell"))
+            self._died_in = place(cell)
+            said = _("the kernel died in this cell")
+            cell.outputs.append(error_output("DeadKernelError", said))
             return cell, resources
 
 
@@ -150,7 +153,8 @@ def in_language_of(assignment: str):
     lookup = lookup_of("safegrade", language)
 
     def told(found: list) -> list:
-        for output in (output for output in found if output.output_type == "error"):
+        errors = (o for o in found if o.output_type == "error" and o.ename in wording.GRADER_ERRORS)
+        for output in errors:
             said = wording.translated(output.evalue, lookup)
             output.traceback = [line.replace(output.evalue, said) for line in output.traceback]
             output.evalue = said
@@ -180,7 +184,11 @@ class SandboxExecute(ResilientExecute):
     def preprocess(self, nb, resources=None, km=None):
         if self.unsandboxed:
             self.log.warning("!" * 20 + " " + UNSANDBOXED)
-            return super().preprocess(nb, resources, km)
+            nb, resources = super().preprocess(nb, resources, km)
+            told = in_language_of(resources["nbgrader"]["assignment"])
+            for cell in (cell for cell in nb.cells if cell.cell_type == "code"):
+                cell.outputs = told(cell.outputs)
+            return nb, resources
         info = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
@@ -249,9 +257,10 @@ class SandboxExecute(ResilientExecute):
         stream, nonce = self.run_job(*checking.check_job(self.exercise_files(), seed, tests))
         found = read_records(stream, len(tests), nonce)
         reply = self.last_reply
-        why = f"the grader's check of this test did not finish: its process {reply.get('status')}"
+        why = _("the grader's check of this test did not finish: its process {status}")
+        why = why.format(status=reply.get("status"))
         if reply.get("timed_out"):
-            why = "the grader's check of this test did not finish within the submission's budget"
+            why = _("the grader's check of this test did not finish within the budget")
         return {i: checking.verdict_of(found.get(k), why) for k, i in enumerate(tested)}
 
     def limits(self) -> Limits:

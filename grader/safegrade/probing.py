@@ -64,7 +64,9 @@ def call_probe(probes, grade_id: str, namespace: dict, inputs):
     or printed (they never cost points)."""
     probe = getattr(probes, grade_id, None)
     if probe is None:
-        raise LookupError(f"probes.py has no probe for {grade_id!r}")
+        from .wording import _
+
+        raise LookupError(_("probes.py has no probe for {name}").format(name=repr(grade_id)))
     with warnings.catch_warnings(record=True), torch_defaults():
         warnings.simplefilter("always")
         return probe(namespace, inputs)

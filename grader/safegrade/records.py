@@ -19,6 +19,7 @@ import json
 from .data import clean_text
 from .jsontext import json_values
 from .limits import LIMITS
+from .wording import _
 
 _MARGIN = 100  # characters past each cap kept here; the notebook's writer cuts to the cap
 
@@ -48,7 +49,7 @@ def read_records(stream: bytes | bytearray, count: int, nonce: str) -> dict[int,
             and len(frame) == size
             and frame[: len(mark)] == mark
         ):
-            records[expected] = rejected("bytes that are not a record arrived while it ran")
+            records[expected] = rejected(_("bytes that are not a record arrived while it ran"))
             found = stream.find(mark, at + 5)
             at = found - 4 if found >= 4 else len(stream)
             continue
@@ -62,9 +63,9 @@ def read_records(stream: bytes | bytearray, count: int, nonce: str) -> dict[int,
             expected += 1
             continue
         if type(index) is int and 0 <= index < expected:  # which of the two is forged is unknown
-            records[index] = rejected("a second record for this cell arrived later")
+            records[index] = rejected(_("a second record for this cell arrived later"))
             continue
-        records[expected] = rejected("a record that is not this cell's arrived while it ran")
+        records[expected] = rejected(_("a record that is not this cell's arrived while it ran"))
     return records
 
 
@@ -138,5 +139,8 @@ def text(value: object, cap: int, budget: list[int]) -> str:
 
 def rejected(why: str) -> dict:
     """The record of a cell whose records were tampered with (by the submission's own code)."""
-    message = f"the grader rejected this cell's result: {why} (the submission wrote to the records)"
+    message = _(
+        "the grader rejected this cell's result: {why} (the submission wrote to the records)"
+    )
+    message = message.format(why=why)
     return {"error": {"ename": "GraderError", "evalue": message, "traceback": []}}

@@ -118,16 +118,18 @@ def outputs(cell, record: dict | None, missing: tuple[str, str], verdict) -> lis
 def stopped(reply: dict, records: dict, cells: list) -> tuple[str, str]:
     """Why test cells have no record: where the submission's process stopped, and how."""
     index = max(records) + 1 if records else 0
-    if index >= len(cells):
-        where = _("after its last cell")
-    elif is_test(cells[index]):
-        where = _("in the test {name}").format(name=grade_id(cells[index]))
-    elif not cells[index].source.strip():
-        where = _("in an empty cell")
-    else:
-        where = _("in the cell that starts {start}").format(start=first_line(cells[index].source))
+    where = place(cells[index]) if index < len(cells) else _("after its last cell")
     if reply.get("timed_out"):
         said = _("not run: the submission used up its time budget {where}")
         return "TimeoutError", said.format(where=where)
     said = _("not run: {where}, the submission's process {status}")
     return "DeadKernelError", said.format(status=reply.get("status"), where=where)
+
+
+def place(cell) -> str:
+    """Where in a notebook `cell` is, as a message says it: its test, or how it starts."""
+    if is_test(cell):
+        return _("in the test {name}").format(name=grade_id(cell))
+    if not cell.source.strip():
+        return _("in an empty cell")
+    return _("in the cell that starts {start}").format(start=first_line(cell.source))

@@ -6,8 +6,10 @@ Each message is a template marked `_("... {value} ...")`: `make translations` ex
 courseware/locale/<code>/safegrade.po (courseware.i18n, as it does fxcourse's own `_()` messages).
 They are made in the sandbox's child too, which sees only this folder and no catalog, so `_()`
 returns the English and the trusted side translates the finished text: `translated` finds the
-template it is an instance of and writes the translation with the same values, each of them
-translated in turn (a message's {where} is a message too). Standard library only.
+template it is an instance of and writes the translation with the same values. A value is kept as it
+is (a name, a number, the start of a learner's cell, a learner's own graph target: text the grader
+quotes, never its words), except one that is a message itself ({where}, {status}, {why}, {what}: the
+grader's own fragments), which is told in turn. Standard library only.
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from functools import cache
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 DEPTH = 3  # messages inside messages inside messages
+MESSAGE_VALUES = frozenset({"where", "status", "why", "what"})  # values that are messages too
+# The error names under which the grader says something itself (an output of another name is
+# a learner's or a check's own error, never told even when its text looks like a template).
+GRADER_ERRORS = frozenset(
+    "GraderError DeadKernelError TimeoutError CellTimeoutError CheckTimeout CheckNotFinished "
+    "DataTooLarge DataError NameError LookupError".split()
+)
 
 
 def _(template: str) -> str:
@@ -50,6 +59,10 @@ def translated(text: str, lookup: Mapping[str, str], depth: int = DEPTH) -> str:
         return text
     _size, translation, values = max(fits, key=lambda fit: fit[0])
     # The values are data (a test's name, the start of a cell): put in, never read as a format.
-    return PLACEHOLDER.sub(
-        lambda p: translated(values.get(p.group(1), p.group(0)), lookup, depth - 1), translation
-    )
+    return PLACEHOLDER.sub(lambda p: value(p.group(1), values, lookup, depth), translation)
+
+
+def value(name: str, values: dict[str, str], lookup: Mapping[str, str], depth: int) -> str:
+    """A template's {name} as found in the text: told in turn when it is a message itself."""
+    found = values.get(name, "{" + name + "}")
+    return translated(found, lookup, depth - 1) if name in MESSAGE_VALUES else found
