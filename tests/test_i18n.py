@@ -141,7 +141,7 @@ def test_every_glossary_term_has_its_one_translation(language):
 
 
 @pytest.mark.parametrize("language", languages.translation_codes())
-def test_no_translation_breaks_a_line_between_two_cjk_characters(language):
+def test_no_translation_breaks_a_line_or_puts_a_space_between_two_cjk_characters(language):
     problems = i18n.line_break_problems(language)
     shown = "\n".join(problems[:20])
     assert not problems, f"{len(problems)} entries (python -m courseware.i18n join-lines):\n{shown}"
@@ -214,6 +214,24 @@ def test_the_glossary_check_names_a_term_translated_another_way(english, transla
 )
 def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, translated):
     assert i18n.term_problems(english, translated, GLOSSARY) == []
+
+
+@pytest.mark.parametrize(
+    "spaced, closed",
+    [
+        ("它也使用 批统计量。", "它也使用批统计量。"),
+        ("就是一个 **图中断**：", "就是一个**图中断**："),  # before an opening marker
+        ("用**当前这一批** 的均值", "用**当前这一批**的均值"),  # after a closing one
+        ("是 *你的* 代码", "是*你的*代码"),
+        ("**目标。** 学完本章", "**目标。** 学完本章"),  # CommonMark needs it after punctuation
+        ("先 *quantize*（量化）", "先 *quantize*（量化）"),  # beside English it stays
+        ("批大小为 **1** 的调用", "批大小为 **1** 的调用"),  # and beside a number
+        ("毫秒  最大误差", "毫秒  最大误差"),  # two spaces pad a printed column
+        ("`# 第一 第二` 之后 再", "`# 第一 第二` 之后再"),  # code is code
+    ],
+)
+def test_a_space_that_shows_between_two_chinese_characters_is_found_and_closed(spaced, closed):
+    assert i18n.closed_spaces(spaced) == closed
 
 
 def test_lines_are_joined_only_between_two_cjk_characters():

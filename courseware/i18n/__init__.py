@@ -45,6 +45,7 @@ from courseware.i18n.extract import Text, message_strings, texts_of
 from courseware.i18n.vocabulary import (
     BREAK_BETWEEN_CJK,
     Term,
+    closed_spaces,
     glossary,
     joined_lines,
     line_break_problems,
@@ -60,6 +61,7 @@ __all__ = [
     "add_language_cell",
     "all_problems",
     "catalog_path",
+    "closed_spaces",
     "documents",
     "export_todo",
     "fill",

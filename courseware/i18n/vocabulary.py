@@ -16,6 +16,13 @@ CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
 # A line break between two CJK characters shows as a space, also where list indentation follows
 # it or an emphasis marker (*, **, _) stands beside it: "中文**\n  中文", "中文\n*中文*".
 BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
+# A space between two Chinese characters shows as a stray space, also where an emphasis marker
+# stands beside it: "一个 **图中断**", "**当前这一批** 的". CommonMark needs no space there: a
+# marker between two letters opens or closes as it stands. It needs one after punctuation that
+# ends the emphasis ("**目标。** 学完"), so only ideographs count. Two spaces pad a column.
+HAN = r"[\u3400-\u9fff]"
+SPACE_BETWEEN_CJK = re.compile(rf"(?<={HAN})(\*{{0,3}})[ \t](?![ \t])(\*{{0,3}})(?={HAN})")
+CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 
 
 @dataclass(frozen=True)
@@ -155,24 +162,35 @@ def joined_lines(text: str) -> str:
     return BREAK_BETWEEN_CJK.sub(r"\1\2", text)
 
 
+def closed_spaces(text: str) -> str:
+    """A space between two Chinese characters, outside code, shows as a stray space: drop it."""
+    parts = CODE.split(text)
+    return "".join(p if i % 2 else SPACE_BETWEEN_CJK.sub(r"\1\2", p) for i, p in enumerate(parts))
+
+
 def line_break_problems(language: str) -> list[str]:
+    """Entries with a line break, or a space, that shows as a stray space between two CJK
+    characters."""
     found = []
     for path in catalogs.catalog_paths(language):
         for entry in load_catalog(path.stem, language):
+            short = entry.msgid.replace("\n", " ")[:60]
             if BREAK_BETWEEN_CJK.search(entry.msgstr):
-                short = entry.msgid.replace("\n", " ")[:60]
                 found.append(f"{path.name}: a line break between two CJK characters: {short!r}")
+            if closed_spaces(entry.msgstr) != entry.msgstr:
+                found.append(f"{path.name}: a space between two Chinese characters: {short!r}")
     return found
 
 
 def join_lines(language: str) -> int:
-    """Join every line broken between two CJK characters in the language's catalogs."""
+    """Join every line broken, and close every space, between two CJK characters in the
+    language's catalogs."""
     count = 0
     for path in catalogs.catalog_paths(language):
         catalog = load_catalog(path.stem, language)
-        changed = [e for e in catalog if BREAK_BETWEEN_CJK.search(e.msgstr)]
+        changed = [e for e in catalog if closed_spaces(joined_lines(e.msgstr)) != e.msgstr]
         for entry in changed:
-            entry.msgstr = joined_lines(entry.msgstr)
+            entry.msgstr = closed_spaces(joined_lines(entry.msgstr))
         if changed:
             catalog.save(str(path))
         count += len(changed)

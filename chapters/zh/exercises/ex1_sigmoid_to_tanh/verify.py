@@ -77,7 +77,7 @@ def tanh_of(form: tuple) -> tuple:
 
 def target_name(target) -> str:
     """节点的 target，按 `print(graph)` 的叫法：函数连同它所在的模块（torch.tanh、
-    math.tanh），这样两个同名函数读起来绝不会一样。"""
+    math.tanh），这样两个同名函数绝不会显示成同一个样子。"""
     return target if isinstance(target, str) else torch.fx.Node._pretty_print_target(target)
 
 
