@@ -170,6 +170,7 @@ GLOSSARY = [
     i18n.Term(("graph break", "graph breaks"), "图中断", ()),
     i18n.Term(("kernel", "kernels"), "kernel", ("内核",)),
     i18n.Term(("this kernel", "Jupyter kernel"), "内核", ()),
+    i18n.Term(("cell", "cells"), "单元格", ("单元",)),
 ]
 
 
@@ -183,6 +184,7 @@ GLOSSARY = [
         ("A graph\nbreak splits the frame.", "中断会切开帧。", "not translated as '图中断'"),
         ("Each graph\n  break splits it.", "每个 graph break 都会切开它。", "left in English"),
         ("Inductor writes one\nkernel.", "Inductor 写出一个内核。", "translated as '内核'"),
+        ("Run the next cell.", "运行下一个单元。", "'cell' translated as '单元'"),
         # a printed string literal is read inside its quotes, its {placeholders} left out
         ('f"{count} graph breaks"', 'f"{count} 个 graph break"', "left in English"),
         ('"the kernel ran"', '"内核运行了"', "translated as '内核'"),
@@ -208,6 +210,7 @@ def test_the_glossary_check_names_a_term_translated_another_way(english, transla
         ("Objects defined again in this kernel are new.", "在本内核中重新定义的对象是新的。"),
         ("Restart the Jupyter\nkernel, then run the kernel again.", "重启内核，再运行 kernel。"),
         ("As before (section 7.5).", "和之前一样（见 7.5 节）。"),
+        ("Run the next cell.", "运行下一个单元格。"),  # a wrong form inside the right one
         ('f"{kernel}: fused"', 'f"{kernel}：已融合"'),  # a placeholder is code
         ('"opcode.upper() ran"', '"opcode.upper() 运行了"'),  # so is an attribute access
     ],

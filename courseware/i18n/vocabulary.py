@@ -123,8 +123,9 @@ def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]
         if not term.in_latin_script() and term in left_in_english:
             found.append(f"{term.english[0]!r} left in English outside a bracketed gloss")
         others = {other.translation for other in said if other is not term}
+        rest = translated.replace(term.translation, " ")  # 单元 is wrong, 单元格 is not
         for wrong in term.wrong:
-            if wrong in translated and not any(wrong in said for said in others):
+            if wrong in rest and not any(wrong in said for said in others):
                 found.append(f"{term.english[0]!r} translated as {wrong!r}")
     return found
 

@@ -30,7 +30,7 @@ def records(rows) -> dict[str, dict]:
     """dump_nodes 的返回值，按节点名索引。"""
     assert isinstance(rows, list), f"dump_nodes 应返回 list，而不是 {type(rows).__name__}"
     for row in rows:
-        assert isinstance(row, dict), f"每条记录都应是 dict，而不是 {type(row).__name__}"
+        assert isinstance(row, dict), f"每条记录都应是字典，而不是 {type(row).__name__}"
         assert "name" in row, f"有一条记录没有 'name'：{row!r}"
     return {row["name"]: row for row in rows}
 
@@ -38,7 +38,7 @@ def records(rows) -> dict[str, dict]:
 def check_records(rows, nodes: list[tuple[str, str, int]]) -> None:
     """nodes：每个节点的 (name, op, 使用者个数)，按图中顺序。"""
     records(rows)
-    assert len(rows) == len(nodes), f"应有 {len(nodes)} 个 dict，每个节点一个；实际得到 {len(rows)} 个"
+    assert len(rows) == len(nodes), f"应有 {len(nodes)} 个字典，每个节点一个；实际得到 {len(rows)} 个"
     for row, (name, op, used) in zip(rows, nodes, strict=True):
         assert set(row) == set(KEYS), f"{name}：键必须是 {KEYS}，实际得到 {tuple(row)}"
         got = (row["name"], row["op"])

@@ -76,7 +76,7 @@ def times_problem(name: str, times, calls: int) -> str | None:
 def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
     """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点每次运行有一个时间，其他节点都没有。"""
     want = sorted(timed_names(gm))
-    assert isinstance(timings, dict), f"timings 应是 dict，而不是 {type(timings).__name__}"
+    assert isinstance(timings, dict), f"timings 应是字典，而不是 {type(timings).__name__}"
     got = sorted(timings, key=str)
     assert got == want, f"被计时的节点应为 {want}，而不是 {got}"
     for name, times in timings.items():
@@ -86,7 +86,7 @@ def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
 
 def check_times_per_run(timings, gm: torch.fx.GraphModule, calls: int) -> None:
     """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点都有 `calls` 个时间。"""
-    assert isinstance(timings, dict), f"timings 应是 dict，而不是 {type(timings).__name__}"
+    assert isinstance(timings, dict), f"timings 应是字典，而不是 {type(timings).__name__}"
     for name in timed_names(gm):
         times = timings.get(name)
         ok = isinstance(times, list) and len(times) == calls
