@@ -34,6 +34,10 @@ from pathlib import Path
 
 from grader import exercises, intake
 from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
+
+# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
+# may be the repository's (installed), this file the copy's
+HERE = Path(__file__).resolve().parents[1]
 from grader.grades_export import by_test_path
 from grader.instructor import (
     UsageError,
@@ -66,9 +70,7 @@ RELEASED_IS_NOT_HANDED_OUT = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
-    )
+    parser.add_argument("--course", type=Path, default=HERE, help="course root (default: this one)")
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
