@@ -34,10 +34,6 @@ from pathlib import Path
 
 from grader import exercises, intake
 from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
-
-# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
-# may be the repository's (installed), this file the copy's
-HERE = Path(__file__).resolve().parents[1]
 from grader.grades_export import by_test_path
 from grader.instructor import (
     UsageError,
@@ -50,6 +46,10 @@ from grader.instructor import (
     release_feedback,
     submitted,
 )
+
+# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
+# may be the repository's (installed), this file the copy's
+HERE = Path(__file__).resolve().parents[1]
 
 
 def assignment_name(name: str) -> str:
