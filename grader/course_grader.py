@@ -47,6 +47,10 @@ from grader.instructor import (
     submitted,
 )
 
+# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
+# may be the repository's (installed), this file the copy's
+HERE = Path(__file__).resolve().parents[1]
+
 
 def assignment_name(name: str) -> str:
     """argparse's check of --assignment: a wrong name is refused with the near match."""
