@@ -68,11 +68,6 @@ RELEASED_IS_NOT_HANDED_OUT = (
 )
 
 
-# The course this script is in. Not grader.course.REPOSITORY: run as a script from a copy of
-# the course, `import grader` may still find the installed (editable) repository's package.
-HERE = Path(__file__).resolve().parents[1]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--course", type=Path, default=HERE, help="course root (default: this one)")
