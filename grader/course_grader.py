@@ -47,6 +47,10 @@ from grader.instructor import (
     submitted,
 )
 
+# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
+# may be the repository's (installed), this file the copy's
+HERE = Path(__file__).resolve().parents[1]
+
 
 def assignment_name(name: str) -> str:
     """argparse's check of --assignment: a wrong name is refused with the near match."""
@@ -62,11 +66,6 @@ RELEASED_IS_NOT_HANDED_OUT = (
     "exercise only once it is handed out through the exchange: the formgrader's Release button "
     "(it lists the exercise as 'draft' until then), or nbgrader release_assignment NAME."
 )
-
-
-# The course this script is in. Not grader.course.REPOSITORY: run as a script from a copy of
-# the course, `import grader` may still find the installed (editable) repository's package.
-HERE = Path(__file__).resolve().parents[1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
