@@ -6,6 +6,7 @@ compare the learner's answer with the reference answer, fxcourse.reference).
     for case in check.cases(signed_inputs):              # try it 6.2: (x,)
     for case in check.cases(planted_cases, count=5):     # try it 6.3: (PlantedCase,)
         mine, wanted = case.both(blamed)
+    graph_breaks(function, x)                            # try it 6.2: Dynamo's graphs of it
     unfilled(function)                                   # the try-it's function is still `...`
 
 Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
@@ -26,6 +27,7 @@ import torch
 from torch import nn
 from torch._inductor import decomposition as inductor_decompositions
 
+from fxcourse.capture import torch_logs
 from fxcourse.messages import _
 
 aten = torch.ops.aten
@@ -33,7 +35,7 @@ aten = torch.ops.aten
 
 def unfilled(*values) -> bool:
     """True while a try-it's scaffold is still there: a value that is `...`, or a function whose
-    body is `...` alone."""
+    body is `...` alone (after a docstring, if any)."""
     return any(value is ... or _body_is_ellipsis(value) for value in values)
 
 
@@ -47,9 +49,12 @@ def _body_is_ellipsis(function) -> bool:
     definition = tree.body[0] if tree.body else None
     if not isinstance(definition, ast.FunctionDef):  # a lambda: no scaffold is one
         return False
+    body = definition.body
+    if len(body) > 1 and ast.get_docstring(definition) is not None:
+        body = body[1:]
     return all(
         isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...
-        for s in definition.body
+        for s in body
     )
 
 
@@ -67,7 +72,8 @@ class Drawn(nn.Module):
 
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     """A model of linear layers with and without bias; every run has each mix of a layer called
-    twice (its weights arrive once) and a BatchNorm (buffers, not parameters)."""
+    twice (its weights arrive once) and a BatchNorm (buffers, not parameters), and a model whose
+    first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
     shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
@@ -77,8 +83,11 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     if norm:
         layers.append(nn.BatchNorm1d(widths[-1]))
     body = make.sequential(layers)
-    make.note(f"Drawn({', '.join(str(layer) for layer in body)})")
+    frozen = make.each([True, False])
+    frozen_note = _("; its first layer frozen (requires_grad=False)") if frozen else ""
+    make.note(f"Drawn({', '.join(str(layer) for layer in body)}){frozen_note}")
     model = Drawn(make.parameters_of(body)).eval()
+    body[0].requires_grad_(not frozen)
     if norm:
         make.trained_batchnorm(body[-1])
     return model, make.tensor(make.integer(2, 5), widths[0])
@@ -138,6 +147,14 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
     return (x,)
 
 
+def graph_breaks(function, x: torch.Tensor) -> tuple[int, list[str]]:
+    """How many graphs Dynamo captures from function(x) with an empty cache, and why it broke."""
+    torch.compiler.reset()
+    with torch_logs():  # Dynamo's warnings stay out of the way; the reasons are returned
+        found = torch._dynamo.explain(function)(x)  # private
+    return found.graph_count, [reason.reason.splitlines()[0] for reason in found.break_reasons]
+
+
 # ----------------------------------------------------------------------------- try it 6.3
 
 PLANTABLE = {  # operators Inductor decomposes, and the function that calls each (no Python
@@ -147,7 +164,7 @@ PLANTABLE = {  # operators Inductor decomposes, and the function that calls each
     aten.elu.default: torch._C._nn.elu,
     aten.softplus.default: torch._C._nn.softplus,
 }
-KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "dynamo")  # every run: each kind
+KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "aot crash")  # every run: each kind
 ALREADY_COMPILED = "aot_eager_decomp_partition"
 
 
@@ -176,6 +193,7 @@ class PlantedCase:
     planted: object  # the operator whose decomposition is broken
     crash: bool
     compiled_before: bool  # fn ran compiled, healthy, before the fault was planted
+    aot_crash: bool = False  # aot_eager's compiler fails (and so the stages after it)
 
 
 def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None):
@@ -196,8 +214,9 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
 
 def planted_cases(make) -> tuple[PlantedCase]:
     """A new function and a fault planted for it; each run has every kind (KINDS). A climb to
-    the end of the ladder compiles three times on each side, one stopped by Dynamo once: the
-    kinds are chosen so that a run compiles about twenty times."""
+    the end of the ladder compiles three times on each side, one stopped by Dynamo once, one by
+    AOTAutograd twice: the kinds are chosen so that a run compiles about twenty times. The note
+    describes the function, not the stage at fault (that is the answer)."""
     kind = make.each(KINDS)
     ops = make.rng.sample(list(PLANTABLE), 2)
     if kind == "healthy":  # silu rounds differently once decomposed; the fault is elsewhere
@@ -206,15 +225,11 @@ def planted_cases(make) -> tuple[PlantedCase]:
     activation = PLANTABLE[ops[0]]
     fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None)
     planted = ops[1] if kind == "healthy" else ops[0]
-    fault = {
-        "wrong": _("{op}'s decomposition computes wrongly; fn ran compiled before"),
-        "healthy": _("{op}'s decomposition computes wrongly; fn does not call it"),
-        "dynamo": _("Dynamo's graph computes `- {b}`; {op}'s decomposition raises"),
-        "dynamo crash": _("Dynamo fails on fn's graph; {op}'s decomposition raises"),
-    }[kind].format(op=planted, b=b)
-    make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t; {fault}")
+    before = _("; fn ran compiled before the fault was planted") if kind == "wrong" else ""
+    make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t{before}")
     sample = make.tensor(make.integer(1024, 2048))
-    return (PlantedCase(fn, sample, planted, kind.startswith("dynamo"), kind == "wrong"),)
+    crash = kind != "wrong" and kind != "healthy"
+    return (PlantedCase(fn, sample, planted, crash, kind == "wrong", kind == "aot crash"),)
 
 
 def blamed(answer, case: PlantedCase):
@@ -223,8 +238,21 @@ def blamed(answer, case: PlantedCase):
         if case.compiled_before:  # as a model that worked before a change (and only then)
             torch.compiler.reset()
             torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)
-        with planted_bug(case.planted, crash=case.crash):
+        aot = aot_compiler_fails() if case.aot_crash else contextlib.nullcontext()
+        with planted_bug(case.planted, crash=case.crash), aot:
             return answer.first_failing_backend(case.fn, case.sample)
+
+
+def aot_compiler_fails():
+    """While the block runs, the compiler that aot_eager hands AOTAutograd's graphs to raises;
+    aot_eager_decomp_partition's too (`get_nop_func` in torch/_dynamo/backends/debugging.py
+    returns the same `boxed_nop`)."""
+    import torch._dynamo.backends.debugging as debugging  # private
+
+    def fails(gm, example_inputs):
+        raise RuntimeError("a fault planted in aot_eager's compiler")
+
+    return mock.patch.object(debugging, "boxed_nop", fails)
 
 
 def unprofiled_guards():

@@ -1,7 +1,8 @@
 """Chapter 6's case builders (fxcourse.dynamo_cases) judged as the checkpoints judge them: on the
 cases of a run, honest answers other than the chapter's pass beside the reference, and wrong ones
 (a climb that keeps Dynamo's cache, one that asks for the same bits, one that lets a crash end the
-climb, a backend that counts buffers) fail in every run.
+climb, one that blames every crash on Dynamo, one that skips aot_eager or passes over a later
+crash, a backend that counts buffers or only trainable weights) fail in every run.
 
 test_tryits runs the chapter's own mistakes and answer; this adds what else a learner may write.
 FXCOURSE_CASE_SEEDS=20 judges twenty runs (the default, 1, keeps `make test` short).
@@ -36,7 +37,12 @@ def test_unfilled_tells_a_scaffold_from_an_answer():
     def answer(fn, sample):
         return None
 
+    def documented(fn, sample):
+        """A docstring above the scaffold's `...` leaves it unfilled."""
+        ...
+
     assert cases.unfilled(scaffold) and cases.unfilled(...) and cases.unfilled(answer, ...)
+    assert cases.unfilled(documented)
     assert not cases.unfilled(answer, torch.ones(2), lambda: ...)
 
 
@@ -50,10 +56,12 @@ def test_planted_bug_breaks_only_inside_its_block():
     assert not torch.allclose(broken, nn.functional.silu(sample))
 
 
-def climb(compare, reset=True, catch=True):
+def climb(compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend):
+    """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on."""
+
     def first_failing_backend(fn, sample):
         expected = fn(sample)
-        for backend in LADDER:
+        for backend in ladder:
             if reset:
                 torch.compiler.reset()
             try:
@@ -61,7 +69,9 @@ def climb(compare, reset=True, catch=True):
             except Exception:
                 if not catch:
                     raise
-                return backend
+                if on_error(backend) is None:
+                    continue
+                return on_error(backend)
             if not compare(result, expected):
                 return backend
         return None
@@ -82,6 +92,11 @@ HONEST = {"assert_close": climb(assert_close_holds)}
 HONEST["looser"] = climb(lambda r, e: torch.allclose(r, e, rtol=1e-3, atol=1e-4))
 WRONG = {"no reset": climb(torch.allclose, reset=False), "same bits": climb(torch.equal)}
 WRONG["no try"] = climb(torch.allclose, catch=False)
+WRONG["any crash is Dynamo's"] = climb(torch.allclose, on_error=lambda backend: "eager")
+WRONG["skips aot_eager"] = climb(torch.allclose, ladder=LADDER[::2])
+WRONG["passes over later crashes"] = climb(
+    torch.allclose, on_error=lambda backend: backend if backend == "eager" else None
+)
 
 
 def verdict(answer, case):
@@ -134,11 +149,31 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
-    refused = False
+    refused = {"buffers counted": False, "frozen weights left out": False}
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
-        for honest in (by_grad, by_name):
-            assert cases.counted(weights(honest), gm, inputs)[0] == wanted, make.describe()
-        refused |= cases.counted(weights(all_of_self), gm, inputs)[0] != wanted
-    assert refused
+        assert cases.counted(weights(by_name), gm, inputs)[0] == wanted, make.describe()
+        refused["buffers counted"] |= cases.counted(weights(all_of_self), gm, inputs)[0] != wanted
+        refused["frozen weights left out"] |= (
+            cases.counted(weights(by_grad), gm, inputs)[0] != wanted
+        )
+    assert all(refused.values()), refused
+
+
+def breaks_unless_the_chapters_shape(x):
+    if x.shape == (3,):
+        return torch.where(x.sum() > 0, torch.sin(x) * 2, torch.cos(x) - 1)
+    if x.sum() > 0:
+        return torch.sin(x) * 2
+    return torch.cos(x) - 1
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
+    counted = [
+        cases.graph_breaks(breaks_unless_the_chapters_shape, *cases.signed_inputs(make))
+        for make in makers(run_seed, 6)  # as the checkpoint draws them: it refuses on any
+    ]
+    assert cases.graph_breaks(breaks_unless_the_chapters_shape, torch.ones(3)) == (1, [])
+    assert any(graphs > 1 and reasons for graphs, reasons in counted), counted
