@@ -87,7 +87,7 @@ def glossary(language: str) -> list[Term]:
     return terms
 
 
-ENGLISH_TITLE = re.compile(r"\*[^*]+\*|\"[^\"\n]+\"")
+ENGLISH_TITLE = re.compile(r"(?<!\*)\*[^*]+\*(?!\*)|\"[^\"\n]+\"")
 
 
 def prose(text: str) -> str:
