@@ -656,6 +656,13 @@ SLOW = tiny_course.CORRECT + "import time\ntime.sleep(1)\n"
 STUDENTS = [f"student{i}" for i in range(4)]
 
 
+def as_in_a_terminal() -> None:
+    """Ctrl-C reaches the grader as it does in an instructor's terminal, whatever this test's
+    process ignores: a shell that runs a command in the background (`make test &`, a CI runner)
+    hands SIGINT on ignored, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_an_interrupted_batch_resumes_without_losing_or_redoing(tmp_path, how):
     course = tiny_course.make_course(tmp_path)
@@ -663,7 +670,9 @@ def test_an_interrupted_batch_resumes_without_losing_or_redoing(tmp_path, how):
         tiny_course.add_submission(course, student, tiny_course.with_answer(SLOW))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-m", "grader.safegrade", "autograde", "--workers=1"]
-    grader = subprocess.Popen(command, cwd=course, env=env, stdout=subprocess.PIPE, text=True)
+    grader = subprocess.Popen(
+        command, cwd=course, env=env, stdout=subprocess.PIPE, text=True, preexec_fn=as_in_a_terminal
+    )
     results = course / "autograded" / ".safegrade" / "tiny"
     while not list(results.glob("*.json")) and grader.poll() is None:
         time.sleep(0.05)
