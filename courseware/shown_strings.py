@@ -81,9 +81,12 @@ def branches(value: ast.expr) -> list[ast.expr]:
 
 
 def options(value: ast.expr) -> list[ast.expr]:
-    """The literals a value is, or holds as a list of options (`KINDS = ["a chain", ...]`)."""
+    """The literals a value is, or holds as a list of options (`KINDS = ["a chain", ...]`, or a
+    dict's keys: `make.each(list(DEVICES))`)."""
     if isinstance(value, ast.List | ast.Tuple):
         return [leaf for item in value.elts for leaf in branches(item)]
+    if isinstance(value, ast.Dict):
+        return [leaf for key in value.keys if key is not None for leaf in branches(key)]
     return branches(value) + [leaf for option in picked_from(value) for leaf in options(option)]
 
 
