@@ -285,7 +285,9 @@ def test_a_learners_value_and_a_learners_own_error_are_never_told():
 
 def test_unsandboxed_grading_tells_the_graders_messages_too():
     """Plain nbgrader's run (SandboxExecute.unsandboxed) tells a kernel's death in Chinese for a
-    Chinese submission, and the learner's own output as it is."""
+    Chinese submission, in the notebook and in the tests' record the report reads, and the
+    learner's own output as it is."""
+    from grader.safegrade import preprocessors, results
     from grader.safegrade.preprocessors import SandboxExecute
 
     cell = graded_cell()
@@ -294,10 +296,19 @@ def test_unsandboxed_grading_tells_the_graders_messages_too():
     cell.outputs = [new_output("stream", name="stdout", text="the kernel died in this cell"), died]
     nb = types.SimpleNamespace(cells=[cell])
     resources = {"nbgrader": {"assignment": exercises.translated(EX1, "zh")}}
-    with mock.patch.object(ResilientExecute, "preprocess", lambda self, nb, res, km: (nb, res)):
+    recorded = []
+
+    def record(config, resources, nb, not_run):
+        recorded.extend(results.tested(cell, True) for cell in nb.cells)
+
+    with (
+        mock.patch.object(Execute, "preprocess", lambda self, nb, res, km=None: (nb, res)),
+        mock.patch.object(preprocessors, "record_tests", record),
+    ):
         SandboxExecute(unsandboxed=True).preprocess(nb, resources)
     said = LOOKUP["the kernel died in this cell"]
     assert cell.outputs[1].evalue == said and cell.outputs[1].traceback == [
         f"DeadKernelError: {said}"
     ]
     assert cell.outputs[0].text == "the kernel died in this cell"
+    assert [test.message for test in recorded] == [f"DeadKernelError: {said}"]

@@ -106,6 +106,9 @@ class ResilientExecute(Execute):
         self._died_in: str | None = None
         self._not_run: set[int] = set()  # the index of each cell the dead kernel never ran
         nb, resources = super().preprocess(nb, resources, km)
+        told = in_language_of(resources["nbgrader"]["assignment"])
+        for cell in (cell for cell in nb.cells if cell.cell_type == "code"):
+            cell.outputs = told(cell.outputs)  # before the record, which the report reads
         record_tests(self.config, resources, nb, self._not_run)
         return nb, resources
 
@@ -184,11 +187,7 @@ class SandboxExecute(ResilientExecute):
     def preprocess(self, nb, resources=None, km=None):
         if self.unsandboxed:
             self.log.warning("!" * 20 + " " + UNSANDBOXED)
-            nb, resources = super().preprocess(nb, resources, km)
-            told = in_language_of(resources["nbgrader"]["assignment"])
-            for cell in (cell for cell in nb.cells if cell.cell_type == "code"):
-                cell.outputs = told(cell.outputs)
-            return nb, resources
+            return super().preprocess(nb, resources, km)
         info = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
