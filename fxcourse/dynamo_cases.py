@@ -228,6 +228,9 @@ def planted_cases(make) -> tuple[PlantedCase]:
     before = _("; fn ran compiled before the fault was planted") if kind == "wrong" else ""
     make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t{before}")
     sample = make.tensor(make.integer(1024, 2048))
+    # Where fn(t) is near 0, a decomposition's rounding alone fails allclose's relative
+    # tolerance (about 5 healthy cases in 100): such elements would make a healthy stage wrong.
+    sample = sample[fn(sample).abs() > 0.1]
     crash = kind != "wrong" and kind != "healthy"
     return (PlantedCase(fn, sample, planted, crash, kind == "wrong", kind == "aot crash"),)
 
