@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import random
 from pathlib import Path
 
 import nbformat
@@ -19,7 +20,7 @@ import torch
 from courseware import authoring
 from fxcourse import compile_depth, tryit
 from fxcourse.capture import structured_trace, tlparse, what_each_call_compiled
-from fxcourse.cases import CaseMaker
+from fxcourse.cases import CaseMaker, seeds_of
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = {
@@ -109,7 +110,8 @@ def results_differ(gm, inputs, backend):
 """,
     "12.1": """
 def interleave_shapes(low, high):
-    return {"x": {0: Dim.AUTO, 1: Dim.DYNAMIC(min=low, max=high)}, "y": {0: Dim.AUTO, 1: Dim.AUTO}}
+    rows = Dim("rows")  # Dim.AUTO's rows would promise 2 or more (export's 0/1 specialisation)
+    return {"x": {0: rows, 1: Dim.DYNAMIC(min=low, max=high)}, "y": {0: rows, 1: Dim.AUTO}}
 """,
 }
 
@@ -173,14 +175,34 @@ def test_a_planted_backend_is_wrong_exactly_where_its_operator_is():
         got, want = case.backend(case.gm, x)(*x), case.gm(*x)
         assert len(got) == len(want) >= 2
         differ = [not torch.allclose(g, w) for g, w in zip(got, want, strict=True)]
-        assert differ.count(True) == 1
-        places.add("last" if differ[-1] else "first" if differ[0] else "middle")
+        if differ.count(True) == 2:  # the sum and its negation, last
+            assert differ[-2:] == [True, True] and torch.allclose(got[-2], -got[-1])
+            places.add("negated")
+        else:
+            assert differ.count(True) == 1
+            places.add("last" if differ[-1] else "first" if differ[0] else "middle")
         uses_tanh = torch.ops.aten.tanh.default in compile_depth.call_targets(case.gm)
         same = all(
             torch.allclose(g, w) for g, w in zip(tanh_wrong(case.gm, x)(*x), want, strict=True)
         )
         assert same is not uses_tanh
-    assert places == {"first", "middle", "last"}
+    assert places == {"first", "middle", "last", "negated"}
+
+
+def test_a_predicate_that_compares_the_outputs_total_is_refused_in_every_run():
+    """Summing every output (right only while errors cannot cancel: the red-team review's
+    shortcut, which the planted +1 always let through) leaves the minifier nothing to shrink."""
+
+    def total_differs(gm, inputs, backend):
+        got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+        return not torch.allclose(sum(g.sum() for g in got), sum(w.sum() for w in want))
+
+    for run_seed in random.Random().sample(range(10**6), 3):
+        makers = [CaseMaker(seed, i, run_seed) for i, seed in enumerate(seeds_of(run_seed, 6))]
+        found = [
+            compile_depth.minified(compile_depth.minifier_case(m), total_differs) for m in makers
+        ]
+        assert None in found, run_seed
 
 
 def test_every_request_stream_has_a_request_that_needs_clamping():
