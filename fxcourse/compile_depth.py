@@ -227,19 +227,20 @@ def minifier_case(make) -> MinifierCase:
     The graph returns a tuple of 2 or 3 tensors: one computed through the wrong operator, the
     others taken before it. Where that one stands is a kind drawn with `make.each`, so every run
     has each: last (comparing only the first output sees nothing wrong), first and middle
-    (comparing only the last output sees nothing wrong). A chain whose result hides the planted
+    (comparing only the last output sees nothing wrong), and last followed by its negation
+    (comparing the outputs' total sees nothing wrong). A chain whose result hides the planted
     error (a saturated tanh downstream) is drawn again."""
     wrong = make.each(list(UNARY))
-    kind = make.each(["last", "first", "middle"])
+    kind = make.each(["last", "first", "middle", "negated"])
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
         place = make.integer(0, len(chain) - 1)
         chain[place] = wrong
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
-        bad = {"last": len(early), "first": 0, "middle": 1}[kind]
+        bad = {"last": len(early), "first": 0, "middle": 1, "negated": len(early)}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early, bad)
+        gm = _traced_chain(chain, width, early, bad, negated=kind == "negated")
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
@@ -248,9 +249,12 @@ def minifier_case(make) -> MinifierCase:
             return case
 
 
-def _traced_chain(chain: list[str], width: int, early: list[int], bad: int) -> fx.GraphModule:
+def _traced_chain(
+    chain: list[str], width: int, early: list[int], bad: int, negated: bool = False
+) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
-    wrong operator, a different multiple for each), with the chain's sum inserted at `bad`."""
+    wrong operator, a different multiple for each), with the chain's sum inserted at `bad` (and
+    its negation after it when `negated`: the outputs' total is then the same, right or wrong)."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
@@ -261,6 +265,8 @@ def _traced_chain(chain: list[str], width: int, early: list[int], bad: int) -> f
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
         outputs.insert(bad, x.sum())
+        if negated:
+            outputs.insert(bad + 1, -x.sum())
         return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
