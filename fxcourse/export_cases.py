@@ -41,7 +41,7 @@ def masked_inputs(make):
     one = make.each(["batch", "length", "neither"])  # which size is 1
     batch = 1 if one == "batch" else make.integer(2, 40)
     length = 1 if one == "length" else make.integer(2, 9 if one == "batch" else 40)
-    make.note(_("batch {batch}, length {length}").format(batch=batch, length=length))
+    make.note(_("batch {rows}, length {length}").format(rows=batch, length=length))
     tokens = make.tensor(batch, length, 4)
     return tokens, (make.tensor(batch, length) > 0).float()
 
@@ -147,8 +147,8 @@ def stateful_models(make):
     argument = make.choice(ARGUMENTS) if kind != "buffers only" else None
     model = writer_model(make, buffers, written, argument)
     make.note(
-        _("buffers {buffers}, of which forward writes {written}, argument {argument}").format(
-            buffers=buffers, written=written, argument=argument
+        _("buffers {names}, of which forward writes {written}, argument {argument}").format(
+            names=buffers, written=written, argument=argument
         )
     )
     return model, make.tensor(make.integer(1, 4), 3)

@@ -127,7 +127,7 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
                 drawn[0].bias += make.choice([-1, 1]) * (0.5 + make.rng.random())
         labels = {"same weights": _("same weights"), "other weights": _("other weights")}
         labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
-        make.note(_("{kind}, batches {batches}").format(kind=labels[kind], batches=batches))
+        make.note(_("{kind}, batches {sizes}").format(kind=labels[kind], sizes=batches))
         return str(path), drawn, batches, kind
 
     return package_case
