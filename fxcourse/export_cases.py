@@ -1,0 +1,230 @@
+"""What chapter 7's checkpoints draw and run (fxcourse.cases makes the seeds, the checkpoint cells
+compare the learner's answer with the reference answer, fxcourse.reference).
+
+    for case in check.cases(masked_inputs):              # try it 7.1: (tokens, mask)
+        mine, wanted = case.both(run_program)
+    promised_ranges(program)                             # 7.1: the sizes a program accepts
+    for case in check.cases(row_picks):                  # try it 7.2: (x, row)
+        mine, wanted = case.both(pick)
+    cases = list(check.cases(stateful_models, count=5))  # try it 7.3: (model, x)
+    joined, program = joined_program(cases)              # 7.3, 7.7: one program for all
+    for case in check.cases(windows):                    # try it 7.4: (k, x)
+        mine, wanted = case.both(exported_window)
+    for case in check.cases(module_trees, count=5):      # try it 7.5: (model, x, paths)
+    package_cases(folder, program, package, model)       # try it 7.6: a case builder
+    layer_stacks, lowered_summary, operators_of          # try it 7.7
+
+Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
+must handle (make.each). Chapter 7's later checkpoints (7.5 to 7.7) are in export_cases_late.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import io
+
+import torch
+from torch import nn
+from torch.export import Dim
+
+from fxcourse.capture import torch_logs
+from fxcourse.cases import case_of, side_by_side
+from fxcourse.messages import _
+
+# ----------------------------------------------------------------------------- try it 7.1
+
+
+def masked_inputs(make):
+    """Batches and lengths of 1 and larger (each in every run), masks of zeros and ones."""
+    one = make.each(["batch", "length", "neither"])  # which size is 1
+    batch = 1 if one == "batch" else make.integer(2, 40)
+    length = 1 if one == "length" else make.integer(2, 9 if one == "batch" else 40)
+    make.note(_("batch {rows}, length {length}").format(rows=batch, length=length))
+    tokens = make.tensor(batch, length, 4)
+    return tokens, (make.tensor(batch, length) > 0).float()
+
+
+def run_program(answer, tokens: torch.Tensor, mask: torch.Tensor):
+    """The answer's program run on the inputs, or its refusal's first line."""
+    try:
+        return answer.masked_exported.module()(tokens, mask)
+    except Exception as error:  # noqa: BLE001 - the program checks the inputs' shapes
+        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
+
+
+def promised_ranges(program: torch.export.ExportedProgram, name: str = "tokens") -> list:
+    """Per dimension of the input `name`, the range of sizes the program promises to accept
+    (its range_constraints), or None for a size fixed at export."""
+    (node,) = [n for n in program.graph.find_nodes(op="placeholder") if n.name == name]
+    sizes = node.meta["val"].shape
+    return [
+        program.range_constraints[size.node.expr] if isinstance(size, torch.SymInt) else None
+        for size in sizes
+    ]
+
+
+# ----------------------------------------------------------------------------- try it 7.2
+
+
+def row_picks(make):
+    """Tables of drawn lengths; a row inside, past the end, and negative in every run."""
+    rows = make.integer(2, 12)
+    where = make.each(["inside", "past the end", "negative"])
+    row = {
+        "inside": make.integer(0, rows - 1),
+        "past the end": rows + make.integer(0, 2),
+        "negative": -make.integer(1, rows),  # unchecked, a row counted from the end, or none
+    }[where]
+    make.note(_("row {row} of a {rows}-row x").format(row=row, rows=rows))
+    return make.tensor(rows, 2), torch.tensor(row)  # 2 columns, as in the chapter's export
+
+
+_programs: dict = {}  # one export per answer class: each case calls it with another table
+
+
+def pick(answer, table: torch.Tensor, row: torch.Tensor):
+    """The answer's PickRowChecked, exported with any number of rows, run on (table, row):
+    its output, "refused", or ("export failed", the error's first line)."""
+    model = answer.PickRowChecked
+    if model not in _programs:
+        any_rows = {"x": {0: Dim("rows")}, "i": None}
+        example = (torch.randn(5, 2), torch.tensor(1))
+        try:
+            with torch_logs(), contextlib.redirect_stderr(io.StringIO()):
+                _programs[model] = torch.export.export(model(), example, dynamic_shapes=any_rows)
+        except Exception as error:  # noqa: BLE001 - export could not capture the model
+            _programs[model] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    if isinstance(_programs[model], str):
+        return ("export failed", _programs[model])
+    try:
+        return _programs[model].module()(table, row)
+    except Exception:  # noqa: BLE001 - any error refuses the row
+        return "refused"
+
+
+# ----------------------------------------------------------------------------- try it 7.3
+
+ARGUMENTS = ("x", "tokens", "features", "inputs", "batch", "values")
+
+
+def writer_model(make, buffers: list[str], written: list[str], argument: str | None):
+    """A model with the buffers `buffers`; forward adds to those in `written` and, when
+    `argument` is given, multiplies its input (named `argument`) in place."""
+    name = argument or make.choice(ARGUMENTS)
+    body = [f"def forward(self, {name}):", f"    value = {name}"]
+    if argument:
+        body.insert(1, f"    {name}.mul_(2)")
+    for buffer in buffers:
+        if buffer in written:
+            body.append(f"    self.{buffer}.add_(value.mean())")
+        body.append(f"    value = value + self.{buffer}")
+    body.append("    return value")
+    scope: dict = {}
+    exec("\n".join(body), scope)  # noqa: S102 - a forward whose argument name is drawn
+    model = type(make.word().title(), (nn.Module,), {"forward": scope["forward"]})()
+    for buffer in buffers:
+        model.register_buffer(buffer, make.tensor(3))
+    return model
+
+
+def stateful_models(make):
+    """Models that write some of their buffers, their input, both, or a norm layer's statistics
+    (a BatchNorm or LayerNorm in training or eval mode); names drawn."""
+    kind = make.each(["buffers and input", "buffers only", "input only", "batchnorm"])
+    if kind == "batchnorm":
+        width = make.integer(2, 6)
+        layers = [nn.Linear(3, width), make.choice([nn.BatchNorm1d, nn.LayerNorm])(width)]
+        model = make.sequential(layers).train(make.coin())
+        mode = _("training") if model.training else _("eval")
+        make.note(_("{model} in {mode} mode").format(model=model, mode=mode))
+        return model, make.tensor(make.integer(2, 4), 3)
+    buffers = make.words(make.integer(1, 4))
+    written = [b for b in buffers if make.coin()] if kind != "input only" else []
+    if kind == "buffers only" and not written:
+        written = [make.choice(buffers)]
+    argument = make.choice(ARGUMENTS) if kind != "buffers only" else None
+    model = writer_model(make, buffers, written, argument)
+    make.note(
+        _("buffers {names}, of which forward writes {written}, argument {argument}").format(
+            names=buffers, written=written, argument=argument
+        )
+    )
+    return model, make.tensor(make.integer(1, 4), 3)
+
+
+def joined_program(cases, named: bool = False) -> tuple[nn.Module, torch.export.ExportedProgram]:
+    """The cases' models side by side in one module (case1 ... caseN), each with the case's
+    input, and its export: run_decompositions costs the same fixed time per program, so each
+    side pays it once. `named`: the inputs keep the names the models' forwards give them."""
+    drawn = [case.objects() for case in cases]
+    names = [next(iter(inspect.signature(m.forward).parameters)) for m, _x in drawn]
+    joined = side_by_side([model for model, _x in drawn], names if named else ())
+    return joined, torch.export.export(joined, tuple(x for _m, x in drawn))
+
+
+def of_case(joined: nn.Module, names, number: int | None) -> list:
+    """The names (or nodes) among `names` that belong to case `number` of `joined`."""
+    return [name for name in names if case_of(joined, name) == number]
+
+
+# ----------------------------------------------------------------------------- try it 7.4
+
+
+class CallsOp(nn.Module):  # the chapter's Windowed, with the operator it calls passed in
+    def __init__(self, op, k: int):
+        super().__init__()
+        self.op, self.k = op, k
+
+    def forward(self, x):
+        return self.op(x, self.k) + 1
+
+
+def renamed_op(name: str):
+    """The reference answer as the checkpoint runs it: its operator registered as `name`, since
+    registering fxcourse::window_max again would replace the learner's (the registry is global),
+    and without its demonstration line."""
+
+    def rewrite(code: str) -> str:
+        tree = ast.parse(code.replace('"fxcourse::window_max"', f'"{name}"'))
+        tree.body = [s for s in tree.body if not isinstance(s, ast.Expr)]
+        return ast.unparse(tree)
+
+    return rewrite
+
+
+def windows(make):
+    """Inputs of 1 to 3 dimensions in two dtypes; every window length k from 1 to 5 in each run,
+    with one window, two, or many."""
+    k = make.each([1, 2, 3, 4, 5])  # a shape right for one k meets the others
+    kinds = [(more, dtype) for more in (0, 1, None) for dtype in (torch.float32, torch.float64)]
+    more, dtype = make.each(kinds)
+    length = k + (make.integer(2, 9) if more is None else more)
+    shape = (*[make.integer(1, 4) for _ in range(make.integer(0, 2))], length)
+    make.note(_("an input of shape {shape}, {dtype}, k={k}").format(shape=shape, dtype=dtype, k=k))
+    return k, make.tensor(*shape, dtype=dtype)
+
+
+def _custom_nodes(program: torch.export.ExportedProgram) -> list:
+    calls = [n for n in program.graph.nodes if isinstance(n.target, torch._ops.OpOverload)]
+    return [n for n in calls if n.target.namespace != "aten"]
+
+
+def exported_window(answer, k: int, x: torch.Tensor):
+    """Export of a model calling the answer's window_max_op: the custom operators its graph
+    calls, their fake values' shapes and dtypes, and the program's output; None when export
+    found no fake kernel."""
+    # Fake tensors cache kernels' results across exports; a fake kernel defined again in this
+    # session must not be answered from that cache (the cache is private).
+    torch._subclasses.fake_tensor.FakeTensorMode.cache_clear()
+    try:
+        program = torch.export.export(CallsOp(answer.window_max_op, k), (x,))
+    except RuntimeError as error:
+        if "no fake impl" not in str(error):
+            raise
+        return None
+    nodes = _custom_nodes(program)
+    shapes = [tuple(node.meta["val"].shape) for node in nodes]
+    dtypes = [node.meta["val"].dtype for node in nodes]
+    return [str(node.target) for node in nodes], shapes, dtypes, program.module()(x)

@@ -1,0 +1,209 @@
+"""What chapter 7's later checkpoints draw and run (7.1 to 7.4: fxcourse.export_cases).
+
+    for case in check.cases(module_trees, count=5):      # try it 7.5: (model, x, paths)
+        mine, wanted = case.both(ops_of_paths(program, paths))
+    for case in check.cases(package_cases(folder, tiny_program, package_path, tiny_model)):
+        (mine, opened), (wanted, _) = case.both(verdicts_for)   # try it 7.6
+    cases = list(check.cases(layer_stacks, count=5))     # try it 7.7: (model, x)
+    operators_of(joined, calls, number)                  # 7.7: kept and non-core operators
+
+Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
+must handle (make.each).
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fxcourse.capture import native_stderr, torch_logs
+from fxcourse.cases import case_of
+from fxcourse.messages import _
+
+# ----------------------------------------------------------------------------- try it 7.5
+
+LEAVES = (  # a drawn layer at width w
+    lambda w: nn.Linear(w, w),
+    lambda w: nn.ReLU(),
+    lambda w: nn.Tanh(),
+    nn.LayerNorm,
+    lambda w: nn.GELU(),
+)
+
+
+def _drawn_tree(make, width: int, depth: int = 0) -> nn.Sequential:
+    """A Sequential of layers and, two levels deep at most, of Sequentials drawn the same way."""
+    parts = []
+    for _i in range(make.integer(1, 3)):
+        if depth < 2 and make.coin(0.4):
+            parts.append(_drawn_tree(make, width, depth + 1))
+        else:
+            parts.append(make.choice(LEAVES)(width))
+    return make.sequential(parts)
+
+
+def module_trees(make):
+    """Nested Sequentials, numbered or named, of drawn layers; the paths asked: the whole
+    model, its deepest nested Sequential and a drawn leaf."""
+    width = make.integer(2, 6)
+    model = make.parameters_of(_drawn_tree(make, width))
+    paths = [path for path, _module in model.named_modules()]
+    nested = [p for p, m in model.named_modules() if p and isinstance(m, nn.Sequential)]
+    leaves = [p for p, m in model.named_modules() if not isinstance(m, nn.Sequential)]
+    asked = ["", max(nested, key=lambda p: p.count("."), default=make.choice(paths))]
+    paths = sorted({*asked, make.choice(leaves or paths)})
+    make.note(_("a model printed as {model}, paths {paths}").format(model=model, paths=paths))
+    return model, make.tensor(make.integer(1, 3), width), paths
+
+
+def ops_of_paths(program: torch.export.ExportedProgram, paths: list[str]):
+    """A function of the answer: its ops_inside for each path, each on a copy of `program`."""
+
+    def ask(answer, *_objects) -> dict[str, list[str]]:
+        return {path: answer.ops_inside(copy.deepcopy(program), path) for path in paths}
+
+    return ask
+
+
+def ops_by_module_stack(program: torch.export.ExportedProgram, path: str) -> list[str]:
+    """The operators whose node.meta["nn_module_stack"] passes through the module at path."""
+    calls = [node for node in program.graph.nodes if node.op == "call_function"]
+    stacks = [[p for p, _type in n.meta.get("nn_module_stack", {}).values()] for n in calls]
+    return sorted(str(n.target) for n, stack in zip(calls, stacks, strict=True) if path in stack)
+
+
+# ----------------------------------------------------------------------------- try it 7.6
+
+
+class Narrowed:
+    """A loaded package that, with its checks on, accepts batches low..high only."""
+
+    def __init__(self, loader, low: int, high: int):
+        self.loader, self.low, self.high, self.checks = loader, low, high, None
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def boxed_run(self, inputs):
+        if self.checks is None:  # read at this copy's first run, as the C++ runtime does
+            self.checks = not os.environ.get("AOTI_RUNTIME_CHECK_INPUTS", "0").startswith("0")
+        rows = inputs[0].shape[0]
+        if self.checks and not self.low <= rows <= self.high:
+            raise RuntimeError(f"input_handles[0]: dim value {rows} not in {self.low}..{self.high}")
+        return self.loader.boxed_run(inputs)
+
+
+_narrowed: dict = {}  # a case's package path -> the batch range its loaded copies accept
+
+
+def package_cases(folder: str, program, package_path: str, model: nn.Module):
+    """A case builder: `package_path`'s package copied under a drawn name in `folder`, with the
+    model's own or other weights, or narrowed to a range of batches other than `program`'s;
+    or a .pt2 holding only the exported program. Batches inside and outside the range."""
+
+    def package_case(make):
+        kind = make.each(["same weights", "other weights", "narrower range", "no package"])
+        batches = [make.integer(2, 64), make.integer(2, 64), make.choice([0, 1])]
+        batches.append(make.integer(65, 130))
+        path = Path(folder) / f"{make.word()}_{make.integer(0, 10**6)}.pt2"
+        if not path.exists() and kind == "no package":
+            torch.export.save(program, path)
+        elif not path.exists():
+            shutil.copy(package_path, path)
+        if kind == "narrower range":  # reasoning from the exported range is wrong here
+            low, high = make.integer(3, 8), make.integer(9, 40)
+            _narrowed[os.path.realpath(path)] = (low, high)
+            batches += [low - 1, make.integer(low, high), make.integer(high + 1, 64)]
+        make.rng.shuffle(batches)
+        drawn = copy.deepcopy(model)
+        if kind == "other weights":
+            with torch.no_grad():
+                drawn[0].bias += make.choice([-1, 1]) * (0.5 + make.rng.random())
+        labels = {"same weights": _("same weights"), "other weights": _("other weights")}
+        labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
+        make.note(_("{kind}, batches {sizes}").format(kind=labels[kind], sizes=batches))
+        return str(path), drawn, batches, kind
+
+    return package_case
+
+
+def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: str):
+    """The answer's verdicts (or "failed"), and whether it loaded a package from `path`."""
+    os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)  # each side starts from the default
+    loaded, loader = [], torch._C._aoti.AOTIModelPackageLoader
+
+    def recorded(package, *args, **kwargs):  # every way to load a package ends here
+        loaded.append(os.path.realpath(package))
+        span = _narrowed.get(loaded[-1])
+        real = loader(package, *args, **kwargs)
+        return Narrowed(real, *span) if span else real
+
+    recorded.load_metadata_from_package = loader.load_metadata_from_package
+    torch._C._aoti.AOTIModelPackageLoader = recorded
+    try:
+        with native_stderr(), torch_logs():  # the C++ runtime's copy of each refusal
+            verdicts = answer.package_verdicts(path, model, batches)
+    except Exception:  # noqa: BLE001 - failing is right when there is no package
+        verdicts = "failed"
+    finally:
+        torch._C._aoti.AOTIModelPackageLoader = loader
+    return verdicts, os.path.realpath(path) in loaded
+
+
+# ----------------------------------------------------------------------------- try it 7.7
+
+LAYERS = {  # what a drawn model is made of, at width w
+    "linear": lambda w: nn.Linear(w, w),
+    "layer_norm": nn.LayerNorm,
+    "silu": lambda w: nn.SiLU(),
+    "relu_": lambda w: nn.ReLU(inplace=True),
+    "hardswish": lambda w: nn.Hardswish(),
+    "hardsigmoid": lambda w: nn.Hardsigmoid(),
+    "gelu": lambda w: nn.GELU(),
+    "mish": lambda w: nn.Mish(),
+    "elu": lambda w: nn.ELU(),
+}
+KEPT_OPS = (torch.ops.aten.linear.default, torch.ops.aten.layer_norm.default)
+
+
+def layer_stacks(make):
+    """Drawn layers, in every run each of the backend's two operators and each of four
+    operators outside core ATen."""
+    width = make.integer(2, 8)
+    kinds = [make.choice(list(LAYERS)) for _i in range(make.integer(0, 2))]
+    kinds.append(make.each(["silu", "hardswish", "hardsigmoid", "mish"]))
+    make.rng.shuffle(kinds)
+    kinds.insert(make.integer(0, len(kinds) - 1), make.each(["linear", "layer_norm"]))
+    if kinds[0] == "relu_":  # an in-place op on the input itself is another lesson (7.3)
+        kinds[0] = "elu"
+    model = make.parameters_of(make.sequential([LAYERS[kind](width) for kind in kinds]))
+    make.note(_("a model printed as {model}").format(model=model))
+    return model, make.tensor(make.integer(1, 4), width)
+
+
+def lowered_summary(inputs: tuple):
+    """A function of the answer: its lower_for_backend(program)'s call nodes and its outputs
+    on `inputs`; None when it returns no ExportedProgram."""
+
+    def lower(answer, program: torch.export.ExportedProgram):
+        lowered = answer.lower_for_backend(program)
+        if not isinstance(lowered, torch.export.ExportedProgram):
+            return None
+        calls = [n for n in lowered.graph.nodes if n.op == "call_function"]
+        return calls, lowered.module()(*inputs)
+
+    return lower
+
+
+def operators_of(joined: nn.Module, calls: list, number: int | None):
+    """The kept operators case `number` calls, in order, and its operators outside core ATen."""
+    targets = [n.target for n in calls if case_of(joined, n) == number]
+    kept = [str(target) for target in targets if target in KEPT_OPS]
+    others = [t for t in targets if t not in KEPT_OPS and t is not operator.getitem]
+    return kept, sorted({str(t) for t in others if torch.Tag.core not in getattr(t, "tags", ())})

@@ -1,0 +1,340 @@
+"""What chapter 8's checkpoints draw and run (fxcourse.cases makes the seeds, the checkpoint cells
+compare the learner's answer with the reference answer, fxcourse.reference).
+
+    for case in check.cases(built_once(resnets), count=5):   # try it 8.1: (model, images)
+        (kind, mine), (_, wanted) = case.both(probed)
+    for case in check.cases(chains_on(on_accelerator)):      # try it 8.2
+        mine, wanted = case.both(split_by_runs)
+    for case in check.cases(reshape_chains):                 # try it 8.3: (model, x)
+        mine, wanted = case.both(tidied(shape_pass, dead_code))
+    for case in check.cases(weights):                        # try it 8.4: (weight,)
+        want_q, want_scale = convert_pt2e_stores(prepared)(weight)
+    for case in check.cases(built_once(branchy), count=5):   # try it 8.5: (graph, sample)
+        mine, wanted = case.both(observed_inputs)
+
+Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
+must handle (make.each).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+from itertools import pairwise
+
+import torch
+import torch.fx as fx
+from torch import nn
+from torch.fx.passes.infra.pass_base import PassResult
+from torch.fx.passes.infra.pass_manager import PassManager
+from torch.fx.passes.split_module import split_module
+from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
+
+from fxcourse.messages import _
+
+# ----------------------------------------------------------------------------- try it 8.1
+
+
+class SlimResNet(ResNet):  # torchvision's ResNet with `thin` times narrower stages: the same names
+    def __init__(self, block: type, depths: list[int], classes: int, thin: int) -> None:
+        self.thin = thin
+        super().__init__(block, depths, num_classes=classes)
+        self.fc = nn.Linear(self.inplanes, classes)
+
+    def _make_layer(self, block, planes, blocks, stride=1, dilate=False):
+        return super()._make_layer(block, planes // self.thin, blocks, stride, dilate)
+
+
+def resnets(make):
+    """ResNets of other depths (one to three blocks in layer2, each in every run), blocks and
+    widths, and other image sizes."""
+    depths = [make.integer(1, 2), make.each([1, 2, 3]), 1, 1]
+    block = make.choice([BasicBlock, Bottleneck])
+    classes, thin = make.integer(3, 20), make.choice([4, 8, 16])
+    with torch.random.fork_rng():  # the same weights whenever the case's seed makes the model
+        torch.manual_seed(make.seed)
+        model = SlimResNet(block, depths, classes, thin).eval()
+    images = make.tensor(make.integer(1, 2), 3, 32, make.choice([32, 48]))
+    make.note(
+        _("a ResNet of {block} blocks {depths}, images {shape}").format(
+            block=block.__name__, depths=depths, shape=tuple(images.shape)
+        )
+    )
+    return model, images
+
+
+def probed(answer, model: nn.Module, images: torch.Tensor):
+    """The type of what the answer's probe_for returns, and the probe's output on images."""
+    probe = answer.probe_for(model)
+    if not isinstance(probe, fx.GraphModule):  # not a probe: nothing to run
+        return type(probe), None
+    with torch.no_grad():
+        return type(probe), probe(images)
+
+
+# ----------------------------------------------------------------------------- try it 8.2
+
+
+class Steps(nn.Module):  # a chain of drawn steps: Linear, relu, cumsum, flip, add
+    def __init__(self, steps: list[str], width: int, functional: bool) -> None:
+        super().__init__()
+        self.steps, self.functional = steps, functional
+        self.layers = nn.ModuleList(nn.Linear(width, width) for s in steps if s == "linear")
+
+    def forward(self, x):
+        layers = iter(self.layers)
+        for step in self.steps:
+            if step == "linear":
+                x = next(layers)(x)
+            elif step == "relu":
+                x = torch.relu(x) if self.functional else x.relu()
+            elif step == "add":
+                x = x + 1
+            else:
+                x = torch.cumsum(x, -1) if step == "cumsum" else x.flip(-1)
+        return x
+
+
+def _machines(on_accelerator) -> dict:
+    """Which nodes run on the accelerator in the cases' machines: the chapter's and others."""
+    return {
+        "modules, relu and add": on_accelerator,
+        "modules and cumsum": lambda node: node.op == "call_module" or node.target is torch.cumsum,
+        "everything but flip": lambda node: node.target != "flip",
+        "add only": lambda node: node.target is operator.add,
+    }
+
+
+def _machine_label(name: str) -> str:
+    labels = {"modules, relu and add": _("modules, relu and add")}
+    labels |= {"modules and cumsum": _("modules and cumsum")}
+    labels |= {"everything but flip": _("everything but flip"), "add only": _("add only")}
+    return labels[name]
+
+
+def _device_changes(model, on_device) -> int:
+    sides = [on_device(n) for n in fx.symbolic_trace(model).graph.nodes if "call" in n.op]
+    return sum(before != after for before, after in pairwise(sides))
+
+
+def chains_on(on_accelerator):
+    """A case builder: chains of steps, on machines that run other operators (the chapter's
+    `on_accelerator` among them); half the cases go back to a device they left."""
+    machines = _machines(on_accelerator)
+
+    def chains(make):
+        machine = make.each(list(machines))
+        back = make.each([True, False])
+        kinds = ["linear", "relu", "cumsum", "flip", "add"]
+        model = None
+        while model is None or back and _device_changes(model, machines[machine]) < 2:
+            drawn = [make.choice(kinds) for _i in range(make.integer(3, 9))]
+            model = Steps([*drawn, "linear"], width=make.integer(3, 9), functional=make.coin())
+        make.parameters_of(model)
+        make.note(
+            _("steps {steps}; on the accelerator: {machine}").format(
+                steps=model.steps, machine=_machine_label(machine)
+            )
+        )
+        x = make.tensor(make.integer(1, 4), model.layers[0].in_features)
+        return fx.symbolic_trace(model), model, x, machines[machine]
+
+    return chains
+
+
+def split_by_runs(answer, gm: fx.GraphModule, root: nn.Module, x, on_device):
+    """split_module on the answer's numbers: (partitions, the names of those that mix devices,
+    the split model's output); split_module's refusal as a string; None for no dict."""
+    runs = answer.device_runs(gm, on_device)
+    if not isinstance(runs, dict):
+        return None
+    try:
+        by_device = split_module(gm, root, lambda node: runs[node])
+    except RuntimeError as error:  # split_module refuses partitions that need each other
+        return str(error)
+    mixed = []
+    for name, part in by_device.named_children():
+        sides = {on_device(n) for n in part.graph.nodes if n.op not in ("placeholder", "output")}
+        mixed += [name] if len(sides) > 1 else []
+    return len(list(by_device.children())), mixed, by_device(x)
+
+
+# ----------------------------------------------------------------------------- try it 8.3
+
+
+class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn (method, shape)
+    def __init__(self, steps: list[tuple[str, tuple[int, ...]]]) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def forward(self, x):
+        for method, shape in self.steps:
+            x = getattr(x, method)(*shape)
+        return x * 2
+
+
+def reshape_chains(make):
+    """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
+    the shape and one drawn freely; dtypes drawn."""
+    rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
+    forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
+    settled = make.each([True, False])
+    steps, shape = [], "flat"
+    for _i in range(make.integer(3, 6)):
+        new = ("split" if shape == "flat" else "flat") if settled else make.choice(list(forms))
+        steps.append((make.choice(["reshape", "view"]), make.choice(forms[new])))
+        shape = new
+    make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
+    return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
+
+
+def tidied(shape_pass, dead_code):
+    """A function of the answer: its pass run alone on the traced model (what it reports), then
+    in a PassManager with the chapter's `shape_pass` and `dead_code`: the calls kept, the
+    output, and whether a second round still reports a change. None for no PassResult."""
+
+    def tidy(answer, model: nn.Module, x: torch.Tensor):
+        manager = PassManager([shape_pass(x), answer.drop_noop_reshapes, dead_code], steps=3)
+        first = answer.drop_noop_reshapes(shape_pass(x)(fx.symbolic_trace(model)).graph_module)
+        if not isinstance(first, PassResult):
+            return None
+        result = manager(fx.symbolic_trace(model))
+        kept = [n.target for n in result.graph_module.graph.nodes if n.op == "call_method"]
+        again = manager(result.graph_module).modified
+        return first.modified, kept, result.graph_module(x), again
+
+    return tidy
+
+
+# ----------------------------------------------------------------------------- try it 8.4
+
+
+def stored_weights(converted: fx.GraphModule) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(q, scale) that convert_pt2e stored for each linear's weight, in graph order."""
+    found = []
+    linears = converted.graph.find_nodes(op="call_function", target=torch.ops.aten.linear.default)
+    for node in linears:
+        dequantize = node.args[1]
+        q_name, scale_name = dequantize.args[0].target, dequantize.args[1].target
+        found.append((getattr(converted, q_name), getattr(converted, scale_name)))
+    return found
+
+
+def convert_pt2e_stores(prepared: fx.GraphModule):
+    """A function of a weight: the (q, scale) convert_pt2e would store for it. A new copy of the
+    per-channel weight observer prepare_pt2e inserted gives the scales, and the quantize op that
+    convert_pt2e folds into a constant gives q (_convert_to_reference_decomposed_fx, then
+    constant_fold, in torchao's pt2e/quantize_pt2e.py); faster than converting a model per case."""
+    observers = [m for m in prepared.modules() if hasattr(m, "calculate_qparams")]
+    per_channel = [
+        o for o in observers if getattr(o, "qscheme", None) == torch.per_channel_symmetric
+    ]
+    weight_observer = per_channel[0]
+
+    def stores(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        observer = copy.deepcopy(weight_observer)
+        observer.reset_min_max_vals()
+        observer(weight)
+        scale, zero_point = observer.calculate_qparams()
+        q = torch.ops.quantized_decomposed.quantize_per_channel(
+            weight, scale, zero_point, 0, observer.quant_min, observer.quant_max, observer.dtype
+        )
+        return q, scale
+
+    return stores
+
+
+def weights(make):
+    """Weights of other shapes whose rows' sizes spread 1x, 10x or 1000x (each in every run);
+    sometimes one entry far larger than its row; a row of zeros or of values too small for
+    any scale above the observer's eps."""
+    rows, cols = make.integer(2, 40), make.integer(2, 40)
+    spread, small_row = make.each([(1.0, "zeros"), (10.0, "tiny"), (1000.0, None)])
+    order = torch.randperm(rows, generator=make.generator)
+    sizes = torch.logspace(0, math.log10(spread), rows)[order]
+    weight = make.tensor(rows, cols) * sizes[:, None] / spread**0.5
+    if make.coin():
+        weight[make.integer(0, rows - 1), make.integer(0, cols - 1)] *= 50
+    if small_row:
+        weight[make.integer(0, rows - 1)] *= 0.0 if small_row == "zeros" else 1e-3
+    make.note(
+        _("a weight of shape {shape}, rows' sizes spread over {spread:g}x").format(
+            shape=(rows, cols), spread=spread
+        )
+    )
+    if small_row == "zeros":
+        make.note(_("one row of zeros"))
+    elif small_row:
+        make.note(_("one row of tiny values"))
+    return (weight,)
+
+
+def steps_apart(q, want_q, weight, want_scale) -> bool:
+    """At most one step off, and only where w / scale lands halfway between two integers (there
+    w / scale and w * (1 / scale) may round apart)."""
+    exact = weight / want_scale[:, None]
+    halfway = ((exact - exact.floor()) - 0.5).abs() < 1e-4
+    steps_off = (q.int() - want_q.int()).abs()
+    return bool(steps_off.max() <= 1 and not (steps_off.bool() & ~halfway).any())
+
+
+def lifted_rows_differ(scale, want_scale, weight) -> bool:
+    """Whether a row whose stored scale is the observer's eps got another scale."""
+    wrong = ~torch.isclose(scale.double(), want_scale.double(), rtol=1e-6, atol=0)
+    lifted = weight.abs().amax(dim=1) / 127.5 < want_scale
+    return bool((wrong & lifted).any())
+
+
+# ----------------------------------------------------------------------------- try it 8.5
+
+
+class Branches(nn.Module):  # a trunk, then heads: some returned as they are, some read further
+    def __init__(self, widths: list[int], heads: list[str], act: str) -> None:
+        super().__init__()
+        self.act = act
+        self.trunk = nn.Sequential(*(nn.Linear(a, b) for a, b in pairwise(widths)))
+        self.heads = nn.ModuleList(nn.Linear(widths[-1], 3 + k) for k in range(len(heads)))
+        self.kinds = heads
+
+    def forward(self, x):
+        for layer in self.trunk:
+            x = getattr(layer(x), self.act)()
+        outputs = []
+        for head, kind in zip(self.heads, self.kinds, strict=True):
+            y = head(x)
+            if kind == "returned and read":
+                outputs += [y, y.softmax(-1)]
+            else:
+                outputs.append(
+                    {"returned": y, "read by relu": y.relu(), "read by mul": y * 2}[kind]
+                )
+        return tuple(outputs)
+
+
+def branchy(make):
+    """Trunks of 1 to 4 linears (each in every run), then heads: returned as they are, returned
+    and read by another op, or read before being returned (each as the last head in every run)."""
+    widths = [make.integer(3, 10) for _i in range(make.each([2, 3, 4, 5]))]
+    kinds = ["returned", "returned and read", "read by relu", "read by mul"]
+    heads = [*(make.choice(kinds) for _i in range(make.integer(0, 2))), make.each(kinds)]
+    act = make.choice(["relu", "tanh"])
+    labels = {"returned": _("returned"), "returned and read": _("returned and read")}
+    labels |= {"read by relu": _("read by relu"), "read by mul": _("read by mul")}
+    make.note(
+        _("trunk linears: {count}, each followed by {act}; heads: {heads}").format(
+            count=len(widths) - 1, act=act, heads=[labels[head] for head in heads]
+        )
+    )
+    model = make.parameters_of(Branches(widths, heads, act)).eval()
+    sample = make.tensor(16, widths[0])
+    return torch.export.export(model, (sample,)).module(), sample
+
+
+def observed_inputs(answer, graph: fx.GraphModule, sample: torch.Tensor) -> list[list[bool]]:
+    """Per linear, whether prepare_pt2e put an observer on its activation and on its weight."""
+    from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+
+    prepared = prepare_pt2e(graph, answer.ReturnedInFloatQuantizer())
+    linears = prepared.graph.find_nodes(op="call_function", target=torch.ops.aten.linear.default)
+    return [[arg.op == "call_module" for arg in node.args[:2]] for node in linears]
