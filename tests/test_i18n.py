@@ -264,14 +264,14 @@ def test_lines_of_a_docstring_or_a_diagram_label_stay_lines():
     import polib
 
     notes = KIND_NOTES
-    label = polib.POEntry(msgid="FX graphs\nATen ops", msgstr="FX 图\nATen 算子")
+    label = polib.POEntry(msgid="your model\n(Python code)", msgstr="你的模型\n（Python 代码）")
     label.comment = notes["message"]
     docstring = polib.POEntry(msgid='"""a\n    f(x)"""', msgstr='"""一个\n    f(x)"""')
     docstring.comment = notes["string"]
     prose = polib.POEntry(msgid="Run `f`\nnow.", msgstr="现在运行 `f`\n一遍。")
     prose.comment = notes["markdown"]
     assert [i18n.joined_entry(e) for e in (label, docstring, prose)] == [
-        "FX 图\nATen 算子",
+        "你的模型\n（Python 代码）",
         '"""一个\n    f(x)"""',
         "现在运行 `f` 一遍。",
     ]

@@ -41,6 +41,10 @@ class Term:
     english: tuple[str, ...]
     translation: str
     wrong: tuple[str, ...]
+    catalogs: tuple[str, ...] = ()  # the catalogs where the English has this sense (all if none)
+
+    def holds_in(self, catalog: str) -> bool:
+        return not self.catalogs or catalog in self.catalogs
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where the text says one of the term's English forms (a form split across a line
@@ -90,9 +94,9 @@ def glossary(language: str) -> list[Term]:
     terms = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            english, translation, wrong = (line.split("\t") + [""])[:3]
+            english, translation, wrong, where = (line.split("\t") + ["", ""])[:4]
             split = lambda forms: tuple(f for f in forms.split("|") if f)  # noqa: E731
-            terms.append(Term(split(english), translation, split(wrong)))
+            terms.append(Term(split(english), translation, split(wrong), split(where)))
     return terms
 
 
@@ -139,7 +143,9 @@ def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]
     return found
 
 
-SECTION_REFERENCE = re.compile(r"\((?:see )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)")
+SECTION_REFERENCE = re.compile(
+    r"\((?:see )?(?:chapter \d+, )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)"
+)
 
 
 def reference_problems(english: str, translated: str) -> list[str]:
@@ -159,10 +165,11 @@ def vocabulary_problems(language: str) -> list[str]:
     terms = glossary(language)
     found = []
     for path in catalogs.catalog_paths(language):
+        held = [term for term in terms if term.holds_in(path.stem)]
         for entry in load_catalog(path.stem, language):
             if entry.msgstr and not entry.obsolete:
                 short = entry.msgid.replace("\n", " ")[:60]
-                for problem in term_problems(entry.msgid, entry.msgstr, terms):
+                for problem in term_problems(entry.msgid, entry.msgstr, held):
                     found.append(f"{path.name}: {problem}: {short!r}")
     return found
 
@@ -190,19 +197,31 @@ def spaced_before(text: str, at: int) -> str:
 
 
 def read_as_prose(entry) -> bool:
-    """Whether a line break in the entry's translation is read as a space: Markdown, or a
-    helper's message whose English has none (a docstring's lines, a diagram label's lines are
-    lines)."""
+    """Whether a line break in the entry's translation is read as a space beside Latin text too:
+    Markdown, or a helper's message whose English has none (a docstring's lines are lines)."""
     notes = catalogs.KIND_NOTES
     return entry.comment == notes["markdown"] or (
-        entry.comment == notes["message"] and "\n" not in entry.msgid
+        entry.comment == notes["message"] and not drawn_lines(entry)
     )
 
 
-def joined_entry(entry) -> str:
+def drawn_lines(entry) -> bool:
+    """A helper's message whose English has line breaks is a diagram label: its lines are drawn
+    as lines, also between two CJK characters ("你的模型\n（Python 代码）")."""
+    return entry.comment == catalogs.KIND_NOTES["message"] and "\n" in entry.msgid
+
+
+def entry_lines_joined(entry) -> str:
     """The entry's translation with its lines joined where they show as a stray space or break
-    the house style (see joined_lines) and its spaces between Chinese characters closed."""
-    return closed_spaces(joined_lines(entry.msgstr, read_as_prose(entry)))
+    the house style (see joined_lines)."""
+    if drawn_lines(entry):
+        return entry.msgstr
+    return joined_lines(entry.msgstr, read_as_prose(entry))
+
+
+def joined_entry(entry) -> str:
+    """entry_lines_joined, with the spaces between Chinese characters closed too."""
+    return closed_spaces(entry_lines_joined(entry))
 
 
 def closed_spaces(text: str) -> str:
@@ -218,7 +237,7 @@ def line_break_problems(language: str) -> list[str]:
     for path in catalogs.catalog_paths(language):
         for entry in load_catalog(path.stem, language):
             short = entry.msgid.replace("\n", " ")[:60]
-            if joined_lines(entry.msgstr, read_as_prose(entry)) != entry.msgstr:
+            if entry_lines_joined(entry) != entry.msgstr:
                 found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
             if closed_spaces(entry.msgstr) != entry.msgstr:
                 found.append(f"{path.name}: a space between two Chinese characters: {short!r}")
