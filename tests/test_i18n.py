@@ -164,6 +164,21 @@ def test_a_break_that_shows_as_a_space_is_found_and_joined(broken, joined):
     assert i18n.joined_lines(broken) == joined
 
 
+def test_a_glossary_row_can_hold_in_the_catalogs_where_its_english_has_that_sense(
+    tmp_path, monkeypatch
+):
+    from courseware.i18n import vocabulary
+
+    row = "scale|scales\t缩放因子\t缩放系数\t11_quantization|08_practice\n"
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "zh" / "glossary.tsv").write_text(row, encoding="utf-8")
+    monkeypatch.setattr(vocabulary.catalogs, "LOCALES", tmp_path)
+    [term] = vocabulary.glossary("zh")
+    assert term.catalogs == ("11_quantization", "08_practice")
+    assert term.holds_in("08_practice") and not term.holds_in("01_tracing")
+    assert i18n.term_problems('"scales"', '"缩放系数"', [term])  # where it holds, it is checked
+
+
 GLOSSARY = [
     i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
     i18n.Term(("rewrite",), "重写", ("改写",)),
@@ -192,6 +207,11 @@ GLOSSARY = [
         # one form for a section reference
         ("As before (section 7.5).", "和之前一样（7.5 节）。", "is not written '（见 7.5 节）'"),
         ("Compare (sections 2.3 and 2.5).", "比较一下（2.3 和 2.5 节）。", "'（见 2.3、2.5 节）'"),
+        (
+            "It is (chapter 7, section 7.4).",
+            "它是（第 7 章 7.4 节）。",
+            "not written '（见 7.4 节）'",
+        ),
     ],
 )
 def test_the_glossary_check_names_a_term_translated_another_way(english, translated, complaint):
