@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from courseware import authoring, i18n
+from courseware.i18n.catalogs import KIND_NOTES
 from fxcourse import languages
 
 DOCUMENTS = [doc for doc in i18n.documents() if doc.path.suffix == ".ipynb"]
@@ -163,6 +164,21 @@ def test_a_break_that_shows_as_a_space_is_found_and_joined(broken, joined):
     assert i18n.joined_lines(broken) == joined
 
 
+def test_a_glossary_row_can_hold_in_the_catalogs_where_its_english_has_that_sense(
+    tmp_path, monkeypatch
+):
+    from courseware.i18n import vocabulary
+
+    row = "scale|scales\t缩放因子\t缩放系数\t11_quantization|08_practice\n"
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "zh" / "glossary.tsv").write_text(row, encoding="utf-8")
+    monkeypatch.setattr(vocabulary.catalogs, "LOCALES", tmp_path)
+    [term] = vocabulary.glossary("zh")
+    assert term.catalogs == ("11_quantization", "08_practice")
+    assert term.holds_in("08_practice") and not term.holds_in("01_tracing")
+    assert i18n.term_problems('"scales"', '"缩放系数"', [term])  # where it holds, it is checked
+
+
 GLOSSARY = [
     i18n.Term(("opcode", "opcodes"), "操作码", ("节点类型",)),
     i18n.Term(("rewrite",), "重写", ("改写",)),
@@ -191,6 +207,11 @@ GLOSSARY = [
         # one form for a section reference
         ("As before (section 7.5).", "和之前一样（7.5 节）。", "is not written '（见 7.5 节）'"),
         ("Compare (sections 2.3 and 2.5).", "比较一下（2.3 和 2.5 节）。", "'（见 2.3、2.5 节）'"),
+        (
+            "It is (chapter 7, section 7.4).",
+            "它是（第 7 章 7.4 节）。",
+            "not written '（见 7.4 节）'",
+        ),
     ],
 )
 def test_the_glossary_check_names_a_term_translated_another_way(english, translated, complaint):
@@ -237,9 +258,43 @@ def test_a_space_that_shows_between_two_chinese_characters_is_found_and_closed(s
     assert i18n.closed_spaces(spaced) == closed
 
 
-def test_lines_are_joined_only_between_two_cjk_characters():
+def test_a_line_is_broken_only_after_punctuation_before_code_or_latin_text():
     text = "第一行的末尾\n接着第二行，\n`code` 之前\nand English\n后面"
-    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，\n`code` 之前\nand English\n后面"
+    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，\n`code` 之前 and English 后面"
+
+
+@pytest.mark.parametrize(
+    "broken, joined",
+    [
+        ("对象把 `forward`\n运行一遍", "对象把 `forward` 运行一遍"),  # code, then Chinese
+        ("返回一个 GraphModule\n（返回 `gm`）", "返回一个 GraphModule（返回 `gm`）"),  # no space
+        ("就通过\n**Assignments** 标签页", "就通过 **Assignments** 标签页"),  # Chinese, then Latin
+        ("它的 API\n  可能会变", "它的 API 可能会变"),  # list indentation after the break
+        ("于是\n$y_c = s_c z_c$。", "于是 $y_c = s_c z_c$。"),  # and before math
+        ("函数、\n`torch` 函数", "函数、\n`torch` 函数"),  # after punctuation it stays
+        ("如下：\n- `a` 一项\n- 另一项", "如下：\n- `a` 一项\n- 另一项"),  # a list stays
+        ("代码\n```python\nx = 1  # 注释\ny\n```", "代码\n```python\nx = 1  # 注释\ny\n```"),
+    ],
+)
+def test_a_break_beside_code_or_latin_text_is_found_and_joined(broken, joined):
+    assert i18n.joined_lines(broken) == joined
+
+
+def test_lines_of_a_docstring_or_a_diagram_label_stay_lines():
+    import polib
+
+    notes = KIND_NOTES
+    label = polib.POEntry(msgid="your model\n(Python code)", msgstr="你的模型\n（Python 代码）")
+    label.comment = notes["message"]
+    docstring = polib.POEntry(msgid='"""a\n    f(x)"""', msgstr='"""一个\n    f(x)"""')
+    docstring.comment = notes["string"]
+    prose = polib.POEntry(msgid="Run `f`\nnow.", msgstr="现在运行 `f`\n一遍。")
+    prose.comment = notes["markdown"]
+    assert [i18n.joined_entry(e) for e in (label, docstring, prose)] == [
+        "你的模型\n（Python 代码）",
+        '"""一个\n    f(x)"""',
+        "现在运行 `f` 一遍。",
+    ]
 
 
 MODULES = [doc for doc in i18n.documents() if doc.path.suffix == ".py"]

@@ -23,6 +23,15 @@ BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?
 HAN = r"[\u3400-\u9fff]"
 SPACE_BETWEEN_CJK = re.compile(rf"(?<={HAN})(\*{{0,3}})[ \t](?![ \t])(\*{{0,3}})(?={HAN})")
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+FENCED = re.compile(r"(```.*?```)", re.S)
+# A line break between code or Latin text and Chinese shows as a space too, where the house style
+# has none (before full-width punctuation) or wants the break after punctuation: "`forward`\n运行",
+# "GraphModule\n（返回", "通过\n**Assignments**". A break after punctuation, before code or Latin
+# text, stays ("、\n`torch` 函数"), and so does one before a list item, table row or heading.
+NOT_CJK_OR_MARKER = r"[^\s*_\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+LATIN_START = r"[A-Za-z0-9`$\[\\\"']"
+LATIN_THEN_CJK = re.compile(rf"(?<={NOT_CJK_OR_MARKER})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
+HAN_THEN_LATIN = re.compile(rf"(?<={HAN})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={LATIN_START})")
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,10 @@ class Term:
     english: tuple[str, ...]
     translation: str
     wrong: tuple[str, ...]
+    catalogs: tuple[str, ...] = ()  # the catalogs where the English has this sense (all if none)
+
+    def holds_in(self, catalog: str) -> bool:
+        return not self.catalogs or catalog in self.catalogs
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where the text says one of the term's English forms (a form split across a line
@@ -81,9 +94,9 @@ def glossary(language: str) -> list[Term]:
     terms = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            english, translation, wrong = (line.split("\t") + [""])[:3]
+            english, translation, wrong, where = (line.split("\t") + ["", ""])[:4]
             split = lambda forms: tuple(f for f in forms.split("|") if f)  # noqa: E731
-            terms.append(Term(split(english), translation, split(wrong)))
+            terms.append(Term(split(english), translation, split(wrong), split(where)))
     return terms
 
 
@@ -130,7 +143,9 @@ def term_problems(english: str, translated: str, terms: list[Term]) -> list[str]
     return found
 
 
-SECTION_REFERENCE = re.compile(r"\((?:see )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)")
+SECTION_REFERENCE = re.compile(
+    r"\((?:see )?(?:chapter \d+, )?sections? ([\d.]+(?:(?:,| and|, and) [\d.]+)*)\)"
+)
 
 
 def reference_problems(english: str, translated: str) -> list[str]:
@@ -150,17 +165,63 @@ def vocabulary_problems(language: str) -> list[str]:
     terms = glossary(language)
     found = []
     for path in catalogs.catalog_paths(language):
+        held = [term for term in terms if term.holds_in(path.stem)]
         for entry in load_catalog(path.stem, language):
             if entry.msgstr and not entry.obsolete:
                 short = entry.msgid.replace("\n", " ")[:60]
-                for problem in term_problems(entry.msgid, entry.msgstr, terms):
+                for problem in term_problems(entry.msgid, entry.msgstr, held):
                     found.append(f"{path.name}: {problem}: {short!r}")
     return found
 
 
-def joined_lines(text: str) -> str:
-    """A line break between two CJK characters shows as a stray space: join those lines."""
-    return BREAK_BETWEEN_CJK.sub(r"\1\2", text)
+def joined_lines(text: str, beside_latin: bool = True) -> str:
+    """A line break between two CJK characters shows as a stray space: join those lines. In
+    prose (`beside_latin`) one between code or Latin text and Chinese becomes a space (none
+    before full-width punctuation). Fenced code keeps its lines."""
+    parts = FENCED.split(text)
+    return "".join(p if i % 2 else joined_prose_lines(p, beside_latin) for i, p in enumerate(parts))
+
+
+def joined_prose_lines(text: str, beside_latin: bool) -> str:
+    text = BREAK_BETWEEN_CJK.sub(r"\1\2", text)
+    if not beside_latin:
+        return text
+    text = LATIN_THEN_CJK.sub(lambda m: m[1] + spaced_before(m.string, m.end()) + m[2], text)
+    return HAN_THEN_LATIN.sub(r"\1 \2", text)
+
+
+def spaced_before(text: str, at: int) -> str:
+    """The space that joins Latin text to the Chinese at `at`: none before full-width
+    punctuation."""
+    return "" if re.match(r"[*_]*[\u3000-\u303f\uff00-\uffef]", text[at:]) else " "
+
+
+def read_as_prose(entry) -> bool:
+    """Whether a line break in the entry's translation is read as a space beside Latin text too:
+    Markdown, or a helper's message whose English has none (a docstring's lines are lines)."""
+    notes = catalogs.KIND_NOTES
+    return entry.comment == notes["markdown"] or (
+        entry.comment == notes["message"] and not drawn_lines(entry)
+    )
+
+
+def drawn_lines(entry) -> bool:
+    """A helper's message whose English has line breaks is a diagram label: its lines are drawn
+    as lines, also between two CJK characters ("你的模型\n（Python 代码）")."""
+    return entry.comment == catalogs.KIND_NOTES["message"] and "\n" in entry.msgid
+
+
+def entry_lines_joined(entry) -> str:
+    """The entry's translation with its lines joined where they show as a stray space or break
+    the house style (see joined_lines)."""
+    if drawn_lines(entry):
+        return entry.msgstr
+    return joined_lines(entry.msgstr, read_as_prose(entry))
+
+
+def joined_entry(entry) -> str:
+    """entry_lines_joined, with the spaces between Chinese characters closed too."""
+    return closed_spaces(entry_lines_joined(entry))
 
 
 def closed_spaces(text: str) -> str:
@@ -176,8 +237,8 @@ def line_break_problems(language: str) -> list[str]:
     for path in catalogs.catalog_paths(language):
         for entry in load_catalog(path.stem, language):
             short = entry.msgid.replace("\n", " ")[:60]
-            if BREAK_BETWEEN_CJK.search(entry.msgstr):
-                found.append(f"{path.name}: a line break between two CJK characters: {short!r}")
+            if entry_lines_joined(entry) != entry.msgstr:
+                found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
             if closed_spaces(entry.msgstr) != entry.msgstr:
                 found.append(f"{path.name}: a space between two Chinese characters: {short!r}")
     return found
@@ -189,9 +250,9 @@ def join_lines(language: str) -> int:
     count = 0
     for path in catalogs.catalog_paths(language):
         catalog = load_catalog(path.stem, language)
-        changed = [e for e in catalog if closed_spaces(joined_lines(e.msgstr)) != e.msgstr]
+        changed = [e for e in catalog if joined_entry(e) != e.msgstr]
         for entry in changed:
-            entry.msgstr = closed_spaces(joined_lines(entry.msgstr))
+            entry.msgstr = joined_entry(entry)
         if changed:
             catalog.save(str(path))
         count += len(changed)

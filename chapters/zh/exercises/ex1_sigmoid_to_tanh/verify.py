@@ -91,7 +91,7 @@ def shown(form: tuple) -> str:
 
 
 def check_rewrite(original, rewritten, what: str, others_only: bool = False) -> None:
-    """`rewritten`（pass 重写 `original` 的一份副本得到的结果）在 `original` 计算 sigmoid 的每个位置，都以相同的参数计算 tanh，其余每个节点都与 `original` 相同，顺序也相同。带 others_only 时，只检查不是 sigmoid 的节点。"""
+    """重写后的模块（rewritten，即 pass 重写 original 的一份副本所得）在 original 计算 sigmoid 的每个位置，都以相同的参数计算 tanh，其余每个节点都与 original 相同，顺序也相同。带 others_only 时，只检查不是 sigmoid 的节点。"""
     check_returns_module(type(rewritten).__name__)
     left = [node.name for node in rewritten.graph.nodes if is_sigmoid(rewritten, node)]
     assert others_only or not left, (

@@ -28,7 +28,7 @@ class Example(nn.Module):
 
 def records(rows) -> dict[str, dict]:
     """dump_nodes 的返回值，按节点名索引。"""
-    assert isinstance(rows, list), f"dump_nodes 应返回 list，而不是 {type(rows).__name__}"
+    assert isinstance(rows, list), f"dump_nodes 应返回列表，而不是 {type(rows).__name__}"
     for row in rows:
         assert isinstance(row, dict), f"每条记录都应是字典，而不是 {type(row).__name__}"
         assert "name" in row, f"有一条记录没有 'name'：{row!r}"

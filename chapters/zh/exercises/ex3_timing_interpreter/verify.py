@@ -96,7 +96,7 @@ def check_times_per_run(timings, gm: torch.fx.GraphModule, calls: int) -> None:
 def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
     """rows（summary() 的结果）为 timings 中的每个节点各有一行格式正确的记录，最慢的在前。"""
     nodes = {node.name: node for node in gm.graph.nodes}
-    assert isinstance(rows, list), f"summary() 应返回 list，而不是 {type(rows).__name__}"
+    assert isinstance(rows, list), f"summary() 应返回列表，而不是 {type(rows).__name__}"
     names = [row.get("name") if isinstance(row, dict) else row for row in rows]
     assert sorted(names, key=str) == sorted(timings, key=str), "每个被计时的节点一行"
     totals = [sum(timings[row["name"]]) for row in rows]
