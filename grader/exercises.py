@@ -226,12 +226,36 @@ def write_hidden_tests_step():
     return WriteHiddenTests
 
 
-def configure(c) -> None:
-    """The course configuration's part: GenerateAssignment writes the hidden tests first."""
+class RecordingVerify:
+    """GenerateAssignment's post_convert_hook: the released verify.py of the exercise ends in
+    fxcourse.results.RECORDING, so that a learner's test cells, which import it, are recorded
+    for `make progress` (an exercise's own verify.py does not repeat it)."""
+
+    def __init__(self, release: Path):
+        self.release = Path(release)
+
+    def __call__(self, assignment: str, student: str, notebooks: list[str]) -> None:
+        from fxcourse.results import with_recording
+
+        for folder in {Path(notebook).parent.name for notebook in notebooks}:
+            verify = self.release / folder / "verify.py"
+            try:  # nbgrader logs a hook's exception at INFO only: say it here
+                if verify.is_file():
+                    text = with_recording(verify.read_text(encoding="utf-8"))
+                    verify.write_text(text, encoding="utf-8")
+            except OSError as error:
+                print(f"{verify}: the recording not written ({error})", file=sys.stderr)
+                raise
+
+
+def configure(c, release: Path) -> None:
+    """The course configuration's part: GenerateAssignment writes the hidden tests first, and
+    the recording at the end of each verify.py it releases into `release`."""
     from nbgrader.converters import GenerateAssignment
 
     steps = GenerateAssignment.class_traits()["preprocessors"].default()
     c.GenerateAssignment.preprocessors = [write_hidden_tests_step(), *steps]
+    c.GenerateAssignment.post_convert_hook = RecordingVerify(release)
 
 
 def code_stub(exercise: str, language: str) -> dict[str, str]:
