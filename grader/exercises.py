@@ -1,7 +1,8 @@
 """The course's exercises, found in its `solutions/` folder: an exercise is a folder
 `solutions/<name>/` that holds nbgrader's source notebook `<name>.ipynb` (with its solutions),
-beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (the grader's, never
-released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
+beside it `verify.py` (the checks learners read), `probes.py`, `checks.py` and `solution.py` (the
+grader's, never released; grader/safegrade/README.md, "Writing an exercise"; solution.py is the
+notebook's solution cells, written by `make chapters`). Nothing outside that folder names
 an exercise: adding one is adding its folder, then `make release`.
 
 Each exercise with a translation (its catalogs in courseware/locale/<code>/) is also an assignment
@@ -155,7 +156,7 @@ def write_translations(course: Path) -> tuple[str, ...]:
 def write_translation(course: Path, exercise: str, language: str) -> Path:
     """The source folder of `exercise` in `language`, from the English one and the catalogs:
     the notebook (solutions and tests' messages translated, nbgrader metadata as it is), verify.py
-    and checks.py (messages translated, code the same), probes.py as it is."""
+    and checks.py (messages translated, code the same), probes.py and solution.py as they are."""
     import shutil
 
     import nbformat
@@ -166,7 +167,9 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
     target = course / SOURCE / name
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    shutil.copy(source / "probes.py", target)
+    for name in ("probes.py", "solution.py"):  # code only: the same in every language
+        if (source / name).is_file():
+            shutil.copy(source / name, target)
     # The catalog holds the released notebook's text, whose links are one folder deeper.
     notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
     notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
