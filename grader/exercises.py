@@ -167,9 +167,9 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
     target = course / SOURCE / name
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for name in ("probes.py", "solution.py"):  # code only: the same in every language
-        if (source / name).is_file():
-            shutil.copy(source / name, target)
+    for module in ("probes.py", "solution.py"):  # code only: the same in every language
+        if (source / module).is_file():
+            shutil.copy(source / module, target)
     # The catalog holds the released notebook's text, whose links are one folder deeper.
     notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
     notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)

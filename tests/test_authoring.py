@@ -154,3 +154,17 @@ def test_the_reference_solution_lives_in_the_notebook_only():
         checks = (path.parent / "checks.py").read_text()
         assert not [line for line in lines if line in checks], f"{path.parent}/checks.py"
     assert reference_solutions.FILE in GRADER_ONLY
+
+
+def test_a_translations_source_folder_takes_the_solution_along(tmp_path):
+    """make release's folder of an exercise in a translation: its notebook under the
+    assignment's name, and the grader's solution.py and probes.py as they are."""
+    from grader import exercises, instructor
+
+    exercise = "ex2_node_dump"
+    course = instructor.copy_course(tmp_path / "course", [exercise])
+    target = exercises.write_translation(course, exercise, "zh")
+    names = {"checks.py", f"{exercise}-zh.ipynb", "probes.py", "solution.py", "verify.py"}
+    assert {path.name for path in target.iterdir()} == names
+    solution = authoring.SOURCES / exercise / reference_solutions.FILE
+    assert (target / reference_solutions.FILE).read_text() == solution.read_text()
