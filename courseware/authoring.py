@@ -30,8 +30,9 @@ from pathlib import Path
 
 import nbformat
 
-from courseware import i18n
+from courseware import i18n, reference_solutions
 from courseware.notebooks import clean
+from courseware.reference_solutions import solution_module
 from fxcourse import languages, stamps
 from fxcourse.messages import _, speaking
 from fxcourse.reference import defined_names
@@ -174,8 +175,23 @@ def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
         raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
     derived[ANSWERS] = answers_text(answers, [f"{shown(sources)}/NN_*.ipynb"])
     derived[REFERENCES] = answers_text(references, [f"{shown(sources)}/NN_*.ipynb"])
+    derived.update(exercise_solutions(sources))
     for language in languages.translation_codes():
         derived.update(translated_files(language))
+    return derived
+
+
+def exercise_solutions(sources: Path = SOURCES) -> dict[Path, str]:
+    """Each exercise's reference solution as the grader's checks import it (solution.py),
+    from its notebook's solution cells (courseware.reference_solutions)."""
+    derived = {}
+    for folder in sorted(path for path in sources.iterdir() if path.is_dir()):
+        notebook, code = folder / f"{folder.name}.ipynb", folder.name.rpartition("-")[2]
+        if not notebook.is_file() or code in languages.translation_codes():
+            continue  # not an exercise, or a translation make release writes (git-ignored)
+        module = solution_module(nbformat.read(notebook, as_version=4), folder.name)
+        text = stamps.stamp_python(module, [shown(notebook)], "make chapters")
+        derived[folder / reference_solutions.FILE] = text
     return derived
 
 

@@ -7,7 +7,9 @@ sync wrote its .fxcourse/course/ bases into; outside one, such as the course's o
 under the tests, nothing is written):
 
 - a checkpoint block, when it ends, writes its try-it's result (tryit-<id>.json);
-- an exercise's test cells import verify.py, which asks for every later cell of that kernel to be
+- an exercise's test cells import verify.py, whose released copies end in RECORDING (written
+  there by Generate, grader/exercises.py, and by `make chapters` for a translation's; no
+  exercise's own verify.py holds it), which asks for every later cell of that kernel to be
   recorded: whether it ran without an error, keyed by the SHA-256 of its text (the file mirrors
   the notebook's folder: exercises/<assignment>.json, <assignment>.json for a fetched copy).
   Validate runs the notebook in a kernel of its own, in the notebook's folder: its run is
@@ -100,6 +102,25 @@ class CellRecorder:
             _write(self.path, {"cells": dict(list(cells.items())[-MAX_CELLS:])})
         except OSError:
             pass  # a full disk or a read-only folder costs the record, never the learner's cell
+
+
+# The end of every released verify.py: an exercise copied without the course's fxcourse package
+# (or with one that cannot be imported) runs its tests unrecorded.
+RECORDING = """
+try:
+    from fxcourse.results import record_cells
+except (ImportError, OSError):
+    pass
+else:
+    record_cells()
+"""
+
+
+def with_recording(module: str) -> str:
+    """The text of an exercise's verify.py, released: RECORDING at its end (once)."""
+    if module.endswith(RECORDING):
+        return module
+    return f"{module.rstrip()}\n\n{RECORDING}"
 
 
 def record_cells(folder: Path | None = None) -> None:

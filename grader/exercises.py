@@ -1,7 +1,8 @@
 """The course's exercises, found in its `solutions/` folder: an exercise is a folder
 `solutions/<name>/` that holds nbgrader's source notebook `<name>.ipynb` (with its solutions),
-beside it `verify.py` (the checks learners read), `probes.py` and `checks.py` (the grader's, never
-released; grader/safegrade/README.md, "Writing an exercise"). Nothing outside that folder names
+beside it `verify.py` (the checks learners read), `probes.py`, `checks.py` and `solution.py` (the
+grader's, never released; grader/safegrade/README.md, "Writing an exercise"; solution.py is the
+notebook's solution cells, written by `make chapters`). Nothing outside that folder names
 an exercise: adding one is adding its folder, then `make release`.
 
 Each exercise with a translation (its catalogs in courseware/locale/<code>/) is also an assignment
@@ -155,7 +156,7 @@ def write_translations(course: Path) -> tuple[str, ...]:
 def write_translation(course: Path, exercise: str, language: str) -> Path:
     """The source folder of `exercise` in `language`, from the English one and the catalogs:
     the notebook (solutions and tests' messages translated, nbgrader metadata as it is), verify.py
-    and checks.py (messages translated, code the same), probes.py as it is."""
+    and checks.py (messages translated, code the same), probes.py and solution.py as they are."""
     import shutil
 
     import nbformat
@@ -166,7 +167,9 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
     target = course / SOURCE / name
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    shutil.copy(source / "probes.py", target)
+    for module in ("probes.py", "solution.py"):  # code only: the same in every language
+        if (source / module).is_file():
+            shutil.copy(source / module, target)
     # The catalog holds the released notebook's text, whose links are one folder deeper.
     notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
     notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
@@ -226,12 +229,36 @@ def write_hidden_tests_step():
     return WriteHiddenTests
 
 
-def configure(c) -> None:
-    """The course configuration's part: GenerateAssignment writes the hidden tests first."""
+class RecordingVerify:
+    """GenerateAssignment's post_convert_hook: the released verify.py of the exercise ends in
+    fxcourse.results.RECORDING, so that a learner's test cells, which import it, are recorded
+    for `make progress` (an exercise's own verify.py does not repeat it)."""
+
+    def __init__(self, release: Path):
+        self.release = Path(release)
+
+    def __call__(self, assignment: str, student: str, notebooks: list[str]) -> None:
+        from fxcourse.results import with_recording
+
+        for folder in {Path(notebook).parent.name for notebook in notebooks}:
+            verify = self.release / folder / "verify.py"
+            try:  # nbgrader logs a hook's exception at INFO only: say it here
+                if verify.is_file():
+                    text = with_recording(verify.read_text(encoding="utf-8"))
+                    verify.write_text(text, encoding="utf-8")
+            except OSError as error:
+                print(f"{verify}: the recording not written ({error})", file=sys.stderr)
+                raise
+
+
+def configure(c, release: Path) -> None:
+    """The course configuration's part: GenerateAssignment writes the hidden tests first, and
+    the recording at the end of each verify.py it releases into `release`."""
     from nbgrader.converters import GenerateAssignment
 
     steps = GenerateAssignment.class_traits()["preprocessors"].default()
     c.GenerateAssignment.preprocessors = [write_hidden_tests_step(), *steps]
+    c.GenerateAssignment.post_convert_hook = RecordingVerify(release)
 
 
 def code_stub(exercise: str, language: str) -> dict[str, str]:

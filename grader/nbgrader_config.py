@@ -52,8 +52,9 @@ c.GenerateFeedback.post_convert_hook = FeedbackOnly(course.autograded, course.fe
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
 # checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
 configure(c, course.source)
-# Generate (make release) writes each test cell's hidden part from its grade_id (exercises.py).
-exercises.configure(c)
+# Generate (make release) writes each test cell's hidden part from its grade_id, and ends each
+# released verify.py with the recording of the learner's test cells (exercises.py).
+exercises.configure(c, course.release)
 # The languages of the class (exercises.ClassLanguages): `make release` releases each exercise in
 # each, a translation as an assignment of its own (`<exercise>-zh`). English only unless
 # named here; a class with Chinese learners: c.ClassLanguages.languages = ["en", "zh"]

@@ -10,8 +10,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from courseware import authoring
+from courseware import authoring, reference_solutions
 from fxcourse import stamps
+from grader.safegrade.staging import GRADER_ONLY
 
 SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
 
@@ -92,3 +93,78 @@ def test_the_readmes_list_every_chapter(readme):
     text = (authoring.ROOT / readme).read_text()
     missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
     assert not missing, f"{readme} does not list {missing}"
+
+
+def _exercise(*cells):
+    """A source notebook of an exercise: (source, is a solution cell) per code cell."""
+    made = [
+        new_code_cell(text, metadata={"nbgrader": {"solution": solution}})
+        for text, solution in cells
+    ]
+    return new_notebook(cells=made)
+
+
+def test_an_exercises_reference_is_its_notebooks_solution_with_what_it_uses():
+    """solution.py: the solution cells without their markers, after the statements of the
+    cells before them that define what the solutions use (verify's names loaded as checks.py
+    loads them); what they do not use is left out."""
+    notebook = _exercise(
+        (
+            "import time\n\nimport torch\nfrom verify import Ops, shown\n\n"
+            "_ = torch.manual_seed(0)",
+            False,
+        ),
+        ("demo = time.time()\nTIMED = Ops.timed", False),
+        (
+            "def f(x):\n    ### BEGIN SOLUTION\n    return shown(x) in TIMED\n    ### END SOLUTION",
+            True,
+        ),
+    )
+    module = reference_solutions.solution_module(notebook, "ex9")
+    assert "### BEGIN SOLUTION" not in module and "    return shown(x) in TIMED\n" in module
+    assert "manual_seed" not in module and "demo" not in module and "import time" not in module
+    assert 'verify = sibling(__file__, "verify")\nOps = verify.Ops' in module
+    assert "shown = verify.shown" in module and "TIMED = Ops.timed" in module
+    code = compile(module, "solution.py", "exec")
+    assert "f" in code.co_names
+
+
+def test_a_solution_that_uses_what_no_earlier_import_defines_is_refused():
+    notebook = _exercise(
+        ("import torch\n\n\ndef helper(x):\n    return x", False),
+        (
+            "def f(x):\n    ### BEGIN SOLUTION\n    return helper(torch.tensor(x))\n"
+            "    ### END SOLUTION",
+            True,
+        ),
+    )
+    with pytest.raises(SystemExit, match="use helper, which no import"):
+        reference_solutions.solution_module(notebook, "ex9")
+
+
+def test_the_reference_solution_lives_in_the_notebook_only():
+    """Every exercise's solution.py is derived (the stale test holds it to its notebook), the
+    grader alone reads it, and no checks.py repeats a line of it."""
+    derived = authoring.exercise_solutions()
+    notebooks = authoring.SOURCES.glob("*/*.ipynb")
+    assert {p.parent for p in derived} == {p.parent for p in notebooks if p.stem == p.parent.name}
+    for path, text in derived.items():
+        body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
+        lines = {line for line in body if len(line) > 30}  # the solutions' code
+        checks = (path.parent / "checks.py").read_text()
+        assert not [line for line in lines if line in checks], f"{path.parent}/checks.py"
+    assert reference_solutions.FILE in GRADER_ONLY
+
+
+def test_a_translations_source_folder_takes_the_solution_along(tmp_path):
+    """make release's folder of an exercise in a translation: its notebook under the
+    assignment's name, and the grader's solution.py and probes.py as they are."""
+    from grader import exercises, instructor
+
+    exercise = "ex2_node_dump"
+    course = instructor.copy_course(tmp_path / "course", [exercise])
+    target = exercises.write_translation(course, exercise, "zh")
+    names = {"checks.py", f"{exercise}-zh.ipynb", "probes.py", "solution.py", "verify.py"}
+    assert {path.name for path in target.iterdir()} == names
+    solution = authoring.SOURCES / exercise / reference_solutions.FILE
+    assert (target / reference_solutions.FILE).read_text() == solution.read_text()

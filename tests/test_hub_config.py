@@ -207,9 +207,9 @@ def fake_v1(root: Path, writable: bool = True) -> Path:
 
 
 def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
-    from grader.hub.limits import Cgroups
+    from grader.hub.limits import LearnerGroups
 
-    cgroups = Cgroups.detect(tmp_path, fake_v1(tmp_path))
+    cgroups = LearnerGroups.detect(tmp_path, fake_v1(tmp_path))
     assert cgroups.version == "v1", cgroups.problem
     assert "cgroup v1" in cgroups.describe()
     groups = cgroups.create("ann", 2 * 2**30, 1.5)
@@ -231,18 +231,18 @@ def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
 
 
 def test_cgroups_v2_and_none_are_told_apart(tmp_path):
-    from grader.hub.limits import Cgroups
+    from grader.hub.limits import LearnerGroups
 
     (tmp_path / "hub.service").mkdir()
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
     (tmp_path / "hub.service" / "cgroup.controllers").write_text("pids")
     proc = tmp_path / "self-cgroup"
     proc.write_text("0::/hub.service\n")
-    none = Cgroups.detect(tmp_path, proc)
+    none = LearnerGroups.detect(tmp_path, proc)
     assert none.version == "none" and "Delegate=yes" in none.describe()
     (tmp_path / "hub.service" / "cgroup.controllers").write_text("cpu memory pids")
-    assert Cgroups.detect(tmp_path, proc).parents["memory"] == tmp_path / "hub.service"
-    assert Cgroups.detect(tmp_path / "absent", proc).version == "none"
+    assert LearnerGroups.detect(tmp_path, proc).parents["memory"] == tmp_path / "hub.service"
+    assert LearnerGroups.detect(tmp_path / "absent", proc).version == "none"
 
 
 def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monkeypatch, tmp_path):

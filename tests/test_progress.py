@@ -11,7 +11,7 @@ import nbformat
 from nbformat.v4 import new_output
 from test_workspace import _open_and_run, _three_chapters, _write_chapter
 
-from fxcourse import progress, results, tryit, workspace
+from fxcourse import languages, progress, results, tryit, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,3 +156,27 @@ def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, mo
     outside.mkdir()
     results.record_tryit(first_id, True, folder=outside)
     assert not list(outside.rglob("*.json")), "a result recorded outside any workspace"
+
+
+def test_every_released_verify_records_the_test_cells_and_no_source_repeats_it(tmp_path):
+    """The recording is written once (fxcourse.results.RECORDING) at the end of each released
+    verify.py, by Generate (make release, the formgrader) and by make chapters's translations;
+    an exercise's own verify.py does not hold it."""
+    from grader.exercises import RecordingVerify
+
+    sources = sorted(ROOT.glob("solutions/ex*/verify.py"))
+    assert sources and not [p for p in sources if "record_cells" in p.read_text()]
+    released = sorted(ROOT.glob("chapters/**/exercises/*/verify.py"))
+    assert len(released) == len(sources) * (1 + len(languages.translation_codes()))
+    assert not [p for p in released if not p.read_text().endswith(results.RECORDING)]
+    assert not [p for p in released if p.read_text().count("record_cells()") != 1]
+
+    folder = tmp_path / "release" / "ex9"
+    folder.mkdir(parents=True)
+    (folder / "verify.py").write_text('"""Checks."""\n\n\ndef check(x):\n    assert x\n')
+    hook = RecordingVerify(tmp_path / "release")
+    for _ in range(2):  # a second Generate of the same folder adds nothing
+        hook(assignment="*", student=".", notebooks=[str(tmp_path / "source/ex9/ex9.ipynb")])
+    text = (folder / "verify.py").read_text()
+    assert text == f'"""Checks."""\n\n\ndef check(x):\n    assert x\n\n{results.RECORDING}'
+    compile(text, "verify.py", "exec")

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from fxcourse.workspace import START_PAGE
-from grader.hub.limits import Cgroups, LimitedSpawner
+from grader.hub.limits import LearnerGroups, LimitedSpawner
 from grader.hub.settings import (
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
@@ -86,7 +86,7 @@ c.JupyterHub.load_roles = [
 
 # --- every user's server: the course environment, as that user, in that user's home
 c.JupyterHub.spawner_class = LimitedSpawner
-LimitedSpawner.cgroups = Cgroups.detect()
+LimitedSpawner.cgroups = LearnerGroups.detect()
 LimitedSpawner.unlimited_groups = frozenset({INSTRUCTORS_GROUP})
 c.Spawner.mem_limit = deployment.mem_limit
 c.Spawner.cpu_limit = deployment.cpu_limit

@@ -8,7 +8,8 @@ share the limit. Past the memory limit the kernel's OOM killer picks the largest
 that cgroup (a kernel that allocated too much), never the hub, a classmate's server or the
 instructor's. Past the CPU limit, the learner's processes are slowed, no one else's.
 
-Which cgroups are in force is detected when the hub starts and written to its log:
+Which cgroups are in force is detected when the hub starts, as the grader's sandboxes detect
+theirs (grader/safegrade/cgroup.py), and written to its log the same way:
 * v1 (this development machine): the memory and cpu hierarchies, below the hub's own groups;
 * v2 (systemd machines): below the hub's own group, which needs `Delegate=yes` in the hub's
   systemd unit (`make hub-service` writes it); at the first learner's start the hub moves itself
@@ -19,52 +20,21 @@ Which cgroups are in force is detected when the hub starts and written to its lo
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
+from grader.safegrade.cgroup import Cgroups
+
 PERIOD_US = 100_000  # the CPU quota's period
 
 
-def own_group(controller: str, proc_cgroup: str) -> str:
-    """This process's group path for a v1 controller ("" for v2's unified line) from
-    /proc/self/cgroup."""
-    for line in proc_cgroup.splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(",") or (controller == "" and controllers == ""):
-            return path
-    raise LookupError(controller)
+class LearnerGroups(Cgroups):
+    """The cgroups of the learners' servers: memory and cpu, detected as the grader's sandboxes'
+    are (grader/safegrade/cgroup.py), one group per learner in each controller's folder."""
 
-
-@dataclass
-class Cgroups:
-    version: str  # "v1", "v2" or "none"
-    parents: dict[str, Path] = field(default_factory=dict)  # controller -> folder for groups
-    problem: str = ""  # why there are none
-
-    @classmethod
-    def detect(cls, root: Path = CGROUP_ROOT, proc: Path = Path("/proc/self/cgroup")) -> Cgroups:
-        text = proc.read_text() if proc.exists() else ""
-        try:
-            if (root / "cgroup.controllers").exists():
-                return cls._v2(root / own_group("", text).lstrip("/"))
-            if (root / "memory" / "memory.limit_in_bytes").exists():
-                parents = {c: root / c / own_group(c, text).lstrip("/") for c in ("memory", "cpu")}
-                for parent in parents.values():
-                    if not os.access(parent, os.W_OK):
-                        return cls("none", problem=f"{parent} is not writable (run as root)")
-                return cls("v1", parents)
-        except (LookupError, OSError) as error:
-            return cls("none", problem=f"cgroups could not be read ({error})")
-        return cls("none", problem=f"no cgroup memory controller under {root}")
-
-    @classmethod
-    def _v2(cls, base: Path) -> Cgroups:
-        if not {"memory", "cpu"} <= set((base / "cgroup.controllers").read_text().split()):
-            return cls("none", problem=f"{base} has no memory and cpu controllers (Delegate=yes)")
-        return cls("v2", {"memory": base, "cpu": base})
+    CONTROLLERS = ("memory", "cpu")
+    WITHOUT = "no limits are enforced"
 
     def _delegate(self) -> None:
         """v2 lets only a group without processes of its own hand controllers to its children:
@@ -75,12 +45,6 @@ class Cgroups:
             for pid in (base / "cgroup.procs").read_text().split():
                 (base / "hub" / "cgroup.procs").write_text(pid)
         (base / "cgroup.subtree_control").write_text("+memory +cpu")
-
-    def describe(self) -> str:
-        if self.version == "none":
-            return f"no limits are enforced: {self.problem}"
-        where = ", ".join(sorted({str(parent) for parent in self.parents.values()}))
-        return f"cgroup {self.version} under {where}"
 
     def groups(self, name: str) -> list[Path]:
         return sorted({parent / f"fx-hub-{name}" for parent in self.parents.values()})
@@ -135,7 +99,7 @@ class LimitedSpawner(LocalProcessSpawner):
     """The local spawner with mem_limit and cpu_limit enforced for every user outside the groups
     in `unlimited_groups` (set by jupyterhub_config.py: the instructors, who grade)."""
 
-    cgroups: Cgroups | None = None  # detected once, by jupyterhub_config.py
+    cgroups: LearnerGroups | None = None  # detected once, by jupyterhub_config.py
     unlimited_groups: frozenset[str] = frozenset()
     _groups: list[Path] = []
 

@@ -41,7 +41,7 @@ from .pool import Pool
 from .records import read_records
 from .sandbox import Limits, SandboxError, memory_limit_in_force
 from .session import GradingSession
-from .staging import files_for_sandbox, forbidden_paths, preimports
+from .staging import GRADER_ONLY, files_for_sandbox, forbidden_paths, preimports
 from .verdicts import (
     code_cells,
     error_output,
@@ -80,7 +80,7 @@ def configure(c, source: Path) -> None:
     c.Autograde.sanitize_preprocessors = [*steps[:at], ForgetDuplicates, *steps[at:]]
     c.OverwriteCells.add_missing_cells = True
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
-    c.CourseDirectory.ignore += ["probes.py", "checks.py"]
+    c.CourseDirectory.ignore += GRADER_ONLY
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
     os.environ["SAFEGRADE_SOURCE"] = str(source)

@@ -17,12 +17,16 @@ from .files import read_regular, walk
 from .jsontext import as_utf8, json_values, without_outputs
 from .limits import LIMITS
 
+# An exercise's files that the grader alone reads (its checking processes): never released by
+# nbgrader (preprocessors.configure), never copied into a sandbox.
+GRADER_ONLY = ["probes.py", "checks.py", "solution.py"]
+
 
 def files_for_sandbox(folders: list[Path], ignore: list[str]) -> dict[str, bytes]:
-    """Regular files (no links, FIFOs or devices; no notebooks, probes or checks) of the
+    """Regular files (no links, FIFOs or devices; no notebooks, nothing GRADER_ONLY) of the
     folders, later folders winning (the source's over the submission's, as nbgrader copies
     them), size-capped."""
-    skip = [*ignore, "*.ipynb", "timestamp.txt", "probes.py", "checks.py", "__pycache__"]
+    skip = [*ignore, "*.ipynb", "timestamp.txt", *GRADER_ONLY, "__pycache__"]
     files, total = {}, 0
     for folder in folders:
         for rel in walk(folder, skip)[0]:

@@ -140,11 +140,3 @@ def check_hygiene(found: dict) -> None:
     assert found["lint"] is None, f"gm.graph.lint() fails: {found['lint']}"
     stale = found["code"] != found["graph_code"]
     assert not stale, "gm.code does not match the graph: call gm.recompile() after editing it"
-
-
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
-    from fxcourse.results import record_cells
-except (ImportError, OSError):  # an exercise copied without the course's fxcourse package
-    pass
-else:
-    record_cells()

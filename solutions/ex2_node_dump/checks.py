@@ -5,9 +5,6 @@ hands both to the test cell's own function in verify.py (the instructor's copy),
 tests and the visible ones are the same code, with the same messages.
 """
 
-import operator
-import re
-
 import torch
 import torch.fx
 import torch.nn as nn
@@ -16,6 +13,8 @@ from grader.safegrade.data import DataError
 from grader.safegrade.probing import sibling
 
 verify = sibling(__file__, "verify")
+SOLUTION = sibling(__file__, "solution")  # the notebook's solution cells (by `make chapters`)
+merged = SOLUTION.merge  # the later of two equal nodes erased, its users reading the earlier
 GRAPHS = sibling(__file__, "probes").GRAPHS  # what this exercise's graphs may use
 Example = verify.Example  # the test cells' example; here with a constant drawn from the seed
 ACTIVATIONS = (nn.ReLU, nn.Tanh, nn.Sigmoid)
@@ -61,16 +60,6 @@ def edited(constant) -> torch.fx.GraphModule:
     return gm
 
 
-def merged(gm: torch.fx.GraphModule, a: str, b: str) -> torch.fx.GraphModule:
-    """The reference merge: the later of a and b erased, its users reading the earlier one."""
-    nodes = list(gm.graph.nodes)
-    keep, drop = sorted((node for node in nodes if node.name in (a, b)), key=nodes.index)
-    drop.replace_all_uses_with(keep)
-    gm.graph.erase_node(drop)
-    gm.recompile()
-    return gm
-
-
 def inputs(grade_id: str, seed: int) -> dict:
     constant = 1 + seed % 7
     graphs = {"example": Example(constant), "rich": Rich(seed)}
@@ -93,40 +82,9 @@ def inputs(grade_id: str, seed: int) -> dict:
     return {name: GRAPHS.describe(gm, state=True) for name, gm in graphs.items()}
 
 
-def printed_target(node: torch.fx.Node) -> str:
-    """The text after `target=` in node.format_node(); "output" for the output node."""
-    if node.op == "output":
-        return "output"
-    return re.search(r"\[target=(.*?)\](?:\(|$)", node.format_node()).group(1)
-
-
-def refers_to(gm: torch.fx.GraphModule, node: torch.fx.Node):
-    if node.op == "call_module":
-        return type(gm.get_submodule(node.target)).__name__
-    if node.op == "get_attr":
-        tensor = operator.attrgetter(node.target)(gm)
-        return (tensor.dtype, tuple(tensor.shape))
-    return None
-
-
 def reference(graph: dict) -> list[dict]:
     """The dump the exercise asks for, of the graph as the grader sent it."""
-    gm = GRAPHS.build(graph)
-    nodes = list(gm.graph.nodes)
-    order = {node: index for index, node in enumerate(nodes)}
-    names = lambda value: torch.fx.node.map_arg(value, lambda n: n.name)  # noqa: E731
-    return [
-        {
-            "name": node.name,
-            "op": node.op,
-            "target": printed_target(node),
-            "args": names(node.args),
-            "kwargs": names(node.kwargs),
-            "users": [user.name for user in sorted(node.users, key=order.__getitem__)],
-            "refers_to": refers_to(gm, node),
-        }
-        for node in nodes
-    ]
+    return SOLUTION.dump_nodes(GRAPHS.build(graph))
 
 
 def test_records(data, graphs):

@@ -144,9 +144,9 @@ def check_hygiene(found: dict) -> None:
     assert not stale, "gm.code does not match the graph: call gm.recompile() after editing it"
 
 
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
+try:
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # an exercise copied without the course's fxcourse package
+except (ImportError, OSError):
     pass
 else:
     record_cells()

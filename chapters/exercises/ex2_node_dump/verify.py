@@ -97,9 +97,9 @@ def check_recompiled(code: str, graph_code: str) -> None:
     assert code == graph_code, "gm.code still runs the graph as it was: call gm.recompile()"
 
 
-try:  # in a learner's workspace: record each test cell's result, for `make progress`
+try:
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # an exercise copied without the course's fxcourse package
+except (ImportError, OSError):
     pass
 else:
     record_cells()

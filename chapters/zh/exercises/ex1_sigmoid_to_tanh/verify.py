@@ -138,9 +138,9 @@ def check_hygiene(found: dict) -> None:
     assert not stale, "gm.code 与图不一致：编辑图之后要调用 gm.recompile()"
 
 
-try:  # 在学习者的工作区里：记录每个测试单元格的结果，供 `make progress` 使用
+try:
     from fxcourse.results import record_cells
-except (ImportError, OSError):  # 练习被单独复制出来，没有课程的 fxcourse 包
+except (ImportError, OSError):
     pass
 else:
     record_cells()
