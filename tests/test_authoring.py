@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -92,3 +93,46 @@ def test_the_readmes_list_every_chapter(readme):
     text = (authoring.ROOT / readme).read_text()
     missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
     assert not missing, f"{readme} does not list {missing}"
+
+
+# A count of exercises written in prose: "three graded exercises", "12 exercises", "三道计分练习".
+NUMBERS = {
+    **{word: n for n, word in enumerate("two three four five six seven eight nine ten".split(), 2)},
+    **{char: n for n, char in enumerate("一二三四五六七八九十", 1)},
+    "两": 2,
+}
+COUNTED = re.compile(
+    r"\b(\d+|" + "|".join(w for w in NUMBERS if w.isascii()) + r")\s+(?:graded\s+)?exercises\b"
+    r"|(\d+|[一二两三四五六七八九十])\s*[道个](?:计分)?练习",
+    re.IGNORECASE,
+)
+
+
+def counts_written(text: str) -> list[int]:
+    found = [one or other for one, other in COUNTED.findall(text)]
+    return [int(n) if n.isdigit() else NUMBERS[n.lower()] for n in found]
+
+
+def test_a_count_of_exercises_in_prose_is_read():
+    text = "The Four graded exercises, 12 exercises, 三道计分练习, 两个练习; one exercise each."
+    assert counts_written(text) == [4, 12, 3, 2]
+
+
+def test_no_hand_written_count_of_exercises_disagrees_with_the_exercises_found():
+    """The learner's texts (the READMEs, the website's own pages, the chapters, every catalog)
+    either name no number of exercises or the number grader.exercises finds in solutions/."""
+    from grader import exercises
+
+    root = authoring.ROOT
+    found = len(exercises.names(root))
+    texts = [
+        *root.glob("*.md"), *(root / "env" / "student-edition").glob("*.md"),
+        *(root / "courseware" / "website").glob("*.py"), *SOURCES,
+        *root.glob("courseware/locale/*/*.po"), *root.glob("fxcourse/locale/*/*.po"),
+    ]  # fmt: skip
+    wrong = {
+        path.relative_to(root).as_posix(): written
+        for path in texts
+        if (written := [n for n in counts_written(path.read_text()) if n != found])
+    }
+    assert found and not wrong, f"{found} exercises found; texts that say otherwise: {wrong}"
