@@ -30,7 +30,7 @@ from lab_runner import LabServer
 from fxcourse import messages, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL = "fx-course"
+KERNEL = workspace.course_kernel()["name"]
 TYPED_CHAPTER, OPENED_CHAPTER = "04_operator_fusion.ipynb", "05_interpreter.ipynb"
 ATTEMPT = "# my attempt, typed and not saved"
 MORE = "# and more, typed after the update"
