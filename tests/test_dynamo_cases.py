@@ -197,3 +197,12 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
     ]
     assert cases.graph_breaks(breaks_unless_the_chapters_shape, torch.ones(3)) == (1, [])
     assert any(graphs > 1 and reasons for graphs, reasons in counted), counted
+
+
+def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
+    """Every run of six cases holds three float32 and three float64 inputs: an
+    answer wrong only in one dtype is refused in every run, not one run in many."""
+    for run_seed in random.Random().sample(range(10**6), 200):
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 6)]
+        dtypes = [x.dtype for x in drawn]
+        assert sorted(map(str, dtypes)) == ["torch.float32"] * 3 + ["torch.float64"] * 3, run_seed
