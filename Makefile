@@ -22,8 +22,9 @@ help:  ## list the targets
 	@grep -hE '^[a-z.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
 # The formgrader's lab as the class hub's: the course kernel only, no news or update prompts.
-FORMGRADER_LAB = --KernelSpecManager.allowed_kernelspecs=fx-course \
-	--MultiKernelManager.default_kernel_name=fx-course \
+COURSE_KERNEL = $(shell python3 -c 'import json; print(json.load(open("course.json"))["kernel"]["name"])')
+FORMGRADER_LAB = --KernelSpecManager.allowed_kernelspecs=$(COURSE_KERNEL) \
+	--MultiKernelManager.default_kernel_name=$(COURSE_KERNEL) \
 	--LabApp.app_settings_dir="$(CURDIR)/grader/hub/jupyter/lab-settings"
 formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader's formgrader
 	@$(PY) -m fxcourse.workspace exchange >/dev/null
@@ -46,7 +47,7 @@ lock: env  ## re-resolve env/requirements.in into the lock, then derive environm
 	$(BIN)/uv pip compile env/requirements.in --python-version 3.11 --universal -o env/requirements.lock
 	$(MAKE) environment.yml
 
-environment.yml: env/requirements.lock env/environment_yml.py  ## derive the conda file from the lock
+environment.yml: env/requirements.lock env/environment_yml.py course.json  ## derive the conda file from the lock
 	python3 env/environment_yml.py > $@
 
 student-edition: env  ## dist/student-edition/: the learners' copy (ANSWERS=no: no try-it answers; LANG=zh: Chinese README first)

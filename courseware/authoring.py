@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from courseware import i18n, reference_solutions
-from courseware.notebooks import clean
+from courseware.notebooks import KERNELSPEC, clean
 from courseware.reference_solutions import solution_module
 from fxcourse import languages, stamps
 from fxcourse.messages import _, speaking
@@ -62,9 +62,8 @@ def kernel_check(language: str) -> str:
         comment = _(
             "a kernel without the course's packages stops here, saying which kernel to pick"
         )
-        hint = _(
-            "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)"
-        )
+        hint = _("this kernel lacks the course's packages: Kernel > Change Kernel > {kernel}")
+        hint = hint.format(kernel=KERNELSPEC["display_name"])
     return KERNEL_CHECK.format(comment=comment, hint=hint)
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import nbformat
 
-KERNELSPEC = {"name": "fx-course", "display_name": "Python 3 (fx-course)", "language": "python"}
+from fxcourse.workspace import course_kernel
+
+KERNELSPEC = {**course_kernel(), "language": "python"}  # course.json's kernel
 RUNTIME_CELL_KEYS = ("execution", "collapsed", "scrolled")
 
 

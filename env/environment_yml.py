@@ -1,20 +1,24 @@
-"""Derive environment.yml (conda) from env/requirements.lock, so the two can never drift.
+"""Derive environment.yml (conda) from env/requirements.lock, so the two can never drift; the
+environment is named after the course (course.json).
 
 python env/environment_yml.py > environment.yml
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 LOCK = Path(__file__).with_name("requirements.lock")
+# The environment is named after the course (course.json's id).
+COURSE_ID = json.loads((Path(__file__).parents[1] / "course.json").read_text())["course_id"]
 PYTHON_VERSION = "3.11"
 
 HEADER = f"""\
 # Generated from env/requirements.lock by `make environment.yml`; do not edit by hand.
-# conda env create -f environment.yml && conda activate fx-course
-name: fx-course
+# conda env create -f environment.yml && conda activate {COURSE_ID}
+name: {COURSE_ID}
 channels:
   - conda-forge
 dependencies:

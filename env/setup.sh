@@ -9,8 +9,10 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 LOCK=env/requirements.lock
 STAMP=$VENV/.lock-sha256
-KERNEL_NAME=fx-course
-KERNEL_DISPLAY="Python 3 (fx-course)"
+# The course's kernel, as course.json names it (the notebooks' metadata and the labs read it there)
+course_kernel() { "$PYTHON" -c 'import json, sys; print(json.load(open("course.json"))["kernel"][sys.argv[1]])' "$1"; }
+KERNEL_NAME=$(course_kernel name)
+KERNEL_DISPLAY=$(course_kernel display_name)
 
 say() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] ERROR: %s\n' "$*" >&2; exit 1; }

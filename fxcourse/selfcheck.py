@@ -2,9 +2,9 @@
 
     python -m fxcourse.selfcheck [NOTEBOOK ...]    (default: every chapter in chapters/)
 
-Each chapter runs in a fresh "Python 3 (fx-course)" kernel from a temporary copy, so nothing in
-chapters/ or in your workspace changes. A chapter passes when no cell shows an error; its try-its
-show "Not yet" until you fill them in, which is expected here.
+Each chapter runs in a fresh kernel of the course's (course.json's, "Python 3 (fx-course)") from
+a temporary copy, so nothing in chapters/ or in your workspace changes. A chapter passes when no
+cell shows an error; its try-its show "Not yet" until you fill them in, which is expected here.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from pathlib import Path
 import nbclient
 import nbformat
 
+from fxcourse.workspace import course_kernel
+
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL = "fx-course"
+KERNEL = course_kernel()["name"]
 
 
 def errors_in(nb: nbformat.NotebookNode) -> list[str]:

@@ -275,10 +275,16 @@ def sync_notebook(
 
 
 def course_settings(root: Path = ROOT) -> dict:
-    """The course's course.json: {"course_id": ..., "classdata": ...}; this course's for a
-    folder without one (a copy of the chapters only)."""
+    """The course's course.json ({"course_id": ..., "classdata": ..., "kernel": ...}); this
+    course's for a folder without one (a copy of the chapters only)."""
     path = root / "course.json" if (root / "course.json").is_file() else ROOT / "course.json"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def course_kernel() -> dict[str, str]:
+    """The course's Jupyter kernel ({"name", "display_name"}): the one env/setup.sh installs into
+    this environment, named in this course's course.json."""
+    return course_settings(ROOT)["kernel"]
 
 
 def exchange_root(root: Path = ROOT) -> Path:

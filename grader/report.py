@@ -24,6 +24,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from grader.course import REPOSITORY, Course
@@ -42,7 +43,7 @@ from grader.report_model import (
     course_tryits,
     learner_columns,
     own_tryits,
-    points,
+    test_columns,
     test_rows,
 )
 from grader.report_page import CSP, page
@@ -196,12 +197,13 @@ def learner_csv(exercise: Exercise, progress: dict[str, dict]) -> list[list[obje
 
 
 def tests_csv(exercise: Exercise) -> list[list[object]]:
-    rows = [["test", "points", "graded", "passed", "pass_rate", "mean_points", "message", "count"]]
+    """A row per test, in the columns of TEST_COLUMNS the CSV shows; a test that failed with
+    several messages has a row per message, its numbers repeated."""
+    columns = test_columns(page=False)
+    rows = [[column.name for column in columns]]
     for row in test_rows(exercise):
-        rate = "" if row["pass_rate"] is None else f"{row['pass_rate']:.3f}"
-        mean = "" if row["mean_points"] is None else f"{row['mean_points']:.3f}"
-        base = [row["test"], points(row["points"]), row["graded"], row["passed"], rate, mean]
-        rows += [base + [message, count] for message, count in row["messages"]] or [base]
+        each = [replace(row, message=m, count=n) for m, n in row.messages] or [row]
+        rows += [[column.text(one) for column in columns] for one in each]
     return rows
 
 

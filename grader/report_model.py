@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from grader.safegrade.results import State
 
@@ -56,17 +57,21 @@ class Row:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the learners' tables: the CSV (a row per learner) and the page's table both
-    come from LEARNER_COLUMNS, so a column is one row there."""
+    """A column of the report's tables: a table's CSV and the page's table both come from one
+    list (LEARNER_COLUMNS: a row per learner; TEST_COLUMNS: a row per test), so a column is one
+    row there. `text` reads the table's row (a Row or a TestRow)."""
 
     name: str  # the CSV's heading ("" : not in the CSV; "{test}": the test's name)
     label: str  # the page's heading ("" : not on the page)
-    text: Callable[[Row], str]
-    sort: Callable[[Row], object] | None = None  # the page sorts by this number, not the text
-    page_text: Callable[[Row], str] | None = None  # the page's text, when not the CSV's
+    text: Callable[[Any], str]
+    sort: Callable[[Any], object] | None = None  # the page sorts by this number, not the text
+    page_text: Callable[[Any], str] | None = None  # the page's text, when not the CSV's
     per_test: bool = False  # one column per test of the exercise
     with_progress: bool = False  # on the page only when the report has try-it progress
-    kind: str = "text"  # "learner": the row's heading; "link": a link to the learner's feedback
+    # "heading": the row's heading; "link": a link to the learner's feedback; "messages": the
+    # page lists a test's failure messages in one cell
+    kind: str = "text"
+    per_message: bool = False  # the CSV has a row per failure message, this column its part
     test: str = ""  # the test of one of a column's copies per test
 
     def of(self, exercise: Exercise) -> list[Column]:
@@ -89,7 +94,7 @@ def tryits(row: Row) -> str:
 
 
 LEARNER_COLUMNS = [
-    Column("student_id", "learner", lambda r: r.s.student, kind="learner"),
+    Column("student_id", "learner", lambda r: r.s.student, kind="heading"),
     Column("state", "state", lambda r: r.s.state.label),
     Column("score", "score", lambda r: points(r.s.score),
            sort=lambda r: r.s.score if r.s.state == GRADED else -1),
@@ -123,7 +128,23 @@ def counts(exercise: Exercise) -> dict[str, int]:
     return {state: found[state] for state in STATES}
 
 
-def test_rows(exercise: Exercise) -> list[dict]:
+@dataclass(frozen=True)
+class TestRow:
+    """A test's numbers over an exercise's graded submissions: what a cell of the tests' tables
+    is drawn from (`message` and `count`: one of its failure messages, in a per-message row)."""
+
+    test: str
+    points: float  # the test's maximum
+    graded: int
+    passed: int
+    pass_rate: float | None
+    mean_points: float | None
+    messages: list[tuple[str, int]]  # the failing learners' messages, most frequent first
+    message: str = ""
+    count: int = 0
+
+
+def test_rows(exercise: Exercise) -> list[TestRow]:
     """Per test: its points, how many passed, the pass rate, mean points and the messages of
     those who failed, most frequent first."""
     done, rows = graded(exercise), []
@@ -132,18 +153,35 @@ def test_rows(exercise: Exercise) -> list[dict]:
         got = [s.tests.get(test) or 0.0 for s in done]
         passed = sum(1 for points in got if points >= top)
         messages = Counter(s.messages[test] for s in done if test in s.messages)
-        rows.append(
-            {
-                "test": test,
-                "points": top,
-                "graded": len(done),
-                "passed": passed,
-                "pass_rate": passed / len(done) if done else None,
-                "mean_points": sum(got) / len(done) if done else None,
-                "messages": messages.most_common(),
-            }
-        )
+        rate = passed / len(done) if done else None
+        mean = sum(got) / len(done) if done else None
+        rows.append(TestRow(test, top, len(done), passed, rate, mean, messages.most_common()))
     return rows
+
+
+def share(value: float | None, form: str) -> str:
+    return "" if value is None else format(value, form)
+
+
+TEST_COLUMNS = [
+    Column("test", "test", lambda r: r.test, kind="heading"),
+    Column("points", "points", lambda r: points(r.points)),
+    Column("graded", "", lambda r: str(r.graded)),
+    Column("passed", "passed", lambda r: str(r.passed),
+           page_text=lambda r: f"{r.passed}/{r.graded}"),
+    Column("pass_rate", "pass rate", lambda r: share(r.pass_rate, ".3f"),
+           page_text=lambda r: share(r.pass_rate, ".0%")),
+    Column("mean_points", "mean points", lambda r: share(r.mean_points, ".3f"),
+           page_text=lambda r: share(r.mean_points, ".2f")),
+    Column("message", "failure messages", lambda r: r.message, per_message=True,
+           kind="messages"),
+    Column("count", "", lambda r: str(r.count), per_message=True),
+]  # fmt: skip
+
+
+def test_columns(page: bool) -> list[Column]:
+    """The columns of the tests' CSV (page False) or of the page's tests table."""
+    return [column for column in TEST_COLUMNS if (column.label if page else column.name)]
 
 
 def tryit_totals(progress: dict[str, dict], student: str) -> str:

@@ -17,11 +17,12 @@ from grader.report_model import (
     Exercise,
     Row,
     Submission,
+    TestRow,
     counts,
     graded,
     learner_columns,
-    points,
     stalled_tryits,
+    test_columns,
     test_rows,
 )
 
@@ -101,26 +102,16 @@ def problem_item(s: Submission) -> str:
 def tests_table(exercise: Exercise) -> str:
     if not exercise.tests:
         return "<p>No test cells in the gradebook yet (generate the exercise first).</p>"
-    rows = []
-    for row in test_rows(exercise):
-        rate = "" if row["pass_rate"] is None else f"{row['pass_rate']:.0%}"
-        mean = "" if row["mean_points"] is None else f"{row['mean_points']:.2f}"
-        failed = row["graded"] - row["passed"]
-        messages = "".join(
-            f"<li><strong>{count} of {failed}</strong>: <code>{html.escape(message)}</code></li>"
-            for message, count in row["messages"]
-        )
-        rows.append(
-            f"<tr><th scope='row'>{html.escape(row['test'])}</th><td>{points(row['points'])}</td>"
-            f"<td>{row['passed']}/{row['graded']}</td><td>{rate}</td><td>{mean}</td>"
-            f"<td><ul class='messages'>{messages}</ul></td></tr>"
-        )
-    head = "<tr>" + "".join(f"<th scope='col'>{h}</th>" for h in TEST_HEADS) + "</tr>"
+    columns = test_columns(page=True)
+    head = "".join(f"<th scope='col'>{html.escape(column.label)}</th>" for column in columns)
+    rows = [
+        "<tr>" + "".join(page_cell(column, row, "") for column in columns) + "</tr>"
+        for row in test_rows(exercise)
+    ]
     caption = "Tests: pass rate, mean points, and what the failing learners read"
-    return f"<table><caption>{caption}</caption><thead>{head}</thead>{''.join(rows)}</table>"
-
-
-TEST_HEADS = ("test", "points", "passed", "pass rate", "mean points", "failure messages")
+    return (
+        f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead>{''.join(rows)}</table>"
+    )
 
 
 def learners_table(exercise: Exercise, progress: dict[str, dict], link_base: str) -> str:
@@ -150,11 +141,13 @@ def learner_row(
     ) + "</tr>"  # fmt: skip
 
 
-def page_cell(column: Column, row: Row, link_base: str) -> str:
-    """One cell of the learners' table, escaped: the learner's heading, the link to their
-    feedback, or text (with the number it sorts by)."""
+def page_cell(column: Column, row: Row | TestRow, link_base: str) -> str:
+    """One cell of a table, escaped: the row's heading, the link to a learner's feedback, a
+    test's failure messages, or text (with the number it sorts by)."""
+    if column.kind == "messages":
+        return f"<td>{failure_list(row)}</td>"
     text = (column.page_text or column.text)(row)
-    if column.kind == "learner":
+    if column.kind == "heading":
         return f"<th scope='row'>{html.escape(text)}</th>"
     if column.kind == "link":
         if not text:
@@ -164,6 +157,14 @@ def page_cell(column: Column, row: Row, link_base: str) -> str:
         return f'<td><a href="{href}" aria-label="{label}">{html.escape(column.label)}</a></td>'
     key = "" if column.sort is None else f" data-sort='{html.escape(str(column.sort(row)))}'"
     return f"<td{key}>{html.escape(text)}</td>"
+
+
+def failure_list(row: TestRow) -> str:
+    failed = row.graded - row.passed
+    return "<ul class='messages'>" + "".join(
+        f"<li><strong>{count} of {failed}</strong>: <code>{html.escape(message)}</code></li>"
+        for message, count in row.messages
+    ) + "</ul>"  # fmt: skip
 
 
 def tryit_section(progress: dict[str, dict]) -> str:

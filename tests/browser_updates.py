@@ -1,5 +1,5 @@
 """A course update made while the learner's lab is open, in a real browser (tests/test_browser.py
-in English, tests/test_browser_zh.py in Chinese).
+in English, tests/test_browser_zh.py in each translation of the registry).
 
 The learner has two chapters open in the lab `make lab` started (autosave off, as a learner may
 have it): one only opened, one where they typed an attempt into a try-it and did not save. The
@@ -30,12 +30,13 @@ from lab_runner import LabServer
 from fxcourse import messages, workspace
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL = "fx-course"
+KERNEL = workspace.course_kernel()["name"]
 TYPED_CHAPTER, OPENED_CHAPTER = "04_operator_fusion.ipynb", "05_interpreter.ipynb"
 ATTEMPT = "# my attempt, typed and not saved"
 MORE = "# and more, typed after the update"
 INSERTED = "print('a cell the course added while the lab was open')"
 SAVE_WAIT_S = 60
+UPDATE_MARK = "updated while the lab was open"  # the sentence the update adds, in brackets
 
 
 @dataclass
@@ -49,26 +50,35 @@ class Words:
     opened_notice: str  # the notice of a notebook the learner had not edited
 
 
-ENGLISH = Words(
-    "en",
-    "Updated while the lab was open.",
-    "**Course update (",
-    "the course's changes are merged into 04_operator_fusion.ipynb",
-    "you had not edited it",
-)
-CHINESE = Words(
-    "zh",
-    "（实验室开着时更新）",
-    "**课程更新（",
-    "课程的改动已经并入 04_operator_fusion.ipynb",
-    "你没有改过它",
-)
+def words_of(language: str) -> Words:
+    """What the learner reads in `language` (a code of fxcourse.languages), from the course's
+    own messages in its catalog: a language of the registry needs nothing written here."""
+    notice = said_in(
+        language,
+        "**Course update ({day}):** the course changed this notebook; {what}. Delete this cell "
+        "once read.",
+    )
+    toast = said_in(
+        language,
+        "Course update: the course's changes are merged into {name}, with what you had typed "
+        "in it, and the notebook is saved.",
+    )
+    return Words(
+        language,
+        f"[{UPDATE_MARK}]",
+        notice.split("{day}")[0],
+        toast.split("{name}")[0] + TYPED_CHAPTER,
+        said_in(language, "you had not edited it, so it is now the course's new version"),
+    )
 
 
-def said_in(words: Words, message: str) -> str:
+def said_in(language: str, message: str) -> str:
     """What `make workspace` prints for `message` in the learner's language."""
-    with messages.speaking(words.language):
+    with messages.speaking(language):
         return messages._(message)
+
+
+ENGLISH = words_of("en")
 
 
 def course_with_update(course: Path, words: Words) -> Path:
@@ -141,7 +151,7 @@ def update_reaches_the_open_tabs(lab: LabPage, course: Path, words: Words) -> No
     with lab.step("51-update-merged-into-the-open-tab"):
         said = make_workspace(server, course_with_update(course, words), words)
         delivered = said_in(
-            words,
+            words.language,
             "merged into the notebook open in your lab, with what you typed there (and saved): "
             "{name}",
         )
@@ -184,5 +194,5 @@ def update_reaches_the_open_tabs(lab: LabPage, course: Path, words: Words) -> No
     saved = nbformat.writes(nbformat.read(folder / TYPED_CHAPTER, as_version=4))
     assert all(text in saved for text in (ATTEMPT, MORE, words.marker, INSERTED))
     again = make_workspace(server, course, words)
-    up_to_date = said_in(words, "{workspace} is up to date").format(workspace=folder)
+    up_to_date = said_in(words.language, "{workspace} is up to date").format(workspace=folder)
     assert again.splitlines() == [f"[workspace] {up_to_date}"], again

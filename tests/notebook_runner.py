@@ -10,7 +10,9 @@ from pathlib import Path
 import nbclient
 import nbformat
 
-KERNEL_NAME = "fx-course"
+from fxcourse.workspace import course_kernel
+
+KERNEL_NAME = course_kernel()["name"]
 CELL_TIMEOUT_S = 300
 
 

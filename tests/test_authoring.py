@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -11,6 +12,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from courseware import authoring, reference_solutions
+from courseware.notebooks import KERNELSPEC
 from fxcourse import stamps
 from grader.safegrade.staging import GRADER_ONLY
 
@@ -82,7 +84,7 @@ def test_a_kernel_without_the_course_stops_at_the_first_cell_and_says_which_to_p
     # -S: no site-packages, so neither torch nor fxcourse, as in a kernel of another Python
     bare = [sys.executable, "-I", "-S", "-c", first.source]
     run = subprocess.run(bare, cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert run.returncode != 0 and "Python 3 (fx-course)" in run.stderr, run.stderr
+    assert run.returncode != 0 and KERNELSPEC["display_name"] in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("ModuleNotFoundError: ")
     course = subprocess.run([sys.executable, "-c", first.source], cwd=tmp_path, timeout=60)
     assert course.returncode == 0
@@ -168,3 +170,44 @@ def test_a_translations_source_folder_takes_the_solution_along(tmp_path):
     assert {path.name for path in target.iterdir()} == names
     solution = authoring.SOURCES / exercise / reference_solutions.FILE
     assert (target / reference_solutions.FILE).read_text() == solution.read_text()
+# A count of exercises written in prose: "three graded exercises", "12 exercises", "三道计分练习".
+NUMBERS = {
+    **{word: n for n, word in enumerate("two three four five six seven eight nine ten".split(), 2)},
+    **{char: n for n, char in enumerate("一二三四五六七八九十", 1)},
+    "两": 2,
+}
+COUNTED = re.compile(
+    r"\b(\d+|" + "|".join(w for w in NUMBERS if w.isascii()) + r")\s+(?:graded\s+)?exercises\b"
+    r"|(\d+|[一二两三四五六七八九十])\s*[道个](?:计分)?练习",
+    re.IGNORECASE,
+)
+
+
+def counts_written(text: str) -> list[int]:
+    found = [one or other for one, other in COUNTED.findall(text)]
+    return [int(n) if n.isdigit() else NUMBERS[n.lower()] for n in found]
+
+
+def test_a_count_of_exercises_in_prose_is_read():
+    text = "The Four graded exercises, 12 exercises, 三道计分练习, 两个练习; one exercise each."
+    assert counts_written(text) == [4, 12, 3, 2]
+
+
+def test_no_hand_written_count_of_exercises_disagrees_with_the_exercises_found():
+    """The learner's texts (the READMEs, the website's own pages, the chapters, every catalog)
+    either name no number of exercises or the number grader.exercises finds in solutions/."""
+    from grader import exercises
+
+    root = authoring.ROOT
+    found = len(exercises.names(root))
+    texts = [
+        *root.glob("*.md"), *(root / "env" / "student-edition").glob("*.md"),
+        *(root / "courseware" / "website").glob("*.py"), *SOURCES,
+        *root.glob("courseware/locale/*/*.po"), *root.glob("fxcourse/locale/*/*.po"),
+    ]  # fmt: skip
+    wrong = {
+        path.relative_to(root).as_posix(): written
+        for path in texts
+        if (written := [n for n in counts_written(path.read_text()) if n != found])
+    }
+    assert found and not wrong, f"{found} exercises found; texts that say otherwise: {wrong}"

@@ -67,7 +67,7 @@ pytestmark = pytest.mark.xdist_group("browser")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
-KERNEL = "fx-course"
+KERNEL = workspace.course_kernel()["name"]
 CHAPTER_1 = "01_symbolic_tracing.ipynb"  # in the workspace
 # The try-it the learner answers, with the answer typed; the one whose answer is revealed.
 TRYIT_ANSWERED = "1.2"

@@ -1,8 +1,10 @@
-"""The Chinese lab in a real browser: what a Chinese learner reads in chapter 1 and exercise 1.
+"""Each translation's lab in a real browser (fxcourse.languages' registry; today Chinese): what
+its learner reads in chapter 1 and exercise 1.
 
-Starts the learner's lab as `make lab LANG=zh` does (Chinese chapters, JupyterLab in Chinese; in a
-scratch workspace) and drives Debian's headless Chromium with Playwright, with the browser fixture
-and steps of tests/test_browser.py: chapter 1 runs top to bottom; in exercise 1 the learner types
+Per translation, starts the learner's lab as `make lab LANG=<code>` does (its chapters, JupyterLab
+in its language pack, whose menu labels the test reads from the pack; in a scratch workspace)
+and drives Debian's headless Chromium with Playwright, with the browser fixture and steps of
+tests/test_browser.py: chapter 1 runs top to bottom; in exercise 1 the learner types
 a wrong answer, runs the notebook and presses nbgrader's Validate button, then types the right
 answer and presses Validate again. A course update made while two chapters are open, one with
 an attempt typed and not saved, goes into the open tabs (tests/browser_updates.py).
@@ -20,18 +22,23 @@ What else may stay English is listed, and is named in the Chinese README: nbgrad
 and Python's traceback header (UNTRANSLATED_LABELS), and the names of papers and document
 sections a chapter cites (CITED_NAMES). Pictures (graphs, charts) are not read.
 
-Screenshots go to test-artifacts/browser-zh/ (git-ignored), with the server's log.
+What a learner reads is checked for English sentences with a detector built for a script other
+than Latin (tests/english_prose.py): a translation written in Latin letters needs its own.
+
+Screenshots go to test-artifacts/browser-<code>/ (git-ignored), with the server's log.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from browser_lab import LabPage, error_outputs, visible_banners, warning_outputs
-from browser_updates import CHINESE, update_reaches_the_open_tabs
+from browser_updates import update_reaches_the_open_tabs, words_of
 from english_prose import (
     CHINESE_README,
     UNTRANSLATED_LABELS,
@@ -53,15 +60,15 @@ from test_browser import (  # noqa: F401  (browser: a fixture, shared with the E
     instructor_solutions,
 )
 
-# A lab of its own (the English test's labs are English), so a worker of its own.
-pytestmark = pytest.mark.xdist_group("browser-zh")
+from fxcourse import languages
+from fxcourse.languages import Language
+
+# Labs of their own (the English test's labs are English), so a worker of their own.
+pytestmark = pytest.mark.xdist_group("browser-translations")
 
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts" / "browser-zh"
 EXERCISE = "ex1_sigmoid_to_tanh"
 EXERCISE_PATH = f"exercises/{EXERCISE}/{EXERCISE}.ipynb"
-# JupyterLab's menus in its Chinese language pack.
-RUN_MENU, FILE_MENU = "运行", "文件"
 # A learner's first try: only the torch.sigmoid spelling, so the method and module spellings fail.
 WRONG_ANSWER = """\
 def replace_sigmoid_with_tanh(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -134,30 +141,50 @@ def test_a_traceback_is_read_without_its_source_lines():
 # ----------------------------------------------------------------------------- the lab
 
 
+def lab_menu(language: Language, label: str) -> str:
+    """A top menu's label ("Run", "File") as the lab's language pack for `language` shows it."""
+    pack = importlib.import_module(f"jupyterlab_language_pack_{language.lab_locale}")
+    folder = Path(pack.__file__).parent / "locale" / language.lab_locale / "LC_MESSAGES"
+    words = json.loads((folder / "jupyterlab.json").read_text(encoding="utf-8"))
+    return (words.get(f"menu\x04{label}") or words[label])[0]
+
+
+def browser_locale(language: Language) -> str:
+    return language.lab_locale.replace("_", "-")
+
+
+@pytest.fixture(scope="module", params=languages.TRANSLATIONS, ids=lambda t: t.code)
+def translation(request) -> Language:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def artifacts() -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*.txt")]:
+def artifacts(translation) -> Path:
+    folder = ROOT / "test-artifacts" / f"browser-{translation.code}"
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("*.png"), *folder.glob("*.txt")]:
         stale.unlink()
-    print(f"Chinese lab screenshots: {ARTIFACTS}/")
-    return ARTIFACTS
+    print(f"{translation.label} lab screenshots: {folder}/")
+    return folder
 
 
 @pytest.fixture(scope="module")
-def zh_lab_server(artifacts):
+def translated_lab_server(translation, artifacts):
     guard = RepoGuard()
-    with tempfile.TemporaryDirectory(prefix="fxcourse-lab-zh-") as scratch:
-        with running_lab(ROOT, Path(scratch), artifacts / "lab.log", language="zh") as server:
+    code = translation.code
+    with tempfile.TemporaryDirectory(prefix=f"fxcourse-lab-{code}-") as scratch:
+        with running_lab(ROOT, Path(scratch), artifacts / "lab.log", language=code) as server:
             yield server
     problems = guard.problems()
-    assert not problems, "the Chinese lab wrote into the repository:\n" + "\n".join(problems)
+    assert not problems, f"the {code} lab wrote into the repository:\n" + "\n".join(problems)
 
 
 @pytest.fixture
-def zh_lab(browser, zh_lab_server, artifacts) -> Iterator[LabPage]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale="zh-CN")
+def translated_lab(browser, translated_lab_server, translation, artifacts) -> Iterator[LabPage]:  # noqa: F811
+    viewport, locale = {"width": 1400, "height": 900}, browser_locale(translation)
+    context = browser.new_context(viewport=viewport, locale=locale)
     try:
-        page = LabPage(context.new_page(), zh_lab_server, artifacts)
+        page = LabPage(context.new_page(), translated_lab_server, artifacts)
         with page.step("00-lab-start"):
             page.open_lab()
         yield page
@@ -172,12 +199,12 @@ def _open(lab: LabPage, relative: str, shot: str) -> None:
         lab.shot(shot)
 
 
-def _assert_chinese(read: list[tuple[str, str]], where: str, artifacts: Path) -> None:
+def _assert_no_english(read: list[tuple[str, str]], where: str, artifacts: Path) -> None:
     (artifacts / f"{where}-read.txt").write_text(
         "\n\n".join(f"## {place}\n{text}" for place, text in read) + "\n"
     )
     english = english_found(read)
-    assert not english, f"{where}: English sentences a Chinese learner reads:\n" + "\n".join(
+    assert not english, f"{where}: English sentences a translation's learner reads:\n" + "\n".join(
         english
     )
 
@@ -194,11 +221,14 @@ def _validate(lab: LabPage, shot: str, expect: str) -> str:
     return text
 
 
-def test_a_chinese_learner_reads_no_english_sentence(zh_lab: LabPage, artifacts):
-    lab = zh_lab
+def test_a_translations_learner_reads_no_english_sentence(
+    translated_lab: LabPage, translation, artifacts
+):
+    lab = translated_lab
+    run_menu, file_menu = lab_menu(translation, "Run"), lab_menu(translation, "File")
     _open(lab, CHAPTER_1, "01-chapter1-opened")
     with lab.step("02-chapter1-ran"):
-        lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S, RUN_MENU)
+        lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S, run_menu)
         cells = lab.cells()
         assert not error_outputs(cells), error_outputs(cells)
         boxes = lab.page.locator(".fxcourse-checkpoint")
@@ -208,50 +238,53 @@ def test_a_chinese_learner_reads_no_english_sentence(zh_lab: LabPage, artifacts)
         boxes.first.scroll_into_view_if_needed()
         lab.shot("02-chapter1-ran-not-yet")
         assert not visible_banners(lab.page) + warning_outputs(cells)
-        _assert_chinese(learner_reads(cells), "chapter1", artifacts)
+        _assert_no_english(learner_reads(cells), "chapter1", artifacts)
 
-    lab.menu(FILE_MENU, "application:close-all")  # one notebook in the page: cell(i) is its
+    lab.menu(file_menu, "application:close-all")  # one notebook in the page: cell(i) is its
     lab.page.locator(".jp-Dialog .jp-mod-warn").click()  # "Save your work?": discard
     lab.page.locator(".jp-Dialog").wait_for(state="hidden")
     _open(lab, EXERCISE_PATH, "03-exercise-opened")
     answer = next(c for c in lab.cells() if (c.get("nbgrader") or {}).get("solution"))
     with lab.step("04-exercise-wrong"):
         lab.replace_cell_source(answer["index"], WRONG_ANSWER)
-        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, RUN_MENU)
+        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, run_menu)
         cells = lab.cells()
         failing = next(c for c in cells if error_outputs([c]))
         lab.cell(failing["index"]).scroll_into_view_if_needed()
         lab.shot("04-exercise-wrong-fails")
         failed = _validate(lab, "05-validate-wrong", "The following cell failed:")
         read = learner_reads(cells) + [("Validate dialog", traceback_prose(failed))]
-        _assert_chinese(read, "exercise-wrong", artifacts)
+        _assert_no_english(read, "exercise-wrong", artifacts)
 
     with lab.step("06-exercise-right"):
         lab.replace_cell_source(answer["index"], right_answer(answer))
         passed = _validate(lab, "06-validate-right", "Success! Your notebook passes all the tests.")
-        _assert_chinese([("Validate dialog", passed)], "exercise-right", artifacts)
+        _assert_no_english([("Validate dialog", passed)], "exercise-right", artifacts)
 
 
 def right_answer(stub: dict) -> str:
-    """The instructor's solution under the Chinese stub's own first lines (def and docstring)."""
+    """The instructor's solution under the translated stub's own first lines (def and docstring)."""
     solution = instructor_solutions(EXERCISE)[stub["nbgrader"]["grade_id"]].splitlines()
     head = stub["source"].splitlines()[:2]
     assert solution[0] == head[0] and solution[1].lstrip().startswith('"""'), solution[:2]
     return "\n".join(head + solution[2:])
 
 
-def test_a_course_update_reaches_the_open_chinese_tabs_with_what_was_typed(
+def test_a_course_update_reaches_the_open_translated_tabs_with_what_was_typed(
     browser,  # noqa: F811
-    zh_lab_server,
+    translated_lab_server,
+    translation,
     artifacts,
     tmp_path,
 ):
-    """tests/browser_updates.py in the Chinese lab: the notice and the lab's message in Chinese."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale="zh-CN")
+    """tests/browser_updates.py in a translation's lab: the notice and the lab's message in its
+    language (words_of reads them from its catalog)."""
+    viewport, locale = {"width": 1400, "height": 900}, browser_locale(translation)
+    context = browser.new_context(viewport=viewport, locale=locale)
     try:
-        lab = LabPage(context.new_page(), zh_lab_server, artifacts)
+        lab = LabPage(context.new_page(), translated_lab_server, artifacts)
         with lab.step("50-lab-start"):
             lab.open_lab()
-        update_reaches_the_open_tabs(lab, tmp_path / "course", CHINESE)
+        update_reaches_the_open_tabs(lab, tmp_path / "course", words_of(translation.code))
     finally:
         context.close()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from fxcourse.workspace import course_kernel
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "env"))
 import environment_yml  # noqa: E402
@@ -70,7 +72,7 @@ def test_course_kernel_is_registered_in_the_environment():
         text=True,
         check=True,
     ).stdout
-    assert '"fx-course"' in kernels
+    assert f'"{course_kernel()["name"]}"' in kernels
 
 
 GROUPED_TESTS = """

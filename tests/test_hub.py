@@ -52,7 +52,7 @@ from hub_class import (
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
 from submissions.build import read_snippet, reference_solutions
 
-from fxcourse.workspace import START_PAGE
+from fxcourse.workspace import START_PAGE, course_kernel
 from grader import exercises, intake
 from grader.course import Course
 from grader.intake import exchange as intake_exchange
@@ -66,7 +66,7 @@ SOURCE = ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 MISTAKE = read_snippet(ROOT / "tests" / "submissions" / "ex1_only_torch_sigmoid.py")
 # What the feedback tells the learner who only rewrote torch.sigmoid (a check's message).
 MISTAKE_MESSAGE = "x.sigmoid(): the rewritten graph still computes a sigmoid"
-KERNEL = "fx-course"
+KERNEL = course_kernel()["name"]
 COURSE_ID = Course.configured().course_id
 
 
@@ -255,7 +255,7 @@ def fetch_answer_submit(
         items = learner.menu_items("Nbgrader")
         assert items == ["Assignment List"], f"a learner's Nbgrader menu: {items}"
         learner.open_assignments()
-        assert learner.course_shown() == "fx-course", learner.course_shown()
+        assert learner.course_shown() == Course.configured().course_id, learner.course_shown()
         learner.assignment_item("released", ASSIGNMENT).wait_for()
         assert not learner.warnings_shown(), learner.warnings_shown()
         learner.shot(f"{prefix}-assignments")

@@ -117,7 +117,7 @@ def test_each_role_gets_its_own_jupyter_configuration(monkeypatch, tmp_path, gro
     assert all(Path(folder).is_dir() for folder in config_path), config_path
     course = spawner.environment.get("FXHUB_COURSE_DIR")
     if group == INSTRUCTORS_GROUP:
-        assert course == str(Path(account.pw_dir) / "fx-course")
+        assert course == str(Path(account.pw_dir) / Course.configured().course_id)
     else:
         assert course is None, "a learner's server must not know the course folder"
 
@@ -161,9 +161,10 @@ def test_every_server_offers_the_course_kernel_only():
     from jupyter_client.kernelspec import KernelSpecManager
 
     common = load_plain(HUB / "jupyter" / "common" / "jupyter_server_config.py")
-    assert common.KernelSpecManager.allowed_kernelspecs == {"fx-course"}
-    spec = KernelSpecManager().get_kernel_spec("fx-course")
-    assert spec.display_name == "Python 3 (fx-course)"
+    kernel = workspace.course_kernel()
+    assert common.KernelSpecManager.allowed_kernelspecs == {kernel["name"]}
+    spec = KernelSpecManager().get_kernel_spec(kernel["name"])
+    assert spec.display_name == kernel["display_name"]
     overrides = Path(common.LabApp.app_settings_dir) / "overrides.json"
     for plugin in json.loads(overrides.read_text()):
         package, _, name = plugin.partition(":")

@@ -20,9 +20,7 @@ from fxcourse import languages, messages, workspace
 
 ROOT = authoring.ROOT
 FRENCH = languages.Language("fr", "Français", "fr", lab_locale="fr_FR")
-KERNEL_HINT = (
-    "this kernel lacks the course's packages: Kernel > Change Kernel > Python 3 (fx-course)"
-)
+KERNEL_HINT = "this kernel lacks the course's packages: Kernel > Change Kernel > {kernel}"
 
 
 def test_the_registry_lists_the_source_first_and_each_translation():

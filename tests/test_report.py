@@ -43,10 +43,10 @@ def made_up_class() -> list[Exercise]:
 
 def test_numbers_per_test_and_state():
     exercise = made_up_class()[0]
-    found = {row["test"]: row for row in report.test_rows(exercise)}
-    assert found["test_a"]["passed"] == 3 and found["test_a"]["pass_rate"] == 1.0
-    assert found["test_b"]["passed"] == 1 and found["test_b"]["mean_points"] == pytest.approx(5 / 3)
-    assert found["test_b"]["messages"] == [(MESSAGE, 2)]
+    found = {row.test: row for row in report.test_rows(exercise)}
+    assert found["test_a"].passed == 3 and found["test_a"].pass_rate == 1.0
+    assert found["test_b"].passed == 1 and found["test_b"].mean_points == pytest.approx(5 / 3)
+    assert found["test_b"].messages == [(MESSAGE, 2)]
     counts = report.counts(exercise)
     assert counts == {GRADED: 3, NOT_GRADED: 1, GRADER_FAILED: 1, report.WAITING: 0, ABSENT: 1}
 
@@ -211,3 +211,33 @@ def test_a_new_learner_column_is_one_row_and_shows_in_the_csv_and_the_page(monke
     monkeypatch.setattr(report_model, "LEARNER_COLUMNS", columns[:at] + columns[at + 1 :])
     assert "late_mark" not in report.learner_csv(exercise, {})[0]
     assert "late mark" not in report.page([exercise], {})
+
+
+def test_a_new_test_column_is_one_row_and_shows_in_the_csv_and_the_page(monkeypatch):
+    """The tests' CSV and the page's tests table come from one column table too: a column added
+    as one row of TEST_COLUMNS appears in both, after the same column, in every per-message row
+    of the CSV; removing the row removes it from both."""
+    from grader import report_model
+    from grader.report_model import Column
+
+    failed = lambda row: f"<{row.graded - row.passed} failed>"  # noqa: E731
+    at = next(i for i, c in enumerate(report_model.TEST_COLUMNS) if c.name == "passed") + 1
+    columns = list(report_model.TEST_COLUMNS)
+    columns.insert(at, Column("failed", "failed learners", failed))
+    monkeypatch.setattr(report_model, "TEST_COLUMNS", columns)
+    exercise = made_up_class()[0]
+    rows = report.tests_csv(exercise)
+    where = rows[0].index("failed")
+    assert rows[0][where - 1] == "passed"
+    by_test = {row[0]: row[where] for row in rows[1:]}
+    assert by_test == {"test_a": "<0 failed>", "test_b": "<2 failed>"}
+    assert [row[rows[0].index("message")] for row in rows[1:]] == ["", MESSAGE]
+    page = report.page([exercise], {})
+    table = page.split("<caption>Tests:")[1].split("</table>")[0]
+    heads = table.split("</thead>")[0]
+    assert heads.index(">passed<") < heads.index(">failed learners<") < heads.index(">pass rate<")
+    assert "<td>&lt;0 failed&gt;</td>" in table and "<td>&lt;2 failed&gt;</td>" in table
+    assert "<2 failed>" not in page  # escaped like every cell
+    monkeypatch.setattr(report_model, "TEST_COLUMNS", columns[:at] + columns[at + 1 :])
+    assert "failed" not in report.tests_csv(exercise)[0]
+    assert "failed learners" not in report.page([exercise], {})

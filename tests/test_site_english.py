@@ -31,6 +31,8 @@ from pathlib import Path
 import pytest
 from english_prose import english_sentences, output_prose, printed_prose
 
+from fxcourse.workspace import course_kernel
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("FXCOURSE_SITE", ROOT / "dist" / "site"))
 WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
@@ -207,7 +209,7 @@ def test_no_chinese_learner_notebook_prints_the_course_s_english(notebook, monke
     nb = nbformat.read(notebook, as_version=4)
     resources = {"metadata": {"path": str(notebook.parent)}}
     client = nbclient.NotebookClient(
-        nb, kernel_name="fx-course", timeout=300, allow_errors=True, resources=resources
+        nb, kernel_name=course_kernel()["name"], timeout=300, allow_errors=True, resources=resources
     )
     client.execute()
     known = course_english()

@@ -64,7 +64,7 @@ def start_page(chapters: list[str], exercises: list[str]) -> str:
     )
     run = _(
         "**Run** the course: clone it and run `make lab` (set-up included), or use the student "
-        "edition or your class hub. The three graded exercises are submitted through nbgrader "
+        "edition or your class hub. The graded exercises are submitted through nbgrader "
         "in a class."
     )
     tocs = [toctree(_("Chapters"), chapters), toctree(_("Graded exercises"), exercises)]
@@ -79,8 +79,8 @@ def toctree(caption: str, pages: list[str]) -> str:
 def exercises_page(exercises: list[str]) -> str:
     """exercises/index: what chapters link to as `exercises/`."""
     text = _(
-        "Three exercises, graded by nbgrader with hidden tests: the task text is here; fetch and "
-        "submit them through your class, or open them with `make lab` and press Validate."
+        "The exercises are graded by nbgrader with hidden tests: the task text is here; fetch "
+        "and submit them through your class, or open them with `make lab` and press Validate."
     )
     return f"# {_('Graded exercises')}\n\n{text}\n\n" + toctree(_("Exercises"), exercises) + "\n"
 

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from grader.hub.settings import PROXY_PID_FILE, REPO, Settings
+from grader.hub.settings import COURSE_ID, PROXY_PID_FILE, REPO, Settings
 from grader.instructor import copy_course
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
@@ -209,7 +209,7 @@ SERVICE_NAME = "fx-hub"
 UNIT = """\
 # Written by `make hub-service` (grader/hub/classroom.py); write it again after changing a value.
 [Unit]
-Description=fx-course class hub (JupyterHub, grader/hub/README.md)
+Description={course_id} class hub (JupyterHub, grader/hub/README.md)
 After=network-online.target
 Wants=network-online.target
 
@@ -238,7 +238,9 @@ def service_unit(environ: dict[str, str], make: str, hub_venv: str) -> str:
         if any(char in value for char in '"\\\n%$'):
             raise SetupError(f"{name}={value!r}: a systemd Environment= line cannot hold it")
     lines = "".join(f'Environment="{name}={value}"\n' for name, value in values.items())
-    return UNIT.format(repo=REPO, make=make, hub_venv=hub_venv, environment=lines)
+    return UNIT.format(
+        course_id=COURSE_ID, repo=REPO, make=make, hub_venv=hub_venv, environment=lines
+    )
 
 
 def install_service(unit_dir: Path, hub_venv: str) -> str:

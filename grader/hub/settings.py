@@ -2,7 +2,7 @@
 
 Read by jupyterhub_config.py (the hub) and classroom.py (accounts, exchange, the instructor's
 course folder), so both agree on every name and path. Every value can be set in the environment
-of `make hub`:
+of `make hub`. <course id> is course.json's (fx-course):
 
     FXHUB_LEARNERS        comma-separated learner accounts   fx-learner1,fx-learner2,fx-learner3
     FXHUB_INSTRUCTORS     comma-separated instructor accounts  fx-instructor
@@ -11,10 +11,10 @@ of `make hub`:
     FXHUB_PROXY_API_PORT  the proxy's REST API                8001
     FXHUB_PROGRESS_PORT   the instructors' progress page      8002
     FXHUB_REPORT_PORT     the instructors' class report       8003
-    FXHUB_STATE_DIR       hub database, cookie secret, demo passwords   /srv/fx-course/hub
+    FXHUB_STATE_DIR       hub database, cookie secret, demo passwords   /srv/<course id>/hub
     FXHUB_EXCHANGE_ROOT   nbgrader's shared exchange          /srv/nbgrader/exchange
     FXHUB_HOME_ROOT       where new accounts get their homes  /home
-    FXHUB_COURSE_FOLDER   the course folder in an instructor's home  fx-course
+    FXHUB_COURSE_FOLDER   the course folder in an instructor's home  <course id>
     FXHUB_VENV            the environment every server runs   the one running the hub
     FXHUB_LEARNERS_UNIX_GROUP  the system group whose members may log in as learners  fx-learners
     FXHUB_MEM_LIMIT       memory of each learner's server and its kernels (cgroups)  2G
@@ -29,8 +29,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.course import settings as course_settings
+
 HUB_DIR = Path(__file__).resolve().parent
 REPO = HUB_DIR.parents[1]
+COURSE_ID = course_settings(REPO)["course_id"]  # course.json's
 LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
 PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
 # Per-role Jupyter configuration: the folders the hub puts on each server's JUPYTER_CONFIG_PATH,
@@ -78,10 +81,10 @@ class Settings:
             proxy_api_port=int(env.get("FXHUB_PROXY_API_PORT", "8001")),
             progress_port=int(env.get("FXHUB_PROGRESS_PORT", "8002")),
             report_port=int(env.get("FXHUB_REPORT_PORT", "8003")),
-            state_dir=Path(env.get("FXHUB_STATE_DIR", "/srv/fx-course/hub")),
+            state_dir=Path(env.get("FXHUB_STATE_DIR", f"/srv/{COURSE_ID}/hub")),
             exchange_root=Path(env.get("FXHUB_EXCHANGE_ROOT", "/srv/nbgrader/exchange")),
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),
-            course_folder=env.get("FXHUB_COURSE_FOLDER", "fx-course"),
+            course_folder=env.get("FXHUB_COURSE_FOLDER", COURSE_ID),
             venv=Path(env.get("FXHUB_VENV", sys.prefix)).absolute(),
             learners_unix_group=env.get("FXHUB_LEARNERS_UNIX_GROUP", "fx-learners"),
             mem_limit=env.get("FXHUB_MEM_LIMIT", "2G"),

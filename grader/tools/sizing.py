@@ -28,6 +28,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse.workspace import course_kernel
 from grader import exercises
 from grader.tools.bench import make_course
 
@@ -100,7 +101,7 @@ def server_mib(base: Path) -> float:
 
 def start_kernel(url: str, token: str, timeout_s: float = 180) -> None:
     request = urllib.request.Request(
-        url, method="POST", data=json.dumps({"name": "fx-course"}).encode()
+        url, method="POST", data=json.dumps({"name": course_kernel()["name"]}).encode()
     )
     request.add_header("Authorization", f"token {token}")
     deadline = time.monotonic() + timeout_s

@@ -3,12 +3,15 @@
 The hub puts this folder on JUPYTER_CONFIG_PATH, after the role's own folder (jupyterhub_config.py).
 """
 
+import json
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
-# One kernel, the course's ("Python 3 (fx-course)", installed into the course environment).
-c.KernelSpecManager.allowed_kernelspecs = {"fx-course"}
-c.MultiKernelManager.default_kernel_name = "fx-course"
+# One kernel, the course's (course.json's, installed into the course environment).
+COURSE = Path(__file__).resolve().parents[4]
+kernel = json.loads((COURSE / "course.json").read_text())["kernel"]["name"]
+c.KernelSpecManager.allowed_kernelspecs = {kernel}
+c.MultiKernelManager.default_kernel_name = kernel
 # JupyterLab's default settings for hub users (overrides.json): no news or update prompts.
 c.LabApp.app_settings_dir = str(Path(__file__).resolve().parents[1] / "lab-settings")

@@ -1,0 +1,177 @@
+"""What a checkpoint inspects beside a case's outputs: hooks and overridden forwards, a fold's
+layers computed from their weights by hand, whether state stayed, a rounding tolerance, which
+modules and nodes a run computed, a `None` that reached an op."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def hooks_on(module: nn.Module) -> list[str]:
+    """Where `module` runs other code than its modules' own forward: the names of (sub)modules
+    with forward hooks or pre-hooks or a `forward` set on the instance, and "global" when a
+    module hook is registered for every module. Empty for a module that runs what it says."""
+    from torch.nn.modules import module as module_globals
+
+    found = [
+        name or "(the module itself)"
+        for name, sub in module.named_modules(remove_duplicate=False)
+        if sub._forward_hooks or sub._forward_pre_hooks or "forward" in vars(sub)
+    ]
+    if module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks:
+        found.append("global")
+    return found
+
+
+# --- a fold's artifact: its layers' weights applied by hand (chapter 4) ----------------------
+
+_CONVS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
+_DECONVS = {
+    nn.ConvTranspose1d: F.conv_transpose1d,
+    nn.ConvTranspose2d: F.conv_transpose2d,
+    nn.ConvTranspose3d: F.conv_transpose3d,
+}
+_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+_LAYERS = (nn.Linear, *_CONVS, *_DECONVS)
+
+
+def hooked_or_overridden(module: nn.Module) -> list[str]:
+    """The modules under `module` (by qualified name, "" for itself) that carry a hook or a
+    `forward` of their own (set on the object, not the class): what a fold must not add."""
+    found = []
+    for name, sub in module.named_modules(remove_duplicate=False):
+        hooks = sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks
+        if hooks or "forward" in vars(sub):
+            found.append(name)
+    return found
+
+
+def apply_weights(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """`module(x)` computed from its parameters with `torch.nn.functional`, never calling the
+    module (so no hook and no overridden forward runs): for exact nn.Linear, Conv*d,
+    ConvTranspose*d and eval-mode BatchNorm*d."""
+    kind = type(module)
+    if kind is nn.Linear:
+        return F.linear(x, module.weight, module.bias)
+    if kind in _CONVS:
+        padding = module.padding
+        if module.padding_mode != "zeros":
+            x = F.pad(x, module._reversed_padding_repeated_twice, mode=module.padding_mode)
+            padding = 0
+        args = (module.stride, padding, module.dilation, module.groups)
+        return _CONVS[kind](x, module.weight, module.bias, *args)
+    if kind in _DECONVS:
+        args = (module.stride, module.padding, module.output_padding, module.groups)
+        return _DECONVS[kind](x, module.weight, module.bias, *args, module.dilation)
+    if _fixed_norm(module):
+        return F.batch_norm(
+            x, module.running_mean, module.running_var, module.weight, module.bias,
+            training=False, eps=module.eps,
+        )  # fmt: skip
+    raise TypeError(f"apply_weights knows Linear, Conv, ConvTranspose, eval BatchNorm: {kind}")
+
+
+def _fixed_norm(module: nn.Module) -> bool:
+    """An exact BatchNorm*d that normalizes with its running statistics (eval, tracked)."""
+    fixed = not module.training and getattr(module, "running_mean", None) is not None
+    return type(module) in _NORMS and fixed
+
+
+def run_by_weights(gm: torch.fx.GraphModule, *args):
+    """Run `gm`'s graph node by node, each call of a layer `apply_weights` knows computed from
+    its weights; other modules (a BatchNorm on batch statistics too) and functions run as usual:
+    what a folded graph computes by its weights, whatever its modules' hooks or `forward`s do."""
+
+    class ByWeights(torch.fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            module = self.fetch_attr(target)
+            if (type(module) in _LAYERS or _fixed_norm(module)) and not kwargs:
+                return apply_weights(module, *args)
+            return super().call_module(target, args, kwargs)
+
+    return ByWeights(gm).run(*args)
+
+
+def same_state(module: nn.Module, fresh: nn.Module) -> bool:
+    """Whether `module` still holds what `fresh`, made again from the same seed, holds: the same
+    parameter and buffer names, each equal (what a fold that returns a copy must leave alone)."""
+    mine, made = module.state_dict(), fresh.state_dict()
+    return mine.keys() == made.keys() and all(torch.equal(mine[k], made[k]) for k in mine)
+
+
+def rounding(expected: torch.Tensor, per_unit: float = 1e-5) -> float:
+    """An absolute tolerance for values that differ from `expected` by rounding only: `per_unit`
+    for each unit of its largest magnitude (a folded network rounds differently in each layer,
+    and a value near zero among large ones keeps the large ones' absolute error)."""
+    return per_unit * (1.0 + expected.detach().abs().max().item())
+
+
+# --- what ran: modules and nodes a run called --------------------------------------------------
+
+
+def tag_modules(model: nn.Module) -> nn.Module:
+    """Mark each module of `model` with its qualified name (`fxcourse_path`), which a copy
+    (`copy.deepcopy`) keeps: `modules_run` then names a module however it was reached."""
+    for path, module in model.named_modules():
+        if path:
+            module.fxcourse_path = path
+    return model
+
+
+@contextlib.contextmanager
+def modules_run() -> Iterator[list[str]]:
+    """A list that fills, inside the block, with the `fxcourse_path` of every tagged module
+    that runs (a module called twice appears twice), whoever calls it."""
+    ran: list[str] = []
+
+    def note(module, args, output):
+        if (path := getattr(module, "fxcourse_path", None)) is not None:
+            ran.append(path)
+
+    handle = nn.modules.module.register_module_forward_hook(note)
+    try:
+        yield ran
+    finally:
+        handle.remove()
+
+
+def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:
+    """Each call_function and call_method node of `gm` becomes a call of a function that
+    appends the node's name to `ran`, then computes what the node computed; call_module nodes
+    stay (see `modules_run`). So `ran` says which of these nodes a run computed, however it ran
+    the graph (an Interpreter, the generated code, a copy)."""
+    for node in list(gm.graph.nodes):
+        if node.op in ("call_function", "call_method"):
+            node.target = _recorded(node.name, node.op, node.target, ran)
+            node.op = "call_function"
+    gm.recompile()
+    return gm
+
+
+def _recorded(name: str, op: str, target, ran: list[str]) -> Callable:
+    def call(*args, **kwargs):
+        ran.append(name)
+        if op == "call_method":
+            return getattr(args[0], target)(*args[1:], **kwargs)
+        return target(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = f"{name}_recorded"
+    return call
+
+
+def none_reached(fn: Callable, *args, **kwargs) -> tuple[object, str | None]:
+    """(fn(*args, **kwargs), None); or, when it failed because an op received `None` where a
+    value belongs (a TypeError or AttributeError that names NoneType, as an override that
+    returns nothing causes), (None, the error's first line): what a checkpoint turns into a
+    question rather than a traceback."""
+    try:
+        return fn(*args, **kwargs), None
+    except (TypeError, AttributeError) as error:
+        if "NoneType" not in str(error):
+            raise
+        return None, str(error).strip().splitlines()[0]

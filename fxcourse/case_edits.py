@@ -1,0 +1,81 @@
+"""A pass's edits to a traced graph, drawn for a case: readers in odd places (inside a list, by
+keyword), users out of graph order, calls erased, inputs renamed. Each takes the case's
+`CaseMaker` where it draws, and says what it did in the case's description."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from fxcourse.messages import _
+
+if TYPE_CHECKING:
+    from fxcourse.cases import CaseMaker
+
+
+def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> None:
+    output = gm.graph.output_node()
+    returned = output.args[0] if isinstance(output.args[0], tuple) else (output.args[0],)
+    output.args = ((*returned, *extra),)
+    gm.recompile()
+
+
+def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """Two more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
+    drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`)
+    and by keyword (`torch.add(a, other=b)`)."""
+    values = [node for node in gm.graph.nodes if node.op != "output"]
+    first, second = make.choice(values), make.choice(values)
+    with gm.graph.inserting_before(gm.graph.output_node()):
+        listed = gm.graph.call_function(torch.cat, ([first, second],))
+        keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
+    _outputs_with(gm, [listed, keyword])
+    said = _("{first} and {second} read inside a list and by keyword")
+    make.note(said.format(first=first.name, second=second.name))
+    return gm
+
+
+def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A pass's edit: a new node (`torch.neg`) placed just before one reader of a value takes
+    over that reader's input. The value's `users` then lists the new node last, though a later
+    reader comes after it in graph order. `gm` needs a value with two readers."""
+    order = {node: index for index, node in enumerate(gm.graph.nodes)}
+    pairs = [
+        (reader, value)
+        for reader in gm.graph.nodes
+        for value in reader.all_input_nodes
+        if any(order[user] > order[reader] for user in value.users)
+    ]
+    if not pairs:
+        raise ValueError("early_reader needs a value that two nodes read")
+    reader, value = make.choice(pairs)
+    with gm.graph.inserting_before(reader):
+        negated = gm.graph.call_function(torch.neg, (value,))
+    reader.replace_input_with(value, negated)
+    gm.recompile()
+    said = _("a pass put neg({value}) before {reader}, which now reads it")
+    make.note(said.format(value=value.name, reader=reader.name))
+    return gm
+
+
+def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.GraphModule:
+    """A pass's edit: every call of the modules at `paths` is erased, its input going on in its
+    place; the modules stay registered, unused."""
+    for node in list(gm.graph.find_nodes(op="call_module")):
+        if node.target in paths:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+
+
+def rename_inputs(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The placeholders of `gm` under drawn words (a trace names them after forward's
+    parameters, `x` for a DrawnModel), so no rule can key on an input's name."""
+    for node in list(gm.graph.find_nodes(op="placeholder")):
+        node._rename(make.word(avoid=[n.name for n in gm.graph.nodes]))
+        node.target = node.name
+    gm.recompile()
+    return gm
