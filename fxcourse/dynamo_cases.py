@@ -130,13 +130,15 @@ def counted_by_both(case) -> tuple:
 
 
 def signed_inputs(make) -> tuple[torch.Tensor]:
-    """Sizes, dtypes, 1-D or 2-D; every run has sums of either sign, a first entry whose sign
-    is not the sum's, and a sum near zero."""
+    """Sizes, 1-D or 2-D; every run has sums of either sign, a first entry whose sign is not
+    the sum's, a sum near zero, and float32 and float64 inputs (three of each in six cases)."""
     kind = make.each(["sum > 0", "sum < 0", "first entry against the sum", "sum near 0"])
-    dtype = make.dtype()
-    if kind == "sum near 0":
+    dtype = make.each([torch.float32, torch.float64])
+    if kind == "sum near 0":  # so near that a smooth blend of the branches is half of each
         x = make.tensor(make.integer(2, 4), make.integer(2, 5), dtype=dtype)
-        x = x - x.mean() + make.choice([0.01, -0.01])
+        target = make.choice([1, -1]) * (1e-5 if dtype == torch.float32 else 1e-9)
+        x = x - x.mean()
+        x[0, 0] += target - x.sum()
     else:
         x = make.tensor(make.integer(2, 8), dtype=dtype).abs() + 0.1
         if kind == "sum < 0":

@@ -197,3 +197,30 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
     ]
     assert cases.graph_breaks(breaks_unless_the_chapters_shape, torch.ones(3)) == (1, [])
     assert any(graphs > 1 and reasons for graphs, reasons in counted), counted
+
+
+def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
+    """Every run of six cases holds three float32 and three float64 inputs: an
+    answer wrong only in one dtype is refused in every run, not one run in many."""
+    for run_seed in random.Random().sample(range(10**6), 200):
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 6)]
+        dtypes = [x.dtype for x in drawn]
+        assert sorted(map(str, dtypes)) == ["torch.float32"] * 3 + ["torch.float64"] * 3, run_seed
+
+
+@pytest.mark.parametrize("steepness", [100.0, 1e4, 1e6])
+def test_checkpoint_6_2_refuses_a_smooth_blend_of_the_branches(steepness):
+    """sigmoid(k * sum) blends the two branches without a break: every run holds a sum so near
+    zero that the blend is far from the branch the sign picks (it passed 1 run in 3 when the
+    near-zero sums were 0.04 or more)."""
+
+    def chosen(x):
+        return torch.where(x.sum() > 0, torch.sin(x) * 2, torch.cos(x) - 1)
+
+    def blended(x):
+        weight = torch.sigmoid(steepness * x.sum())
+        return weight * (torch.sin(x) * 2) + (1 - weight) * (torch.cos(x) - 1)
+
+    for run_seed in random.Random().sample(range(10**6), 100):
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 6)]
+        assert any(not torch.allclose(blended(x), chosen(x)) for x in drawn), run_seed

@@ -109,6 +109,23 @@ def test_malformed_or_oversized_data_is_refused(bad):
         data.decode(bad)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch calls sparse CSR and nested "beta"
+@pytest.mark.parametrize(
+    "make, layout",
+    [
+        (lambda: torch.eye(3).to_sparse(), "sparse_coo"),
+        (lambda: torch.eye(3).to_sparse_csr(), "sparse_csr"),
+        (lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]), "nested"),
+        (lambda: torch.ones(2, device="meta"), "meta"),
+    ],
+)
+def test_a_tensor_without_plain_data_is_refused_by_name(make, layout):
+    """Not torch's own NotImplementedError or RuntimeError: the probe's value is refused as the
+    grader refuses every value it cannot send, saying which kind of tensor it was."""
+    with pytest.raises(data.DataError, match=f"{layout} cannot be sent"):
+        data.encode([make()])
+
+
 def test_nesting_is_capped_both_ways():
     deep: list = []
     for _ in range(LIMITS.data_depth + 5):

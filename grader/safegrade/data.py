@@ -161,12 +161,27 @@ def _encode_number(value):
     return None
 
 
+def _plain(tensor, torch):
+    """The tensor's data as a plain strided tensor in memory, or DataError: a sparse, nested or
+    meta tensor cannot be sent (each fails in torch's own way at one step or another)."""
+    said = _("a tensor of {dtype} / {layout} cannot be sent")
+    layout = "nested" if tensor.is_nested else "meta" if tensor.is_meta else tensor.layout
+    try:
+        plain = torch.Tensor.as_subclass(tensor, torch.Tensor).detach()
+    except Exception:
+        plain = None
+    if layout != torch.strided or plain is None or plain_dtype(plain) not in DTYPES:
+        raise DataError(said.format(dtype=tensor.dtype, layout=layout))
+    return plain
+
+
+def plain_dtype(tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
 def _encode_tensor(tensor, torch) -> dict:
-    plain = torch.Tensor.as_subclass(tensor, torch.Tensor).detach()
-    dtype = str(plain.dtype).removeprefix("torch.")
-    if dtype not in DTYPES or plain.layout != torch.strided:
-        said = _("a tensor of {dtype} / {layout} cannot be sent")
-        raise DataError(said.format(dtype=plain.dtype, layout=plain.layout))
+    plain = _plain(tensor, torch)
+    dtype = plain_dtype(plain)
     size = plain.numel() * plain.element_size()
     if size > LIMITS.tensor_bytes:
         said = _("a tensor of {size} bytes is over the {cap} byte limit")
