@@ -86,19 +86,19 @@ install_packages() {
 }
 
 enable_nbgrader_extensions() {
-    local jupyter="$VENV/bin/jupyter" ext
+    local jupyter="$VENV/bin/jupyter"
     if [ -d grader ]; then  # the full course: the instructor's formgrader too (`make formgrader`)
         "$jupyter" server extension enable --sys-prefix nbgrader >/dev/null 2>&1
         return
     fi
     # A student edition: the learner's parts of nbgrader only (Assignments tab, Validate button).
-    for ext in assignment_list course_list validate_assignment; do
-        "$jupyter" server extension enable --sys-prefix "nbgrader.server_extensions.$ext" >/dev/null 2>&1
-    done
-    "$jupyter" server extension disable --sys-prefix nbgrader.server_extensions.formgrader >/dev/null 2>&1
-    for ext in formgrader create-assignment; do
-        "$jupyter" labextension disable --level=sys_prefix "@jupyter/nbgrader:$ext" >/dev/null 2>&1
-    done
+    # One command per switch, naming every extension (each start imports Jupyter: seconds).
+    local server=nbgrader.server_extensions
+    "$jupyter" server extension enable --sys-prefix \
+        "$server.assignment_list" "$server.course_list" "$server.validate_assignment" >/dev/null 2>&1
+    "$jupyter" server extension disable --sys-prefix "$server.formgrader" >/dev/null 2>&1
+    "$jupyter" labextension disable --level=sys_prefix \
+        "@jupyter/nbgrader:formgrader" "@jupyter/nbgrader:create-assignment" >/dev/null 2>&1
 }
 
 ensure_fonts() {  # the browser tests read every edition: a script without a font shows boxes

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.fx as fx
@@ -37,6 +37,7 @@ from fxcourse.timing import (
     Comparison,
     benchmark,
     compare,
+    padded,
     quartiles,
     thread_cpu_clock,
     time_in_rounds,
@@ -66,7 +67,9 @@ class BenchResult:
         return quartiles(self.round_times[name])
 
     def compare(self, name: str, other: str = BASELINE) -> Comparison:
-        return compare(self.round_times, name, other)
+        """`name` against `other`, both called as the learner's language calls them."""
+        compared = compare(self.round_times, name, other)
+        return replace(compared, name=shown(name), other=shown(other))
 
     def bn_share(self) -> str:
         """What fraction of the unfused forward time BatchNorm takes, as a sentence."""
@@ -77,6 +80,17 @@ class BenchResult:
             "(middle half of the rounds {low:.1%} to {high:.1%})"
         ).format(share=1 - floor.ratio, low=1 - q3, high=1 - q1)
         return text if floor.measurable else text + _(", not measurable in this run")
+
+
+def shown(variant: str) -> str:
+    """A variant's name in the learner's language (the English names stay the results' keys)."""
+    names = {
+        BASELINE: _("unfused"),
+        "chapter fuser": _("chapter fuser"),
+        "torch fuse": _("torch fuse"),
+        FLOOR: _("BN erased"),
+    }
+    return names.get(variant, variant)
 
 
 def resnet18_eval() -> nn.Module:
@@ -207,17 +221,32 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
     """A table (median and IQR per variant, ratios to unfused) and the conclusions it supports;
     with `detailed=False` only BatchNorm's share and the verdict, without each comparison."""
     rounds = len(result.round_times[BASELINE])
+    shape = f"{result.batch}x3x{result.size}x{result.size}"
     lines = [
-        f"ResNet-18, input {result.batch}x3x{result.size}x{result.size}, device {result.device}, "
-        f"num_threads={result.num_threads}, {result.clock} clock, {rounds} rounds",
-        f"{'variant':<16}{'median ms':>10}{'IQR ms':>9}   time / unfused time: median (IQR)",
+        _(
+            "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock} clock, "
+            "{rounds} rounds"
+        ).format(
+            shape=shape,
+            device=result.device,
+            threads=result.num_threads,
+            clock=result.clock,
+            rounds=rounds,
+        ),
+        padded(_("variant"), 16)
+        + padded(_("median ms"), 10, right=True)
+        + padded(_("IQR ms"), 9, right=True)
+        + "   "
+        + _("time / unfused time: median (IQR)"),
     ]
     for name in result.round_times:
         q1, median, q3 = result.quartiles(name)
         ratio_q1, ratio, ratio_q3 = quartiles(result.compare(name).per_round)
         lines.append(
-            f"{name:<16}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
-            f"{ratio:.3f} ({ratio_q1:.3f} to {ratio_q3:.3f})"
+            f"{padded(shown(name), 16)}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
+            + _("{ratio:.3f} ({low:.3f} to {high:.3f})").format(
+                ratio=ratio, low=ratio_q1, high=ratio_q3
+            )
         )
     lines.append(
         _("medians and interquartile ranges over the rounds; below 1 is faster than unfused")
@@ -244,6 +273,7 @@ def fold_verdict(result: BenchResult, fuser: str = "chapter fuser") -> str:
     floor, fused = result.compare(FLOOR), result.compare(fuser)
     against_floor = result.compare(fuser, FLOOR)
     share = _("BatchNorm's {share:.1%}").format(share=1 - floor.ratio)
+    fuser = shown(fuser)
     if not (floor.measurable and floor.ratio < 1):
         return _(
             "Verdict: erasing BatchNorm saves no measurable time in this run, so no saving from "
@@ -285,6 +315,7 @@ def plot_result(result: BenchResult, ax=None):
 
     own_figure = ax is None
     if own_figure:
+        charts.lettering()
         _figure, ax = plt.subplots(figsize=(6, 2.8))
     names = [name for name in result.round_times if name != BASELINE]
     for row, name in enumerate(names):
@@ -294,14 +325,17 @@ def plot_result(result: BenchResult, ax=None):
         ax.plot([q1, q3], [row, row], color="#1f77b4", linewidth=5, solid_capstyle="butt")
         ax.plot([median], [row], "|", color="black", markersize=16, markeredgewidth=2)
     ax.axvline(1.0, color="#6b7280", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(names)), names)
+    ax.set_yticks(range(len(names)), [shown(name) for name in names])
     ax.invert_yaxis()
-    ax.set_xlabel("time / unfused time in the same round (left of 1 is faster)")
+    ax.set_xlabel(_("time / unfused time in the same round (left of 1 is faster)"))
+    title = _(
+        "ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock: dots are rounds, "
+        "bars the middle half, ticks the median"
+    )
+    shape = f"{result.batch}x3x{result.size}x{result.size}"
+    device, threads = result.device, result.num_threads
     ax.set_title(
-        f"ResNet-18 {result.batch}x3x{result.size}x{result.size}, {result.device}, "
-        f"num_threads={result.num_threads}, {result.clock} clock: dots are rounds, "
-        "bars the middle half, ticks the median",
-        fontsize=8,
+        title.format(shape=shape, device=device, threads=threads, clock=result.clock), fontsize=8
     )
     if own_figure:
         charts.shown(ax.figure, ratios_alt(result, names))
@@ -315,13 +349,13 @@ def ratios_alt(result: BenchResult, names: list[str]) -> str:
         q1, median, q3 = quartiles(result.compare(name).per_round)
         rows.append(
             _("{name}: median {median:.2f}, middle half {low:.2f} to {high:.2f}").format(
-                name=name, median=median, low=q1, high=q3
+                name=shown(name), median=median, low=q1, high=q3
             )
         )
     title = _(
         "Chart of each variant's time relative to {baseline} in the same round, over {rounds} "
         "rounds (below 1 is faster)"
-    ).format(baseline=BASELINE, rounds=len(result.round_times[BASELINE]))
+    ).format(baseline=shown(BASELINE), rounds=len(result.round_times[BASELINE]))
     return alt_text(title, rows)
 
 

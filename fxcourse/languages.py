@@ -33,6 +33,7 @@ class Language:
     # Sphinx's search for it names a stemmer it lacks (sphinx#14229): the site uses English's.
     english_stemmer: bool = False
     font_package: str = ""  # a Debian font for its script, when the usual fonts lack it (tests)
+    font_family: str = ""  # that font's family name, for the pictures drawn in Python (charts)
 
     @property
     def site_folder(self) -> str:
@@ -60,6 +61,7 @@ TRANSLATIONS = (
         search_words=True,
         english_stemmer=True,
         font_package="fonts-wqy-microhei",
+        font_family="WenQuanYi Micro Hei",
     ),
 )
 

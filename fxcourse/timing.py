@@ -15,6 +15,7 @@ import logging
 import math
 import statistics
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -88,6 +89,18 @@ def ratios_per_round(times: dict[str, list[float]], name: str, other: str) -> li
     return [mine / theirs for mine, theirs in zip(times[name], times[other], strict=True)]
 
 
+def columns(text: str) -> int:
+    """How many columns of a terminal `text` takes: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def padded(text: str, width: int, right: bool = False) -> str:
+    """`text` padded with spaces to `width` columns (str.ljust counts a Chinese character as
+    one column, and a table of translated names goes askew)."""
+    fill = " " * max(width - columns(text), 0)
+    return fill + text if right else text + fill
+
+
 def compare(times: dict[str, list[float]], name: str, other: str) -> Comparison:
     """How candidate `name` compares with `other`, from their times round by round."""
     return Comparison(name, other, ratios_per_round(times, name, other))
@@ -95,13 +108,14 @@ def compare(times: dict[str, list[float]], name: str, other: str) -> Comparison:
 
 def timing_table(times: dict[str, list[float]], baseline: str) -> str:
     """Median and IQR per candidate in microseconds, and the median time ratio to `baseline`."""
-    width = max(len(name) for name in times) + 2
-    lines = [f"{'':<{width}}{'median':>10}{'IQR':>9}   time / {baseline}"]
+    width = max(columns(name) for name in times) + 2
+    heading = padded(_("median"), 10, right=True) + padded(_("IQR"), 9, right=True)
+    lines = [" " * width + heading + "   " + _("time / {baseline}").format(baseline=baseline)]
     for name, per_round in times.items():
         q1, median, q3 = quartiles(per_round)
         ratio = compare(times, name, baseline).ratio
         lines.append(
-            f"{name:<{width}}{median * 1e6:>8.1f}us{(q3 - q1) * 1e6:>7.1f}us   {ratio:.2f}"
+            f"{padded(name, width)}{median * 1e6:>8.1f}us{(q3 - q1) * 1e6:>7.1f}us   {ratio:.2f}"
         )
     lines.append(
         _("medians and IQRs over {rounds} rounds, each round timing every candidate").format(

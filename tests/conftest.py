@@ -59,9 +59,11 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     """`make test`'s pytest-xdist (--dist loadgroup) hands out the xdist groups first (most tests
-    first), then the single tests in collection order, each to the next worker with little left.
-    The chapter runs (a minute each) go first among those, so that none of them is handed out
-    last and keeps one worker busy while the other has nothing left to do."""
+    first), then the single tests in collection order, each to the next worker with at most two
+    tests left. The chapter runs (a minute each; the student edition's set-up-and-run test too)
+    go first among those, so that none of them is handed out last and keeps one worker busy
+    while the other has nothing left to do. A group holds only tests that share a server, a
+    course or a gradebook: a group that shares nothing lengthens one worker's chain."""
     items.sort(key=lambda item: item.get_closest_marker("whole_chapter") is None)
 
 

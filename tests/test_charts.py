@@ -95,3 +95,37 @@ def test_a_figure_drawn_elsewhere_is_shown_once_with_its_text_alternative():
     low, median, high = quartiles([0.8 / 1.0, 0.9 / 1.1, 0.85 / 1.0])
     fuser = f"chapter fuser: median {median:.2f}, middle half {low:.2f} to {high:.2f}; BN erased"
     assert fuser in page and median == 0.9 / 1.1
+
+
+def test_a_chinese_chart_draws_every_glyph_and_carries_its_words():
+    """A chart in Chinese is drawn with a font that has its characters (env/setup.sh installs
+    it; matplotlib's own font has none: each would be an empty box, with a warning), and its
+    PNG carries the words it draws, for the checks that read no pixels."""
+    import warnings
+
+    from fxcourse.charts import drawn_text
+
+    with speaking("zh"), warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Glyph ... missing from font(s) DejaVu Sans"
+        chart = horizontal_bars({"未融合": 2.0, "fused": 1.0}, "微秒", "每次调用的耗时")
+        png = chart._repr_png_()
+    assert {"未融合", "fused", "微秒", "每次调用的耗时", "2", "1"} <= set(drawn_text(chart.figure))
+    assert "每次调用的耗时".encode() in png  # in its Description text chunk
+
+
+def test_the_fusion_benchmark_speaks_the_learners_language():
+    """Chapter 4's benchmark in Chinese: its table, verdict and chart call each variant by its
+    Chinese name, and the table's columns line up although a Chinese character takes two."""
+    from fxcourse.bench_fusion import BenchResult, format_result, shown
+    from fxcourse.timing import columns
+
+    base = [1.0, 1.1, 1.0, 1.05, 0.98]
+    times = {"unfused": base, "chapter fuser": [t * 0.9 for t in base]}
+    times |= {"torch fuse": [t * 0.91 for t in base], "BN erased": [t * 0.88 for t in base]}
+    with speaking("zh"):
+        text = format_result(BenchResult("cpu", 1, 64, 1, "thread", times))
+        names = [shown(name) for name in times]
+    assert not re.search(r"chapter fuser|BN erased|unfused", text), text
+    rows = text.splitlines()[2:6]  # after the run's line and the column headings
+    assert [row.split()[0] for row in rows] == [name.split()[0] for name in names], rows
+    assert len({columns(row.split("（")[0]) for row in rows}) == 1, rows  # numbers end alike

@@ -162,6 +162,9 @@ def test_layers_that_handle_the_same_thing_read_the_same_limit():
     workspace = (ROOT / "fxcourse" / "workspace.py").read_text()
     validate = float(re.search(r"^c\.Execute\.timeout = (\d+)", workspace, re.M)[1])
     assert validate == LIMITS.validate_timeout >= LIMITS.cell_timeout
+    # nor one run in the course's chapters/exercises/ (an instructor's, the tests')
+    here = (ROOT / "chapters" / "exercises" / "nbgrader_config.py").read_text()
+    assert float(re.search(r"^c\.Execute\.timeout = (\d+)", here, re.M)[1]) == validate
 
 
 def test_the_limits_command_lists_every_limit(capsys, monkeypatch):

@@ -172,10 +172,17 @@ def reason(course: Path, student: str, assignment: str) -> str:
     return json.loads(path.read_text())["reason"]
 
 
+@pytest.fixture(scope="module")
+def sandboxed_scores(graded) -> dict[str, dict[str, float | None]]:
+    """instructor.scores of the sandboxed course (what make export reads), read once for the
+    tests that only read it: each read opens the gradebook (about a second of CPU, 7-10 s on
+    a loaded machine, for each of some forty tests)."""
+    return instructor.scores(graded["sandboxed"])
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_reference_scores_full_marks_and_the_starter_zero(graded, assignment):
-    course = graded["sandboxed"]
-    got = instructor.scores(course)
+def test_reference_scores_full_marks_and_the_starter_zero(graded, sandboxed_scores, assignment):
+    course, got = graded["sandboxed"], sandboxed_scores
     assert got["reference"][assignment] == 10, reason(course, "reference", assignment)
     assert got["untouched"][assignment] == 0, reason(course, "untouched", assignment)
     assert "NotImplementedError" in reason(course, "untouched", assignment)
@@ -214,9 +221,9 @@ def test_every_snippets_cells_import_what_they_use(tmp_path):
 
 
 @pytest.mark.parametrize("snippet", REALISTIC + ATTACKS, ids=lambda s: s.name)
-def test_every_answer_scores_what_its_docstring_predicts(graded, snippet):
+def test_every_answer_scores_what_its_docstring_predicts(graded, sandboxed_scores, snippet):
     course = graded["sandboxed"]
-    score = instructor.scores(course)[snippet.name][snippet.assignment]
+    score = sandboxed_scores[snippet.name][snippet.assignment]
     assert score == snippet.expected, reason(course, snippet.name, snippet.assignment)
 
 
@@ -280,31 +287,37 @@ def honest(assignment: str) -> Snippet:
     return Snippet("", assignment, 10, {})
 
 
-def test_honest_classmates_after_a_hostile_description_keep_full_marks(released, tmp_path):
-    """One worker grades a module path into GraphModule's class first, then two honest
-    classmates, in one batch: the hostile graph is refused in its own check process and
-    changes nothing for the next submissions."""
-    assignment = "ex1_sigmoid_to_tanh"
+@pytest.fixture(scope="module")
+def one_worker(released, tmp_path_factory) -> dict:
+    """ONE worker grades, in one batch in student order (a_ first): an exercise 1 answer that
+    puts a module path into GraphModule's class, an exercise 2 answer that holds every lock and
+    semaphore it can reach (tqdm's, which torch.fx's Interpreter takes, among them) and writes
+    into every shared page it has, then honest classmates' exercise 1 (b_, c_honest) and
+    exercise 3 (b_, c_, d_classmate), whose Interpreter takes that lock."""
     hostile = next(s for s in ATTACKS if s.name == "ex1_module_path_into_graphmodule")
-    uploads = [("a_hostile", hostile), ("b_honest", honest(assignment))]
-    batch = one_worker_batch(released, tmp_path, [*uploads, ("c_honest", honest(assignment))])
-    got = {name: row[assignment] for name, row in batch["scores"].items()}
-    assert got == {"a_hostile": 0, "b_honest": 10, "c_honest": 10}
-    assert "DataError" in reason(batch["course"], "a_hostile", assignment)
-
-
-def test_classmates_after_one_holding_every_lock_keep_full_marks(released, tmp_path):
-    """One worker grades an exercise 2 answer that holds every lock and semaphore it can reach
-    (tqdm's, which torch.fx's Interpreter takes, among them) and writes into every shared page
-    it has, then classmates' exercise 3, whose Interpreter takes that lock: nothing of the first
-    process reaches the next ones, and everyone keeps full marks (the batch grades in student
-    order: a_ first)."""
     locker = next(s for s in ATTACKS if s.name == "ex2_holds_every_lock")
-    uploads = [("a_locker", locker)]
+    uploads = [("a_hostile", hostile), ("a_locker", locker)]
+    uploads += [(f"{name}_honest", honest("ex1_sigmoid_to_tanh")) for name in "bc"]
     uploads += [(f"{name}_classmate", honest("ex3_timing_interpreter")) for name in "bcd"]
-    batch = one_worker_batch(released, tmp_path, uploads)
-    got = {name: [v for v in r.values() if v is not None] for name, r in batch["scores"].items()}
-    assert got == dict.fromkeys(["a_locker", "b_classmate", "c_classmate", "d_classmate"], [10])
+    return one_worker_batch(released, tmp_path_factory.mktemp("one_worker"), uploads)
+
+
+def test_honest_classmates_after_a_hostile_description_keep_full_marks(one_worker):
+    """The hostile graph is refused in its own check process and changes nothing for the next
+    submissions."""
+    assignment, scores = "ex1_sigmoid_to_tanh", one_worker["scores"]
+    got = {name: row.get(assignment) for name, row in scores.items()}
+    got = {name: score for name, score in got.items() if score is not None}
+    assert got == {"a_hostile": 0, "b_honest": 10, "c_honest": 10}
+    assert "DataError" in reason(one_worker["course"], "a_hostile", assignment)
+
+
+def test_classmates_after_one_holding_every_lock_keep_full_marks(one_worker):
+    """Nothing of the locker's process reaches the next ones: everyone keeps full marks."""
+    names = ["a_locker", "b_classmate", "c_classmate", "d_classmate"]
+    rows = {name: one_worker["scores"].get(name, {}) for name in names}
+    got = {name: [v for v in row.values() if v is not None] for name, row in rows.items()}
+    assert got == dict.fromkeys(names, [10])
 
 
 def test_attacks_never_see_the_hidden_checks(graded):
@@ -340,9 +353,21 @@ def feedback_text(course: Path, student: str, assignment: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))  # what a reader sees
 
 
-def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
+# The learners whose feedback pages the tests below and the report read.
+FEEDBACK_FOR = ("ex1_only_torch_sigmoid", "ex1_quotes_hidden_markers", "reference", "untouched")
+
+
+@pytest.fixture(scope="module")
+def with_feedback(graded) -> Path:
+    """The sandboxed course after `make feedback` for FEEDBACK_FOR, run once for every test
+    that reads those pages (each process starts nbgrader and exports every page anew)."""
     course = graded["sandboxed"]
-    assert instructor.feedback(course, ["ex1_only_torch_sigmoid", "reference", "untouched"]) == 0
+    assert instructor.feedback(course, FEEDBACK_FOR) == 0
+    return course
+
+
+def test_feedback_shows_messages_but_no_hidden_test_or_check(with_feedback):
+    course = with_feedback
     text = feedback_text(course, "ex1_only_torch_sigmoid", "ex1_sigmoid_to_tanh")
     assert "x.sigmoid(): the rewritten graph still computes a sigmoid" in text
     assert "torch.special.expit: the rewritten graph still computes a sigmoid" in text
@@ -360,19 +385,16 @@ def test_feedback_shows_messages_but_no_hidden_test_or_check(graded):
             assert not any(marker in page for marker in MARKERS)
 
 
-def test_feedback_keeps_a_learners_quoted_marker(graded):
-    course = graded["sandboxed"]
-    assert instructor.feedback(course, ["ex1_quotes_hidden_markers"]) == 0
+def test_feedback_keeps_a_learners_quoted_marker(with_feedback):
     assert "the grader keeps a" in feedback_text(
-        course, "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
+        with_feedback, "ex1_quotes_hidden_markers", "ex1_sigmoid_to_tanh"
     )
 
 
-def test_feedback_holds_only_the_pages_made_from_notebooks(graded):
+def test_feedback_holds_only_the_pages_made_from_notebooks(with_feedback):
     """The reference submissions came with an evil.html of their own, which nbgrader copies into
     the feedback folder: after make feedback none is left there to hand out uncleaned."""
-    course = graded["sandboxed"]
-    assert instructor.feedback(course, ["reference"]) == 0
+    course = with_feedback
     autograded = Course.configured(course).autograded / "reference"
     assert (autograded / ASSIGNMENTS[0] / "evil.html").read_text() == EVIL_PAGE
     for assignment in ASSIGNMENTS:
@@ -406,9 +428,8 @@ def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd)
     assert made == [ASSIGNMENTS[1]]
 
 
-def test_release_feedback_through_the_exchange(graded):
-    course = graded["sandboxed"]
-    assert instructor.feedback(course, ["reference"]) == 0
+def test_release_feedback_through_the_exchange(with_feedback):
+    course = with_feedback
     done = subprocess.run(
         [
             sys.executable,
@@ -517,11 +538,10 @@ PROGRESS = {  # what the class hub's progress page gathers, for two of the learn
 
 
 @pytest.fixture(scope="module")
-def report(graded, tmp_path_factory) -> Path:
-    """`make report` of the graded class (with feedback pages for two learners), in a folder of
+def report(with_feedback, tmp_path_factory) -> Path:
+    """`make report` of the graded class (with feedback pages for FEEDBACK_FOR), in a folder of
     its own; the course's classdata/ is beside it as classdata/reports is in a course."""
-    course = graded["sandboxed"]
-    assert instructor.feedback(course, ["reference", "ex1_only_torch_sigmoid"]) == 0
+    course = with_feedback
     progress = tmp_path_factory.mktemp("progress") / "progress.json"
     progress.write_text(json.dumps(PROGRESS))
     out = Course.configured(course).reports

@@ -28,7 +28,7 @@ COURSE_ID = Course.configured().course_id
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "cosine_swap"  # no exNN_ prefix: the course finds it by its folder, not by a pattern
-pytestmark = pytest.mark.xdist_group("grading")
+pytestmark = pytest.mark.xdist_group("new-exercise")  # its own course copy and gradebook
 
 PROBES = '''"""The throw-away exercise's probes and its graphs' vocabulary."""
 

@@ -25,6 +25,7 @@ import html.parser
 import json
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -139,18 +140,38 @@ LEARNER_NOTEBOOKS = sorted((ROOT / "chapters" / "zh").glob("[0-9]*.ipynb")) + so
 )
 ALT_TEXT = re.compile(r'\balt="([^"]*)"')
 SVG_PICTURE = re.compile(r'src="data:image/svg\+xml;base64,([^"]+)"')
+PNG_PICTURE = re.compile(r'src="data:image/png;base64,([^"]+)"')
 SVG_TEXT = re.compile(r"<text\b[^>]*>([^<]*)</text>")
 
 
+def png_description(png: bytes) -> str:
+    """The Description text chunk (tEXt or iTXt) of a PNG: what fxcourse.charts writes there is
+    the text the chart draws."""
+    at, found = 8, []
+    while at + 8 <= len(png):
+        (length,), kind = struct.unpack(">I", png[at : at + 4]), png[at + 4 : at + 8]
+        body = png[at + 8 : at + 8 + length]
+        if kind in (b"tEXt", b"iTXt") and body.startswith(b"Description\0"):
+            text = body.removeprefix(b"Description\0")
+            if kind == b"iTXt":  # compression flag and method, language tag, translated keyword
+                text = text[2:].split(b"\0", 2)[2]
+            found.append(text.decode("utf-8" if kind == b"iTXt" else "latin-1"))
+        at += 12 + length
+    return " ".join(found)
+
+
 def pictures_text(output: dict) -> list[str]:
-    """The text alternatives of an output's pictures and the text drawn in its SVG ones."""
+    """The text alternatives of an output's pictures and the text drawn in its SVG and PNG ones
+    (a chart's PNG carries its drawn text: fxcourse.charts)."""
     page = output.get("data", {}).get("text/html", "")
     page = "".join(page) if isinstance(page, list) else page
     found = [html.unescape(alt) for alt in ALT_TEXT.findall(page)]
     for picture in SVG_PICTURE.findall(page):
         drawn = SVG_TEXT.findall(base64.b64decode(picture).decode("utf-8", "replace"))
         found.append(html.unescape(" ".join(drawn)))
-    return found
+    pngs = PNG_PICTURE.findall(page) or [output.get("data", {}).get("image/png", "")]
+    found += [png_description(base64.b64decode(png)) for png in pngs if png]
+    return [text for text in found if text]
 
 
 def test_the_learner_scan_reads_pictures_and_messages():
@@ -164,6 +185,17 @@ def test_the_learner_scan_reads_pictures_and_messages():
     ]
     known = word_runs("a label the course forgot") | word_runs("a title it forgot to")
     assert all(course_english_in(text, known) for text in pictures_text(output))
+
+
+def test_a_charts_png_carries_the_words_it_draws():
+    from fxcourse import charts
+
+    chart = charts.horizontal_bars({"未融合": 3.0, "chapter fuser": 2.0}, "微秒", "图的标题")
+    png = base64.b64decode(chart._repr_html_().split("base64,")[1].split('"')[0])
+    drawn = png_description(png).split(" | ")
+    assert {"未融合", "chapter fuser", "微秒", "图的标题", "3", "2"} <= set(drawn), drawn
+    output = {"output_type": "display_data", "data": {"text/html": chart._repr_html_()}}
+    assert png_description(png) in pictures_text(output)
 
 
 @pytest.mark.parametrize("notebook", LEARNER_NOTEBOOKS, ids=lambda p: p.stem)

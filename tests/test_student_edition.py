@@ -132,6 +132,7 @@ def test_a_chinese_edition_opens_with_the_chinese_readme(tmp_path, answers):
 
 
 @pytest.mark.xdist_group("student-edition")
+@pytest.mark.whole_chapter  # a minute or more: handed out before the short tests (conftest.py)
 def test_edition_sets_itself_up_and_runs_a_chapter_without_instructor_tools(tmp_path):
     out = tmp_path / "edition"
     edition.build(out, answers=False)
@@ -139,7 +140,7 @@ def test_edition_sets_itself_up_and_runs_a_chapter_without_instructor_tools(tmp_
     # Compiling the new environment's bytecode (about 40 s here) is setup's speed-up, not the
     # edition's: this one chapter runs without it. Python then writes the bytecode of what it
     # imports as a learner's does, unless the machine running the tests forbids it (CI images
-    # often set PYTHONDONTWRITEBYTECODE): then each of setup's six `jupyter` commands and the
+    # often set PYTHONDONTWRITEBYTECODE): then each of setup's three `jupyter` commands and the
     # chapter's kernel compiled their imports again (about 10 s of CPU each instead of 4.5).
     env["UV_COMPILE_BYTECODE"] = "0"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
