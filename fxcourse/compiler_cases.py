@@ -1,9 +1,11 @@
 """What chapter 9's case builders draw (fxcourse.cases makes the seeds, the checkpoints compare).
 
     loss = draw_loss(make); forward, backward = split_loss(loss)   # try it 9.1
-    scores = draw_scores(make); graph = traced_scores(scores)       # try it 9.2
-    rules = draw_rules(make); keys_here(rules_key, rules)           # try it 9.3
+    score_graphs(make) -> (graph, inputs)                           # try it 9.2's case builder
+    RulePasses().rewritten(answer, graph, inputs)                   # 9.2: the answer's rule run
+    rule_sets(make) -> RuleCase; keys_here(rules_key, rules)        # try it 9.3
     keys_in_fresh_python(rules_key, rules, salt)                     # 9.3, as after a restart
+    edits(rules)                                                     # 9.3: each edit, in words
 
 Every case is Python source written from the maker's generator (operators, names, sizes,
 dtypes), so a "Not yet" can describe it and the same seed makes it again. Nothing here holds an
@@ -191,6 +193,56 @@ def traced_scores(scores: Scores) -> fx.GraphModule:
     return make_fx(function, tracing_mode="fake")(*scores.inputs)
 
 
+def score_graphs(make) -> tuple[fx.GraphModule, tuple[torch.Tensor, torch.Tensor]]:
+    """9.2's case builder: drawn scores, traced, and their inputs (noted as the source)."""
+    scores = draw_scores(make)
+    u = scores.inputs[0]
+    kind = str(u.dtype).removeprefix("torch.")
+    make.note(f"{scores.source.strip()}  # u, v: {kind}{list(u.shape)}")
+    return traced_scores(scores), scores.inputs
+
+
+class RulePasses:
+    """For one checkpoint run: each (search, replace) pair registered once, in a
+    PatternMatcherPass of its own, as Inductor's `register_replacement` registers a rule.
+
+    At every place that matches loosely, the matcher traces the search function again with the
+    place's shapes, and then the replacement (`check_fn` in torch/_inductor/pattern_matcher.py):
+    about a tenth of a second each. The same function traced with the same input types in the
+    same graph (one fake mode) gives the same graph, so each is traced once per run and copied."""
+
+    def __init__(self):
+        self.passes: dict[tuple, object] = {}
+        self.traced: dict[tuple, fx.GraphModule] = {}
+
+    def trace(self, fn, args, **options) -> fx.GraphModule:
+        from torch._dynamo.utils import detect_fake_mode
+        from torch._inductor.pattern_matcher import fwd_only
+
+        if not all(isinstance(a, torch.Tensor) for a in args) or any(
+            isinstance(size, torch.SymInt) for a in args for size in (*a.shape, *a.stride())
+        ):
+            return fwd_only(fn, args, **options)
+        types = tuple((a.shape, a.stride(), a.dtype, a.device, a.requires_grad) for a in args)
+        key = (fn, types, detect_fake_mode(args), tuple(sorted(options.items())))
+        if key not in self.traced:
+            self.traced[key] = fwd_only(fn, args, **options)
+        return copy.deepcopy(self.traced[key])  # the matcher may edit what it gets
+
+    def rewritten(self, answer, graph: fx.GraphModule, inputs) -> tuple[int, object]:
+        """(places rewritten by the answer's rule, the rewritten graph's outputs on `inputs`)."""
+        from torch._inductor.pattern_matcher import PatternMatcherPass, register_replacement
+
+        pair = (answer.search_lse, answer.replace_lse)
+        if pair not in self.passes:
+            self.passes[pair] = PatternMatcherPass()
+            example = [torch.empty(4), torch.empty(4)]
+            register_replacement(*pair, example, self.trace, self.passes[pair])
+        found = self.passes[pair].apply(graph.graph)
+        graph.recompile()
+        return found, graph(*inputs)
+
+
 # ----------------------------------------------------------------------------- try it 9.3
 
 BODIES = ("x * {c}", "x + {c}", "torch.sin(x) * {c}", "torch.exp(x) - {c}", "x / {c}")
@@ -273,6 +325,18 @@ def first_change(before: str, after: str) -> str:
     if removed and added:
         return f"`{removed[0]}` -> `{added[0]}`"
     return f"+ `{added[0]}`" if added else f"- `{removed[0]}`"
+
+
+def rule_sets(make) -> RuleCase:
+    """9.3's case builder: drawn rules and their edits, noted by the rules' names."""
+    rules = draw_rules(make)
+    make.note(rules.base.splitlines()[-1])
+    return rules
+
+
+def edits(case: RuleCase) -> list[tuple[str, str]]:
+    """(kind, the changed line as first_change words it) for each edit of the case's rules."""
+    return [(edit, first_change(case.base, text)) for edit, text in case.edited.items()]
 
 
 def keys_here(rules_key, case: RuleCase) -> dict:

@@ -170,6 +170,8 @@ def test_a_translations_source_folder_takes_the_solution_along(tmp_path):
     assert {path.name for path in target.iterdir()} == names
     solution = authoring.SOURCES / exercise / reference_solutions.FILE
     assert (target / reference_solutions.FILE).read_text() == solution.read_text()
+
+
 # A count of exercises written in prose: "three graded exercises", "12 exercises", "三道计分练习".
 NUMBERS = {
     **{word: n for n, word in enumerate("two three four five six seven eight nine ten".split(), 2)},
