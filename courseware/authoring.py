@@ -155,10 +155,11 @@ def answers_text(answers: dict, sources: list[str]) -> str:
     return json.dumps(stamped, indent=1, ensure_ascii=False) + "\n"
 
 
-def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
+def derived_files(sources: Path | None = None) -> dict[Path, str]:
     """Every derived file (path -> text), each stamped with what it comes from (fxcourse.stamps):
     the learner chapters and answers.json, and the same in each translation (chapters/<lang>/,
     answers.<lang>.json, the exercise starters, the README)."""
+    sources = sources or SOURCES  # read when called: a test points it at a course of its own
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
     references: dict[str, dict] = {}
@@ -180,10 +181,10 @@ def derived_files(sources: Path = SOURCES) -> dict[Path, str]:
     return derived
 
 
-def exercise_solutions(sources: Path = SOURCES) -> dict[Path, str]:
+def exercise_solutions(sources: Path | None = None) -> dict[Path, str]:
     """Each exercise's reference solution as the grader's checks import it (solution.py),
     from its notebook's solution cells (courseware.reference_solutions)."""
-    derived = {}
+    sources, derived = sources or SOURCES, {}
     for folder in sorted(path for path in sources.iterdir() if path.is_dir()):
         notebook, code = folder / f"{folder.name}.ipynb", folder.name.rpartition("-")[2]
         if not notebook.is_file() or code in languages.translation_codes():

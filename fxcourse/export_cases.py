@@ -69,12 +69,14 @@ def promised_ranges(program: torch.export.ExportedProgram, name: str = "tokens")
 
 
 def row_picks(make):
-    """Tables of drawn lengths; a row inside, past the end, and negative in every run."""
+    """Tables of drawn lengths; a row inside, the first past the end, one further past, and a
+    negative one in every run (a bound off by one refuses only the first past the end)."""
     rows = make.integer(2, 12)
-    where = make.each(["inside", "past the end", "negative"])
+    where = make.each(["inside", "first past the end", "past the end", "negative"])
     row = {
         "inside": make.integer(0, rows - 1),
-        "past the end": rows + make.integer(0, 2),
+        "first past the end": rows,
+        "past the end": rows + make.integer(1, 2),
         "negative": -make.integer(1, rows),  # unchecked, a row counted from the end, or none
     }[where]
     make.note(_("row {row} of a {rows}-row x").format(row=row, rows=rows))
@@ -131,12 +133,20 @@ def writer_model(make, buffers: list[str], written: list[str], argument: str | N
 
 def stateful_models(make):
     """Models that write some of their buffers, their input, both, or a norm layer's statistics
-    (a BatchNorm or LayerNorm in training or eval mode); names drawn."""
-    kind = make.each(["buffers and input", "buffers only", "input only", "batchnorm"])
-    if kind == "batchnorm":
+    (a BatchNorm in training mode in every run of five, whose aten.batch_norm writes its running
+    statistics without a trailing underscore; a BatchNorm in eval mode or a LayerNorm); names
+    drawn."""
+    kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
+    kind = make.each(kinds)
+    if kind in ("training batchnorm", "norm"):
         width = make.integer(2, 6)
-        layers = [nn.Linear(3, width), make.choice([nn.BatchNorm1d, nn.LayerNorm])(width)]
-        model = make.sequential(layers).train(make.coin())
+        norm = (
+            nn.BatchNorm1d
+            if kind == "training batchnorm"
+            else make.choice([nn.BatchNorm1d, nn.LayerNorm])
+        )
+        layers = [nn.Linear(3, width), norm(width)]
+        model = make.sequential(layers).train(kind == "training batchnorm" or make.coin())
         mode = _("training") if model.training else _("eval")
         make.note(_("{model} in {mode} mode").format(model=model, mode=mode))
         return model, make.tensor(make.integer(2, 4), 3)

@@ -21,6 +21,7 @@ import torch
 import torch.fx as fx
 
 from fxcourse import compiler_cases as cases
+from fxcourse import rule_cases
 from fxcourse.cases import CaseMaker, seeds_of
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
@@ -256,13 +257,13 @@ def refused_9_3(cell: str, run_seed: int) -> bool:
     keys in a new Python process."""
     rules_key = cases.defined(cell, f"/tmp/ipykernel_test/{run_seed}.py")["rules_key"]
     for make in makers(run_seed):
-        rules = cases.draw_rules(make)
-        mine = cases.keys_here(rules_key, rules)
+        rules = rule_cases.draw_rules(make)
+        mine = rule_cases.keys_here(rules_key, rules)
         if mine["again"] != mine["rules"] or any(
             mine[edit] == mine["rules"] for edit in rules.edited
         ):
             return True
-        if cases.keys_in_fresh_python(rules_key, rules, make.seed) != mine:
+        if rule_cases.keys_in_fresh_python(rules_key, rules, make.seed) != mine:
             return True
     return False
 
@@ -281,17 +282,17 @@ def test_9_3_refuses_keys_that_a_restart_or_an_edit_defeats(run_seed):
 
 def test_9_3_each_edit_changes_one_place_and_says_where():
     for make in makers(3):
-        rules = cases.draw_rules(make)
+        rules = rule_cases.draw_rules(make)
         for edit, text in rules.edited.items():
             assert text != rules.base, edit
-            assert cases.first_change(rules.base, text).count("`") >= 2, edit
+            assert rule_cases.first_change(rules.base, text).count("`") >= 2, edit
 
 
 def test_a_learners_cell_keeps_its_definitions_and_drops_its_other_statements():
     cell = "import hashlib\nLIMIT = 3\n\ndef rules_key(rules):\n    return 'k'\n\n"
     cell += "print(rules_key([]))\n"
     rules_key = cases.defined(cell, "/tmp/ipykernel_x/1.py")["rules_key"]
-    kept_source = cases.learner_cell(rules_key)
+    kept_source = rule_cases.learner_cell(rules_key)
     assert "import hashlib" in kept_source and "LIMIT = 3" in kept_source
     assert "def rules_key" in kept_source and "print(" not in kept_source
 
@@ -305,7 +306,7 @@ def test_a_learners_cell_keeps_aliases_and_computed_constants_but_not_another_ce
     namespace = {"RULES": []}  # another cell's value
     exec(compile(cell, filename, "exec"), namespace)
     rules_key = namespace["rules_key"]
-    kept_source = cases.learner_cell(rules_key)
+    kept_source = rule_cases.learner_cell(rules_key)
     for kept in ("digest = hashlib.sha256", "SALT = ", "PARTS: tuple"):
         assert kept in kept_source, kept_source
     assert "seen =" not in kept_source  # it reads RULES, another cell's value
@@ -314,7 +315,7 @@ def test_a_learners_cell_keeps_aliases_and_computed_constants_but_not_another_ce
 
 def test_9_3_rules_and_their_edits_call_only_what_torch_has():
     for make in makers(7) + makers(8):
-        rules = cases.draw_rules(make)
+        rules = rule_cases.draw_rules(make)
         for text in (rules.base, *rules.edited.values()):
             for name in re.findall(r"torch\.(\w+)\(", text):
                 assert hasattr(torch, name), (name, text)

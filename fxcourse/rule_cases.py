@@ -1,0 +1,216 @@
+"""Try it 9.3's case builder: rule sets written as Python source from the maker's generator,
+and the edits that must change the key a learner's `rules_key` computes for them.
+
+    rule_sets(make) -> RuleCase; keys_here(rules_key, rules)        # the checkpoint's cases
+    keys_in_fresh_python(rules_key, rules, salt)                     # as after a restart
+    edits(rules)                                                     # each edit, in words
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import linecache
+import os
+import random
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from fxcourse.compiler_cases import defined
+
+# ----------------------------------------------------------------------------- try it 9.3
+
+BODIES = ("x * {c}", "x + {c}", "torch.sin(x) * {c}", "torch.exp(x) - {c}", "x / {c}")
+BODIES += ("torch.tanh(x) + {c}", "torch.relu(x) * {c}", "(x - {c}) * x")
+SWAPS = {"*": "/", "/": "*", "+": "-", "-": "+", "sin": "cos", "exp": "expm1"}
+SWAPS |= {"tanh": "sigmoid", "relu": "selu"}
+
+
+@dataclass
+class RuleCase:
+    """A rule set as source, `base`, and edits of it that must get another key (kind -> source)."""
+
+    base: str
+    edited: dict[str, str]
+
+
+def rule_text(rules: list[tuple[str, str, str, str]]) -> str:
+    """Source that defines each (search name, body, replace name, body) and RULES."""
+    lines, pairs = [], []
+    for search, search_body, replace, replace_body in rules:
+        lines += [f"def {search}(x):", f"    return {search_body}", ""]
+        lines += [f"def {replace}(x):", f"    return {replace_body}", ""]
+        pairs.append(f"({search}, {replace})")
+    return "\n".join(lines + [f"RULES = [{', '.join(pairs)}]", ""])
+
+
+def one_swap(body: str, rng: random.Random) -> str:
+    """`body` with one operator or function swapped for another (a one-operator edit)."""
+    found = [old for old in SWAPS if f" {old} " in body or f".{old}(" in body]
+    old = rng.choice(found)
+    spaced = f" {old} " if f" {old} " in body else f".{old}("
+    return body.replace(spaced, spaced.replace(old, SWAPS[old]), 1)
+
+
+def edited_rules(rules: list, rng: random.Random, side: int, edit) -> str:
+    """The rule set's source after `edit` on one body (side 1: a search, 3: a replacement)."""
+    changed = [list(rule) for rule in rules]
+    where = rng.randrange(len(rules))
+    changed[where][side] = edit(changed[where][side])
+    return rule_text(changed)
+
+
+def other_constant(body: str) -> str:
+    """`body` with its last number changed: the same bytecode, other constants."""
+    head, number, tail = re.match(r"(.*?)(\d+(?:\.\d+)?)(\D*)$", body).groups()
+    return f"{head}{float(number) + 1.25}{tail}"
+
+
+def draw_rules(make) -> RuleCase:
+    """A rule set of one to three rules, and one edit of each kind (a rule removed when it has
+    more than one)."""
+    rng, rules = make.rng, []
+    for number in range(rng.randint(1, 3)):
+        bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
+        names = (f"find_{number}", f"make_{number}")
+        rules.append((names[0], bodies[0], names[1], bodies[1]))
+    swap = lambda body: one_swap(body, rng)  # noqa: E731
+    edited = {
+        "search operator": edited_rules(rules, rng, 1, swap),
+        "replacement operator": edited_rules(rules, rng, 3, swap),
+        "constant": edited_rules(rules, rng, rng.choice((1, 3)), other_constant),
+        "added rule": rule_text([*rules, ("find_more", "x * 7", "make_more", "x + x * 6")]),
+    }
+    if len(rules) > 1:
+        edited["removed rule"] = rule_text(rules[:-1])
+    return RuleCase(rule_text(rules), edited)
+
+
+def first_change(before: str, after: str) -> str:
+    """The first line an edit changed, as `old` -> `new` (or +/- a line added or removed)."""
+    import difflib
+
+    changed = [
+        line
+        for line in difflib.ndiff(before.splitlines(), after.splitlines())
+        if line[:1] in "+-" and line[2:].strip() and not line[2:].startswith("RULES")
+    ]
+    removed = [line[2:].strip() for line in changed if line.startswith("-")]
+    added = [line[2:].strip() for line in changed if line.startswith("+")]
+    if removed and added:
+        return f"`{removed[0]}` -> `{added[0]}`"
+    return f"+ `{added[0]}`" if added else f"- `{removed[0]}`"
+
+
+def rule_sets(make) -> RuleCase:
+    """9.3's case builder: drawn rules and their edits, noted by the rules' names."""
+    rules = draw_rules(make)
+    make.note(rules.base.splitlines()[-1])
+    return rules
+
+
+def edits(case: RuleCase) -> list[tuple[str, str]]:
+    """(kind, the changed line as first_change words it) for each edit of the case's rules."""
+    return [(edit, first_change(case.base, text)) for edit, text in case.edited.items()]
+
+
+def keys_here(rules_key, case: RuleCase) -> dict:
+    """rules_key in this process: of the rules, of the same rules defined again (new code objects
+    from another file name, the same process), and of each edit. Every set stays alive until all
+    keys are made, so no code object can reuse the address of one freed before it."""
+    sets = {"rules": (case.base, "<drawn rules>")}
+    sets["again"] = (case.base, "<drawn rules, defined again>")
+    sets |= {edit: (text, f"<drawn rules, {edit}>") for edit, text in case.edited.items()}
+    defined_sets = {label: defined(*source)["RULES"] for label, source in sets.items()}
+    return {label: rules_key(rules) for label, rules in defined_sets.items()}
+
+
+def learner_cell(function) -> str:
+    """The imports, definitions and assignments of the cell that defined `function` (what a fresh
+    Python gets when the learner reruns that cell), without its other statements and without an
+    assignment that reads a name the cell does not bind (another cell's value)."""
+    import builtins
+    import inspect
+
+    code = function.__code__
+    source = "".join(linecache.getlines(code.co_filename)) or inspect.getsource(function)
+    bound = set(dir(builtins))
+    body = []
+    for statement in ast.parse(source).body:
+        if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+            body.append(statement)
+        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
+            written = {
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            if read - written - bound:
+                continue
+            body.append(statement)
+        else:
+            continue
+        bound |= names_bound(statement)
+    return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def names_bound(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
+        return {statement.name}
+    return {
+        n.id
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
+CHILD = """
+import json, linecache, sys
+
+def defined(source, filename):
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
+
+spec = json.load(sys.stdin)
+rules_key = defined(spec["cell"], spec["cell_file"])[spec["name"]]
+keys = {}
+for label, (source, filename) in spec["rule_sets"].items():
+    key = rules_key(defined(source, filename)["RULES"])
+    keys[label] = key if isinstance(key, str) else repr(type(key))
+print(json.dumps(keys))
+"""
+
+
+def keys_in_fresh_python(rules_key, case: RuleCase, salt: int) -> dict | str:
+    """keys_here's keys, from rules_key's cell run in a new Python (PYTHONHASHSEED=salt, other
+    file names: what a restart changes); or the new Python's error, a string."""
+    folder = f"/tmp/ipykernel_{salt}"
+    sets = {"rules": case.base, "again": case.base, **case.edited}
+    spec = {
+        "cell": learner_cell(rules_key),
+        "cell_file": f"{folder}/cell.py",
+        "name": getattr(rules_key, "__name__", "rules_key").replace("<lambda>", "rules_key"),
+        "rule_sets": {
+            label: (source, f"{folder}/{index}.py")
+            for index, (label, source) in enumerate(sets.items())
+        },
+    }
+    environment = {**os.environ, "PYTHONHASHSEED": str(salt)}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=120,
+    )
+    if done.returncode:
+        return done.stderr.strip().splitlines()[-1]
+    return json.loads(done.stdout)
