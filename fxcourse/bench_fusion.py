@@ -276,16 +276,16 @@ def plot_result(result: BenchResult, ax=None):
     ax.set_yticks(range(len(names)), [shown(name) for name in names])
     ax.invert_yaxis()
     ax.set_xlabel(_("time / unfused time in the same round (left of 1 is faster)"))
-    title = _(
-        "ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock: dots are rounds, "
-        "bars the middle half, ticks the median"
+    run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock").format(
+        shape=f"{result.batch}x3x{result.size}x{result.size}",
+        device=result.device,
+        threads=result.num_threads,
+        clock=result.clock,
     )
-    shape = f"{result.batch}x3x{result.size}x{result.size}"
-    device, threads = result.device, result.num_threads
-    ax.set_title(
-        title.format(shape=shape, device=device, threads=threads, clock=result.clock), fontsize=8
-    )
+    legend = _("dots are rounds, bars the middle half, ticks the median")
+    ax.set_title(f"{run}\n{legend}", fontsize=8)
     if own_figure:
+        ax.figure.tight_layout()  # room for the variants' names and the axis label
         charts.shown(ax.figure, ratios_alt(result, names))
     return ax
 
