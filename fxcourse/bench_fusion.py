@@ -65,6 +65,10 @@ class BenchResult:
     clock: str = "wall"
     round_times: dict[str, list[float]] = field(default_factory=dict)
 
+    @property
+    def input_shape(self) -> str:
+        return f"{self.batch}x3x{self.size}x{self.size}"
+
     def quartiles(self, name: str) -> tuple[float, float, float]:
         return quartiles(self.round_times[name])
 
@@ -169,13 +173,12 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
     """A table (median and IQR per variant, ratios to unfused) and the conclusions it supports;
     with `detailed=False` only BatchNorm's share and the verdict, without each comparison."""
     rounds = len(result.round_times[BASELINE])
-    shape = f"{result.batch}x3x{result.size}x{result.size}"
     lines = [
         _(
             "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock} clock, "
             "{rounds} rounds"
         ).format(
-            shape=shape,
+            shape=result.input_shape,
             device=result.device,
             threads=result.num_threads,
             clock=result.clock,
@@ -277,7 +280,7 @@ def plot_result(result: BenchResult, ax=None):
     ax.invert_yaxis()
     ax.set_xlabel(_("time / unfused time in the same round (left of 1 is faster)"))
     run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock").format(
-        shape=f"{result.batch}x3x{result.size}x{result.size}",
+        shape=result.input_shape,
         device=result.device,
         threads=result.num_threads,
         clock=result.clock,

@@ -199,6 +199,14 @@ def seeds_of(run_seed: int, count: int) -> list[int]:
     return [rng.randrange(10**9) for _ in range(count)]
 
 
+def makers_of(run_seed: int, count: int) -> list[CaseMaker]:
+    """The makers of a checkpoint run's `count` cases, as Checkpoint.cases draws them (its
+    Case.objects makes each again from the same seed, index and run seed)."""
+    return [
+        CaseMaker(seed, index, run_seed) for index, seed in enumerate(seeds_of(run_seed, count))
+    ]
+
+
 def side_by_side(models: Sequence[nn.Module], arguments: Sequence[str] = ()) -> nn.Module:
     """One module holding `models` as `case1`, `case2`, ...: its forward takes one input per
     model, named by `arguments` (a name taken twice gets the case's number; `x1`, `x2`, ... by

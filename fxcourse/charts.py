@@ -8,6 +8,7 @@ sighted reader sees, in the notebook and on the course's website alike.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 
@@ -26,17 +27,19 @@ class Chart:
         self.figure = figure
         self.alt = alt
 
-    def _png(self) -> bytes:
+    @functools.cached_property
+    def png(self) -> bytes:
+        """The figure drawn once: Jupyter asks for the PNG and for the HTML that holds it."""
         buffer = io.BytesIO()
         drawn = {"Description": " | ".join(drawn_text(self.figure))}  # a PNG tEXt chunk
         self.figure.savefig(buffer, format="png", dpi=self.DPI * self.SHARPNESS, metadata=drawn)
         return buffer.getvalue()
 
     def _repr_png_(self) -> bytes:
-        return self._png()
+        return self.png
 
     def _repr_html_(self) -> str:
-        source = "data:image/png;base64," + base64.b64encode(self._png()).decode()
+        source = "data:image/png;base64," + base64.b64encode(self.png).decode()
         width = round(self.figure.get_figwidth() * self.DPI)
         return (
             f'<img class="fxcourse-chart" src="{source}" width="{width}" '

@@ -139,14 +139,10 @@ def stateful_models(make):
     kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
     kind = make.each(kinds)
     if kind in ("training batchnorm", "norm"):
-        width = make.integer(2, 6)
-        norm = (
-            nn.BatchNorm1d
-            if kind == "training batchnorm"
-            else make.choice([nn.BatchNorm1d, nn.LayerNorm])
-        )
+        width, training = make.integer(2, 6), kind == "training batchnorm"
+        norm = nn.BatchNorm1d if training else make.choice([nn.BatchNorm1d, nn.LayerNorm])
         layers = [nn.Linear(3, width), norm(width)]
-        model = make.sequential(layers).train(kind == "training batchnorm" or make.coin())
+        model = make.sequential(layers).train(training or make.coin())
         mode = _("training") if model.training else _("eval")
         make.note(_("{model} in {mode} mode").format(model=model, mode=mode))
         return model, make.tensor(make.integer(2, 4), 3)

@@ -60,15 +60,6 @@ def runs(program, *inputs) -> bool:
         return False
 
 
-def batch_floor(program) -> int:
-    """The smallest batch the program promises for its first input (the low end of its range in
-    range_constraints; its size when the batch is static)."""
-    size = program.graph.find_nodes(op="placeholder")[0].meta["val"].shape[0]
-    if isinstance(size, int):
-        return size
-    return int(program.range_constraints[size.node.expr].lower)
-
-
 FIBONACCI = [1, 1]
 while len(FIBONACCI) < 92:  # the last, 4660046610375530309, still fits in an int64
     FIBONACCI.append(FIBONACCI[-1] + FIBONACCI[-2])

@@ -22,7 +22,7 @@ import torch.fx as fx
 
 from fxcourse import compiler_cases as cases
 from fxcourse import rule_cases
-from fxcourse.cases import CaseMaker, seeds_of
+from fxcourse.cases import CaseMaker, makers_of
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
@@ -30,9 +30,7 @@ CASES_PER_RUN = 6  # checkpoint.cases draws the first 5 (9.1, 9.2) or 6 (9.3) of
 
 
 def makers(run_seed: int) -> list[CaseMaker]:
-    """The makers of one checkpoint run's cases, as fxcourse.tryit draws them."""
-    seeds = seeds_of(run_seed, CASES_PER_RUN)
-    return [CaseMaker(seed, index, run_seed) for index, seed in enumerate(seeds)]
+    return makers_of(run_seed, CASES_PER_RUN)
 
 
 # ----------------------------------------------------------------------------- try it 9.1

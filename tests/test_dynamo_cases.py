@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from fxcourse import dynamo_cases as cases
-from fxcourse.cases import CaseMaker, seeds_of
+from fxcourse.cases import CaseMaker, makers_of
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "1"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
@@ -27,8 +27,7 @@ LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")
 
 
 def makers(run_seed: int, count: int = 5) -> list[CaseMaker]:
-    """The makers of one checkpoint run's cases, as fxcourse.tryit draws them."""
-    return [CaseMaker(seed, i, run_seed) for i, seed in enumerate(seeds_of(run_seed, count))]
+    return makers_of(run_seed, count)
 
 
 def test_unfilled_tells_a_scaffold_from_an_answer():

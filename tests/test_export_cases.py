@@ -10,13 +10,12 @@ import random
 from torch import nn
 
 from fxcourse import export_cases
-from fxcourse.cases import CaseMaker, seeds_of
+from fxcourse.cases import makers_of
 
 
 def runs(builder, count: int, how_many: int = 200):
     for run_seed in random.Random().sample(range(10**6), how_many):
-        makers = [CaseMaker(seed, i, run_seed) for i, seed in enumerate(seeds_of(run_seed, count))]
-        yield run_seed, [builder(make) for make in makers]
+        yield run_seed, [builder(make) for make in makers_of(run_seed, count)]
 
 
 def test_checkpoint_7_2_runs_the_first_row_past_the_end_every_time():
