@@ -227,8 +227,9 @@ def minifier_case(make) -> MinifierCase:
     The graph returns a tuple of 2 or 3 tensors: one computed through the wrong operator, the
     others taken before it. Where that one stands is a kind drawn with `make.each`, so every run
     has each: last (comparing only the first output sees nothing wrong), first and middle
-    (comparing only the last output sees nothing wrong), and last followed by its negation
-    (comparing the outputs' total sees nothing wrong). A chain whose result hides the planted
+    (comparing only the last output sees nothing wrong), and first followed by its negation
+    (comparing the outputs' total sees nothing wrong: the pair cancels exactly, before any other
+    output is added, whatever the operator). A chain whose result hides the planted
     error (a saturated tanh downstream) is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "negated"])
@@ -238,7 +239,7 @@ def minifier_case(make) -> MinifierCase:
         place = make.integer(0, len(chain) - 1)
         chain[place] = wrong
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
-        bad = {"last": len(early), "first": 0, "middle": 1, "negated": len(early)}[kind]
+        bad = {"last": len(early), "first": 0, "middle": 1, "negated": 0}[kind]
         width = make.integer(3, 8)
         gm = _traced_chain(chain, width, early, bad, negated=kind == "negated")
         inputs = [make.tensor(width)]
@@ -254,7 +255,8 @@ def _traced_chain(
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
     wrong operator, a different multiple for each), with the chain's sum inserted at `bad` (and
-    its negation after it when `negated`: the outputs' total is then the same, right or wrong)."""
+    its negation after it when `negated`: summed in order, the total is then the same, right or
+    wrong, to the last bit)."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
@@ -266,7 +268,7 @@ def _traced_chain(
             x = y * 0.5 + x if index % 2 else y + 1
         outputs.insert(bad, x.sum())
         if negated:
-            outputs.insert(bad + 1, -x.sum())
+            outputs.insert(bad + 1, x.sum() * -1.0)  # mul, never the planted operator (neg may be)
         return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
