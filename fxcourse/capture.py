@@ -114,6 +114,18 @@ def torch_logs(**settings: bool | int) -> Iterator[LogCapture]:
         _internal._init_logs()
 
 
+def unprofiled_guards():
+    """Compile without Dynamo's guard-latency measurement, which flushes the CPU cache first
+    (`profile_guard_manager` in torch/_dynamo/guards.py: "This cache flush is expensive") and
+    only feeds a debug log line and a metric: a fifth of a small compile (the checkpoints of
+    chapters 6 and 10 compile often)."""
+    from unittest import mock
+
+    import torch._dynamo.guards as guards  # private
+
+    return mock.patch.object(guards, "profile_guard_manager", lambda *args: 0.0)
+
+
 def cxx_compiler() -> str | None:
     """The C++ compiler Inductor would use on this machine (its own search), or None."""
     # Importing Inductor and searching create its cache folder and record it in an environment

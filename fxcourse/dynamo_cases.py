@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from torch._inductor import decomposition as inductor_decompositions
 
-from fxcourse.capture import torch_logs
+from fxcourse.capture import torch_logs, unprofiled_guards
 from fxcourse.messages import _
 
 aten = torch.ops.aten
@@ -258,12 +258,3 @@ def aot_compiler_fails():
         raise RuntimeError("a fault planted in aot_eager's compiler")
 
     return mock.patch.object(debugging, "boxed_nop", fails)
-
-
-def unprofiled_guards():
-    """Compiles without Dynamo's guard-latency measurement, which flushes the CPU cache first
-    (`profile_guard_manager` in torch/_dynamo/guards.py: "This cache flush is expensive") and
-    only feeds a debug log line and a metric: a fifth of each of the checkpoint's compiles."""
-    import torch._dynamo.guards as guards  # private
-
-    return mock.patch.object(guards, "profile_guard_manager", lambda *args: 0.0)
