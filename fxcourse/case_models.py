@@ -114,6 +114,26 @@ class DrawnModel(nn.Module):
         picked = [values[i] for i in self.outputs]
         return picked[0] if len(picked) == 1 else tuple(picked)
 
+    def values(self, x) -> list:
+        """Every value forward computes from `x`, in order (0 is `x`), without autograd."""
+        values = [x]
+        with torch.no_grad():
+            for step in self.steps:
+                values.append(_apply(self, step, [values[i] for i in step.inputs]))
+        return values
+
+    def extend(self, steps: Sequence[Step]) -> None:
+        """Append `steps` (function and method spellings only); the outputs become, again, every
+        value no later step reads."""
+        self.steps = [*self.steps, *steps]
+        self.outputs = _unread(self.steps)
+
+
+def _unread(steps: Sequence[Step]) -> tuple[int, ...]:
+    """The values (1 on: 0 is the input) that no step reads."""
+    read = {i for step in steps for i in step.inputs}
+    return tuple(i for i in range(1, len(steps) + 1) if i not in read)
+
 
 def _register(root: nn.Module, path: str, module: nn.Module) -> None:
     *parents, leaf = path.split(".")
@@ -198,9 +218,7 @@ class ModelDraft:
 
     def finish(self) -> DrawnModel:
         """The model; every value no later step reads is an output, so every op counts."""
-        read = {i for step in self.steps for i in step.inputs}
-        outputs = tuple(i for i in range(1, len(self.steps) + 1) if i not in read)
-        model = DrawnModel(self.steps, self.modules, outputs)
+        model = DrawnModel(self.steps, self.modules, _unread(self.steps))
         model.width = self.width
         return model
 

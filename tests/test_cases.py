@@ -473,3 +473,25 @@ def test_built_once_makes_each_case_once_and_hands_out_copies():
     assert torch.equal(build(CaseMaker(7, 0, 11)).weight, second.weight)
     build(CaseMaker(8, 1, 11))
     assert calls == [7, 8]
+
+
+def test_a_drawn_model_lists_its_values_and_extended_steps_become_its_outputs():
+    make = CaseMaker(7)
+    model = make.model(ops=["relu", "add", "linear"], must=["linear"])
+    x = make.input_for(model)
+    values = model.values(x)
+    assert values[0] is x and len(values) == len(model.steps) + 1
+    assert torch.equal(
+        values[model.outputs[-1]], model(x)[-1] if len(model.outputs) > 1 else model(x)
+    )
+    last = len(values) - 1
+    model.extend(
+        [
+            cases.Step("relu", cases.method("relu"), (last,)),
+            cases.Step("neg", cases.function(torch.neg), (0,)),
+        ]
+    )
+    assert last not in model.outputs and model.outputs[-2:] == (last + 1, last + 2)
+    outputs = model(x)
+    assert torch.equal(outputs[-2], torch.relu(values[last])) and torch.equal(outputs[-1], -x)
+    assert torch.equal(fx.symbolic_trace(model)(x)[-1], -x)

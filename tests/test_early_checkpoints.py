@@ -1,0 +1,171 @@
+"""Checkpoints of chapters 1, 2, 3 and 5, run outside the notebook on many seeds, against answers
+an independent red team wrote: each wrong one is refused in every run, each honest one passes.
+(test_tryits runs every mistake and the answer in the chapter; `make test-checkpoints` the answer
+on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (default 3).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from courseware import authoring
+from fxcourse import tryit
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "3"))))
+CHAPTERS = {
+    "1": "01_symbolic_tracing",
+    "2": "02_fx_ir",
+    "3": "03_graph_transforms",
+    "5": "05_interpreter",
+}
+
+
+@cache
+def before_the_check(tryit_id: str) -> tuple[dict, str]:
+    """The namespace the chapter's cells leave before `tryit_id`'s checkpoint (its mistakes and
+    every checkpoint skipped), and the check cell's source."""
+    nb = nbformat.read(ROOT / "solutions" / f"{CHAPTERS[tryit_id.split('.')[0]]}.ipynb", 4)
+    (check,) = authoring.tryits(nb)[tryit_id]["check"]
+    namespace: dict = {"__name__": "__main__"}
+    cwd = os.getcwd()
+    os.chdir(ROOT / "chapters")
+    try:
+        for cell in nb.cells[:check]:
+            role = (authoring.tryit_of(cell) or ("", ""))[1]
+            if cell.cell_type == "code" and role not in ("mistake", "check"):
+                exec(compile(cell.source, "cell", "exec"), namespace)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    return namespace, nb.cells[check].source
+
+
+def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
+    """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
+    base, check = before_the_check(tryit_id)
+    namespace = dict(base)
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    tryit.replay(tryit_id, seed)
+    exec(compile(check, "check", "exec"), namespace)  # noqa: S102
+    (result,) = shown
+    assert result.cases_run >= tryit.MIN_CASES or not result.passed
+    return result.problem
+
+
+WRONG = {
+    "1.1 forward swapped for the loop on an identity graph": """
+traced_row_steps = fx.symbolic_trace(lambda x: x)
+traced_row_steps.forward = row_steps_loop
+""",
+    "2.2 a fresh GraphModule(gm, gm.graph) keeps only what is used": """
+def unused_modules(gm):
+    leaves = {name for name, m in gm.named_modules() if not list(m.children())}
+    kept = {name for name, _ in fx.GraphModule(gm, gm.graph).named_modules()}
+    return sorted(leaves - kept)
+""",
+    "3.1 a clamp formula instead of F.hardsigmoid": """
+def hard(x):
+    return torch.clamp(x / 6 + 0.5, 0.0, 1.0)
+
+
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        if (node.op, node.target) in (("call_function", torch.sigmoid), ("call_method", "sigmoid")):
+            node.op, node.target = "call_function", hard
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.3 a .contiguous() copies only after a transpose or of a non-contiguous input": """
+def remove_pass_throughs(gm, example):
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            before = node.args[0]
+            copies = (
+                before.op == "call_method" and before.target in ("t", "transpose", "permute")
+            ) or (before.op == "placeholder" and not example.is_contiguous())
+            drop = not copies
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "5.4 skips only the direct inputs of a known node": """
+def run_from(gm, known, *inputs):
+    env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
+    for n in list(env):
+        for value in n.all_input_nodes:
+            only_known_read_it = all(user in env for user in value.users)
+            if value.op != "placeholder" and only_known_read_it and value not in env:
+                env[value] = None
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+}
+
+HONEST = {
+    "3.3 a new GraphModule(gm, gm.graph) drops the unused modules": """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate(example)
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            drop = node.args[0].meta["tensor_meta"].memory_format is torch.contiguous_format
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.graph.lint()
+    return fx.GraphModule(gm, gm.graph)
+""",
+    "1.1 torch.diff along dim 0": """
+def row_steps(x):
+    return torch.diff(x, dim=0)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "3.1 an nn.Hardsigmoid module for each sigmoid": """
+def use_hardsigmoid(gm):
+    for node in list(gm.graph.nodes):
+        if (node.op, node.target) in (("call_function", torch.sigmoid), ("call_method", "sigmoid")):
+            gm.add_submodule(f"{node.name}_hard", nn.Hardsigmoid())
+            node.op, node.target, node.kwargs = "call_module", f"{node.name}_hard", {}
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", sorted(WRONG))
+def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):
+    assert verdict(answer.split()[0], WRONG[answer], seed, monkeypatch) is not None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("answer", sorted(HONEST))
+def test_an_honest_answer_passes(answer, seed, monkeypatch):
+    assert verdict(answer.split()[0], HONEST[answer], seed, monkeypatch) is None
