@@ -262,3 +262,19 @@ def test_shared_state_sees_a_shallow_copy_and_a_parameter_reused_but_not_a_deep_
     modules = [conv, copy.deepcopy(conv), nn.ReLU(), copy.copy(conv), reused]
     assert cases.shared_state(modules) == [(0, 3), (0, 4), (3, 4)]
     assert cases.shared_state([conv, conv]) == []  # one object: a call twice, not a copy
+
+
+def test_one_thread_computes_on_one_thread_and_gives_the_learners_setting_back():
+    import torch
+
+    from fxcourse import cases
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(ValueError), cases.one_thread():
+            assert torch.get_num_threads() == 1
+            raise ValueError("a checkpoint's error")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(saved)
