@@ -119,20 +119,6 @@ def tolerances(expected: torch.Tensor) -> dict[str, float]:
     return {"atol": rounding(expected, 1e-5 * factor), "rtol": 1e-4 * factor}
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Inside the block torch computes on one thread (the learner's setting comes back after).
-    A checkpoint's cases are tiny: on a busy machine, threads that hand each small op to each
-    other spend more CPU waiting than computing (checkpoint 4.2: 0.8 s CPU a run on two
-    threads, 0.2 s on one, at load 7)."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
-
-
 def shared_state(modules: list[nn.Module]) -> list[tuple[int, int]]:
     """The pairs (i, j), i < j, of distinct `modules` that share a parameter or buffer (the
     same tensor storage) or the dicts holding them (as a shallow `copy.copy` of a module does:
