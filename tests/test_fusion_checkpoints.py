@@ -14,9 +14,10 @@ import random
 
 import nbformat
 import pytest
+from torch import nn
 
 from courseware import authoring
-from fxcourse import tryit
+from fxcourse import cases, tryit
 
 SOURCE = authoring.SOURCES / "04_operator_fusion.ipynb"
 RUNS = int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))
@@ -205,6 +206,35 @@ def test_a_wrong_fold_is_refused_in_every_run(chapter, name, seed, monkeypatch):
 def test_an_honest_fold_passes_every_run(chapter, name, seed, monkeypatch):
     tryit_id, answer = HONEST[name]
     assert problem(chapter, tryit_id, answer, seed, monkeypatch) is None
+
+
+@pytest.fixture(scope="module")
+def builders(chapter) -> dict:
+    """Each try-it's case builder, as its check cell defines it (registered when it runs)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for tryit_id, answer in HONEST.values():
+            problem(chapter, tryit_id, answer, RUN_SEEDS[0], patch)
+    return {tryit_id: tryit._builders[tryit_id] for tryit_id in ("4.1", "4.3", "4.4")}
+
+
+def batchnorms_of(objects) -> list:
+    modules = [m for o in objects if isinstance(o, nn.Module) for m in o.modules()]
+    return [m for m in modules if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+
+
+@pytest.mark.parametrize("tryit_id", ["4.1", "4.3", "4.4"])
+def test_every_run_holds_a_batchnorm_whose_eps_a_fold_cannot_forget(builders, tryit_id):
+    for run_seed in range(100):
+        made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
+        norms = [bn for objects in made for bn in batchnorms_of(objects) if bn.track_running_stats]
+        assert any(bn.eps >= 0.05 and bn.running_var.max() <= 0.5 for bn in norms), run_seed
+
+
+def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
+    for run_seed in range(100):
+        made = [builders["4.4"](make)[0] for make in cases.makers_of(run_seed, 6)]
+        grouped = [deconv.in_channels // deconv.groups for deconv in made if deconv.groups > 1]
+        assert 2 in grouped, run_seed
 
 
 def test_folding_a_batchnorm_without_statistics_is_named_as_folded_not_left(chapter, monkeypatch):
