@@ -39,7 +39,7 @@ JupyterLab's interface to that language for this workspace.
 sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab and Validate
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
 in the workspace). The course id and the class data's default folder are the course's
-course.json (the instructor's tools read the same file: grader/course.py). The exchange root is
+course.json (fxcourse.course_file, which the instructor's tools read too). The exchange root is
 $FXCOURSE_EXCHANGE, else the course's own <class data>/exchange ($FXCOURSE_CLASSDATA/exchange;
 created, writable by everyone as nbgrader requires), else ./exchange in a student edition.
 """
@@ -55,7 +55,7 @@ from pathlib import Path
 
 import nbformat
 
-from fxcourse import course_update, lab_link, languages
+from fxcourse import course_file, course_update, lab_link, languages
 from fxcourse.course_update import (  # noqa: F401  (the workspace's names, as before)
     BASES,
     LEGACY_MANIFEST,
@@ -220,7 +220,7 @@ def sync(
             (report.updated if target.exists() else report.copied).append(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    write_nbgrader_config(workspace, exchange_root(root), course_settings(root)["course_id"])
+    write_nbgrader_config(workspace, exchange_root(root), course_file.settings(root)["course_id"])
     write_lab_language(workspace, language)
     return report
 
@@ -274,17 +274,10 @@ def sync_notebook(
     return update.outcome
 
 
-def course_settings(root: Path = ROOT) -> dict:
-    """The course's course.json ({"course_id": ..., "classdata": ..., "kernel": ...}); this
-    course's for a folder without one (a copy of the chapters only)."""
-    path = root / "course.json" if (root / "course.json").is_file() else ROOT / "course.json"
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def course_kernel() -> dict[str, str]:
     """The course's Jupyter kernel ({"name", "display_name"}): the one env/setup.sh installs into
     this environment, named in this course's course.json."""
-    return course_settings(ROOT)["kernel"]
+    return course_file.settings(ROOT)["kernel"]
 
 
 def exchange_root(root: Path = ROOT) -> Path:
@@ -292,8 +285,7 @@ def exchange_root(root: Path = ROOT) -> Path:
         return Path(configured).resolve()
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"
-    classdata = os.environ.get("FXCOURSE_CLASSDATA") or course_settings(root)["classdata"]
-    return root / classdata / "exchange"
+    return root / course_file.classdata(root) / "exchange"
 
 
 def ensure_exchange(exchange: Path) -> Path:

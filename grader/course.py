@@ -2,9 +2,8 @@
 passed to every step (release, intake, grading, export, report, similarity, the hub).
 
 The course's identity and the default place of its class data are in course.json at the course
-root (the learner's side, fxcourse.workspace, reads the same file); FXCOURSE_CLASSDATA
-(`make CLASSDATA=...`) moves the class data: a path relative to the course, or absolute.
-`Course.configured` is the one place either is read.
+root; FXCOURSE_CLASSDATA (`make CLASSDATA=...`) moves the class data: a path relative to the
+course, or absolute. fxcourse.course_file reads both, for this side and the learner's.
 
 The class data is nbgrader's working folders, the exchange, the gradebook and the grading
 secret (autograded/.safegrade_secret), in a git-ignored folder of the course's own, outside
@@ -13,26 +12,17 @@ every package, so that no install of the code (and no sandbox) carries it along.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse import course_file
+from fxcourse.course_file import SETTINGS, settings  # noqa: F401 (the course's names, as before)
 from grader import exercises
 from grader.exercises import SOURCE
 
 REPOSITORY = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
-SETTINGS = "course.json"  # at the course root
-CLASSDATA_VARIABLE = "FXCOURSE_CLASSDATA"
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
-
-
-def settings(root: Path) -> dict:
-    """course.json of the course at `root`; this repository's for a folder without one (a
-    scratch folder of submissions only)."""
-    path = root / SETTINGS if (root / SETTINGS).is_file() else REPOSITORY / SETTINGS
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -48,10 +38,8 @@ class Course:
         cls, root: Path = REPOSITORY, environ: Mapping[str, str] | None = None
     ) -> Course:
         """The course at `root` as its course.json and the environment configure it."""
-        environ = os.environ if environ is None else environ
-        found = settings(root)
-        classdata = environ.get(CLASSDATA_VARIABLE) or found["classdata"]
-        return cls(Path(root).resolve(), found["course_id"], Path(classdata))
+        classdata = course_file.classdata(root, environ)
+        return cls(Path(root).resolve(), settings(root)["course_id"], classdata)
 
     @classmethod
     def of(cls, course: Course | Path) -> Course:

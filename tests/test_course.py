@@ -36,9 +36,20 @@ def test_a_folder_without_course_json_is_this_repositorys_course(tmp_path):
     assert bare.exercises == here.exercises  # a scratch folder of submissions only
 
 
-def test_the_learners_side_reads_the_same_course_id():
-    """fxcourse.workspace reads course.json itself: the learner's package imports no grader."""
-    assert workspace.course_settings(ROOT)["course_id"] == Course.configured().course_id
+def test_the_learners_side_finds_the_instructors_course_and_exchange(tmp_path, monkeypatch):
+    """Both sides read course.json with fxcourse.course_file: the learner's package imports no
+    grader, and its workspace still submits to the exchange the instructor collects from."""
+    (tmp_path / "grader").mkdir()  # a course, not a student edition
+    (tmp_path / "course.json").write_text(json.dumps({"course_id": "c2", "classdata": "data"}))
+    monkeypatch.delenv("FXCOURSE_EXCHANGE", raising=False)
+    for moved in (None, "elsewhere", str(tmp_path.parent / f"{tmp_path.name}-data")):
+        if moved:
+            monkeypatch.setenv("FXCOURSE_CLASSDATA", moved)
+        else:
+            monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
+        course = Course.configured(tmp_path)
+        assert workspace.exchange_root(tmp_path) == course.exchange, moved
+    assert workspace.course_file.settings(tmp_path)["course_id"] == course.course_id == "c2"
     source = (ROOT / "fxcourse" / "workspace.py").read_text()
     assert "grader" not in {
         line.split()[1].split(".")[0]

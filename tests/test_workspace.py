@@ -242,7 +242,8 @@ def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypat
     config = (tmp_path / "ws" / "nbgrader_config.py").read_text()
     assert f"c.Exchange.root = {str(exchange)!r}" in config
     assert (
-        f"c.CourseDirectory.course_id = {workspace.course_settings(ROOT)['course_id']!r}" in config
+        f"c.CourseDirectory.course_id = {workspace.course_file.settings(ROOT)['course_id']!r}"
+        in config
     )
     bases = tmp_path / "ws" / workspace.BASES
     assert {str(p.relative_to(bases)) for p in bases.rglob("*.ipynb")} == set(
