@@ -38,8 +38,9 @@ test-checkpoints: env-test  ## every checkpoint: the answer passed on 20 runs of
 	FXCOURSE_ANSWER_RUNS=$(or $(ANSWER_RUNS),20) FXCOURSE_MISTAKE_RUNS=$(or $(MISTAKE_RUNS),3) \
 	FXCOURSE_CASE_SEEDS=$(or $(ANSWER_RUNS),20) FXCOURSE_CHECK_SEEDS=$(or $(ANSWER_RUNS),20) \
 		$(BIN)/pytest -n $(TEST_WORKERS) tests/test_compiler_cases.py tests/test_depth_checkpoints.py \
-		tests/test_early_checkpoints.py tests/test_tryits.py \
-		-k "checkpoints_say or compiler_cases or depth_checkpoints or early_checkpoints" $(PYTEST_ARGS)
+		tests/test_early_checkpoints.py tests/test_fusion_checkpoints.py tests/test_tryits.py \
+		-k "checkpoints_say or compiler_cases or depth_checkpoints or early_checkpoints or fusion_checkpoints" \
+		$(PYTEST_ARGS)
 
 env-test:
 	@VENV=$(VENV) env/setup.sh test

@@ -111,6 +111,33 @@ def rounding(expected: torch.Tensor, per_unit: float = 1e-5) -> float:
     return per_unit * (1.0 + expected.detach().abs().max().item())
 
 
+def tolerances(expected: torch.Tensor) -> dict[str, float]:
+    """`atol` and `rtol` for values that differ from `expected` by rounding only, in its dtype:
+    float32's `rounding` and rtol 1e-4, a million times tighter for float64 (whose rounding is
+    about 1e-16), where a float32 tolerance would hide errors of a few millionths."""
+    factor = 1e-6 if expected.dtype == torch.float64 else 1.0
+    return {"atol": rounding(expected, 1e-5 * factor), "rtol": 1e-4 * factor}
+
+
+def shared_state(modules: list[nn.Module]) -> list[tuple[int, int]]:
+    """The pairs (i, j), i < j, of distinct `modules` that share a parameter or buffer (the
+    same tensor storage) or the dicts holding them (as a shallow `copy.copy` of a module does:
+    assigning a parameter to one then changes the other): empty when each owns its state."""
+
+    def owned(module: nn.Module) -> set[int]:
+        tensors = [*module.parameters(recurse=False), *module.buffers(recurse=False)]
+        storages = {t.untyped_storage().data_ptr() for t in tensors if t.numel()}
+        return storages | {id(module._parameters), id(module._buffers)}
+
+    held = [owned(module) for module in modules]
+    return [
+        (i, j)
+        for i in range(len(modules))
+        for j in range(i + 1, len(modules))
+        if modules[i] is not modules[j] and held[i] & held[j]
+    ]
+
+
 # --- what ran: modules and nodes a run called --------------------------------------------------
 
 

@@ -43,7 +43,9 @@ from fxcourse.case_checks import (
     rounding,
     run_by_weights,
     same_state,
+    shared_state,
     tag_modules,
+    tolerances,
 )
 from fxcourse.case_edits import early_reader, erase_calls, extra_readers, rename_inputs
 from fxcourse.case_models import (
@@ -61,16 +63,21 @@ from fxcourse.case_models import (
     module,
     trace_with_leaves,
 )
+from fxcourse.measure import one_thread
 from fxcourse.messages import _
 
 __all__ = [
     "BINARY", "LAYOUTS", "UNARY", "WORDS", "CaseMaker", "DrawnModel", "PathModel", "Residual",
     "Spelling", "Step", "apply_weights", "built_once", "case_of", "early_reader", "erase_calls",
     "extra_readers", "function", "hooked_or_overridden", "hooks_on", "laid_out", "method",
-    "module", "modules_run", "none_reached", "record_calls", "rename_inputs", "rounding",
-    "run_by_weights", "same_state", "seeds_of", "side_by_side", "tag_modules",
-    "trace_with_leaves",
+    "module", "modules_run", "none_reached", "one_thread", "record_calls", "rename_inputs",
+    "rounding", "run_by_weights", "same_state", "seeds_of", "shared_state", "side_by_side",
+    "tag_modules", "tolerances", "trace_with_leaves",
 ]  # fmt: skip
+
+# `one_thread` (from fxcourse.measure) is for checkpoints too: their cases are tiny, and on a busy
+# machine threads that hand each small op to each other spend more CPU waiting than computing
+# (checkpoint 4.2: 0.8 s CPU a run on two threads, 0.2 s on one, at load 7).
 
 # Names a case gives to modules and functions: plain words, so that no rule can key on the
 # chapter's own names and still pass.
@@ -146,6 +153,21 @@ class CaseMaker:
             if module.affine:
                 module.weight.copy_(torch.rand(channels, generator=self.generator) + 0.5)
                 module.bias.copy_(torch.randn(channels, generator=self.generator) * 0.3)
+        return module
+
+    def eps_that_matters(self, module: nn.Module, large: bool) -> nn.Module:
+        """`module`, a trained BatchNorm (`trained_batchnorm`), with an eps of its own. `large`:
+        eps in [0.05, 0.5] and running variances in [0.02, 0.5], so that sqrt(var + eps) and
+        sqrt(var) differ by 4% or more (a fold that forgets eps is far off in any dtype; one that
+        adds eps outside the root, sqrt(var) + eps, is right for one variance at most);
+        otherwise torch's default 1e-5 or up to 1e-3."""
+        with torch.no_grad():
+            if large:
+                module.eps = 0.05 + 0.45 * self.rng.random()
+                var = torch.rand(module.num_features, generator=self.generator) * 0.48 + 0.02
+                module.running_var.copy_(var)
+            else:
+                module.eps = self.choice([1e-5, 1e-4, 1e-3])
         return module
 
     def sequential(self, layers: Sequence[nn.Module], numeric: bool | None = None) -> nn.Sequential:

@@ -140,6 +140,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
     def __init__(self, tryit_id: str, goal: str):
         self.result = CheckpointResult(tryit_id, goal)
         self.learner_globals = sys._getframe(1).f_globals
+        self.cell_file = sys._getframe(1).f_code.co_filename  # the checkpoint cell's own code
         self.run_seed = _replays.pop(tryit_id, None) or secrets.randbelow(10**6)
         self.case: Case | None = None
         self._reference = None
@@ -213,7 +214,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         if stale := self._stale():
             self.result.problem = stale
         elif exc is not None:
-            self.result.problem = _describe(exc, tb)
+            self.result.problem = _describe(exc, tb, self.cell_file)
             if self.case is not None:
                 self.result.case = self.case.where()
         _display(self.result)
@@ -301,7 +302,7 @@ def show_case(tryit_id: str, seed: int, number: int) -> tuple:
     return made
 
 
-def _describe(exc: BaseException, tb) -> str:
+def _describe(exc: BaseException, tb, cell_file: str = "") -> str:
     if isinstance(exc, NotYet):
         return str(exc)
     if isinstance(exc, reference.ReferenceFailed | reference.ReferenceMissing):
@@ -309,9 +310,13 @@ def _describe(exc: BaseException, tb) -> str:
             "the course's reference answer failed here ({error}): a bug in the course, not in "
             "your answer; please report it"
         ).format(error=exc)
-    if isinstance(exc, NameError):
+    frames = traceback.extract_tb(tb)
+    # a name the checkpoint looked for is missing; one missing inside the learner's own code
+    # (a module not imported) is an error of that code, reported as any other
+    looked_for = frames and frames[-1].filename in (cell_file, reference.__file__)
+    if isinstance(exc, NameError) and looked_for:
         return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
-    where = _learners_frame(traceback.extract_tb(tb))
+    where = _learners_frame(frames)
     return _("running your code raised {name}: {error} ({where})").format(
         name=type(exc).__name__, error=exc, where=where
     )

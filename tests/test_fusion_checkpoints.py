@@ -1,0 +1,310 @@
+"""Chapter 4's checkpoints (4.1-4.4), run outside the notebook on chosen run seeds: each refuses
+wrong folds in every run (an eps forgotten, groups in the wrong order, a shallow copy, calls
+counted by name, a shared module other than a conv left shared) and accepts honest alternatives.
+(test_tryits runs the chapter's mistakes and the answer; `make test-checkpoints` the answer on 20
+seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 run seeds (default 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+
+import nbformat
+import pytest
+from torch import nn
+
+from courseware import authoring
+from fxcourse import cases, tryit
+
+SOURCE = authoring.SOURCES / "04_operator_fusion.ipynb"
+RUNS = int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))
+RUN_SEEDS = [random.Random(f"ch4-{n}").randrange(10**6) for n in range(RUNS)]
+SLOW_CELLS = ("show_graph(", "resnet", "ours_out", "bench_fusion")  # not needed by the checks
+
+
+@pytest.fixture(scope="module")
+def chapter() -> tuple[dict, dict]:
+    """The chapter's namespace (its code cells but try-its, pictures and the ResNet), and each
+    try-it's check cell."""
+    namespace: dict = {"__name__": "chapter"}
+    checks = {}
+    for cell in nbformat.read(SOURCE, as_version=4).cells:
+        marker = authoring.tryit_of(cell)
+        if cell.cell_type != "code" or any(slow in cell.source for slow in SLOW_CELLS):
+            continue
+        if marker:
+            checks.update({marker[0]: cell.source} if marker[1] == "check" else {})
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(cell.source, "chapter", "exec"), namespace)  # noqa: S102
+    return namespace, checks
+
+
+def problem(chapter, tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
+    """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
+    namespace, checks = dict(chapter[0]), chapter[1]
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    tryit.replay(tryit_id, seed)
+    exec(compile(checks[tryit_id], "check", "exec"), namespace)  # noqa: S102
+    (result,) = shown
+    assert result.cases_run >= tryit.MIN_CASES or not result.passed
+    return result.problem
+
+
+FOLD_PRE_BN_WITHOUT_EPS = """
+def fold_pre_bn(bn, conv):
+    with torch.no_grad():
+        gamma = bn.weight if bn.weight is not None else torch.ones_like(bn.running_var)
+        beta = bn.bias if bn.bias is not None else torch.zeros_like(bn.running_var)
+        scale = gamma / torch.sqrt(bn.running_var{eps})
+        shift = beta - scale * bn.running_mean
+        weight = conv.weight.detach()
+        per_in = (1, -1) + (1,) * (weight.dim() - 2)
+        fused = copy.deepcopy(conv)
+        fused.weight = nn.Parameter(weight * scale.reshape(per_in))
+        seen = (weight * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))
+        bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(seen)
+        fused.bias = nn.Parameter(bias + seen)
+    return fused
+"""
+DECONV = """
+def fold_deconv_bn(deconv, bn):
+    gamma = bn.weight.detach() if bn.weight is not None else torch.ones_like(bn.running_var)
+    beta = bn.bias.detach() if bn.bias is not None else torch.zeros_like(bn.running_var)
+    scale = gamma / {root}
+    shift = beta - scale * bn.running_mean
+    weight = deconv.weight.detach()
+    by_group = weight.reshape({by_group}, *weight.shape[1:])
+    per_out = scale.reshape({per_out}, *[1] * (weight.dim() - 2))
+    fused = copy.deepcopy(deconv)
+    fused.weight = nn.Parameter((by_group * per_out).reshape(weight.shape))
+    bias = deconv.bias.detach() if deconv.bias is not None else torch.zeros_like(shift)
+    fused.bias = nn.Parameter(scale * bias + shift)
+    return fused
+"""
+RIGHT_GROUPS = {"by_group": "deconv.groups, -1", "per_out": "deconv.groups, 1, -1"}
+UNSHARE = """
+def unshare_modules(gm):
+    seen = set()
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        if {skip}:
+            continue
+        if id(module) in seen:
+            node.target = f"{{node.name}}_own"
+            gm.add_submodule(node.target, {copy}(module))
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+FUSE_LINEAR_BN = """
+from collections import Counter
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    calls = Counter({counted} for n in gm.graph.find_nodes(op="call_module"))
+    for bn_node in gm.graph.find_nodes(op="call_module"):
+        source, bn = bn_node.args[0], gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
+            continue
+        linear = gm.get_submodule(source.target)
+        alone = len(source.users) == 1 and calls[{source_counted}] == 1
+        flat = len(source.meta["tensor_meta"].shape) == 2
+        if type(linear) is nn.Linear and alone and flat and {tracked}:
+            scale = (bn.weight if bn.affine else 1) / {root}
+            folded = copy.deepcopy(linear)
+            with torch.no_grad():
+                folded.weight = nn.Parameter(linear.weight * scale[:, None])
+                bias = linear.bias if linear.bias is not None else torch.zeros_like(scale)
+                shift = bn.bias if bn.affine else 0
+                folded.bias = nn.Parameter(scale * (bias - bn.running_mean) + shift)
+            fusion.replace_submodule(gm, source.target, folded)
+            bn_node.replace_all_uses_with(source)
+            gm.graph.erase_node(bn_node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+BY_OBJECT = {"counted": "id(gm.get_submodule(n.target))", "tracked": "bn.running_mean is not None"}
+BY_OBJECT["source_counted"] = "id(linear)"
+RIGHT_ROOT = "torch.sqrt(bn.running_var + bn.eps)"
+
+WRONG = {
+    "4.1 eps forgotten": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps="")),
+    "4.1 eps outside the root": (
+        "4.1",
+        FOLD_PRE_BN_WITHOUT_EPS.format(eps="").replace(
+            "torch.sqrt(bn.running_var)", "(torch.sqrt(bn.running_var) + bn.eps)"
+        ),
+    ),
+    "4.4 eps forgotten": ("4.4", DECONV.format(root="bn.running_var.sqrt()", **RIGHT_GROUPS)),
+    "4.4 groups as the inner axis of dimension 0": (
+        "4.4",
+        DECONV.format(
+            root=RIGHT_ROOT, by_group="-1, deconv.groups", per_out="1, deconv.groups, -1"
+        ),
+    ),
+    "4.2 shallow copy.copy": ("4.2", UNSHARE.format(skip="False", copy="copy.copy")),
+    "4.2 convs unshared only": (
+        "4.2",
+        UNSHARE.format(
+            skip="not isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d))", copy="copy.deepcopy"
+        ),
+    ),
+    "4.3 eps forgotten": ("4.3", FUSE_LINEAR_BN.format(root="bn.running_var.sqrt()", **BY_OBJECT)),
+    "4.3 calls counted by target name": (
+        "4.3",
+        FUSE_LINEAR_BN.format(
+            counted="n.target",
+            source_counted="source.target",
+            root=RIGHT_ROOT,
+            tracked="bn.running_mean is not None",
+        ),
+    ),  # fmt: skip
+    "4.3 a BatchNorm without running statistics folded": (
+        "4.3",
+        FUSE_LINEAR_BN.format(**{**BY_OBJECT, "tracked": "True"}, root=RIGHT_ROOT).replace(
+            "            scale = (",
+            "            if bn.running_var is None:  # nothing to fold in\n"
+            "                bn_node.replace_all_uses_with(source)\n"
+            "                gm.graph.erase_node(bn_node)\n"
+            "                continue\n"
+            "            scale = (",
+        ),
+    ),
+}
+HONEST = {
+    "4.1 with eps": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
+    "4.4 own scale and shift": ("4.4", DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS)),
+    "4.2 deepcopy": ("4.2", UNSHARE.format(skip="False", copy="copy.deepcopy")),
+    "4.3 own fold, calls counted by object": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT),
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_a_wrong_fold_is_refused_in_every_run(chapter, name, seed, monkeypatch):
+    tryit_id, answer = WRONG[name]
+    assert problem(chapter, tryit_id, answer, seed, monkeypatch) is not None
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_an_honest_fold_passes_every_run(chapter, name, seed, monkeypatch):
+    tryit_id, answer = HONEST[name]
+    assert problem(chapter, tryit_id, answer, seed, monkeypatch) is None
+
+
+@pytest.fixture(scope="module")
+def builders(chapter) -> dict:
+    """Each try-it's case builder, as its check cell defines it (registered when it runs)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for tryit_id, answer in HONEST.values():
+            problem(chapter, tryit_id, answer, RUN_SEEDS[0], patch)
+    return {tryit_id: tryit._builders[tryit_id] for tryit_id in ("4.1", "4.3", "4.4")}
+
+
+def batchnorms_of(objects) -> list:
+    modules = [m for o in objects if isinstance(o, nn.Module) for m in o.modules()]
+    return [m for m in modules if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+
+
+@pytest.mark.parametrize("tryit_id", ["4.1", "4.3", "4.4"])
+def test_every_run_holds_a_batchnorm_whose_eps_a_fold_cannot_forget(builders, tryit_id):
+    for run_seed in range(100):
+        made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
+        norms = [bn for objects in made for bn in batchnorms_of(objects) if bn.track_running_stats]
+        assert any(bn.eps >= 0.05 and bn.running_var.max() <= 0.5 for bn in norms), run_seed
+
+
+def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
+    for run_seed in range(100):
+        made = [builders["4.4"](make)[0] for make in cases.makers_of(run_seed, 6)]
+        grouped = [deconv.in_channels // deconv.groups for deconv in made if deconv.groups > 1]
+        assert 2 in grouped, run_seed
+
+
+def test_folding_a_batchnorm_without_statistics_is_named_as_folded_not_left(chapter, monkeypatch):
+    _, answer = WRONG["4.3 a BatchNorm without running statistics folded"]
+    shown = problem(chapter, "4.3", answer, RUN_SEEDS[0], monkeypatch)
+    assert "you folded away the BatchNorm '" in shown and "still called" not in shown, shown
+
+
+def test_a_name_missing_inside_the_learners_function_is_reported_as_its_error(chapter, monkeypatch):
+    answer = FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace("torch.sqrt", "F.sqrt")
+    shown = problem(chapter, "4.1", answer, RUN_SEEDS[0], monkeypatch)
+    assert "raised NameError: name 'F' is not defined" in shown, shown
+    assert "fill in the try-it cell" not in shown, shown
+    missing = problem(chapter, "4.1", "", RUN_SEEDS[0], monkeypatch)  # fold_pre_bn undefined
+    assert "fill in the try-it cell above" in missing, missing
+
+
+def test_a_large_eps_puts_a_fold_without_eps_percents_off_and_a_small_one_keeps_its_range():
+    import torch
+    from torch import nn
+
+    from fxcourse.cases import CaseMaker
+
+    for seed in range(20):
+        make = CaseMaker(seed)
+        bn = make.eps_that_matters(make.trained_batchnorm(nn.BatchNorm1d(6)), large=True)
+        without = bn.running_var.sqrt() / (bn.running_var + bn.eps).sqrt()
+        assert (1 - without).min() > 0.04
+        small = make.eps_that_matters(make.trained_batchnorm(nn.BatchNorm1d(6)), large=False)
+        assert small.eps in (1e-5, 1e-4, 1e-3) and small.running_var.min() >= 0.25
+    assert isinstance(bn.eps, float) and torch.all(bn.running_var >= 0.02)
+
+
+def test_tolerances_are_float64_tight_and_float32_as_rounding():
+    import torch
+
+    from fxcourse import cases
+
+    wide = torch.tensor([3.0, -1.0])
+    assert cases.tolerances(wide) == {"atol": cases.rounding(wide), "rtol": 1e-4}
+    tight = cases.tolerances(wide.double())
+    assert tight["rtol"] == pytest.approx(1e-10) and tight["atol"] == pytest.approx(4e-11)
+
+
+def test_shared_state_sees_a_shallow_copy_and_a_parameter_reused_but_not_a_deep_copy():
+    import copy
+
+    from torch import nn
+
+    from fxcourse import cases
+
+    conv = nn.Conv1d(2, 2, 3)
+    reused = nn.Conv1d(2, 2, 3)
+    reused.weight = conv.weight
+    modules = [conv, copy.deepcopy(conv), nn.ReLU(), copy.copy(conv), reused]
+    assert cases.shared_state(modules) == [(0, 3), (0, 4), (3, 4)]
+    assert cases.shared_state([conv, conv]) == []  # one object: a call twice, not a copy
+
+
+def test_one_thread_computes_on_one_thread_and_gives_the_learners_setting_back():
+    import torch
+
+    from fxcourse import cases
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(ValueError), cases.one_thread():
+            assert torch.get_num_threads() == 1
+            raise ValueError("a checkpoint's error")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(saved)
