@@ -69,11 +69,15 @@ def promised_ranges(program: torch.export.ExportedProgram, name: str = "tokens")
 
 
 def row_picks(make):
-    """Tables of drawn lengths; a row inside, the first past the end, one further past, and a
-    negative one in every run (a bound off by one refuses only the first past the end)."""
+    """Tables of drawn lengths; in every run of six, the first row, the last row, a row between,
+    the first past the end, one further past, and a negative one (a bound off by one, either
+    way, at either end, refuses a row x has or accepts one it lacks in every run)."""
     rows = make.integer(2, 12)
-    where = make.each(["inside", "first past the end", "past the end", "negative"])
+    kinds = ["first", "last", "inside", "first past the end", "past the end", "negative"]
+    where = make.each(kinds)
     row = {
+        "first": 0,
+        "last": rows - 1,
         "inside": make.integer(0, rows - 1),
         "first past the end": rows,
         "past the end": rows + make.integer(1, 2),
@@ -83,7 +87,7 @@ def row_picks(make):
     return make.tensor(rows, 2), torch.tensor(row)  # 2 columns, as in the chapter's export
 
 
-_programs: dict = {}  # one export per answer class: each case calls it with another table
+_programs: dict = {}  # one export per answer class: each case calls its module with another table
 
 
 def pick(answer, table: torch.Tensor, row: torch.Tensor):
@@ -95,13 +99,14 @@ def pick(answer, table: torch.Tensor, row: torch.Tensor):
         example = (torch.randn(5, 2), torch.tensor(1))
         try:
             with torch_logs(), contextlib.redirect_stderr(io.StringIO()):
-                _programs[model] = torch.export.export(model(), example, dynamic_shapes=any_rows)
+                program = torch.export.export(model(), example, dynamic_shapes=any_rows)
+            _programs[model] = program.module()  # made once: it keeps no state between calls
         except Exception as error:  # noqa: BLE001 - export could not capture the model
             _programs[model] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
     if isinstance(_programs[model], str):
         return ("export failed", _programs[model])
     try:
-        return _programs[model].module()(table, row)
+        return _programs[model](table, row)
     except Exception:  # noqa: BLE001 - any error refuses the row
         return "refused"
 

@@ -48,16 +48,34 @@ def _drawn_tree(make, width: int, depth: int = 0) -> nn.Sequential:
     return make.sequential(parts)
 
 
+def _with_sibling(make, model: nn.Sequential, path: str, width: int) -> str:
+    """Beside the module at `path`, a drawn leaf whose name starts with that module's name and
+    goes on (`1` and `13`, `block` and `block2`): a path test without a dot boundary takes the
+    sibling's operators too. Returns the sibling's path."""
+    parent_path, _dot, name = path.rpartition(".")
+    parent = model.get_submodule(parent_path)
+    sibling = name + (str(make.integer(0, 9)) if name.isdigit() else make.choice(["2", "s", "_"]))
+    children = list(parent.named_children())
+    at = make.integer(0, len(children))
+    children.insert(at, (sibling, make.choice(LEAVES[:3])(width)))  # linear, relu or tanh
+    parent._modules = dict(children)  # keeps the others' names (nn.Sequential renumbers)
+    return f"{parent_path}.{sibling}" if parent_path else sibling
+
+
 def module_trees(make):
     """Nested Sequentials, numbered or named, of drawn layers; the paths asked: the whole
-    model, its deepest nested Sequential and a drawn leaf."""
+    model, its deepest nested Sequential and a drawn leaf, one of which has a sibling whose
+    name extends its own (in every case)."""
     width = make.integer(2, 6)
-    model = make.parameters_of(_drawn_tree(make, width))
+    model = _drawn_tree(make, width)
     paths = [path for path, _module in model.named_modules()]
     nested = [p for p, m in model.named_modules() if p and isinstance(m, nn.Sequential)]
     leaves = [p for p, m in model.named_modules() if not isinstance(m, nn.Sequential)]
     asked = ["", max(nested, key=lambda p: p.count("."), default=make.choice(paths))]
-    paths = sorted({*asked, make.choice(leaves or paths)})
+    asked.append(make.choice(leaves or paths))
+    _with_sibling(make, model, make.choice([p for p in asked if p] or leaves), width)
+    model = make.parameters_of(model)
+    paths = sorted(set(asked))
     make.note(_("a model printed as {model}, paths {paths}").format(model=model, paths=paths))
     return model, make.tensor(make.integer(1, 3), width), paths
 
