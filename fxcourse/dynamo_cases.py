@@ -3,7 +3,7 @@ compare the learner's answer with the reference answer, fxcourse.reference).
 
     for case in check.cases(drawn_models, count=5):      # try it 6.1: (model, x)
         (mine, ran), (wanted, ran_wanted) = counted_by_both(case)
-    for case in check.cases(signed_inputs):              # try it 6.2: (x,)
+    for case in check.cases(signed_inputs, count=8):     # try it 6.2: (x,)
     for case in check.cases(planted_cases, count=5):     # try it 6.3: (PlantedCase,)
         mine, wanted = case.both(blamed)
     graph_breaks(function, x)                            # try it 6.2: Dynamo's graphs of it
@@ -129,23 +129,47 @@ def counted_by_both(case) -> tuple:
 # ----------------------------------------------------------------------------- try it 6.2
 
 
+SIGNED_KINDS = (  # every run of eight: each kind once (the near-0 sums in both dtypes)
+    ("sum just above 0", torch.float32), ("sum just above 0", torch.float64),
+    ("sum just below 0", torch.float32), ("sum just below 0", torch.float64),
+    ("sum exactly 0", torch.float32), ("sum exactly 0", torch.float64),
+    ("most entries against a sum > 0", None), ("most entries against a sum < 0", None),
+)  # fmt: skip
+
+
+def _summing_to(make, shape, total: float, dtype) -> torch.Tensor:
+    """Entries in eighths (float32 holds each exactly, so does a sum of them), but the first,
+    which brings the sum to `total`: a float64 total below float32's resolution there is lost
+    when x is read in float32 (its sum there is exactly 0)."""
+    x = torch.round(make.tensor(*shape, dtype=torch.float64, scale=2.0) * 8) / 8
+    x.view(-1)[0] = 0.0
+    if x.sum() == 0:  # float32 would hold the total as it is: no sum of the others to lose it in
+        x.view(-1)[1] += 0.5
+    x.view(-1)[0] = total - x.sum()
+    return x.to(dtype)
+
+
 def signed_inputs(make) -> tuple[torch.Tensor]:
-    """Sizes, 1-D or 2-D; every run has sums of either sign, a first entry whose sign is not
-    the sum's, a sum near zero, and float32 and float64 inputs (three of each in six cases)."""
-    kind = make.each(["sum > 0", "sum < 0", "first entry against the sum", "sum near 0"])
-    dtype = make.each([torch.float32, torch.float64])
-    if kind == "sum near 0":  # so near that a smooth blend of the branches is half of each
-        x = make.tensor(make.integer(2, 4), make.integer(2, 5), dtype=dtype)
-        target = make.choice([1, -1]) * (1e-5 if dtype == torch.float32 else 1e-9)
-        x = x - x.mean()
-        x[0, 0] += target - x.sum()
+    """Sizes, 1-D or 2-D, in float32 and float64; every run has sums just above and just below
+    0 in both dtypes (a float64 one that float32 cannot tell from 0), sums of exactly 0, and sums
+    of either sign whose sign is not that of most entries, nor of the first one (SIGNED_KINDS)."""
+    kind, dtype = make.each(SIGNED_KINDS)
+    dtype = dtype or make.dtype()
+    shape = make.choice([(make.integer(3, 9),), (make.integer(2, 4), make.integer(2, 5))])
+    if kind.startswith("most entries"):  # many small entries of one sign, a few large ones
+        sign = 1.0 if kind.endswith("> 0") else -1.0
+        count = shape[0] if len(shape) == 1 else shape[0] * shape[1]
+        few = make.integer(1, (count - 1) // 2)
+        small = make.tensor(count - few, dtype=dtype).abs() * 0.1 + 0.01
+        large = make.tensor(few, dtype=dtype).abs() + small.sum() / few + 0.5
+        x = torch.cat([-sign * small, sign * large])  # the first entry against the sum
+        x[1:] = x[1:][torch.randperm(count - 1, generator=make.generator)]
+        x = x.reshape(shape)
     else:
-        x = make.tensor(make.integer(2, 8), dtype=dtype).abs() + 0.1
-        if kind == "sum < 0":
-            x = -x
-        elif kind == "first entry against the sum":
-            x[1:] = -x[1:] - x[0]
-    make.note(f"x of shape {tuple(x.shape)}, {x.dtype}, sum {x.sum().item():+.2f}")
+        tiny = make.rng.uniform(1, 9) * (1e-4 if dtype == torch.float32 else 1e-10)
+        total = {"sum just above 0": tiny, "sum just below 0": -tiny}.get(kind, 0.0)
+        x = _summing_to(make, shape, total, dtype)
+    make.note(f"x of shape {tuple(x.shape)}, {x.dtype}, sum {x.sum().item():+.2g}")
     return (x,)
 
 
@@ -171,14 +195,18 @@ ALREADY_COMPILED = "aot_eager_decomp_partition"
 
 
 @contextlib.contextmanager
-def planted_bug(op=aten.silu.default, crash=False):
-    """While the block runs, Inductor decomposes `op` wrongly, or (crash=True) fails on it."""
+def planted_bug(op=aten.silu.default, crash=False, moved=0):
+    """While the block runs, Inductor decomposes `op` wrongly: on the negated input, or (moved=k)
+    with its output rolled k places along the last dimension (the same values, so the same sum,
+    in other places); or (crash=True) it fails on `op`."""
     table = inductor_decompositions.select_decomp_table()  # the table Inductor uses (private)
     saved = table[op]
 
     def broken(t, *args, **kwargs):
         if crash:
             raise NotImplementedError(op)
+        if moved:
+            return saved(t, *args, **kwargs).roll(moved, -1)  # wrong on purpose
         return saved(-t, *args, **kwargs)  # wrong on purpose
 
     table[op] = broken
@@ -196,11 +224,15 @@ class PlantedCase:
     crash: bool
     compiled_before: bool  # fn ran compiled, healthy, before the fault was planted
     aot_crash: bool = False  # aot_eager's compiler fails (and so the stages after it)
+    moved: int = 0  # the planted decomposition rolls its output by this much (0: negates input)
+    kind: str = ""  # one of KINDS
 
 
-def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None):
-    """`activation(a * t + b) * c + t`; Dynamo's graph computes `- b` (in_dynamo="dynamo") or
-    fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size allows)."""
+def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None, moved=1):
+    """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
+    (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
+    sorted values), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
+    allows)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
 
@@ -208,24 +240,27 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
         if torch.compiler.is_compiling():
             if in_dynamo == "dynamo crash":
                 t = t.view(-1, t.numel() + 1)
-            return activation(a * t - b) * c + t
+            return (activation(a * t + b) * c + t).roll(moved, -1)
         return activation(a * t + b) * c + t
 
     return fn
 
 
 def planted_cases(make) -> tuple[PlantedCase]:
-    """A new function and a fault planted for it; each run has every kind (KINDS). A climb to
-    the end of the ladder compiles three times on each side, one stopped by Dynamo once, one by
-    AOTAutograd twice: the kinds are chosen so that a run compiles about twenty times. The note
-    describes the function, not the stage at fault (that is the answer)."""
+    """A new function and a fault planted for it; each run has every kind (KINDS). The wrong
+    values move (a roll: a summary such as the sum does not change) or differ (the operator's
+    input negated). A climb to the end of the ladder compiles three times on each side, one
+    stopped by Dynamo once, one by AOTAutograd twice: the kinds are chosen so that a run
+    compiles about twenty times. The note describes the function, not the stage at fault (that
+    is the answer)."""
     kind = make.each(KINDS)
     ops = make.rng.sample(list(PLANTABLE), 2)
     if kind == "healthy":  # silu rounds differently once decomposed; the fault is elsewhere
         ops = [aten.silu.default, make.choice([op for op in PLANTABLE if op != aten.silu.default])]
     a, b, c = (round(make.rng.uniform(0.5, 2.0), 2) for _ in range(3))
+    moved = make.integer(1, 500)
     activation = PLANTABLE[ops[0]]
-    fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None)
+    fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None, moved)
     planted = ops[1] if kind == "healthy" else ops[0]
     before = _("; fn ran compiled before the fault was planted") if kind == "wrong" else ""
     make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t{before}")
@@ -234,7 +269,9 @@ def planted_cases(make) -> tuple[PlantedCase]:
     # tolerance (about 5 healthy cases in 100): such elements would make a healthy stage wrong.
     sample = sample[fn(sample).abs() > 0.1]
     crash = kind != "wrong" and kind != "healthy"
-    return (PlantedCase(fn, sample, planted, crash, kind == "wrong", kind == "aot crash"),)
+    in_inductor = moved if kind == "wrong" and make.coin() else 0
+    faults = (planted, crash, kind == "wrong", kind == "aot crash", in_inductor, kind)
+    return (PlantedCase(fn, sample, *faults),)
 
 
 def blamed(answer, case: PlantedCase):
@@ -244,7 +281,7 @@ def blamed(answer, case: PlantedCase):
             torch.compiler.reset()
             torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)
         aot = aot_compiler_fails() if case.aot_crash else contextlib.nullcontext()
-        with planted_bug(case.planted, crash=case.crash), aot:
+        with planted_bug(case.planted, crash=case.crash, moved=case.moved), aot:
             return answer.first_failing_backend(case.fn, case.sample)
 
 

@@ -24,6 +24,7 @@ from torch import nn
 
 from fxcourse.capture import native_stderr, torch_logs
 from fxcourse.cases import case_of
+from fxcourse.export_cases import composites_listed_once
 from fxcourse.messages import _
 
 # ----------------------------------------------------------------------------- try it 7.5
@@ -48,16 +49,34 @@ def _drawn_tree(make, width: int, depth: int = 0) -> nn.Sequential:
     return make.sequential(parts)
 
 
+def _with_sibling(make, model: nn.Sequential, path: str, width: int) -> str:
+    """Beside the module at `path`, a drawn leaf whose name starts with that module's name and
+    goes on (`1` and `13`, `block` and `block2`): a path test without a dot boundary takes the
+    sibling's operators too. Returns the sibling's path."""
+    parent_path, _dot, name = path.rpartition(".")
+    parent = model.get_submodule(parent_path)
+    sibling = name + (str(make.integer(0, 9)) if name.isdigit() else make.choice(["2", "s", "_"]))
+    children = list(parent.named_children())
+    at = make.integer(0, len(children))
+    children.insert(at, (sibling, make.choice(LEAVES[:3])(width)))  # linear, relu or tanh
+    parent._modules = dict(children)  # keeps the others' names (nn.Sequential renumbers)
+    return f"{parent_path}.{sibling}" if parent_path else sibling
+
+
 def module_trees(make):
     """Nested Sequentials, numbered or named, of drawn layers; the paths asked: the whole
-    model, its deepest nested Sequential and a drawn leaf."""
+    model, its deepest nested Sequential and a drawn leaf, one of which has a sibling whose
+    name extends its own (in every case)."""
     width = make.integer(2, 6)
-    model = make.parameters_of(_drawn_tree(make, width))
+    model = _drawn_tree(make, width)
     paths = [path for path, _module in model.named_modules()]
     nested = [p for p, m in model.named_modules() if p and isinstance(m, nn.Sequential)]
     leaves = [p for p, m in model.named_modules() if not isinstance(m, nn.Sequential)]
     asked = ["", max(nested, key=lambda p: p.count("."), default=make.choice(paths))]
-    paths = sorted({*asked, make.choice(leaves or paths)})
+    asked.append(make.choice(leaves or paths))
+    _with_sibling(make, model, make.choice([p for p in asked if p] or leaves), width)
+    model = make.parameters_of(model)
+    paths = sorted(set(asked))
     make.note(_("a model printed as {model}, paths {paths}").format(model=model, paths=paths))
     return model, make.tensor(make.integer(1, 3), width), paths
 
@@ -158,9 +177,20 @@ def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: 
 
 # ----------------------------------------------------------------------------- try it 7.7
 
+
+class Resampled(nn.Module):
+    """Twice as many features, by linear interpolation between neighbours (the operator
+    aten.upsample_linear1d, outside core ATen); drawn last in a stack, as it changes the width."""
+
+    def forward(self, x):
+        return nn.functional.interpolate(x.unsqueeze(1), scale_factor=2.0, mode="linear")[:, 0]
+
+
 LAYERS = {  # what a drawn model is made of, at width w
     "linear": lambda w: nn.Linear(w, w),
     "layer_norm": nn.LayerNorm,
+    "group_norm": lambda w: nn.GroupNorm(2 if w % 4 == 0 else 1, w),  # two channels or more each
+    "rms_norm": nn.RMSNorm,
     "silu": lambda w: nn.SiLU(),
     "relu_": lambda w: nn.ReLU(inplace=True),
     "hardswish": lambda w: nn.Hardswish(),
@@ -170,19 +200,29 @@ LAYERS = {  # what a drawn model is made of, at width w
     "elu": lambda w: nn.ELU(),
 }
 KEPT_OPS = (torch.ops.aten.linear.default, torch.ops.aten.layer_norm.default)
+# Operators outside core ATen named like the backend's (a norm, a linear interpolation): a rule
+# keyed on the names "norm" or "linear" keeps them; the backend runs only its two.
+NAMESAKES = ("group_norm", "rms_norm", "resampled")
 
 
 def layer_stacks(make):
-    """Drawn layers, in every run each of the backend's two operators and each of four
-    operators outside core ATen."""
+    """Drawn layers, in every run each of the backend's two operators, each of four operators
+    outside core ATen, and each of three whose names are like the backend's but which it does
+    not run (NAMESAKES: GroupNorm, RMSNorm, a linear interpolation)."""
     width = make.integer(2, 8)
     kinds = [make.choice(list(LAYERS)) for _i in range(make.integer(0, 2))]
     kinds.append(make.each(["silu", "hardswish", "hardsigmoid", "mish"]))
+    namesake = make.each(NAMESAKES)
+    if namesake in LAYERS:
+        kinds.append(namesake)
     make.rng.shuffle(kinds)
     kinds.insert(make.integer(0, len(kinds) - 1), make.each(["linear", "layer_norm"]))
     if kinds[0] == "relu_":  # an in-place op on the input itself is another lesson (7.3)
         kinds[0] = "elu"
-    model = make.parameters_of(make.sequential([LAYERS[kind](width) for kind in kinds]))
+    layers = [LAYERS[kind](width) for kind in kinds]
+    if namesake == "resampled":
+        layers.append(Resampled())
+    model = make.parameters_of(make.sequential(layers))
     make.note(_("a model printed as {model}").format(model=model))
     return model, make.tensor(make.integer(1, 4), width)
 
@@ -192,7 +232,8 @@ def lowered_summary(inputs: tuple):
     on `inputs`; None when it returns no ExportedProgram."""
 
     def lower(answer, program: torch.export.ExportedProgram):
-        lowered = answer.lower_for_backend(program)
+        with composites_listed_once():
+            lowered = answer.lower_for_backend(program)
         if not isinstance(lowered, torch.export.ExportedProgram):
             return None
         calls = [n for n in lowered.graph.nodes if n.op == "call_function"]

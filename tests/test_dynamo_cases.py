@@ -20,6 +20,7 @@ from torch import nn
 
 from fxcourse import dynamo_cases as cases
 from fxcourse.cases import CaseMaker, makers_of
+from fxcourse.reference import close_enough
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "1"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
@@ -96,6 +97,27 @@ WRONG["skips aot_eager"] = climb(torch.allclose, ladder=LADDER[::2])
 WRONG["passes over later crashes"] = climb(
     torch.allclose, on_error=lambda backend: backend if backend == "eager" else None
 )
+WRONG["sums only"] = climb(lambda r, e: torch.isclose(r.sum(), e.sum(), rtol=1e-4))
+WRONG["sorted values"] = climb(lambda r, e: torch.allclose(r.sort().values, e.sort().values))
+
+
+def test_every_run_of_6_3_moves_values_in_dynamos_graph():
+    """A comparison of summaries (sum, mean, norm, sorted values) cannot see a fault that only
+    moves values: each run's Dynamo case computes the same values in other places (the red
+    team's sums-only climb passed every run while every planted fault negated the input); the
+    fault planted in a decomposition is a move in some runs and a negated input in others."""
+    planted = set()
+    for run_seed in random.Random().sample(range(10**6), 30):
+        drawn = {case.kind: case for make in makers(run_seed) for case in cases.planted_cases(make)}
+        dynamo = drawn["dynamo"]
+        torch.compiler.reset()
+        with cases.unprofiled_guards():
+            traced = torch.compile(dynamo.fn, backend="eager")(dynamo.sample)
+        eager = dynamo.fn(dynamo.sample)
+        assert torch.equal(traced.sort().values, eager.sort().values), run_seed
+        assert not torch.allclose(traced, eager), run_seed
+        planted.add(bool(drawn["wrong"].moved))
+    assert planted == {True, False}
 
 
 def verdict(answer, case):
@@ -199,12 +221,65 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
 
 
 def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
-    """Every run of six cases holds three float32 and three float64 inputs: an
-    answer wrong only in one dtype is refused in every run, not one run in many."""
+    """Every run of eight cases holds sums just above and just below 0 and exactly 0 in both
+    dtypes (float64's just-above sum is exactly 0 once x is read in float32), and a sum of
+    either sign against most entries and the first one: an answer wrong in one of them is
+    refused in every run, not one run in many."""
     for run_seed in random.Random().sample(range(10**6), 200):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 6)]
-        dtypes = [x.dtype for x in drawn]
-        assert sorted(map(str, dtypes)) == ["torch.float32"] * 3 + ["torch.float64"] * 3, run_seed
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        sums = [(x.dtype, x.sum().item()) for x in drawn]
+        for dtype in (torch.float32, torch.float64):
+            near = [s for d, s in sums if d == dtype and abs(s) < 1e-3]
+            assert sorted(map(numpy_sign, near)) == [-1, 0, 1], (run_seed, sums)
+        (lost,) = [x for x in drawn if x.dtype == torch.float64 and 0 < x.sum() < 1e-3]
+        assert lost.float().sum() == 0, run_seed
+        large = [x for x in drawn if x.sum().abs() > 0.1]
+        assert sorted(numpy_sign(x.sum()) for x in large) == [-1, 1], (run_seed, sums)
+        for x in large:
+            most = numpy_sign((x > 0).sum() - (x < 0).sum())
+            assert most == numpy_sign(x.view(-1)[0]) == -numpy_sign(x.sum()), run_seed
+
+
+def numpy_sign(value) -> int:
+    return int(value > 0) - int(value < 0)
+
+
+def where_sum(decides):
+    return lambda x: torch.where(decides(x), torch.sin(x) * 2, torch.cos(x) - 1)
+
+
+SIGN_REFERENCE = where_sum(lambda x: x.sum() > 0)
+SIGN_HONEST = {
+    "mean": where_sum(lambda x: x.mean() > 0),
+    "sign": where_sum(lambda x: torch.sign(x.sum()) == 1),
+    "float64 sum": where_sum(lambda x: x.sum(dtype=torch.float64) > 0),
+    "a 0/1 weight": lambda x: (
+        (w := (x.sum() > 0).to(x.dtype)) * x.sin() * 2 + (1 - w) * (x.cos() - 1)
+    ),
+}
+SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolution
+    "majority of positive entries": where_sum(lambda x: (x > 0).sum() * 2 > x.numel()),
+    "a margin: sum > 1e-3": where_sum(lambda x: x.sum() > 1e-3),
+    "a margin: sum > 1e-7": where_sum(lambda x: x.sum() > 1e-7),
+    "float32 sum": where_sum(lambda x: x.float().sum() > 0),
+    "sum >= 0": where_sum(lambda x: x.sum() >= 0),
+    "first entry": where_sum(lambda x: x.view(-1)[0] > 0),
+}
+
+
+def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
+    """The values, compared as the checkpoint compares them, on 300 runs of eight cases."""
+    for run_seed in random.Random().sample(range(10**6), 300):
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        wanted = [SIGN_REFERENCE(x) for x in drawn]
+        for name, answer in SIGN_HONEST.items():
+            assert all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)
+        for name, answer in SIGN_WRONG.items():
+            assert not all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)
+
+
+def as_checked(mine, wanted) -> bool:
+    return close_enough(mine, wanted, atol=1e-5, rtol=1e-4)  # check.close's tolerances
 
 
 @pytest.mark.parametrize("steepness", [100.0, 1e4, 1e6])
