@@ -289,7 +289,7 @@ def convert_pt2e_stores(prepared: fx.GraphModule):
 def weights(make):
     """Weights of other shapes whose rows' sizes spread 1x, 10x or 1000x (each in every run);
     sometimes one entry far larger than its row; a row of zeros or of values too small for
-    any scale above the observer's eps."""
+    any scale above the observer's eps; in every weight a row that reaches -128 (_end_of_range)."""
     rows, cols = make.integer(2, 40), make.integer(2, 40)
     spread, small_row = make.each([(1.0, "zeros"), (10.0, "tiny"), (1000.0, None)])
     order = torch.randperm(rows, generator=make.generator)
