@@ -43,6 +43,8 @@ ROWWISE = (
     "({} / {}.sum(-1, keepdim=True))",
 )
 MIXING = ("{} * x", "{} + w", "{} * torch.cos(w)")
+# what these save for the backward is not floating point: a bool mask, int64 indices
+SELECTING = ("torch.where(x > w, {}, 0.5 * w)", "torch.sort({}, dim=-1).values")
 LOSSES = ("({}).sum()", "({} * x).sum()", "({}).pow(2).mean()")
 
 
@@ -57,22 +59,27 @@ class Loss:
     partition: str
 
 
-def loss_expression(rng: random.Random) -> str:
+def loss_expression(rng: random.Random, selecting: bool = False) -> str:
+    """A drawn loss; `selecting`: one step (where, sort) saves a value that is not a float."""
     expression = rng.choice(("x * w", "x + w", "torch.sin(x) * w", "x - torch.tanh(w)"))
-    for _ in range(rng.randint(2, 4)):
+    steps = rng.randint(2, 4)
+    chosen = rng.randrange(steps) if selecting else -1
+    for step in range(steps):
         pick = rng.random()
         template = rng.choice(UNARY if pick < 0.5 else ROWWISE if pick < 0.8 else MIXING)
+        template = rng.choice(SELECTING) if step == chosen else template
         expression = template.replace("{}", f"({expression})" if "{}." in template else expression)
     return rng.choice(LOSSES).format(expression)
 
 
 def draw_loss(make) -> Loss:
-    """A loss for `make` (an fxcourse.cases.CaseMaker): every run has each dtype and both
-    partitioners."""
+    """A loss for `make` (an fxcourse.cases.CaseMaker): every run has each dtype, both
+    partitioners, and losses that save a bool or int64 value for the backward."""
     dtype = make.each([torch.float32, torch.float64, torch.bfloat16])
     partition = make.each(list(PARTITIONERS))
+    selecting = make.each([True, False])
     shape = (make.integer(2, 9), make.integer(3, 17))
-    return Loss(loss_expression(make.rng), dtype, shape, make.coin(0.4), partition)
+    return Loss(loss_expression(make.rng, selecting), dtype, shape, make.coin(0.4), partition)
 
 
 @functools.lru_cache(maxsize=32)
@@ -136,22 +143,26 @@ class Scores:
     inputs: tuple[torch.Tensor, torch.Tensor]
 
 
+# operands that carry lse_inputs' large, close pair (big/2, big/2 + 1) to the expression
+CLOSE = (("u", "v"), ("v", "u"), ("u", "v + 1"), ("v + 1", "u"))
+
+
 def lse_source(rng: random.Random) -> str:
-    """`scores(u, v)`: three to five terms, at least one of them the expression."""
-    terms, lines, found = [], [], False
-    for index in range(rng.randint(3, 5)):
+    """`scores(u, v)`: three to five terms, one of them the expression of operands that are
+    large and close for one pair of inputs."""
+    terms, lines = [], []
+    for index in range(rng.randint(2, 4)):
         a, b = rng.sample(OPERANDS, 2)
         pick = rng.random()
         if pick < 0.5:
             terms.append(FOUND.format(a=a, b=b))
-            found = True
         elif pick < 0.65:  # exp(a) is read again outside the expression: nothing to rewrite
             lines.append(f"    e{index} = torch.exp({a})")
             terms.append(f"torch.log(e{index} + torch.exp({b})) * e{index}")
         else:
             terms.append(rng.choice(LEFT_ALONE).format(a=a, b=b))
-    if not found:
-        terms.append(FOUND.format(a="v", b="u"))
+    a, b = rng.choice(CLOSE)
+    terms.insert(rng.randint(0, len(terms)), FOUND.format(a=a, b=b))
     body = "\n".join(lines + [f"    return ({', '.join(terms)},)"])
     return f"def scores(u, v):\n{body}\n"
 

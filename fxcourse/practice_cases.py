@@ -10,7 +10,7 @@ compare the learner's answer with the reference answer, fxcourse.reference).
     for case in check.cases(weights):                        # try it 8.4: (weight,)
         want_q, want_scale = convert_pt2e_stores(prepared)(weight)
     for case in check.cases(built_once(branchy), count=5):   # try it 8.5: (graph, sample)
-        mine, wanted = case.both(observed_inputs)
+        mine, wanted = case.both(observed_inputs)             # observers' (dtype, qscheme)
 
 Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
 must handle (make.each).
@@ -76,24 +76,36 @@ def probed(answer, model: nn.Module, images: torch.Tensor):
 # ----------------------------------------------------------------------------- try it 8.2
 
 
-class Steps(nn.Module):  # a chain of drawn steps: Linear, relu, cumsum, flip, add
-    def __init__(self, steps: list[str], width: int, functional: bool) -> None:
+class Steps(nn.Module):  # a chain of drawn steps (Linear, relu, cumsum, flip, add), maybe a branch
+    def __init__(self, steps: list[str], width: int, functional: bool, branch=None) -> None:
         super().__init__()
         self.steps, self.functional = steps, functional
+        self.branch = branch  # (k, step): the output adds step applied to the k-th value (0: x)
         self.layers = nn.ModuleList(nn.Linear(width, width) for s in steps if s == "linear")
 
+    def step(self, step: str, x, layers):
+        if step == "linear":
+            return next(layers)(x)
+        if step == "relu":
+            return torch.relu(x) if self.functional else x.relu()
+        if step == "add":
+            return x + 1
+        return torch.cumsum(x, -1) if step == "cumsum" else x.flip(-1)
+
     def forward(self, x):
-        layers = iter(self.layers)
+        layers, values = iter(self.layers), [x]
         for step in self.steps:
-            if step == "linear":
-                x = next(layers)(x)
-            elif step == "relu":
-                x = torch.relu(x) if self.functional else x.relu()
-            elif step == "add":
-                x = x + 1
-            else:
-                x = torch.cumsum(x, -1) if step == "cumsum" else x.flip(-1)
-        return x
+            values.append(self.step(step, values[-1], layers))
+        if self.branch is None:
+            return values[-1]
+        source, step = self.branch
+        return values[-1] + self.step(step, values[source], layers)
+
+    def described(self) -> list[str]:
+        if self.branch is None:
+            return list(self.steps)
+        source, step = self.branch
+        return [*self.steps, f"+ {step}({'x' if source == 0 else f'step {source}'})"]
 
 
 def _machines(on_accelerator) -> dict:
@@ -118,27 +130,47 @@ def _device_changes(model, on_device) -> int:
     return sum(before != after for before, after in pairwise(sides))
 
 
+def _changes_after_a_branch(model, on_device) -> bool:
+    """Whether a node is on another device than the node before it, though none of the nodes it
+    reads is: a rule that looks only at a node's inputs misses that change."""
+    calls = [n for n in fx.symbolic_trace(model).graph.nodes if "call" in n.op]
+    return any(
+        on_device(node) != on_device(before)
+        and all(on_device(i) == on_device(node) for i in node.all_input_nodes if "call" in i.op)
+        for before, node in pairwise(calls)
+    )
+
+
+def _drawn_steps(make, branch: bool) -> Steps:
+    kinds = ["linear", "relu", "cumsum", "flip", "add"]
+    steps = [*(make.choice(kinds) for _i in range(make.integer(3, 9))), "linear"]
+    fork = (make.integer(0, len(steps) - 1), make.choice(kinds[1:])) if branch else None
+    return Steps(steps, width=make.integer(3, 9), functional=make.coin(), branch=fork)
+
+
 def chains_on(on_accelerator):
-    """A case builder: chains of steps, on machines that run other operators (the chapter's
-    `on_accelerator` among them); half the cases go back to a device they left."""
+    """A case builder: chains of steps, some with a branch (a step reads an earlier value) that
+    changes device, on machines that run other operators (the chapter's `on_accelerator` among
+    them); half the cases go back to a device they left."""
     machines = _machines(on_accelerator)
 
     def chains(make):
         machine = make.each(list(machines))
-        back = make.each([True, False])
-        kinds = ["linear", "relu", "cumsum", "flip", "add"]
-        model = None
-        while model is None or back and _device_changes(model, machines[machine]) < 2:
-            drawn = [make.choice(kinds) for _i in range(make.integer(3, 9))]
-            model = Steps([*drawn, "linear"], width=make.integer(3, 9), functional=make.coin())
+        back, branch = make.each([(b, r) for b in (True, False) for r in (True, False)])
+        on_device = machines[machine]
+        model = _drawn_steps(make, branch)
+        while (back and _device_changes(model, on_device) < 2) or (
+            branch and not _changes_after_a_branch(model, on_device)
+        ):
+            model = _drawn_steps(make, branch)
         make.parameters_of(model)
         make.note(
             _("steps {steps}; on the accelerator: {machine}").format(
-                steps=model.steps, machine=_machine_label(machine)
+                steps=model.described(), machine=_machine_label(machine)
             )
         )
         x = make.tensor(make.integer(1, 4), model.layers[0].in_features)
-        return fx.symbolic_trace(model), model, x, machines[machine]
+        return fx.symbolic_trace(model), model, x, on_device
 
     return chains
 
@@ -174,17 +206,26 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
         return x * 2
 
 
+# every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
+# <-> pairs the last dim, flat <-> split neither
+SETTLED = ("tall", "flat", "split", "pairs", "split")
+
+
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
-    the shape and one drawn freely; dtypes drawn."""
+    the shape (among them one that keeps the number of dims and one that keeps the last dim) and
+    one drawn freely; dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
+    forms |= {
+        "tall": [(2 * rows, cols // 2), (-1, cols // 2)],
+        "pairs": [(rows * cols // 2, 2), (-1, 2)],
+    }
     settled = make.each([True, False])
-    steps, shape = [], "flat"
-    for _i in range(make.integer(3, 6)):
-        new = ("split" if shape == "flat" else "flat") if settled else make.choice(list(forms))
+    steps = []
+    for index in range(make.integer(4, 5)):
+        new = SETTLED[index] if settled else make.choice(list(forms))
         steps.append((make.choice(["reshape", "view"]), make.choice(forms[new])))
-        shape = new
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
     return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
 
@@ -248,7 +289,7 @@ def convert_pt2e_stores(prepared: fx.GraphModule):
 def weights(make):
     """Weights of other shapes whose rows' sizes spread 1x, 10x or 1000x (each in every run);
     sometimes one entry far larger than its row; a row of zeros or of values too small for
-    any scale above the observer's eps."""
+    any scale above the observer's eps; in every weight a row that reaches -128 (_end_of_range)."""
     rows, cols = make.integer(2, 40), make.integer(2, 40)
     spread, small_row = make.each([(1.0, "zeros"), (10.0, "tiny"), (1000.0, None)])
     order = torch.randperm(rows, generator=make.generator)
@@ -256,8 +297,10 @@ def weights(make):
     weight = make.tensor(rows, cols) * sizes[:, None] / spread**0.5
     if make.coin():
         weight[make.integer(0, rows - 1), make.integer(0, cols - 1)] *= 50
+    small = make.integer(0, rows - 1)
     if small_row:
-        weight[make.integer(0, rows - 1)] *= 0.0 if small_row == "zeros" else 1e-3
+        weight[small] *= 0.0 if small_row == "zeros" else 1e-3
+    _end_of_range(weight, (small + make.integer(1, rows - 1)) % rows)
     make.note(
         _("a weight of shape {shape}, rows' sizes spread over {spread:g}x").format(
             shape=(rows, cols), spread=spread
@@ -270,11 +313,27 @@ def weights(make):
     return (weight,)
 
 
-def steps_apart(q, want_q, weight, want_scale) -> bool:
+def _end_of_range(weight: torch.Tensor, row: int) -> None:
+    """Scale `row` so that its largest |w| is 127.5 * 2**k, at a negative entry: its scale is
+    then 2**k, which w / scale and w * (1 / scale) both divide by exactly, and that entry's
+    w / scale is -127.5, which rounds (half to even) to -128, the end of int8's range."""
+    largest = weight[row].abs().max()
+    end = 127.5 * 2.0 ** round(math.log2(largest.item() / 127.5))
+    top = weight[row].abs().argmax()
+    weight[row] = weight[row] / largest * end
+    weight[row, top] = -end
+
+
+def steps_apart(q, want_q, weight, want_scale, scale=None) -> bool:
     """At most one step off, and only where w / scale lands halfway between two integers (there
-    w / scale and w * (1 / scale) may round apart)."""
+    w / scale and w * (1 / scale) may round apart), in a row whose scale is not a power of two
+    equal to the answer's `scale` (there both give the same number, and rounding decides)."""
     exact = weight / want_scale[:, None]
     halfway = ((exact - exact.floor()) - 0.5).abs() < 1e-4
+    exactly = torch.frexp(want_scale).mantissa.abs() == 0.5
+    if scale is not None:
+        exactly &= torch.as_tensor(scale).expand_as(want_scale) == want_scale
+    halfway &= ~exactly[:, None]
     steps_off = (q.int() - want_q.int()).abs()
     return bool(steps_off.max() <= 1 and not (steps_off.bool() & ~halfway).any())
 
@@ -331,10 +390,23 @@ def branchy(make):
     return torch.export.export(model, (sample,)).module(), sample
 
 
-def observed_inputs(answer, graph: fx.GraphModule, sample: torch.Tensor) -> list[list[bool]]:
-    """Per linear, whether prepare_pt2e put an observer on its activation and on its weight."""
+def observed_inputs(answer, graph: fx.GraphModule, sample: torch.Tensor) -> list[list]:
+    """Per linear, the observer prepare_pt2e put on its activation and on its weight: its
+    (dtype, qscheme), or None where there is none."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
     prepared = prepare_pt2e(graph, answer.ReturnedInFloatQuantizer())
     linears = prepared.graph.find_nodes(op="call_function", target=torch.ops.aten.linear.default)
-    return [[arg.op == "call_module" for arg in node.args[:2]] for node in linears]
+    return [[_observer_spec(prepared, arg) for arg in node.args[:2]] for node in linears]
+
+
+def _observer_spec(prepared: fx.GraphModule, node: fx.Node) -> tuple | None:
+    if node.op != "call_module":
+        return None
+    observer = prepared.get_submodule(node.target)
+    return getattr(observer, "dtype", None), getattr(observer, "qscheme", None)
+
+
+def observed(specs: list[list]) -> list[list[bool]]:
+    """Per linear, whether its activation and its weight are observed at all."""
+    return [[spec is not None for spec in pair] for pair in specs]

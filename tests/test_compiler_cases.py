@@ -87,8 +87,18 @@ def split_losses(run_seed: int) -> list[tuple[fx.GraphModule, fx.GraphModule]]:
     return [cases.split_loss(cases.draw_loss(make)) for make in makers(run_seed)]
 
 
+def finfo_bytes(forward, backward) -> int:  # raises for a bool or int64 saved value
+    return sum(
+        node.meta["val"].numel() * (torch.finfo(node.meta["val"].dtype).bits // 8)
+        for node in kept(forward, backward)
+    )
+
+
 def refused_9_1(answer, run_seed: int) -> bool:
-    return any(answer(f, b) != reference_bytes(f, b) for f, b in split_losses(run_seed))
+    try:
+        return any(answer(f, b) != reference_bytes(f, b) for f, b in split_losses(run_seed))
+    except TypeError:  # torch.finfo of an integer dtype: the checkpoint says "Not yet" too
+        return True
 
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
@@ -99,7 +109,7 @@ def test_9_1_accepts_other_honest_counts(run_seed):
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_9_1_refuses_wrong_counts_in_every_run(run_seed):
-    for answer in (elements, four_bytes_each, inputs_too, chapter_example):
+    for answer in (elements, four_bytes_each, inputs_too, chapter_example, finfo_bytes):
         assert refused_9_1(answer, run_seed), (run_seed, answer.__name__)
 
 
@@ -182,6 +192,10 @@ WRONG_9_2 = {
         lambda a, b: torch.logsumexp(torch.cat([a.flatten(), b.flatten()]), 0).expand_as(a),
     ),
     "float32 whatever the input": (naive, lambda a, b: torch.logaddexp(a.float(), b.float())),
+    "naive unless far apart": (
+        naive,
+        lambda a, b: torch.where((a - b).abs() > 30, torch.maximum(a, b), naive(a, b)),
+    ),
 }
 
 

@@ -1,0 +1,216 @@
+"""Chapter 8's case builders (fxcourse.practice_cases) judged as the checkpoints judge them: on the
+cases of several runs, the chapter's answer passes and answers right only for what the old cases
+held (chains, shape changes that change every feature of a shape, q never at -128, observers
+present but of the wrong kind) fail in every run.
+
+test_tryits runs the chapter's own mistakes and answer; this adds what else a learner may write.
+FXCOURSE_CASE_SEEDS=20 judges twenty runs per try-it (the default, 2, keeps `make test` short).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.fx as fx
+from torch import nn
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+from torch.fx.passes.infra.pass_base import PassResult
+
+from fxcourse import practice_cases as cases
+from fxcourse.cases import makers_of
+from fxcourse.reference import close_enough
+
+RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
+RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
+
+
+def run_cases(builder, run_seed: int, count: int = 6) -> list:
+    return [builder(make) for make in makers_of(run_seed, count)]
+
+
+# ----------------------------------------------------------------------------- try it 8.2
+
+
+def on_accelerator(node: fx.Node) -> bool:  # the chapter's machine
+    return node.op == "call_module" or node.target == "relu"
+
+
+def device_runs(gm, on_device) -> dict:  # the chapter's answer
+    runs, number, previous = {}, 0, None
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            runs[node] = number
+            continue
+        side = on_device(node)
+        if previous is not None and side != previous:
+            number += 1
+        runs[node], previous = number, side
+    return runs
+
+
+def by_inputs(gm, on_device) -> dict:  # a new number where a node's inputs are elsewhere
+    runs, number = {}, 0
+    for node in gm.graph.nodes:
+        inputs = [i for i in node.all_input_nodes if i.op != "placeholder"]
+        if node.op not in ("placeholder", "output") and any(
+            on_device(i) != on_device(node) for i in inputs
+        ):
+            number += 1
+        runs[node] = number
+    return runs
+
+
+def refused_8_2(answer, run_seed: int) -> bool:
+    learner, chapter = SimpleNamespace(device_runs=answer), SimpleNamespace(device_runs=device_runs)
+    for gm, root, x, on_device in run_cases(cases.chains_on(on_accelerator), run_seed):
+        mine = cases.split_by_runs(learner, gm, root, x, on_device)
+        wanted = cases.split_by_runs(chapter, gm, root, x, on_device)
+        if isinstance(mine, str) or mine[1] or mine[0] != wanted[0]:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_2_refuses_numbers_from_a_nodes_inputs_in_every_run(run_seed):
+    assert not refused_8_2(device_runs, run_seed)
+    assert refused_8_2(by_inputs, run_seed)
+
+
+# ----------------------------------------------------------------------------- try it 8.3
+
+
+def shape_pass(x):
+    def shapes(gm):
+        FakeTensorProp(gm).propagate(x)
+        return PassResult(gm, False)
+
+    return shapes
+
+
+def dead_code(gm):
+    return PassResult(gm, gm.graph.eliminate_dead_code())
+
+
+def dropping_if(same):
+    def drop_noop_reshapes(gm):
+        removed = 0
+        for node in list(gm.graph.nodes):
+            if node.op == "call_method" and node.target in ("reshape", "view"):
+                if same(node.meta["val"].shape, node.args[0].meta["val"].shape):
+                    node.replace_all_uses_with(node.args[0])
+                    gm.graph.erase_node(node)
+                    removed += 1
+        return PassResult(gm, removed > 0)
+
+    return SimpleNamespace(drop_noop_reshapes=drop_noop_reshapes)
+
+
+RESHAPES = {
+    "the same shape": dropping_if(lambda a, b: a == b),  # the chapter's answer
+    "as many dims": dropping_if(lambda a, b: len(a) == len(b)),
+    "the same last dim": dropping_if(lambda a, b: a[-1] == b[-1]),
+}
+
+
+def refused_8_3(answer, run_seed: int) -> bool:
+    tidy = cases.tidied(shape_pass, dead_code)
+    for model, x in run_cases(cases.reshape_chains, run_seed):
+        mine, wanted = tidy(answer, model, x), tidy(RESHAPES["the same shape"], model, x)
+        if mine[:2] != wanted[:2] or mine[3] or not close_enough(mine[2], wanted[2], 1e-5, 1e-4):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
+    assert not refused_8_3(RESHAPES["the same shape"], run_seed)
+    assert refused_8_3(RESHAPES["as many dims"], run_seed)
+    assert refused_8_3(RESHAPES["the same last dim"], run_seed)
+
+
+# ----------------------------------------------------------------------------- try it 8.4 and 8.5
+
+
+@functools.cache
+def x86_parts():
+    import torch._inductor.config as inductor_config
+
+    with inductor_config.patch(pre_grad_custom_pass=None):
+        from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
+        from torchao.quantization.pt2e.quantizer import x86_inductor_quantizer as x86
+    config = x86.get_default_x86_inductor_quantization_config()
+    quantizer = x86.X86InductorQuantizer().set_global(config)
+    model, sample = nn.Sequential(nn.Linear(4, 3)), torch.randn(2, 4)
+    prepared = prepare_pt2e(torch.export.export(model, (sample,)).module(), quantizer)
+    return config, prepared
+
+
+def int8_per_row(weight, low=-128):  # the chapter's answer; low=-127: a symmetric range
+    scale = (weight.abs().amax(dim=1) / 127.5).clamp(min=2**-12)
+    q = torch.round(weight * (1.0 / scale[:, None])).clamp(low, 127).to(torch.int8)
+    return q, scale
+
+
+def by_division(weight):  # honest: w / scale, the scale in float64
+    scale = (weight.double().abs().amax(dim=1) / 127.5).clamp(min=2**-12).float()
+    return torch.round(weight / scale[:, None]).clamp(-128, 127).to(torch.int8), scale
+
+
+def refused_8_4(answer, run_seed: int) -> bool:
+    stores = cases.convert_pt2e_stores(x86_parts()[1])
+    for (weight,) in run_cases(cases.weights, run_seed):
+        (q, scale), (want_q, want_scale) = answer(weight), stores(weight)
+        if not torch.allclose(scale, want_scale, rtol=1e-6, atol=0):
+            return True
+        if not cases.steps_apart(q, want_q, weight, want_scale, scale):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_4_refuses_a_symmetric_clamp_in_every_run(run_seed):
+    assert not refused_8_4(int8_per_row, run_seed)
+    assert not refused_8_4(by_division, run_seed)
+    assert refused_8_4(functools.partial(int8_per_row, low=-127), run_seed)
+
+
+def returned_in_float(weight_spec: str):
+    from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, Quantizer
+
+    config = x86_parts()[0]
+
+    class ReturnedInFloatQuantizer(Quantizer):
+        def annotate(self, model):
+            (output,) = model.graph.find_nodes(op="output")
+            linear = torch.ops.aten.linear.default
+            for node in model.graph.find_nodes(op="call_function", target=linear):
+                if output in node.users:
+                    continue
+                specs = {node.args[0]: config.input_activation}
+                specs[node.args[1]] = getattr(config, weight_spec)
+                node.meta["quantization_annotation"] = QuantizationAnnotation(
+                    input_qspec_map=specs, _annotated=True
+                )
+            return model
+
+        def validate(self, model):
+            pass
+
+    return SimpleNamespace(ReturnedInFloatQuantizer=ReturnedInFloatQuantizer)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS[:1])
+def test_8_5_refuses_weights_observed_as_activations(run_seed):
+    chapter, wrong = returned_in_float("weight"), returned_in_float("input_activation")
+    drawn = [run_cases(cases.branchy, run_seed, count=2) for _side in (wrong, chapter)]
+    for (graph, sample), (again, _sample) in zip(*drawn, strict=True):  # prepare_pt2e edits it
+        mine = cases.observed_inputs(wrong, graph, sample)
+        wanted = cases.observed_inputs(chapter, again, sample)
+        assert cases.observed(mine) == cases.observed(wanted)  # observers on the same inputs
+        assert mine != wanted  # of another kind
+        assert any(None not in pair for pair in wanted)
