@@ -230,39 +230,46 @@ class MinifierCase:
 def minifier_case(make) -> MinifierCase:
     """A chain of 4 to 7 unary operators with additions and products between them; the wrong
     operator is drawn each time (each one in turn over a run), and its place in the chain too.
-    The graph returns a tuple of 2 or 3 tensors: one computed through the wrong operator, the
+    The graph returns a tuple of 2 or 3 vectors: one computed through the wrong operator, the
     others taken before it. Where that one stands is a kind drawn with `make.each`, so every run
     has each: last (comparing only the first output sees nothing wrong), first and middle
-    (comparing only the last output sees nothing wrong), and first followed by its negation
-    (comparing the outputs' total sees nothing wrong: the pair cancels exactly, before any other
-    output is added, whatever the operator). A chain whose result hides the planted
-    error (a saturated tanh downstream) is drawn again."""
+    (comparing only the last output sees nothing wrong), and balanced: the wrong vector, its
+    negation and a large constant, first (a summary of each output or of all of them, their
+    sum, mean, largest magnitude or norm, stays the same to within rounding). A chain whose
+    result hides the planted error (a saturated tanh downstream) or reaches LARGEST is drawn
+    again."""
     wrong = make.each(list(UNARY))
-    kind = make.each(["last", "first", "middle", "negated"])
+    kind = make.each(["last", "first", "middle", "balanced"])
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
         place = make.integer(0, len(chain) - 1)
         chain[place] = wrong
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
-        bad = {"last": len(early), "first": 0, "middle": 1, "negated": 0}[kind]
+        bad = {"last": len(early), "first": 0, "middle": 1, "balanced": 0}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early, bad, negated=kind == "negated")
+        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced")
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
-        if (got[bad] - want[bad]).abs().max() > 1e-2:
+        result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
+        moved = (result - wanted).abs().max()
+        if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
             make.note(f"{' -> '.join(chain)}; {wrong} + 1; output {bad + 1} of {len(want)}")
             return case
 
 
+BALANCE = 1e6  # the balanced output's constant: beside it, every value of the chain moves its
+LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's rtol
+
+
 def _traced_chain(
-    chain: list[str], width: int, early: list[int], bad: int, negated: bool = False
+    chain: list[str], width: int, early: list[int], bad: int, balanced: bool = False
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
-    wrong operator, a different multiple for each), with the chain's sum inserted at `bad` (and
-    its negation after it when `negated`: summed in order, the total is then the same, right or
-    wrong, to the last bit)."""
+    wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
+    or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
+    operator) and BALANCE in one vector."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
@@ -272,9 +279,9 @@ def _traced_chain(
                 outputs.append(x * float(len(outputs) + 1))
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
-        outputs.insert(bad, x.sum())
-        if negated:
-            outputs.insert(bad + 1, x.sum() * -1.0)  # mul, never the planted operator (neg may be)
+        if balanced:
+            x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
+        outputs.insert(bad, x)
         return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))

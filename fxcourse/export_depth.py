@@ -39,13 +39,14 @@ class RangeCase:
 
 
 def range_case(make) -> RangeCase:
-    """The chapter's range 2..32 in a run's first case, then a fresh range of at least 3 sizes."""
+    """The chapter's range 2..32 in a run's first case, then a fresh range of at least 3 sizes,
+    with two batches of 1 to 16 and one larger than the range's top (a batch bounded like n)."""
     if make.index == 0:
         case = RangeCase(2, 32, 5, (3, 1, 9))
     else:
         low = make.integer(2, 9)
         high = make.integer(low + 2, 48)
-        batches = tuple(make.integer(1, 16) for _ in range(3))
+        batches = (make.integer(1, 16), make.integer(1, 16), make.integer(high + 1, 4 * high))
         case = RangeCase(low, high, make.integer(low, high), batches)
     make.note(f"n: {case.low}..{case.high}")
     return case

@@ -122,6 +122,35 @@ def test_an_honest_alternative_passes(tryit_id, seed, monkeypatch):
     assert verdict(tryit_id, HONEST_ALTERNATIVES[tryit_id], seed, monkeypatch) is None
 
 
+# Wrong answers of the red-team reviews (run over fresh cases, they passed some runs or all).
+WRONG_ANSWERS = {
+    "10.3 compares each output's mean": """
+def results_differ(gm, inputs, backend):
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    return any(not torch.allclose(g.mean(), w.mean(), equal_nan=True) for g, w in zip(got, want))
+""",
+    "10.3 compares each output's largest magnitude": """
+def results_differ(gm, inputs, backend):
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    return any(
+        not torch.allclose(g.abs().max(), w.abs().max(), equal_nan=True) for g, w in zip(got, want)
+    )
+""",
+    "12.1 bounds the batch like n": """
+def interleave_shapes(low, high):
+    n, batch = Dim("n", min=low, max=high), Dim("batch", min=1, max=high)
+    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: 2 * n}}
+""",
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("mistake", sorted(WRONG_ANSWERS))
+def test_a_wrong_answer_is_refused_in_every_run(mistake, seed, monkeypatch):
+    tryit_id = mistake.split()[0]
+    assert verdict(tryit_id, WRONG_ANSWERS[mistake], seed, monkeypatch) is not None
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_reference_rule_of_10_1_is_what_torch_compiles(seed):
     nb = nbformat.read(CHAPTERS["10"], as_version=4)
@@ -174,19 +203,21 @@ def test_a_planted_backend_is_wrong_exactly_where_its_operator_is():
         x = case.inputs
         got, want = case.backend(case.gm, x)(*x), case.gm(*x)
         assert len(got) == len(want) >= 2
-        differ = [not torch.allclose(g, w) for g, w in zip(got, want, strict=True)]
-        if differ.count(True) == 2:  # the sum and its negation, first
-            assert differ[:2] == [True, True] and torch.equal(got[0], -got[1])
-            places.add("negated")
+        differ = [not torch.allclose(g, w, equal_nan=True) for g, w in zip(got, want, strict=True)]
+        assert differ.count(True) == 1
+        width = len(x[0])
+        if len(got[0]) == 2 * width + 1:  # the result, its negation and the balance, first
+            assert differ[0] and torch.equal(got[0][:width], -got[0][width:-1])
+            places.add("balanced")
         else:
-            assert differ.count(True) == 1
             places.add("last" if differ[-1] else "first" if differ[0] else "middle")
         uses_tanh = torch.ops.aten.tanh.default in compile_depth.call_targets(case.gm)
         same = all(
-            torch.allclose(g, w) for g, w in zip(tanh_wrong(case.gm, x)(*x), want, strict=True)
+            torch.allclose(g, w, equal_nan=True)
+            for g, w in zip(tanh_wrong(case.gm, x)(*x), want, strict=True)
         )
         assert same is not uses_tanh
-    assert places == {"first", "middle", "last", "negated"}
+    assert places == {"first", "middle", "last", "balanced"}
 
 
 def test_a_predicate_that_compares_the_outputs_total_is_refused_in_every_run():
@@ -203,20 +234,25 @@ def test_a_predicate_that_compares_the_outputs_total_is_refused_in_every_run():
         assert None in found, run_seed
 
 
-def test_a_negated_pair_cancels_to_the_last_bit_whichever_operator_is_planted():
-    """Run 603910 of the clean-clone CI: with `neg` planted, a negation spelt `-x` took the +1 too,
-    and a pair after large-valued outputs cancelled only up to rounding."""
-    pairs = 0
+def test_a_balanced_output_hides_the_planted_error_from_every_summary():
+    """Every run has an output whose sum, mean, largest magnitude and norm stay the same (the
+    red-team reviews' summary-comparing predicates), though its elements differ; its negation is
+    exact whichever operator is planted (run 603910 of a clean-clone CI planted neg)."""
+    summaries = (torch.sum, torch.mean, lambda t: t.abs().max(), torch.linalg.vector_norm)
+    balanced = 0
     for run_seed in [603910, *range(40)]:
         for make in makers_of(run_seed, 6):
             case = compile_depth.minifier_case(make)
             got = case.backend(case.gm, case.inputs)(*case.inputs)
             want = case.gm(*case.inputs)
-            if make.notes[-1].endswith("output 1 of 3") and len(want) == 3:
-                pairs += 1
-                assert torch.equal(got[0], -got[1]), make.notes
-                assert torch.equal(sum(g.sum() for g in got), sum(w.sum() for w in want))
-    assert pairs >= 41  # every run has one
+            width = len(case.inputs[0])
+            if len(want[0]) == 2 * width + 1:
+                balanced += 1
+                assert torch.equal(got[0][:width], -got[0][width:-1]), make.notes
+                assert not torch.allclose(got[0], want[0], equal_nan=True)
+                for summary in summaries:
+                    assert torch.allclose(summary(got[0]), summary(want[0]), equal_nan=True)
+    assert balanced >= 41  # every run has one
 
 
 def test_every_request_stream_has_a_request_that_needs_clamping():
