@@ -1,6 +1,7 @@
 """What chapter 9's case builders draw (fxcourse.cases makes the seeds, the checkpoints compare).
 
     loss = draw_loss(make); forward, backward = split_loss(loss)   # try it 9.1
+    partitioned_losses(make) -> (forward, backward)                 # 9.1's case builder
     score_graphs(make) -> (graph, inputs)                           # try it 9.2's case builder
     RulePasses().rewritten(answer, graph, inputs)                   # 9.2: the answer's rule run
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.fx as fx
+
+from fxcourse.messages import _
 
 PARTITIONERS = ("default_partition", "min_cut_rematerialization_partition")
 
@@ -121,6 +124,22 @@ def _split(loss: Loss) -> tuple[fx.GraphModule, fx.GraphModule]:
 
     graph, inputs, options = _joint(loss.expression, loss.dtype, loss.shape, loss.x_needs_grad)
     return getattr(partitioners, loss.partition)(copy.deepcopy(graph), inputs, **options)
+
+
+def partitioned_losses(make) -> tuple[fx.GraphModule, fx.GraphModule]:
+    """Try it 9.1's case builder: a drawn loss, described in the case's notes, split by its
+    partitioner into (forward, backward)."""
+    loss = draw_loss(make)
+    kind = str(loss.dtype).removeprefix("torch.")
+    grads = _("x and w need gradients") if loss.x_needs_grad else _("only w needs a gradient")
+    description = _("loss(x, w) = {expression}, x of {dtype}{shape}, {grads}")
+    make.note(
+        description.format(
+            expression=loss.expression, dtype=kind, shape=list(loss.shape), grads=grads
+        )
+    )
+    make.note(_("split by {partitioner}").format(partitioner=loss.partition))
+    return split_loss(loss)
 
 
 # ----------------------------------------------------------------------------- try it 9.2
