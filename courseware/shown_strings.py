@@ -70,7 +70,10 @@ def shown_arguments(node: ast.AST) -> tuple[str, list[ast.expr]]:
 
 
 def branches(value: ast.expr) -> list[ast.expr]:
-    """The literals an expression evaluates to, through `or`, `if ... else` and f-strings."""
+    """The literals an expression evaluates to, through `or`, `if ... else`, f-strings and `+`
+    (`why + "is the first member's spec real?"`: both parts are read)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return branches(value.left) + branches(value.right)
     if isinstance(value, ast.BoolOp):
         return [leaf for part in value.values for leaf in branches(part)]
     if isinstance(value, ast.IfExp):
@@ -207,7 +210,7 @@ def shown_literals(tree: ast.AST, names_elsewhere: frozenset[str] = frozenset())
         leaf
         for kind in ("hint", "printed", "other")
         for value in shown[kind]
-        for leaf in (branches(value) if kind != "hint" else [value])
+        for leaf in branches(value)
         if kind == "hint" or is_words(leaf)
     ]
     names = names_read([v for values in shown.values() for v in values]) | names_elsewhere
