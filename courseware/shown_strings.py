@@ -21,6 +21,7 @@ import re
 PRINTING_CALLS = {"print"}
 PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}
 LABEL_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+LABEL_LIST_KEYWORDS = {"headers"}  # tabulate(rows, headers=["node", "shape (or type)"])
 # Course helpers and the positions of the words they draw: show_graph(gm, title),
 # horizontal_bars(values, axis label, title), show_ir_links(gm, title).
 HELPER_TITLES = {"show_graph": (1,), "show_ir_links": (1,), "horizontal_bars": (1, 2)}
@@ -59,6 +60,12 @@ def shown_arguments(node: ast.AST) -> tuple[str, list[ast.expr]]:
     if (position := hint_position(node.func)) is not None:
         return "hint", node.args[position : position + 1]
     labels = [k.value for k in node.keywords if k.arg in LABEL_KEYWORDS]
+    labels += [
+        item
+        for k in node.keywords
+        if k.arg in LABEL_LIST_KEYWORDS and isinstance(k.value, ast.List | ast.Tuple)
+        for item in k.value.elts
+    ]
     if name in PRINTING_CALLS or name in PLOT_LABELS:
         return "printed", list(node.args) + labels
     if name in HELPER_TITLES:  # a title that is one identifier ("TinyNet") is a name
