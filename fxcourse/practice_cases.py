@@ -217,23 +217,26 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
 
 
 # every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
-# <-> pairs the last dim, flat <-> split neither
-SETTLED = ("tall", "flat", "split", "pairs", "split")
+# <-> pairs the last dim, flat <-> split neither, and lifted <-> column the number of dims, the
+# first dim, the number of elements and the sorted sizes (a test on any of those sees no change)
+SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs")
 
 
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
-    the shape (among them one that keeps the number of dims and one that keeps the last dim) and
-    one drawn freely; dtypes drawn."""
+    the shape (among them one that keeps the number of dims, one that keeps the last dim and one
+    that keeps the first dim and the sorted sizes) and one drawn freely; dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
     forms |= {
         "tall": [(2 * rows, cols // 2), (-1, cols // 2)],
         "pairs": [(rows * cols // 2, 2), (-1, 2)],
+        "lifted": [(rows, 1, cols), (rows, 1, -1)],
+        "column": [(rows, cols, 1), (-1, cols, 1)],
     }
     settled = make.each([True, False])
     steps = []
-    for index in range(make.integer(4, 5)):
+    for index in range(len(SETTLED) if settled else make.integer(4, 5)):
         new = SETTLED[index] if settled else make.choice(list(forms))
         steps.append((make.choice(["reshape", "view"]), make.choice(forms[new])))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
