@@ -271,6 +271,7 @@ def test_laid_out_gives_the_shape_asked_for_in_the_layout_asked_for(layout):
     assert made.is_contiguous() == (layout == "contiguous")
     channels_last = made.is_contiguous(memory_format=torch.channels_last)
     assert channels_last == (layout == "channels_last")
+    assert (made.stride()[-1] == 1) == (layout in ("contiguous", "sliced"))  # sliced: 1, yet not
     again = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
     assert torch.equal(made, again) and made.stride() == again.stride()
 

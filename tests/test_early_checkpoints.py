@@ -106,6 +106,92 @@ def remove_pass_throughs(gm, example):
     gm.recompile()
     return gm
 """,
+    "3.3 a .contiguous() copies when its input's last stride is not 1 (red team s7)": """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate(example)
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            drop = node.args[0].meta["tensor_meta"].stride[-1] == 1
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.3 layouts of a contiguous copy of the input; the input's own only where read (s7)": """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate(example.contiguous())
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            source = node.args[0]
+            if source.op == "placeholder":
+                drop = example.is_contiguous()
+            else:
+                drop = source.meta["tensor_meta"].memory_format is torch.contiguous_format
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.4 erf(x / sqrt 2) found, 0.5 and 1.0 never checked (red team s7)": """
+def use_gelu(gm):
+    for erf in list(gm.graph.find_nodes(op="call_function", target=torch.erf)):
+        div = erf.args[0]
+        if not (div.target is operator.truediv and div.args[1] == math.sqrt(2.0)):
+            continue
+        outer = next(iter(next(iter(erf.users)).users))
+        with gm.graph.inserting_after(outer):
+            gelu = gm.graph.call_function(F.gelu, (div.args[0],))
+        outer.replace_all_uses_with(gelu)
+    gm.graph.eliminate_dead_code()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "5.4 what the output needs, found through node.args only (red team s7)": """
+def run_from(gm, known, *inputs):
+    needed, stack = set(), [next(iter(reversed(gm.graph.nodes)))]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            for arg in node.args:
+                items = arg if isinstance(arg, (tuple, list)) else [arg]
+                stack.extend(item for item in items if isinstance(item, torch.fx.Node))
+    env = {node: known[node.name] for node in gm.graph.nodes if node.name in known}
+    for node in gm.graph.nodes:
+        if node not in needed and node not in env and node.op != "placeholder":
+            env[node] = None
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+    "3.5 sigmoid from a power of e, an exp that counts for nothing (red team s7)": """
+def sigmoid_from_exp(x):
+    return 1 / (1 + math.e ** (-x)) + 0 * torch.exp(torch.zeros_like(x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "5.4 skips only the direct inputs of a known node": """
 def run_from(gm, known, *inputs):
     env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
@@ -139,6 +225,38 @@ def remove_pass_throughs(gm, example):
     gm.graph.lint()
     return fx.GraphModule(gm, gm.graph)
 """,
+    "3.3 contiguity from empty_strided(shape, stride) (red team s7)": """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate(example)
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            meta = node.args[0].meta["tensor_meta"]
+            drop = torch.empty_strided(meta.shape, meta.stride).is_contiguous()
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.5 exp_ in place on a negated copy (red team s7)": """
+def sigmoid_from_exp(x):
+    y = -x
+    y.exp_()
+    return (1 + y).reciprocal()
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "1.1 torch.diff along dim 0": """
 def row_steps(x):
     return torch.diff(x, dim=0)
@@ -169,3 +287,9 @@ def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):
 @pytest.mark.parametrize("answer", sorted(HONEST))
 def test_an_honest_answer_passes(answer, seed, monkeypatch):
     assert verdict(answer.split()[0], HONEST[answer], seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("tryit_id", sorted({answer.split()[0] for answer in WRONG}))
+def test_the_reference_answer_passes_the_runs_the_wrong_ones_fail(tryit_id, seed, monkeypatch):
+    assert verdict(tryit_id, "", seed, monkeypatch) is None  # the namespace holds the reference
