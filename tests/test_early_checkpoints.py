@@ -71,6 +71,64 @@ def unused_modules(gm):
     kept = {name for name, _ in fx.GraphModule(gm, gm.graph).named_modules()}
     return sorted(leaves - kept)
 """,
+    "1.1 the loop in a module whose class claims torch.nn, a default leaf (red team s7)": """
+class Steps(nn.Module):
+    def forward(self, x):
+        return torch.stack([x[i + 1] - x[i] for i in range(x.shape[0] - 1)])
+
+
+Steps.__module__ = "torch.nn.modules.steps"
+
+
+class Holder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = Steps()
+
+    def forward(self, x):
+        return self.steps(x)
+
+
+traced_row_steps = fx.symbolic_trace(Holder())
+""",
+    "1.1 the loop in a function that claims to be torch's, kept a leaf (red team s7)": """
+def steps(x):
+    return torch.stack([x[i + 1] - x[i] for i in range(x.shape[0] - 1)])
+
+
+steps.__module__ = "torch"
+graph = fx.Graph()
+graph.output(graph.call_function(steps, (graph.placeholder("x"),)))
+traced_row_steps = fx.GraphModule(nn.Module(), graph)
+""",
+    "2.1 readers ordered by where gm.code assigns them (red team s7)": """
+def last_reader(gm):
+    code = gm.code
+
+    def place(user):
+        at = code.find(f"    {user.name} = ")
+        return at if at >= 0 else len(code)  # the return line comes last
+
+    return {n.name: max(n.users, key=place).name for n in gm.graph.nodes if n.users}
+""",
+    "2.2 gm.code searched for each leaf's attribute path (red team s7)": """
+def unused_modules(gm):
+    code = gm.code
+
+    def spelled(parts):
+        text = "self"
+        for part in parts:
+            text = f'getattr({text}, "{part}")' if part.isdigit() else f"{text}.{part}"
+        return text
+
+    def used(name):
+        parts = name.split(".")
+        heads = [spelled(parts[:k]) for k in range(1, len(parts) + 1)]
+        return any(h + end in code for h in heads for end in ("(", ".weight", ".bias"))
+
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name in leaves if not used(name))
+""",
     "3.1 a clamp formula instead of F.hardsigmoid": """
 def hard(x):
     return torch.clamp(x / 6 + 0.5, 0.0, 1.0)
@@ -256,6 +314,14 @@ def sigmoid_from_exp(x):
 
 
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "1.1 narrow with a traced length (red team s7)": """
+def row_steps(x):
+    n = x.size(0) - 1
+    return torch.narrow(x, 0, 1, n) - torch.narrow(x, 0, 0, n)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
 """,
     "1.1 torch.diff along dim 0": """
 def row_steps(x):
