@@ -25,6 +25,7 @@ import torch
 from torch import fx, nn
 
 from fxcourse.capture import torch_logs, unprofiled_guards
+from fxcourse.messages import _
 
 CHAPTER_BATCHES = (3, 3, 5, 1, 8, 0, 6)
 
@@ -255,7 +256,9 @@ def minifier_case(make) -> MinifierCase:
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
         moved = (result - wanted).abs().max()
         if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
-            make.note(f"{' -> '.join(chain)}; {wrong} + 1; output {bad + 1} of {len(want)}")
+            said = _("{chain}; {wrong} + 1; output {number} of {outputs}")
+            chain_text = " -> ".join(chain)
+            make.note(said.format(chain=chain_text, wrong=wrong, number=bad + 1, outputs=len(want)))
             return case
 
 
@@ -275,7 +278,7 @@ def _traced_chain(
     def run(x):
         outputs = []
         for index, op in enumerate(ops):
-            for _ in range(early.count(index)):
+            for _repeat in range(early.count(index)):
                 outputs.append(x * float(len(outputs) + 1))
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
