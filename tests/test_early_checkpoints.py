@@ -60,6 +60,31 @@ def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
     return result.problem
 
 
+# 3.3's answers differ in how they decide that a .contiguous() hands its input on (drop)
+PASS_THROUGHS = """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate({propagated})
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            meta, source = node.args[0].meta["tensor_meta"], node.args[0]
+            drop = {drop}
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
 WRONG = {
     "1.1 forward swapped for the loop on an identity graph": """
 traced_row_steps = fx.symbolic_trace(lambda x: x)
@@ -164,54 +189,14 @@ def remove_pass_throughs(gm, example):
     gm.recompile()
     return gm
 """,
-    "3.3 a .contiguous() copies when its input's last stride is not 1 (red team s7)": """
-from torch.fx.passes.shape_prop import ShapeProp
-
-
-def remove_pass_throughs(gm, example):
-    ShapeProp(gm).propagate(example)
-    for node in list(gm.graph.nodes):
-        module = gm.get_submodule(node.target) if node.op == "call_module" else None
-        if node.op == "call_method" and node.target == "contiguous":
-            drop = node.args[0].meta["tensor_meta"].stride[-1] == 1
-        else:
-            drop = isinstance(module, nn.Identity) or (
-                isinstance(module, nn.Dropout) and not module.training
-            )
-        if drop:
-            node.replace_all_uses_with(node.args[0])
-            gm.graph.erase_node(node)
-    gm.delete_all_unused_submodules()
-    gm.graph.lint()
-    gm.recompile()
-    return gm
-""",
-    "3.3 layouts of a contiguous copy of the input; the input's own only where read (s7)": """
-from torch.fx.passes.shape_prop import ShapeProp
-
-
-def remove_pass_throughs(gm, example):
-    ShapeProp(gm).propagate(example.contiguous())
-    for node in list(gm.graph.nodes):
-        module = gm.get_submodule(node.target) if node.op == "call_module" else None
-        if node.op == "call_method" and node.target == "contiguous":
-            source = node.args[0]
-            if source.op == "placeholder":
-                drop = example.is_contiguous()
-            else:
-                drop = source.meta["tensor_meta"].memory_format is torch.contiguous_format
-        else:
-            drop = isinstance(module, nn.Identity) or (
-                isinstance(module, nn.Dropout) and not module.training
-            )
-        if drop:
-            node.replace_all_uses_with(node.args[0])
-            gm.graph.erase_node(node)
-    gm.delete_all_unused_submodules()
-    gm.graph.lint()
-    gm.recompile()
-    return gm
-""",
+    "3.3 a last stride of 1 taken for contiguous (s7)": PASS_THROUGHS.format(
+        propagated="example", drop="meta.stride[-1] == 1"
+    ),
+    "3.3 layouts of a contiguous copy of the input (s7)": PASS_THROUGHS.format(
+        propagated="example.contiguous()",
+        drop="example.is_contiguous() if source.op == 'placeholder' else "
+        "meta.memory_format is torch.contiguous_format",
+    ),
     "3.4 erf(x / sqrt 2) found, 0.5 and 1.0 never checked (red team s7)": """
 def use_gelu(gm):
     for erf in list(gm.graph.find_nodes(op="call_function", target=torch.erf)):
@@ -283,29 +268,10 @@ def remove_pass_throughs(gm, example):
     gm.graph.lint()
     return fx.GraphModule(gm, gm.graph)
 """,
-    "3.3 contiguity from empty_strided(shape, stride) (red team s7)": """
-from torch.fx.passes.shape_prop import ShapeProp
-
-
-def remove_pass_throughs(gm, example):
-    ShapeProp(gm).propagate(example)
-    for node in list(gm.graph.nodes):
-        module = gm.get_submodule(node.target) if node.op == "call_module" else None
-        if node.op == "call_method" and node.target == "contiguous":
-            meta = node.args[0].meta["tensor_meta"]
-            drop = torch.empty_strided(meta.shape, meta.stride).is_contiguous()
-        else:
-            drop = isinstance(module, nn.Identity) or (
-                isinstance(module, nn.Dropout) and not module.training
-            )
-        if drop:
-            node.replace_all_uses_with(node.args[0])
-            gm.graph.erase_node(node)
-    gm.delete_all_unused_submodules()
-    gm.graph.lint()
-    gm.recompile()
-    return gm
-""",
+    "3.3 contiguity from empty_strided(shape, stride) (red team s7)": PASS_THROUGHS.format(
+        propagated="example",
+        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous()",
+    ),
     "3.5 exp_ in place on a negated copy (red team s7)": """
 def sigmoid_from_exp(x):
     y = -x
