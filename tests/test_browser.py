@@ -860,6 +860,10 @@ def test_progress_agrees_with_validate_right_after_it(
         with lab.step("31-progress-validate-fixed"):
             target = next(c for c in answers if _grade_id(c) == WRONG_SOLUTION_CELL)
             lab.replace_cell_source(target["index"], solutions[WRONG_SOLUTION_CELL])
+            # Validate saves first: pressed while autosave is writing, the two saves race and
+            # JupyterLab asks "File Changed" (a learner waits the same two seconds).
+            fixed = solutions[WRONG_SOLUTION_CELL].strip()
+            _saved(path, lambda nb: any(c.source.strip() == fixed for c in nb.cells), "the fix")
             lab.page.locator(".validate-button").click()
             dialog = lab.page.locator(".jp-Dialog")
             dialog.get_by_text("Success! Your notebook passes all the tests.").wait_for(
