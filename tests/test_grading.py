@@ -213,24 +213,31 @@ def test_reference_scores_full_marks_and_the_starter_zero(graded, sandboxed_scor
     assert "NotImplementedError" in reason(course, "untouched", assignment)
 
 
-@pytest.mark.parametrize("how", ["sandboxed", pytest.param("plain", marks=PLAIN_NBGRADER)])
-def test_the_reference_runs_every_cell_cleanly(request, how):
+def reference_errors(course: Path, assignment: str) -> list[tuple[str, str]]:
+    """(cell's start, error) for each error output of the reference's autograded notebook."""
+    path = Course.configured(course).autograded / "reference" / assignment / f"{assignment}.ipynb"
+    return [
+        (cell.source[:60], output.get("evalue"))
+        for cell in nbformat.read(path, as_version=4).cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
+
+
+def test_the_reference_runs_every_cell_cleanly(graded):
     """Every cell of the reference, the ones that import verify.py from beside the notebook
     included, runs without an error: in the sandbox (the submission's folder on sys.path) as in
-    plain nbgrader's kernel."""
-    graded = request.getfixturevalue("graded" if how == "sandboxed" else "plain_graded")
+    plain nbgrader's kernel (the next test)."""
     for assignment in ASSIGNMENTS:
-        course = graded["sandboxed" if how == "sandboxed" else f"plain:{assignment}"]
-        path = (
-            Course.configured(course).autograded / "reference" / assignment / f"{assignment}.ipynb"
-        )
-        errors = [
-            (cell.source[:60], output.get("evalue"))
-            for cell in nbformat.read(path, as_version=4).cells
-            for output in cell.get("outputs", [])
-            if output.get("output_type") == "error"
-        ]
-        assert not errors, (how, assignment, errors)
+        errors = reference_errors(graded["sandboxed"], assignment)
+        assert not errors, ("sandboxed", assignment, errors)
+
+
+@PLAIN_NBGRADER
+def test_the_reference_runs_every_cell_cleanly_in_plain_nbgrader(plain_graded):
+    for assignment in ASSIGNMENTS:
+        errors = reference_errors(plain_graded[f"plain:{assignment}"], assignment)
+        assert not errors, ("plain", assignment, errors)
 
 
 def test_every_snippets_cells_import_what_they_use(tmp_path):
