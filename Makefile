@@ -30,8 +30,12 @@ formgrader: env  ## instructor: JupyterLab at the repository root, with nbgrader
 	@$(PY) -m fxcourse.workspace exchange >/dev/null
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(FORMGRADER_LAB) $(ROOT_FLAG) $(LAB_ARGS)
 
-test: env-test  ## set up, then run the whole test suite (lint, clean notebooks, every notebook)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+test: env-test  ## set up, then run the test suite (lint, clean notebooks, grading, browser) but the end-to-end repeats
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not end_to_end" $(PYTEST_ARGS)
+
+.PHONY: test-end-to-end
+test-end-to-end: env-test  ## what make test leaves out (CI runs it): chapters 6-12's try-its, plain nbgrader's grading
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m end_to_end $(PYTEST_ARGS)
 
 .PHONY: test-checkpoints
 test-checkpoints: env-test  ## every checkpoint: the answer passed on 20 runs of fresh cases, each mistake refused on 3 (slow)

@@ -61,6 +61,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "whole_chapter: runs a whole chapter in a kernel (handed out first, see below)"
     )
+    config.addinivalue_line(
+        "markers",
+        "end_to_end: a path that another run also takes (make test-checkpoints, the sandbox's own"
+        " grading): `make test-end-to-end` runs it (CI too), `make test` leaves it out",
+    )
     # pytest-xdist declares this mark itself; declared here too so that `-p no:xdist` runs
     # (the helpers' focused runs) do not warn about an unknown mark.
     config.addinivalue_line("markers", "xdist_group(name): tests run by one xdist worker")

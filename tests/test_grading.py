@@ -6,8 +6,9 @@ probes and the checks): the reference answers, the untouched student versions, t
 answers of tests/submissions/ and the attacks of tests/hostile/attacks/ and
 tests/submissions/forgeries/, each with the score its docstring predicts. Three more copies, one
 per exercise, grade the realistic answers with plain nbgrader (each test cell's hidden part runs
-the same probe and check in the kernel): both ways must give every cell the same score. Then
-export, feedback, release_feedback and the formgrader's Autograde call.
+the same probe and check in the kernel): both ways must give every cell the same score (marked
+end_to_end: `make test-end-to-end` runs it, `make test` does not). Then export, feedback,
+release_feedback and the formgrader's Autograde call.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "grading"  # git-ignored: logs of grading runs that failed
 
 pytestmark = pytest.mark.xdist_group("grading")
+# The one-worker batch grades a course of its own: its tests may run beside the others (xdist
+# puts a test with two group marks in a group named after both, "grading_grading-one-worker").
+ONE_WORKER_GROUP = pytest.mark.xdist_group("grading-one-worker")
+# Plain nbgrader grading the realistic answers again, to compare its scores with the sandbox's:
+# `make test-end-to-end` runs it (CI too), `make test` leaves it out.
+PLAIN_NBGRADER = pytest.mark.end_to_end
 REALISTIC = snippets()
 # Attacks and forgeries: plain nbgrader protects nothing, so they are graded sandboxed only.
 ATTACKS = snippets(ROOT / "tests" / "hostile" / "attacks") + snippets(HERE / "forgeries")
@@ -120,22 +127,19 @@ def grade(course: Path, how: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
 
 
-@pytest.fixture(scope="module")
-def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
-    """how -> a copy of the released course that graded its submissions that way: "sandboxed",
-    and plain nbgrader in one copy per exercise (its kernels run one at a time; side by side,
-    the endless loop's timeout is waited out while the others grade). Plain nbgrader grades the
-    reference and the realistic answers (the untouched starters score 0 in the sandboxed copy)."""
-    courses = {}
-    plain = [(f"plain:{a}", [s for s in REALISTIC if s.assignment == a]) for a in ASSIGNMENTS]
-    for how, answers in [("sandboxed", REALISTIC + ATTACKS), *plain]:
-        course = tmp_path_factory.mktemp(how.replace(":", "_"))
-        copy_of(released, course)
-        submitted = tmp_path_factory.mktemp("uploads")
-        plain_only = how.split(":")[1:]
-        write_submissions(course, submitted, answers, plain_only or ASSIGNMENTS, not plain_only)
-        instructor.collect(submitted, course)
-        courses[how] = course
+def graded_copy(released: Path, tmp_path_factory, how: str, answers, assignments) -> Path:
+    """A copy of the released course holding `answers` (with the reference answer and, unless
+    graded plain, the untouched starter) of `assignments`, collected, not yet graded."""
+    course = tmp_path_factory.mktemp(how.replace(":", "_"))
+    copy_of(released, course)
+    submitted = tmp_path_factory.mktemp("uploads")
+    write_submissions(course, submitted, answers, assignments, not how.startswith("plain:"))
+    instructor.collect(submitted, course)
+    return course
+
+
+def graded_ways(courses: dict[str, Path]) -> dict[str, Path]:
+    """Grade each course its way (side by side), log each run, fail on any that failed."""
     with ThreadPoolExecutor(len(courses)) as pool:
         runs = dict(zip(courses, pool.map(grade, courses.values(), courses), strict=True))
     for how, run in runs.items():
@@ -145,6 +149,26 @@ def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
             (ARTIFACTS / f"{how.replace(':', '_')}.log").write_text(run.stdout + run.stderr)
         assert run.returncode == 0, f"{how}: {tracebacks(run.stderr)}{run.stderr[-3000:]}"
     return courses
+
+
+@pytest.fixture(scope="module")
+def graded(released: Path, tmp_path_factory) -> dict[str, Path]:
+    """{"sandboxed": a copy of the released course} that graded the realistic answers, the
+    attacks, the references and the untouched starters as `make autograde` grades."""
+    course = graded_copy(released, tmp_path_factory, "sandboxed", REALISTIC + ATTACKS, ASSIGNMENTS)
+    return graded_ways({"sandboxed": course})
+
+
+@pytest.fixture(scope="module")
+def plain_graded(released: Path, tmp_path_factory) -> dict[str, Path]:
+    """{"plain:<assignment>": a copy of the released course} where plain nbgrader graded that
+    exercise's reference and realistic answers, one copy per exercise (its kernels run one at a
+    time; side by side, the endless loop's timeout is waited out while the others grade)."""
+    courses = {}
+    for assignment in ASSIGNMENTS:
+        how, answers = f"plain:{assignment}", [s for s in REALISTIC if s.assignment == assignment]
+        courses[how] = graded_copy(released, tmp_path_factory, how, answers, [assignment])
+    return graded_ways(courses)
 
 
 def tracebacks(log: str) -> str:
@@ -189,23 +213,31 @@ def test_reference_scores_full_marks_and_the_starter_zero(graded, sandboxed_scor
     assert "NotImplementedError" in reason(course, "untouched", assignment)
 
 
-@pytest.mark.parametrize("how", ["sandboxed", "plain"])
-def test_the_reference_runs_every_cell_cleanly(graded, how):
+def reference_errors(course: Path, assignment: str) -> list[tuple[str, str]]:
+    """(cell's start, error) for each error output of the reference's autograded notebook."""
+    path = Course.configured(course).autograded / "reference" / assignment / f"{assignment}.ipynb"
+    return [
+        (cell.source[:60], output.get("evalue"))
+        for cell in nbformat.read(path, as_version=4).cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
+
+
+def test_the_reference_runs_every_cell_cleanly(graded):
     """Every cell of the reference, the ones that import verify.py from beside the notebook
     included, runs without an error: in the sandbox (the submission's folder on sys.path) as in
-    plain nbgrader's kernel."""
+    plain nbgrader's kernel (the next test)."""
     for assignment in ASSIGNMENTS:
-        course = graded["sandboxed" if how == "sandboxed" else f"plain:{assignment}"]
-        path = (
-            Course.configured(course).autograded / "reference" / assignment / f"{assignment}.ipynb"
-        )
-        errors = [
-            (cell.source[:60], output.get("evalue"))
-            for cell in nbformat.read(path, as_version=4).cells
-            for output in cell.get("outputs", [])
-            if output.get("output_type") == "error"
-        ]
-        assert not errors, (how, assignment, errors)
+        errors = reference_errors(graded["sandboxed"], assignment)
+        assert not errors, ("sandboxed", assignment, errors)
+
+
+@PLAIN_NBGRADER
+def test_the_reference_runs_every_cell_cleanly_in_plain_nbgrader(plain_graded):
+    for assignment in ASSIGNMENTS:
+        errors = reference_errors(plain_graded[f"plain:{assignment}"], assignment)
+        assert not errors, ("plain", assignment, errors)
 
 
 def test_every_snippets_cells_import_what_they_use(tmp_path):
@@ -250,10 +282,11 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     assert row.messages == {"test_summary": found["test_summary"][1]}
 
 
-def test_plain_nbgrader_gives_every_cell_the_same_score(graded):
+@PLAIN_NBGRADER
+def test_plain_nbgrader_gives_every_cell_the_same_score(graded, plain_graded):
     sandboxed, plain = cell_scores(graded["sandboxed"]), {}
     for assignment in ASSIGNMENTS:
-        plain |= cell_scores(graded[f"plain:{assignment}"])
+        plain |= cell_scores(plain_graded[f"plain:{assignment}"])
     assert len(plain) >= 5 * len(REALISTIC), "plain nbgrader graded too little"
     differ = {
         key: (sandboxed.get(key), score)
@@ -303,6 +336,7 @@ def one_worker(released, tmp_path_factory) -> dict:
     return one_worker_batch(released, tmp_path_factory.mktemp("one_worker"), uploads)
 
 
+@ONE_WORKER_GROUP
 def test_honest_classmates_after_a_hostile_description_keep_full_marks(one_worker):
     """The hostile graph is refused in its own check process and changes nothing for the next
     submissions."""
@@ -313,6 +347,7 @@ def test_honest_classmates_after_a_hostile_description_keep_full_marks(one_worke
     assert "DataError" in reason(one_worker["course"], "a_hostile", assignment)
 
 
+@ONE_WORKER_GROUP
 def test_classmates_after_one_holding_every_lock_keep_full_marks(one_worker):
     """Nothing of the locker's process reaches the next ones: everyone keeps full marks."""
     names = ["a_locker", "b_classmate", "c_classmate", "d_classmate"]

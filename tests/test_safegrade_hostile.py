@@ -40,7 +40,10 @@ from grader.safegrade.records import read_records  # noqa: E402
 from grader.safegrade.visibility import python_folders  # noqa: E402
 from grader.tools.bench import scores  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("safegrade-hostile")
+# The tests that read one graded course share its worker; the others grade courses of their own
+# and go to whichever worker is free (one group of them all kept one worker busy for minutes).
+HOSTILE_BATCH = pytest.mark.xdist_group("safegrade-hostile")
+ONE_SANDBOX = pytest.mark.xdist_group("safegrade-one-sandbox")
 # VmHWM, not getrusage: ru_maxrss would count the pytest process this one was forked from.
 MEASURED = (
     "import sys\nfrom grader.safegrade.__main__ import main\nstatus = main(sys.argv[1:])\n"
@@ -121,6 +124,7 @@ def hostile(tmp_path_factory, listener):
     return {"course": course, "cases": cases, "before": before, "run": run}
 
 
+@HOSTILE_BATCH
 def test_every_submission_gets_a_score_and_one_line_reason(hostile):
     run, cases = hostile["run"], hostile["cases"]
     assert run.returncode == 0, run.stderr[-3000:]
@@ -134,12 +138,14 @@ def test_every_submission_gets_a_score_and_one_line_reason(hostile):
     assert f"\n  invalid_json  tiny  {plain}\n" in summary  # no "0:", no parser's words
 
 
+@HOSTILE_BATCH
 @pytest.mark.parametrize("case", hostile_cases.build_cases(Path("/course")), ids=lambda c: c.name)
 def test_hostile_submission_gets_its_score_and_reason(hostile, case):
     got = result(hostile["course"], case.name)
     assert (got["score"], case.reason in got["reason"]) == (case.score, True), got["reason"]
 
 
+@HOSTILE_BATCH
 def test_nothing_outside_the_submissions_changed(hostile):
     course = hostile["course"]
     for name, digest in hostile["before"].items():
@@ -150,6 +156,7 @@ def test_nothing_outside_the_submissions_changed(hostile):
     assert {s: recorded.get(s, 0.0) for s in expected} == expected
 
 
+@HOSTILE_BATCH
 def test_the_sandbox_saw_none_of_the_course(hostile, listener):
     output = printed(hostile["course"], "spy", "add_all")
     for label in ("read-checks", "read-source", "read-sibling", "read-gradebook", "write-canary"):
@@ -168,6 +175,7 @@ def feedback(hostile) -> list[Path]:
     return list((hostile["course"] / "feedback").rglob("*.html"))
 
 
+@HOSTILE_BATCH
 def test_hidden_checks_never_reach_a_learner(hostile, feedback):
     course = hostile["course"]
     # The walk finds the probes' text (shipped into the sandbox), never the checks'.
@@ -189,6 +197,7 @@ def test_hidden_checks_never_reach_a_learner(hostile, feedback):
     assert "passed 100000 characters" in tangled and len(tangled) < 1_000_000
 
 
+@HOSTILE_BATCH
 def test_feedback_on_tangled_markup_takes_seconds(hostile):
     """nbgrader's generate_feedback (make feedback) on the notebook of 30,000 nested divs, a
     20,000-row table and 300,000 printed '<' alone, and on an honest one (the formgrader's
@@ -204,6 +213,7 @@ def test_feedback_on_tangled_markup_takes_seconds(hostile):
     assert "Shown as text" in page.read_text()
 
 
+@HOSTILE_BATCH
 def test_no_process_is_left_and_outputs_are_capped(hostile):
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "sleep 4321" not in ps and "sleep 4322" not in ps
@@ -212,6 +222,7 @@ def test_no_process_is_left_and_outputs_are_capped(hostile):
     assert "truncated" in printed(hostile["course"], "giant_output", "add_all")
 
 
+@HOSTILE_BATCH
 def test_the_graders_memory_stays_bounded(hostile):
     """many_tiny_outputs is a 600,000-output notebook: read whole it would take gigabytes."""
     peak = peak_kb(hostile["run"])
@@ -257,6 +268,7 @@ def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
     assert grown << 10 <= bound
 
 
+@HOSTILE_BATCH
 def test_a_second_run_changes_nothing(hostile):
     course = hostile["course"]
     before = {name: tree_digest(course / name) for name in ("autograded", "submitted")}
@@ -270,6 +282,7 @@ def test_a_second_run_changes_nothing(hostile):
         assert "\n".join(db.iterdump()) == dump
 
 
+@HOSTILE_BATCH
 def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile, feedback):
     course = hostile["course"]
     (course / "exchange").mkdir()
@@ -596,12 +609,14 @@ def one_sandbox(tmp_path_factory):
     return {"course": course, "run": run}
 
 
+@ONE_SANDBOX
 @pytest.mark.parametrize("case", ONE_AFTER_ANOTHER, ids=lambda c: c.name)
 def test_one_sandbox_grades_each_student_on_their_own(one_sandbox, case):
     got = result(one_sandbox["course"], case.name)
     assert (got["score"], case.reason in got["reason"]) == (case.score, True), got["reason"]
 
 
+@ONE_SANDBOX
 def test_no_student_finds_what_an_earlier_one_left(one_sandbox):
     course = one_sandbox["course"]
     assert "sent 0 True True" in printed(course, "a2_leaves_ipc_and_files")
@@ -622,11 +637,13 @@ def test_no_student_finds_what_an_earlier_one_left(one_sandbox):
     assert "child" in mapped and "touched MiB 4096" not in mapped, mapped
 
 
+@ONE_SANDBOX
 def test_the_memory_limit_in_force_is_reported(one_sandbox):
     line = next(x for x in one_sandbox["run"].stdout.splitlines() if "safegrade: memory:" in x)
     assert "cgroup" in line or "RLIMIT_AS" in line
 
 
+@ONE_SANDBOX
 def test_the_limits_in_force_are_printed_before_grading(one_sandbox):
     """The tiny course configures its own limits (tiny_course.CONFIG): those are printed."""
     out = one_sandbox["run"].stdout
@@ -636,6 +653,7 @@ def test_the_limits_in_force_are_printed_before_grading(one_sandbox):
     assert out.index("the limits in force") < out.index("[1/")  # before the first submission
 
 
+@ONE_SANDBOX
 def test_honest_styles_get_plain_nbgraders_scores(one_sandbox, tmp_path):
     course = tiny_course.make_course(tmp_path)
     honest = hostile_cases.honest_style_cases()
