@@ -88,16 +88,21 @@ install_packages() {
 }
 
 enable_nbgrader_extensions() {
-    local jupyter="$VENV/bin/jupyter"
-    if [ -d grader ]; then  # the full course: the instructor's formgrader too (`make formgrader`)
-        "$jupyter" server extension enable --sys-prefix nbgrader >/dev/null 2>&1
-        return
-    fi
+    # The full course needs nothing here: nbgrader's package installs
+    # etc/jupyter/jupyter_server_config.d/nbgrader.json, which enables its four server extensions
+    # (the formgrader too, for `make formgrader`).
+    [ -d grader ] && return
     # A student edition: the learner's parts of nbgrader only (Assignments tab, Validate button).
     # One command per switch, naming every extension (each start imports Jupyter: seconds).
-    local server=nbgrader.server_extensions
-    "$jupyter" server extension enable --sys-prefix \
-        "$server.assignment_list" "$server.course_list" "$server.validate_assignment" >/dev/null 2>&1
+    # `jupyter server extension enable` exits 0 even when an extension fails its validation:
+    # read what it says.
+    local jupyter="$VENV/bin/jupyter" server=nbgrader.server_extensions said
+    said=$("$jupyter" server extension enable --sys-prefix \
+        "$server.assignment_list" "$server.course_list" "$server.validate_assignment" 2>&1)
+    if printf '%s' "$said" | grep -q "Validation failed"; then
+        printf '%s\n' "$said" >&2
+        die "nbgrader's Assignments tab or Validate button could not be enabled (above)"
+    fi
     "$jupyter" server extension disable --sys-prefix "$server.formgrader" >/dev/null 2>&1
     "$jupyter" labextension disable --level=sys_prefix \
         "@jupyter/nbgrader:formgrader" "@jupyter/nbgrader:create-assignment" >/dev/null 2>&1

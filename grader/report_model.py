@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from grader.safegrade.results import State
@@ -93,6 +94,10 @@ def tryits(row: Row) -> str:
     return tryit_totals(row.progress, row.s.student)
 
 
+def tryits_sort(row: Row) -> int:
+    return tryits_passed(row.progress, row.s.student) if tryits(row) else -1
+
+
 LEARNER_COLUMNS = [
     Column("student_id", "learner", lambda r: r.s.student, kind="heading"),
     Column("state", "state", lambda r: r.s.state.label),
@@ -106,7 +111,7 @@ LEARNER_COLUMNS = [
     Column("{test}", "{test}", lambda r: points(points_of_test(r)), per_test=True,
            sort=lambda r: -1 if points_of_test(r) is None else points_of_test(r)),
     Column("tryits_passed", "try-its passed", tryits, with_progress=True,
-           sort=lambda r: tryits(r).split("/")[0] if tryits(r) else -1),
+           sort=tryits_sort),
     Column("", "feedback", lambda r: r.s.feedback or "", kind="link"),
     Column("reason", "", lambda r: r.s.reason),
 ]  # fmt: skip
@@ -184,24 +189,28 @@ def test_columns(page: bool) -> list[Column]:
     return [column for column in TEST_COLUMNS if (column.label if page else column.name)]
 
 
+def tryits_passed(progress: dict[str, dict], student: str) -> int:
+    return sum(ok for chapter in progress.get(student, {}).values() for ok in chapter.values())
+
+
 def tryit_totals(progress: dict[str, dict], student: str) -> str:
-    chapters = progress.get(student)
-    if chapters is None:
+    """ "passed/all": out of the course's try-its, so a learner whose saved chapter is missing
+    reads as not having passed its try-its, not as having fewer of them."""
+    if student not in progress:
         return ""
-    marks = [ok for chapter in chapters.values() for ok in chapter.values()]
-    return f"{sum(marks)}/{len(marks)}"
+    return f"{tryits_passed(progress, student)}/{len(course_tryits())}"
 
 
 def stalled_tryits(progress: dict[str, dict]) -> list[tuple[str, int, int]]:
-    """(try-it id, learners who passed it, learners whose chapter was read), fewest passes first."""
-    passed, seen = Counter(), Counter()
+    """(try-it id, learners who passed it, learners whose progress was read), fewest passes
+    first: a learner whose saved chapter is missing counts as not having passed its try-its."""
+    passed = Counter()
     for chapters in progress.values():
         for chapter in chapters.values():
             for tid, ok in chapter.items():
-                seen[tid] += 1
                 passed[tid] += ok
-    order = sorted(seen, key=lambda tid: (passed[tid] / seen[tid], in_order(tid)))
-    return [(tid, passed[tid], seen[tid]) for tid in order]
+    order = sorted(passed, key=lambda tid: (passed[tid], in_order(tid)))
+    return [(tid, passed[tid], len(progress)) for tid in order]
 
 
 def in_order(tid: str) -> list[tuple[int, str]]:
@@ -210,6 +219,7 @@ def in_order(tid: str) -> list[tuple[int, str]]:
     return [(len(part), part) if part.isdigit() else (1 << 30, part) for part in tid.split(".")]
 
 
+@cache
 def course_tryits() -> dict[str, str]:
     """The course's own try-it ids, each with its chapter ("01_symbolic_tracing")."""
     from fxcourse.tryit import load_answers

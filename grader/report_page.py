@@ -174,7 +174,8 @@ def tryit_section(progress: dict[str, dict]) -> str:
     )
     return (
         "<section aria-labelledby='h-tryits'><h2 id='h-tryits'>Try-its</h2><table>"
-        "<caption>Learners whose saved chapter passed each try-it, fewest first</caption>"
+        "<caption>Learners whose saved chapter passed each try-it, out of the learners whose "
+        "progress was read, fewest first</caption>"
         f"<thead><tr><th scope='col'>try-it</th><th scope='col'>passed</th></tr></thead>{rows}"
         "</table></section>"
     )

@@ -121,6 +121,30 @@ def test_try_it_ids_a_learner_made_up_never_break_the_report(tmp_path):
     assert sys.get_int_max_str_digits() < 5000  # the limit the old key ran into
 
 
+def test_try_its_passed_count_out_of_the_course_not_the_chapters_a_learner_saved():
+    """A learner whose saved chapter 3 is missing has not passed its try-its: both learners'
+    totals are out of the course's try-its, the per-try-it table out of both learners, and the
+    page sorts the totals as numbers (10 above 9)."""
+    from grader.report_model import Row, course_tryits, stalled_tryits, tryits_sort
+
+    chapter = {tid: True for tid, name in course_tryits().items() if name.startswith("01_")}
+    third = {tid: False for tid, name in course_tryits().items() if name.startswith("03_")}
+    assert len(chapter) >= 2 and third  # the course's chapters 1 and 3 have try-its
+    progress = {"ann": {"01_symbolic_tracing": chapter, "03_x": third}, "ben": {"01_x": chapter}}
+    exercise = made_up_class()[0]
+    rows = {row[0]: row for row in report.learner_csv(exercise, progress)}
+    heading = report.learner_csv(exercise, progress)[0].index("tryits_passed")
+    every = len(course_tryits())
+    assert rows["ann"][heading] == rows["ben"][heading] == f"{len(chapter)}/{every}"
+    assert rows["eve"][heading] == ""  # no progress read: nothing claimed
+    assert {seen for _, _, seen in stalled_tryits(progress)} == {2}
+    many = {"c": {f"1.{n}": True for n in range(10)}}
+    few = {"c": {f"1.{n}": True for n in range(9)}}
+    sort = {name: tryits_sort(Row(exercise, Submission(name, GRADED), {"a": many, "b": few}))
+            for name in "ab"}  # fmt: skip
+    assert sort == {"a": 10, "b": 9}
+
+
 def wide_class() -> list[Exercise]:
     """Exercises with the real exercises' test names, long learner ids, try-its and a
     submission that could not be graded."""

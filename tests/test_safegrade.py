@@ -523,6 +523,30 @@ def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_
     assert (unreadable.status, unreadable.score, unreadable.tests) == (results.NOT_GRADABLE, 0, [])
 
 
+def test_a_grading_after_make_autograde_supersedes_its_could_not_be_graded(tmp_path):
+    """An upload make autograde could not grade, graded afterwards by the formgrader's button
+    (which records its tests and writes no result file): the report, the export and the intake
+    read the later grade, not the stale "could not be graded"; a later make autograde that
+    fails again (its result file newer) is read as failed again."""
+    from dataclasses import asdict
+
+    results_dir = tmp_path / ".safegrade"
+    failed = results.SubmissionResult("ann", "hw", results.NOT_GRADABLE, 0, 2.0, "could not be")
+    results.save(failed, results_dir / "hw" / "ann.json")
+    assert [r.student for r in results.not_graded(results_dir, ["hw"])] == ["ann"]
+    record = results_dir / ".tests" / "hw" / "ann.json"
+    record.parent.mkdir(parents=True)
+    tests = [results.TestResult("test_a", 2.0, 2.0, results.PASSED, "")]
+    record.write_text(json.dumps([asdict(t) for t in tests]))
+    later = (results_dir / "hw" / "ann.json").stat().st_mtime_ns + 10**9
+    os.utime(record, ns=(later, later))
+    got = results.recorded(results_dir, "ann", "hw")
+    assert (got.status, got.score, got.tests) == (results.GRADED, 2.0, tests)
+    assert results.not_graded(results_dir, ["hw"]) == []
+    os.utime(results_dir / "hw" / "ann.json", ns=(later + 10**9, later + 10**9))
+    assert results.recorded(results_dir, "ann", "hw").status == results.NOT_GRADABLE
+
+
 def test_a_result_file_of_another_shape_is_not_read(tmp_path):
     path = tmp_path / "hw" / "ann.json"
     path.parent.mkdir()

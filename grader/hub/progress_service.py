@@ -132,6 +132,12 @@ def as_of_note(row: dict, name: str) -> str:
     return f"<br><small>{html.escape(f'{kind} {when[:10]} {when[11:16]} UTC')}</small>"
 
 
+def in_chapter(chapter: str) -> int:
+    """How many try-its the course's chapter has (a learner's copy that lost a try-it's cells has
+    not passed it)."""
+    return sum(name == chapter.removesuffix(".ipynb") for name in TRYITS.values())
+
+
 def booleans(chapter: str, marks: dict | None) -> dict[str, bool] | None:
     """A chapter's try-it marks with the course's own ids of that chapter only (a learner's
     process could claim any id: one of 5,000 digits broke the class report)."""
@@ -153,7 +159,8 @@ def page(rows: dict[str, dict | str]) -> str:
         else:
             for name in CHAPTERS:
                 marks = row["tryits"][name]
-                shown = "unreadable" if marks is None else f"{sum(marks.values())}/{len(marks)}"
+                passed = None if marks is None else sum(marks.values())
+                shown = "unreadable" if marks is None else f"{passed}/{in_chapter(name)}"
                 cells += f"<td>{shown}{as_of_note(row, name)}</td>"
             cells += "".join(
                 f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}"

@@ -133,8 +133,20 @@ def load(path: Path) -> SubmissionResult | None:
 def not_graded(folder: Path, assignments) -> list[SubmissionResult]:
     """The results under folder (<assignment>/<student>.json) of the uploads the last make
     autograde could not grade or failed on: nbgrader has no grade, notebook or feedback of them."""
-    found = (load(path) for a in assignments for path in sorted((folder / a).glob("*.json")))
+    paths = (path for a in assignments for path in sorted((folder / a).glob("*.json")))
+    found = (load(path) for path in paths if not regraded_since(path))
     return [result for result in found if result is not None and result.status != GRADED]
+
+
+def regraded_since(result_file: Path) -> bool:
+    """Whether the submission was graded again after its result file was written: make
+    autograde writes the tests' record before the result file, so a newer record is a later
+    grading that wrote no result file (the formgrader's button, plain nbgrader)."""
+    record = result_file.parent.parent / ".tests" / result_file.parent.name / result_file.name
+    try:
+        return record.stat().st_mtime_ns > result_file.stat().st_mtime_ns
+    except OSError:
+        return False
 
 
 def save(result: SubmissionResult, path: Path) -> None:
@@ -277,8 +289,10 @@ def tests_path(course, student: str, assignment: str) -> Path:
 def recorded(results: Path, student: str, assignment: str) -> SubmissionResult | None:
     """What the grader recorded of a submission (results: <autograded>/.safegrade): its result
     file, its tests as the process that graded it last recorded them (the formgrader's button
-    and plain nbgrader write no result file), or None."""
-    found = load(results / assignment / f"{student}.json")
+    and plain nbgrader write no result file: a result file older than that record is stale), or
+    None."""
+    result_file = results / assignment / f"{student}.json"
+    found = None if regraded_since(result_file) else load(result_file)
     tests = load_tests(results / ".tests" / assignment / f"{student}.json")
     if tests is None or (found is not None and found.status != GRADED):
         return found
