@@ -21,6 +21,7 @@ import re
 PRINTING_CALLS = {"print"}
 PLOT_LABELS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "title", "xlabel", "ylabel"}
 LABEL_KEYWORDS = {"label", "title", "xlabel", "ylabel"}
+LABEL_LIST_KEYWORDS = {"headers"}  # tabulate(rows, headers=["node", "shape (or type)"])
 # Course helpers and the positions of the words they draw: show_graph(gm, title),
 # horizontal_bars(values, axis label, title), show_ir_links(gm, title).
 HELPER_TITLES = {"show_graph": (1,), "show_ir_links": (1,), "horizontal_bars": (1, 2)}
@@ -59,6 +60,12 @@ def shown_arguments(node: ast.AST) -> tuple[str, list[ast.expr]]:
     if (position := hint_position(node.func)) is not None:
         return "hint", node.args[position : position + 1]
     labels = [k.value for k in node.keywords if k.arg in LABEL_KEYWORDS]
+    labels += [
+        item
+        for k in node.keywords
+        if k.arg in LABEL_LIST_KEYWORDS and isinstance(k.value, ast.List | ast.Tuple)
+        for item in k.value.elts
+    ]
     if name in PRINTING_CALLS or name in PLOT_LABELS:
         return "printed", list(node.args) + labels
     if name in HELPER_TITLES:  # a title that is one identifier ("TinyNet") is a name
@@ -70,7 +77,10 @@ def shown_arguments(node: ast.AST) -> tuple[str, list[ast.expr]]:
 
 
 def branches(value: ast.expr) -> list[ast.expr]:
-    """The literals an expression evaluates to, through `or`, `if ... else` and f-strings."""
+    """The literals an expression evaluates to, through `or`, `if ... else`, f-strings and `+`
+    (`why + "is the first member's spec real?"`: both parts are read)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return branches(value.left) + branches(value.right)
     if isinstance(value, ast.BoolOp):
         return [leaf for part in value.values for leaf in branches(part)]
     if isinstance(value, ast.IfExp):
@@ -207,7 +217,7 @@ def shown_literals(tree: ast.AST, names_elsewhere: frozenset[str] = frozenset())
         leaf
         for kind in ("hint", "printed", "other")
         for value in shown[kind]
-        for leaf in (branches(value) if kind != "hint" else [value])
+        for leaf in branches(value)
         if kind == "hint" or is_words(leaf)
     ]
     names = names_read([v for values in shown.values() for v in values]) | names_elsewhere

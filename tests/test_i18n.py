@@ -252,6 +252,9 @@ def test_the_glossary_check_accepts_the_term_glossed_or_in_code(english, transla
         ("批大小为 **1** 的调用", "批大小为 **1** 的调用"),  # and beside a number
         ("毫秒  最大误差", "毫秒  最大误差"),  # two spaces pad a printed column
         ("`# 第一 第二` 之后 再", "`# 第一 第二` 之后再"),  # code is code
+        ("其中的 “Debugging” 两节", "其中的“Debugging”两节"),  # beside full-width quotes
+        ("见 `run` 的 （私有） 参数", "见 `run` 的（私有）参数"),  # and brackets
+        ("“Debugging”  两节", "“Debugging”  两节"),  # two spaces still pad a column
     ],
 )
 def test_a_space_that_shows_between_two_chinese_characters_is_found_and_closed(spaced, closed):

@@ -23,6 +23,9 @@ SHOWN = {
     "a case's kind picked from options": 'KINDS = ["a layer inside a block"]\n'
     'KINDS += ["a name used twice"]\n'
     'def cases(make):\n    kind, n = make.each(KINDS), 2\n    make.note(f"{kind}, {n}")',
+    "a hint joined with +": 'check(ok, reason(x) + "does the first member hold a real spec?")',
+    "a case note joined with +": 'make.note(f"input {layout}; calls: " + ", ".join(paths))',
+    "a table's column headers": 'print(tabulate(rows, headers=["node", "shape (or type)"]))',
     "a function's docstring": 'def fold(gm):\n    """Fold every pair, then recompile."""\n',
     "a method's docstring": "class P(Interpreter):\n    def run_node(self, n):\n"
     '        """Time one node."""\n        return 1',

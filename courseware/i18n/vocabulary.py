@@ -22,6 +22,11 @@ BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?
 # ends the emphasis ("**目标。** 学完"), so only ideographs count. Two spaces pad a column.
 HAN = r"[\u3400-\u9fff]"
 SPACE_BETWEEN_CJK = re.compile(rf"(?<={HAN})(\*{{0,3}})[ \t](?![ \t])(\*{{0,3}})(?={HAN})")
+# Full-width quotes and brackets carry their own spacing: a space between one and a Chinese
+# character shows as a gap ("其中的 “Debugging” 两节"), even when the quote holds English.
+SPACE_BESIDE_FULL_WIDTH = re.compile(
+    rf"(?<={HAN})[ \t](?![ \t])(?=[“‘「『（《])|(?<=[”’」』）》])[ \t](?![ \t])(?={HAN})"
+)
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 FENCED = re.compile(r"(```.*?```)", re.S)
 # A line break between code or Latin text and Chinese shows as a space too, where the house style
@@ -225,9 +230,14 @@ def joined_entry(entry) -> str:
 
 
 def closed_spaces(text: str) -> str:
-    """A space between two Chinese characters, outside code, shows as a stray space: drop it."""
+    """A space between two Chinese characters, or between one and a full-width quote or
+    bracket, outside code, shows as a stray space: drop it."""
     parts = CODE.split(text)
-    return "".join(p if i % 2 else SPACE_BETWEEN_CJK.sub(r"\1\2", p) for i, p in enumerate(parts))
+    return "".join(p if i % 2 else closed_prose_spaces(p) for i, p in enumerate(parts))
+
+
+def closed_prose_spaces(text: str) -> str:
+    return SPACE_BESIDE_FULL_WIDTH.sub("", SPACE_BETWEEN_CJK.sub(r"\1\2", text))
 
 
 def line_break_problems(language: str) -> list[str]:
@@ -240,7 +250,7 @@ def line_break_problems(language: str) -> list[str]:
             if entry_lines_joined(entry) != entry.msgstr:
                 found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
             if closed_spaces(entry.msgstr) != entry.msgstr:
-                found.append(f"{path.name}: a space between two Chinese characters: {short!r}")
+                found.append(f"{path.name}: a stray space beside Chinese text: {short!r}")
     return found
 
 
