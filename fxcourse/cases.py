@@ -104,7 +104,7 @@ class CaseMaker:
         self.notes.append(text)
 
     def describe(self) -> str:
-        return "; ".join(self.notes) if self.notes else "a drawn case"
+        return "; ".join(self.notes) if self.notes else _("a drawn case")
 
     def integer(self, low: int, high: int) -> int:
         return self.rng.randint(low, high)

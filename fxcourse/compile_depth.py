@@ -25,6 +25,7 @@ import torch
 from torch import fx, nn
 
 from fxcourse.capture import torch_logs, unprofiled_guards
+from fxcourse.messages import _
 
 CHAPTER_BATCHES = (3, 3, 5, 1, 8, 0, 6)
 
@@ -189,25 +190,29 @@ UNARY = {
 
 
 class _Planted(fx.Interpreter):
-    """Runs a graph node by node, adding 1 to what every call of `target` returns."""
+    """Runs a graph node by node, adding 1 to what every call of `target` returns, or (rolls)
+    moving its values one place along the last dimension."""
 
-    def __init__(self, gm: fx.GraphModule, target):
+    def __init__(self, gm: fx.GraphModule, target, rolls: bool = False):
         super().__init__(gm)
-        self.target = target
+        self.target, self.rolls = target, rolls
 
     def call_function(self, target, args, kwargs):
         result = super().call_function(target, args, kwargs)
-        return result + 1 if target is self.target else result
+        if target is not self.target:
+            return result
+        return result.roll(1, -1) if self.rolls else result + 1
 
 
-def planted_backend(target) -> Callable:
+def planted_backend(target, rolls: bool = False) -> Callable:
     """A backend with a planted bug: it runs the graph it is given, except that every call of
-    the ATen operator `target` also adds 1 to its result. Right wherever `target` is absent.
-    (It interprets the graph: a copy recompiled for each of the minifier's queries cost a third
-    of checkpoint 10.3's time.)"""
+    the ATen operator `target` also adds 1 to its result, or (rolls) returns its values moved
+    one place, as a wrong stride would: the same values, so the same sum, mean, norm and sorted
+    values. Right wherever `target` is absent. (It interprets the graph: a copy recompiled for
+    each of the minifier's queries cost a third of checkpoint 10.3's time.)"""
 
     def backend(gm: fx.GraphModule, example_inputs) -> Callable:
-        return lambda *args: _Planted(gm, target).run(*args)
+        return lambda *args: _Planted(gm, target, rolls).run(*args)
 
     return backend
 
@@ -235,11 +240,14 @@ def minifier_case(make) -> MinifierCase:
     has each: last (comparing only the first output sees nothing wrong), first and middle
     (comparing only the last output sees nothing wrong), and balanced: the wrong vector, its
     negation and a large constant, first (a summary of each output or of all of them, their
-    sum, mean, largest magnitude or norm, stays the same to within rounding). A chain whose
+    sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
+    planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
+    the values' places, such as sorted values, sees nothing wrong). A chain whose
     result hides the planted error (a saturated tanh downstream) or reaches LARGEST is drawn
     again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "balanced"])
+    rolls = make.each([True, False])  # the wrong values moved to other places, or changed
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
@@ -250,12 +258,18 @@ def minifier_case(make) -> MinifierCase:
         width = make.integer(3, 8)
         gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced")
         inputs = [make.tensor(width)]
-        case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong]))
+        case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong], rolls))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
         moved = (result - wanted).abs().max()
         if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
-            make.note(f"{' -> '.join(chain)}; {wrong} + 1; output {bad + 1} of {len(want)}")
+            said = (
+                _("{chain}; {wrong} rolled; output {number} of {outputs}")
+                if rolls
+                else _("{chain}; {wrong} + 1; output {number} of {outputs}")
+            )
+            chain_text = " -> ".join(chain)
+            make.note(said.format(chain=chain_text, wrong=wrong, number=bad + 1, outputs=len(want)))
             return case
 
 
@@ -275,7 +289,7 @@ def _traced_chain(
     def run(x):
         outputs = []
         for index, op in enumerate(ops):
-            for _ in range(early.count(index)):
+            for _repeat in range(early.count(index)):
                 outputs.append(x * float(len(outputs) + 1))
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1

@@ -169,7 +169,8 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
         tiny = make.rng.uniform(1, 9) * (1e-4 if dtype == torch.float32 else 1e-10)
         total = {"sum just above 0": tiny, "sum just below 0": -tiny}.get(kind, 0.0)
         x = _summing_to(make, shape, total, dtype)
-    make.note(f"x of shape {tuple(x.shape)}, {x.dtype}, sum {x.sum().item():+.2g}")
+    said = _("x of shape {shape}, {dtype}, sum {total}")
+    make.note(said.format(shape=tuple(x.shape), dtype=x.dtype, total=f"{x.sum().item():+.2g}"))
     return (x,)
 
 

@@ -25,6 +25,7 @@ import ast
 import contextlib
 import inspect
 import io
+import sys
 from unittest import mock
 
 import torch
@@ -66,6 +67,12 @@ def promised_ranges(program: torch.export.ExportedProgram, name: str = "tokens")
         program.range_constraints[size.node.expr] if isinstance(size, torch.SymInt) else None
         for size in sizes
     ]
+
+
+def every_size_from_one(sizes) -> bool:
+    """Whether a promised range (an entry of promised_ranges) holds 1 and every larger size: its
+    upper end is int_oo, above any int64 size (a bound, however large, is not every size)."""
+    return sizes is not None and sizes.lower <= 1 and sizes.upper > sys.maxsize
 
 
 # ----------------------------------------------------------------------------- try it 7.2
@@ -140,17 +147,18 @@ def writer_model(make, buffers: list[str], written: list[str], argument: str | N
 
 
 def stateful_models(make):
-    """Models that write some of their buffers, their input, both, or a norm layer's statistics
-    (a BatchNorm in training mode in every run of five, whose aten.batch_norm writes its running
-    statistics without a trailing underscore; a BatchNorm in eval mode or a LayerNorm); names
-    drawn."""
+    """Models that write some of their buffers, their input, both, or a norm layer's statistics;
+    in every run of five a BatchNorm in training mode, whose aten.batch_norm writes its running
+    statistics without a trailing underscore, and one in eval mode, which writes none of its
+    buffers (listing a norm layer's buffers whatever its mode is refused), maybe with a
+    LayerNorm; names drawn."""
     kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
     kind = make.each(kinds)
     if kind in ("training batchnorm", "norm"):
         width, training = make.integer(2, 6), kind == "training batchnorm"
-        norm = nn.BatchNorm1d if training else make.choice([nn.BatchNorm1d, nn.LayerNorm])
-        layers = [nn.Linear(3, width), norm(width)]
-        model = make.sequential(layers).train(training or make.coin())
+        layers = [nn.Linear(3, width), nn.BatchNorm1d(width)]
+        layers += [nn.LayerNorm(width)] if not training and make.coin() else []
+        model = make.sequential(layers).train(training)
         mode = _("training") if model.training else _("eval")
         make.note(_("{model} in {mode} mode").format(model=model, mode=mode))
         return model, make.tensor(make.integer(2, 4), 3)

@@ -207,23 +207,26 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
 
 
 # every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
-# <-> pairs the last dim, flat <-> split neither
-SETTLED = ("tall", "flat", "split", "pairs", "split")
+# <-> pairs the last dim, flat <-> split neither, and lifted <-> column the number of dims, the
+# first dim, the number of elements and the sorted sizes (a test on any of those sees no change)
+SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs")
 
 
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
-    the shape (among them one that keeps the number of dims and one that keeps the last dim) and
-    one drawn freely; dtypes drawn."""
+    the shape (among them one that keeps the number of dims, one that keeps the last dim and one
+    that keeps the first dim and the sorted sizes) and one drawn freely; dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
     forms |= {
         "tall": [(2 * rows, cols // 2), (-1, cols // 2)],
         "pairs": [(rows * cols // 2, 2), (-1, 2)],
+        "lifted": [(rows, 1, cols), (rows, 1, -1)],
+        "column": [(rows, cols, 1), (-1, cols, 1)],
     }
     settled = make.each([True, False])
     steps = []
-    for index in range(make.integer(4, 5)):
+    for index in range(len(SETTLED) if settled else make.integer(4, 5)):
         new = SETTLED[index] if settled else make.choice(list(forms))
         steps.append((make.choice(["reshape", "view"]), make.choice(forms[new])))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
@@ -349,16 +352,18 @@ def lifted_rows_differ(scale, want_scale, weight) -> bool:
 
 
 class Branches(nn.Module):  # a trunk, then heads: some returned as they are, some read further
-    def __init__(self, widths: list[int], heads: list[str], act: str) -> None:
+    def __init__(self, widths: list[int], heads: list[str], act: str, bare: bool = False) -> None:
         super().__init__()
-        self.act = act
+        self.act, self.bare = act, bare  # bare: the heads read the last trunk linear's output
         self.trunk = nn.Sequential(*(nn.Linear(a, b) for a, b in pairwise(widths)))
         self.heads = nn.ModuleList(nn.Linear(widths[-1], 3 + k) for k in range(len(heads)))
         self.kinds = heads
 
     def forward(self, x):
-        for layer in self.trunk:
-            x = getattr(layer(x), self.act)()
+        for index, layer in enumerate(self.trunk):
+            x = layer(x)
+            if not (self.bare and index == len(self.trunk) - 1):
+                x = getattr(x, self.act)()
         outputs = []
         for head, kind in zip(self.heads, self.kinds, strict=True):
             y = head(x)
@@ -373,11 +378,15 @@ class Branches(nn.Module):  # a trunk, then heads: some returned as they are, so
 
 def branchy(make):
     """Trunks of 1 to 4 linears (each in every run), then heads: returned as they are, returned
-    and read by another op, or read before being returned (each as the last head in every run)."""
+    and read by another op, or read before being returned (each as the last head in every run).
+    Where the last head is returned, the trunk's last linear feeds the heads directly (no
+    activation between): an observer on a quantized linear's output would quantize a returned
+    linear's input."""
     widths = [make.integer(3, 10) for _i in range(make.each([2, 3, 4, 5]))]
     kinds = ["returned", "returned and read", "read by relu", "read by mul"]
-    heads = [*(make.choice(kinds) for _i in range(make.integer(0, 2))), make.each(kinds)]
-    act = make.choice(["relu", "tanh"])
+    last = make.each(kinds)
+    heads = [*(make.choice(kinds) for _i in range(make.integer(0, 2))), last]
+    act, bare = make.choice(["relu", "tanh"]), last.startswith("returned")
     labels = {"returned": _("returned"), "returned and read": _("returned and read")}
     labels |= {"read by relu": _("read by relu"), "read by mul": _("read by mul")}
     make.note(
@@ -385,7 +394,9 @@ def branchy(make):
             count=len(widths) - 1, act=act, heads=[labels[head] for head in heads]
         )
     )
-    model = make.parameters_of(Branches(widths, heads, act)).eval()
+    if bare:
+        make.note(_("but the last trunk linear feeds the heads directly"))
+    model = make.parameters_of(Branches(widths, heads, act, bare)).eval()
     sample = make.tensor(16, widths[0])
     return torch.export.export(model, (sample,)).module(), sample
 

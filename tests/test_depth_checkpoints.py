@@ -151,6 +151,27 @@ def test_a_wrong_answer_is_refused_in_every_run(mistake, seed, monkeypatch):
     assert verdict(tryit_id, WRONG_ANSWERS[mistake], seed, monkeypatch) is not None
 
 
+def reference_answer(tryit_id: str) -> str:
+    nb = nbformat.read(CHAPTERS[tryit_id.split(".")[0]], as_version=4)
+    (answer,) = [nb.cells[i].source for i in authoring.tryits(nb)[tryit_id]["answer"]]
+    return answer
+
+
+PLACE_BLIND_10_3 = """
+def results_differ(gm, inputs, backend):
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    return any(not torch.allclose(g.sort().values, w.sort().values) for g, w in zip(got, want))
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_3_refuses_a_comparison_blind_to_where_values_are_in_every_run(seed, monkeypatch):
+    """The red team's (s7, late) predicate compares each output's sorted values, so a backend
+    that moves values to other places looks right to it; every run plants such a backend."""
+    assert verdict("10.3", PLACE_BLIND_10_3, seed, monkeypatch) is not None
+    assert verdict("10.3", reference_answer("10.3"), seed, monkeypatch) is None
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_reference_rule_of_10_1_is_what_torch_compiles(seed):
     nb = nbformat.read(CHAPTERS["10"], as_version=4)

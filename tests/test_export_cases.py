@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import torch
 from torch import nn
+from torch.export import Dim
 
 from fxcourse import export_cases, export_cases_late
 from fxcourse.cases import makers_of
@@ -33,6 +34,69 @@ def test_checkpoint_7_3_runs_a_batchnorm_in_training_mode_every_time():
 
     for run_seed, drawn in runs(export_cases.stateful_models, 5, 100):
         assert any(training_batchnorm(model) for model, _x in drawn), run_seed
+
+
+def written(program: torch.export.ExportedProgram) -> list[str]:  # the chapter's answer
+    signature = program.run_decompositions().graph_signature
+    return sorted(
+        [*signature.buffers_to_mutate.values(), *signature.user_inputs_to_mutate.values()]
+    )
+
+
+def every_norm_buffer_written(program: torch.export.ExportedProgram) -> list[str]:
+    """The red team's (s7, late) answer: a norm layer's buffers all listed, whatever its mode."""
+    statistics = ("running_mean", "running_var", "num_batches_tracked")
+    norms = [b for b in program.graph_signature.buffers if b.rsplit(".", 1)[-1] in statistics]
+    return sorted({*written(program), *norms})
+
+
+def test_checkpoint_7_3_refuses_a_norm_layers_buffers_listed_whatever_its_mode_in_every_run():
+    """Every run holds a BatchNorm in eval mode, which writes none of its buffers: listing them
+    all (right for training mode only) differs from the reference answer in every run."""
+    for run_seed, drawn in runs(export_cases.stateful_models, 5, 20):
+        cases = [SimpleNamespace(objects=lambda pair=pair: pair) for pair in drawn]
+        _joined, program = export_cases.joined_program(cases, named=True)
+        wanted = written(program)
+        assert any(name.endswith("running_mean") for name in wanted), run_seed  # training mode
+        assert every_norm_buffer_written(program) != wanted, run_seed
+
+
+class Masked(nn.Module):  # chapter 7's
+    def forward(self, tokens, mask):
+        return (tokens * mask.unsqueeze(-1)).sum(dim=1)
+
+
+def masked_exported(top: int | None) -> SimpleNamespace:
+    """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded)."""
+    batch, length = (
+        (Dim("batch"), Dim("length"))
+        if top is None
+        else (Dim("batch", max=top), Dim("length", max=top))
+    )
+    shared = {0: batch, 1: length}
+    example = (torch.randn(2, 5, 4), torch.ones(2, 5))
+    spec = {"tokens": shared, "mask": shared}
+    return SimpleNamespace(
+        masked_exported=torch.export.export(Masked(), example, dynamic_shapes=spec)
+    )
+
+
+def judged_7_1(answer, drawn) -> bool:
+    """Whether 7.1's checkpoint passes the answer on one run's cases."""
+    batches, lengths = export_cases.promised_ranges(answer.masked_exported)[:2]
+    if not (
+        export_cases.every_size_from_one(batches) and export_cases.every_size_from_one(lengths)
+    ):
+        return False
+    return all(not isinstance(export_cases.run_program(answer, *inputs), str) for inputs in drawn)
+
+
+def test_checkpoint_7_1_refuses_sizes_bounded_however_high_in_every_run():
+    """The red team's (s7, late) bounds just above the million the check used to ask for."""
+    reference, wrong = masked_exported(None), masked_exported(10**6 + 1)
+    for run_seed, drawn in runs(export_cases.masked_inputs, 6, 20):
+        assert judged_7_1(reference, drawn), run_seed
+        assert not judged_7_1(wrong, drawn), run_seed
 
 
 def test_checkpoint_7_2_runs_the_first_and_the_last_row_every_time():

@@ -114,6 +114,11 @@ RESHAPES = {
     "the same shape": dropping_if(lambda a, b: a == b),  # the chapter's answer
     "as many dims": dropping_if(lambda a, b: len(a) == len(b)),
     "the same last dim": dropping_if(lambda a, b: a[-1] == b[-1]),
+    # the red team's (s7, late): the sizes that usually change, and sizes compared as a multiset
+    "numel, dims and first dim": dropping_if(
+        lambda a, b: (a.numel(), len(a), a[0]) == (b.numel(), len(b), b[0])
+    ),
+    "the same sorted sizes": dropping_if(lambda a, b: sorted(a) == sorted(b)),
 }
 
 
@@ -131,6 +136,8 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert not refused_8_3(RESHAPES["the same shape"], run_seed)
     assert refused_8_3(RESHAPES["as many dims"], run_seed)
     assert refused_8_3(RESHAPES["the same last dim"], run_seed)
+    assert refused_8_3(RESHAPES["numel, dims and first dim"], run_seed)
+    assert refused_8_3(RESHAPES["the same sorted sizes"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
@@ -179,7 +186,9 @@ def test_8_4_refuses_a_symmetric_clamp_in_every_run(run_seed):
     assert refused_8_4(functools.partial(int8_per_row, low=-127), run_seed)
 
 
-def returned_in_float(weight_spec: str):
+def returned_in_float(weight_spec: str, observe_outputs: bool = False):
+    """The chapter's quantizer, or one whose weights take `weight_spec`, or whose quantized
+    linears also observe their outputs (`observe_outputs`)."""
     from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, Quantizer
 
     config = x86_parts()[0]
@@ -193,8 +202,9 @@ def returned_in_float(weight_spec: str):
                     continue
                 specs = {node.args[0]: config.input_activation}
                 specs[node.args[1]] = getattr(config, weight_spec)
+                output_spec = config.input_activation if observe_outputs else None
                 node.meta["quantization_annotation"] = QuantizationAnnotation(
-                    input_qspec_map=specs, _annotated=True
+                    input_qspec_map=specs, output_qspec=output_spec, _annotated=True
                 )
             return model
 
@@ -214,3 +224,18 @@ def test_8_5_refuses_weights_observed_as_activations(run_seed):
         assert cases.observed(mine) == cases.observed(wanted)  # observers on the same inputs
         assert mine != wanted  # of another kind
         assert any(None not in pair for pair in wanted)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_5_refuses_observers_on_the_quantized_linears_outputs_in_every_run(run_seed):
+    """The red team's (s7, late) quantizer also observes each quantized linear's output: in some
+    case of every run a returned linear reads one directly, and its input is then observed."""
+    chapter, wrong = returned_in_float("weight"), returned_in_float("weight", True)
+    drawn = [run_cases(cases.branchy, run_seed, count=5) for _side in (wrong, chapter)]
+    told_apart, kept_float = False, False
+    for (graph, sample), (again, _sample) in zip(*drawn, strict=True):  # prepare_pt2e edits it
+        mine = cases.observed_inputs(wrong, graph, sample)
+        wanted = cases.observed_inputs(chapter, again, sample)
+        kept_float = kept_float or [False, False] in cases.observed(wanted)
+        told_apart = told_apart or cases.observed(mine) != cases.observed(wanted)
+    assert kept_float and told_apart, run_seed
