@@ -37,10 +37,13 @@ def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMo
     return gm
 
 
-def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+def early_reader(
+    make: CaseMaker, gm: torch.fx.GraphModule, recompile: bool = True
+) -> torch.fx.GraphModule:
     """A pass's edit: a new node (`torch.neg`) placed just before one reader of a value takes
     over that reader's input. The value's `users` then lists the new node last, though a later
-    reader comes after it in graph order. `gm` needs a value with two readers."""
+    reader comes after it in graph order. `gm` needs a value with two readers. With
+    `recompile=False` the pass has not recompiled yet: `gm.code` shows the graph before the edit."""
     order = {node: index for index, node in enumerate(gm.graph.nodes)}
     pairs = [
         (reader, value)
@@ -54,20 +57,27 @@ def early_reader(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMod
     with gm.graph.inserting_before(reader):
         negated = gm.graph.call_function(torch.neg, (value,))
     reader.replace_input_with(value, negated)
-    gm.recompile()
-    said = _("a pass put neg({value}) before {reader}, which now reads it")
+    if recompile:
+        gm.recompile()
+        said = _("a pass put neg({value}) before {reader}, which now reads it")
+    else:
+        said = _("a pass put neg({value}) before {reader}, which now reads it; not recompiled yet")
     make.note(said.format(value=value.name, reader=reader.name))
     return gm
 
 
-def erase_calls(gm: torch.fx.GraphModule, paths: Sequence[str]) -> torch.fx.GraphModule:
+def erase_calls(
+    gm: torch.fx.GraphModule, paths: Sequence[str], recompile: bool = True
+) -> torch.fx.GraphModule:
     """A pass's edit: every call of the modules at `paths` is erased, its input going on in its
-    place; the modules stay registered, unused."""
+    place; the modules stay registered, unused. With `recompile=False` the pass has not
+    recompiled yet: `gm.code` still calls them (the nodes are the truth, the code is behind)."""
     for node in list(gm.graph.find_nodes(op="call_module")):
         if node.target in paths:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
-    gm.recompile()
+    if recompile:
+        gm.recompile()
     return gm
 
 

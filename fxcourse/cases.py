@@ -288,12 +288,13 @@ def built_once(builder: Callable[[CaseMaker], object]) -> Callable[[CaseMaker], 
 
 
 # --- layouts (used by chapter 3's and 4's checkpoints) -------------------------------------------
-LAYOUTS = ("contiguous", "transposed", "strided", "channels_last")
+LAYOUTS = ("contiguous", "transposed", "strided", "sliced", "channels_last")
 
 
 def laid_out(make: CaseMaker, shape: Sequence[int], layout: str, dtype=torch.float32):
     """A tensor of `shape` whose memory is laid out as `layout` (one of LAYOUTS): contiguous, the
-    last two dimensions transposed, every second element of a wider tensor (a strided slice), or
+    last two dimensions transposed, every second element of a wider tensor (a strided slice), the
+    first columns of a wider tensor (a slice whose last stride is 1, yet not contiguous), or
     channels-last (4-D shapes only). The values are drawn from the case's generator."""
     *front, rows, cols = shape
     if layout == "contiguous":
@@ -302,6 +303,8 @@ def laid_out(make: CaseMaker, shape: Sequence[int], layout: str, dtype=torch.flo
         return make.tensor(*front, cols, rows, dtype=dtype).transpose(-1, -2)
     if layout == "strided":
         return make.tensor(*front, rows, 2 * cols, dtype=dtype)[..., ::2]
+    if layout == "sliced":
+        return make.tensor(*front, rows, cols + make.integer(1, 3), dtype=dtype)[..., :cols]
     if layout == "channels_last" and len(shape) == 4:
         return make.tensor(*shape, dtype=dtype).contiguous(memory_format=torch.channels_last)
     raise ValueError(f"no layout {layout!r} for shape {tuple(shape)}; known: {LAYOUTS}")

@@ -40,8 +40,9 @@ sync also writes the workspace's nbgrader_config.py: nbgrader's Assignments tab 
 button read it (the course id, the exchange to fetch from and submit to; fetched assignments land
 in the workspace). The course id and the class data's default folder are the course's
 course.json (fxcourse.course_file, which the instructor's tools read too). The exchange root is
-$FXCOURSE_EXCHANGE, else the course's own <class data>/exchange ($FXCOURSE_CLASSDATA/exchange;
-created, writable by everyone as nbgrader requires), else ./exchange in a student edition.
+the one sync is given, else $FXCOURSE_EXCHANGE, else the course's own <class data>/exchange
+($FXCOURSE_CLASSDATA/exchange; created, writable by everyone as nbgrader requires), else ./exchange
+in a student edition.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,9 +205,11 @@ def sync(
     root: Path = ROOT,
     language: str = languages.SOURCE.code,
     labs: OpenInLab | None = None,
+    exchange: Path | None = None,
 ) -> SyncReport:
     """Bring the course's notebooks in `language` into `workspace` (see the module docstring);
-    `labs` says which of them are open in a running lab (fxcourse.lab_link.open_notebooks)."""
+    `labs` says which of them are open in a running lab (fxcourse.lab_link.open_notebooks);
+    nbgrader's exchange is `exchange`, else the one configured (exchange_root)."""
     workspace.mkdir(parents=True, exist_ok=True)
     use_language(language)
     report = SyncReport(labs=labs or OpenInLab())
@@ -220,7 +224,8 @@ def sync(
             (report.updated if target.exists() else report.copied).append(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    write_nbgrader_config(workspace, exchange_root(root), course_file.settings(root)["course_id"])
+    exchange = exchange or exchange_root(root)
+    write_nbgrader_config(workspace, exchange, course_file.settings(root)["course_id"])
     write_lab_language(workspace, language)
     return report
 
@@ -280,12 +285,14 @@ def course_kernel() -> dict[str, str]:
     return course_file.settings(ROOT)["kernel"]
 
 
-def exchange_root(root: Path = ROOT) -> Path:
-    if configured := os.environ.get("FXCOURSE_EXCHANGE"):
+def exchange_root(root: Path = ROOT, environ: Mapping[str, str] | None = None) -> Path:
+    """The exchange the course at `root` is configured with: $FXCOURSE_EXCHANGE, else its own."""
+    environ = os.environ if environ is None else environ
+    if configured := environ.get("FXCOURSE_EXCHANGE"):
         return Path(configured).resolve()
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"
-    return root / course_file.classdata(root) / "exchange"
+    return root / course_file.classdata(root, environ) / "exchange"
 
 
 def ensure_exchange(exchange: Path) -> Path:

@@ -1,7 +1,7 @@
 """Drive the course in a real JupyterLab and headless Chromium, the way a learner clicks through it.
 
-Used by tests/test_browser.py and tests/test_browser_zh.py, on a server of tests/lab_runner.py
-(started with `make lab` or `make formgrader`).
+Used by tests/test_browser.py (in every language of the registry), on a server of
+tests/lab_runner.py (started with `make lab` or `make formgrader`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A course update made while the learner's lab is open, in a real browser (tests/test_browser.py
-in English, tests/test_browser_zh.py in each translation of the registry).
+"""A course update made while the learner's lab is open, in a real browser (tests/test_browser.py,
+in every language of the registry).
 
 The learner has two chapters open in the lab `make lab` started (autosave off, as a learner may
 have it): one only opened, one where they typed an attempt into a try-it and did not save. The
@@ -76,9 +76,6 @@ def said_in(language: str, message: str) -> str:
     """What `make workspace` prints for `message` in the learner's language."""
     with messages.speaking(language):
         return messages._(message)
-
-
-ENGLISH = words_of("en")
 
 
 def course_with_update(course: Path, words: Words) -> Path:

@@ -38,6 +38,15 @@ def class_languages():
     return given
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_class_from_the_shell():
+    """Where a class's data and exchange are comes from the Course (or the workspace's exchange)
+    a test builds, or from the environment a test gives a server or command it starts; never from
+    the shell running the tests (a hub's terminal sets FXCOURSE_EXCHANGE to the real class's)."""
+    for variable in ("FXCOURSE_EXCHANGE", "FXCOURSE_CLASSDATA"):
+        os.environ.pop(variable, None)
+
+
 @pytest.fixture(autouse=True)
 def _environment_restored():
     """Loading a course's nbgrader configuration sets SAFEGRADE_* variables in this process;

@@ -1,5 +1,6 @@
-"""What a Chinese reader reads that is English prose: the detector shared by the Chinese lab test
-(test_browser_zh.py) and the site's scan of every executed Chinese chapter (test_site_english.py).
+"""What a Chinese reader reads that is English prose: the detector shared by the browser tests in
+each translation (test_browser.py) and the site's scan of every executed Chinese chapter
+(test_site_english.py); its own tests are in test_english_prose.py.
 
 A run of four or more English words is a sentence; code, printed Python source, library messages
 quoted as "ClassName: message", reprs and schemas are not the course's prose.

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxcourse.languages import SOURCE
 from fxcourse.workspace import LAB_SETTINGS as WORKSPACE_LAB_SETTINGS
 
 SERVER_START_TIMEOUT_S = 120
@@ -190,7 +191,7 @@ def start_lab(
     log_path: Path,
     target: str = "lab",
     settings: dict = LAB_SETTINGS,
-    language: str = "en",
+    language: str = SOURCE.code,
 ) -> LabServer:
     """Start the course's JupyterLab with `make lab` (or `make formgrader`) in `root` and wait
     until its API answers.
@@ -220,7 +221,7 @@ def start_lab(
     command = ["make", "--no-print-directory", target, "LAB_ARGS=" + " ".join(lab_args)]
     workspace = scratch / "workspace"
     command.append(f"WORKSPACE={workspace}")
-    if language != "en":
+    if language != SOURCE.code:
         command.append(f"LANG={language}")
         write_lab_settings(workspace / WORKSPACE_LAB_SETTINGS, settings)
     process = start_make(command, root, env, log_path)
@@ -288,7 +289,7 @@ def running_lab(
     log_path: Path,
     target: str = "lab",
     settings: dict = LAB_SETTINGS,
-    language: str = "en",
+    language: str = SOURCE.code,
 ) -> Iterator[LabServer]:
     server = start_lab(root, scratch, log_path, target, settings, language)
     try:

@@ -1,35 +1,53 @@
-"""The course in a real browser: what a learner and an instructor see in JupyterLab.
+"""The course in a real browser, in every language of the registry (fxcourse.languages): what a
+learner and an instructor see in JupyterLab.
 
-Starts the learner's lab with `make lab` (in a scratch workspace, which `make lab` fills from
-chapters/) and the instructor's with `make formgrader`, on loopback with a token, and drives
-Debian's headless Chromium with Playwright:
+Per language, starts the learner's lab as `make lab` (`make lab LANG=<code>` for a translation:
+its chapters, JupyterLab in its language pack) does, in a scratch workspace, and for the source
+language also the instructor's with `make formgrader`, on loopback with a token, and drives
+Debian's headless Chromium with Playwright. What differs by language is read from the registry
+and the catalogs: the lab's menu labels from its language pack, the checkpoint boxes' words from
+fxcourse's catalog, a visible test's message from the exercise's verify catalog, the revealed
+answer from that language's answers. A language added to the registry runs these tests as is.
 
+In every language:
 1. chapter 1, opened from the workspace, runs top to bottom: every try-it shows "Not yet", the
    graph pictures fit the output area; an answer typed into one try-it passes its checkpoint; a
    reference answer is revealed by one click, and the learner's own cell stays as it was;
 2. an exercise's starter (workspace/exercises) passes its visible tests once the instructor's
    solution is typed into its solution cells, and shows a visible test's helpful message once a
    typical wrong solution is typed in instead;
-3. the learner's lab offers nbgrader's Assignments list and no instructor tools;
-4. nbgrader's exchange on one machine, with no extra flags: the instructor releases exercise 1,
-   the learner fetches it from the Assignments tab into the workspace and submits it, and the
-   instructor's `nbgrader collect` picks it up;
-5. the instructor's formgrader lists the course's assignments;
-6. with JupyterLab's autosave on: a course update reaches chapters the learner opened or edited
-   (the lab closed); an exercise fixed and Validated shows as passed in progress at once (a
-   checkpoint's pass too, in 1, before any save);
-7. a course update made while chapters are open, one with an attempt typed and not saved, goes
+3. in exercise 1 the learner types a wrong answer, runs the notebook and presses nbgrader's
+   Validate button (it names the failing cell), then types the right answer and presses Validate
+   again ("Success!");
+4. the learner's lab offers nbgrader's Assignments list and no instructor tools;
+5. a course update made while chapters are open, one with an attempt typed and not saved, goes
    into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py).
+In a translation, everything its learner reads in 1 and 3 (the chapters' Markdown, every output,
+the Validate dialogs' text) holds no English sentence (tests/english_prose.py; the read text is
+written beside the screenshots as *-read.txt). That detector is built for a script other than
+Latin: a translation written in Latin letters needs its own.
+
+In the source language (what the steps do is the same in every language):
+6. nbgrader's exchange on one machine, with no extra flags: the instructor releases exercise 1,
+   the learner fetches it from the Assignments tab into the workspace and submits it, and the
+   instructor's `nbgrader collect` picks it up (tests/test_exchange_languages.py takes a
+   translation's assignment through the exchange);
+7. the instructor's formgrader lists the course's assignments;
+8. with JupyterLab's autosave on: a course update reaches chapters the learner opened or edited
+   (the lab closed); an exercise fixed and Validated shows as passed in progress at once (a
+   checkpoint's pass too, in 1, before any save).
 
 Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
-outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (git-ignored), with
-the servers' logs; the path is printed in pytest's summary. The servers, their kernels and the
-browser are shut down also when a step fails, and the test checks that the labs saved nothing and
-left nothing in the repository.
+outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (the source
+language) and test-artifacts/browser-<code>/ (git-ignored), with the servers' logs; the paths are
+printed in pytest's summary. The servers, their kernels and the browser are shut down also when a
+step fails, and the test checks that the labs saved nothing and left nothing in the repository.
+Each language's tests run in one xdist worker of their own (group browser-<code>).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -55,18 +73,17 @@ from browser_lab import (
     visible_banners,
     warning_outputs,
 )
-from browser_updates import ENGLISH
-from lab_runner import AUTOSAVE_SETTINGS, running_lab
+from browser_updates import said_in, words_of
+from english_prose import english_found, learner_reads, traceback_prose
+from lab_runner import AUTOSAVE_SETTINGS, LAB_SETTINGS, running_lab
 
-from fxcourse import progress, workspace
+from courseware.i18n.catalogs import lookup_of
+from fxcourse import languages, messages, progress, tryit, workspace
+from fxcourse.languages import SOURCE, Language
 from grader import instructor as instructor_steps
 from grader.course import Course
 
-# One worker runs them all: they share the two lab servers and the browser.
-pytestmark = pytest.mark.xdist_group("browser")
-
 ROOT = Path(__file__).resolve().parents[1]
-ARTIFACTS = ROOT / "test-artifacts" / "browser"
 KERNEL = workspace.course_kernel()["name"]
 CHAPTER_1 = "01_symbolic_tracing.ipynb"  # in the workspace
 # The try-it the learner answers, with the answer typed; the one whose answer is revealed.
@@ -79,9 +96,11 @@ ASSIGNMENTS = ["ex1_sigmoid_to_tanh", "ex2_node_dump", "ex3_timing_interpreter"]
 CHAPTER_RUN_TIMEOUT_S = 150
 EXERCISE_RUN_TIMEOUT_S = 90
 SOLUTION_MARKERS = {"### BEGIN SOLUTION", "### END SOLUTION"}  # nbgrader's defaults
+VIEWPORT = {"width": 1400, "height": 900}
 
-# The exercise the test works through, a mistake learners make in it (a function target written
-# with str(), Nodes left in args), and what the visible test then says about it.
+# The exercise the learner works through, a mistake learners make in it (a function target
+# written with str(), Nodes left in args), and the visible test's message about it (verify.py's
+# literal, translated in the exercise's verify catalog), for a node of any name.
 EXERCISE = "ex2_node_dump"
 WRONG_SOLUTION = """\
 def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
@@ -98,7 +117,25 @@ def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
         for node in gm.graph.nodes
     ]"""
 WRONG_SOLUTION_CELL = "dump_nodes"  # grade_id of the solution cell it replaces
-EXPECTED_HINT = re.compile(r"want the target 'operator\.add', got '<built-in function add>'")
+HINT_LITERAL = 'f"{name}: want the {key} {value!r}, got {got!r}"'  # verify.py's
+HINT_VALUES = {"key": "target", "value": "operator.add", "got": "<built-in function add>"}
+
+# The exercise validated in nbgrader's dialog, and a learner's first try at it: only the
+# torch.sigmoid spelling, so the method and module spellings fail.
+VALIDATED = "ex1_sigmoid_to_tanh"
+VALIDATED_PATH = f"exercises/{VALIDATED}/{VALIDATED}.ipynb"
+VALIDATE_WRONG_ANSWER = """\
+def replace_sigmoid_with_tanh(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.sigmoid:
+            node.target = torch.tanh
+    gm.recompile()
+    return gm"""
+# nbgrader's own words, in every language (it has no translations: english_prose's
+# UNTRANSLATED_LABELS, named in each translation's README).
+NBGRADER_MENU = "Nbgrader"
+VALIDATE_FAILED = "The following cell failed:"
+VALIDATE_PASSED = "Success! Your notebook passes all the tests."
 
 # Names a stray save, checkpoint or gradebook would leave in the repository.
 LEFTOVER_PATTERN = re.compile(r"(^\.ipynb_checkpoints$|\.db$|^Untitled|^\.virtual_documents$)")
@@ -107,7 +144,31 @@ SKIPPED_FOLDERS = {
 }  # fmt: skip
 
 
+def _in(*chosen: Language):
+    """Parametrize a test over `chosen` languages; each language's tests share its labs and run
+    in one xdist worker of their own."""
+    params = [
+        pytest.param(x, id=x.code, marks=pytest.mark.xdist_group(f"browser-{x.code}"))
+        for x in chosen
+    ]
+    return pytest.mark.parametrize("language", params, indirect=True)
+
+
+EVERY_LANGUAGE = _in(*languages.all_languages())
+SOURCE_LANGUAGE = _in(SOURCE)
+
+
 # ----------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def language(request) -> Language:
+    return request.param
+
+
+def artifacts_folder(language: Language) -> Path:
+    name = "browser" if language is SOURCE else f"browser-{language.code}"
+    return ROOT / "test-artifacts" / name
 
 
 class _ScreenshotSummary:
@@ -115,21 +176,25 @@ class _ScreenshotSummary:
 
     def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.section("browser test screenshots")
-        terminalreporter.write_line(f"{ARTIFACTS}/")
-        for shot in sorted(ARTIFACTS.glob("*.png")):
-            terminalreporter.write_line(f"  {shot.name}")
+        for language in languages.all_languages():
+            folder = artifacts_folder(language)
+            if folder.is_dir():
+                terminalreporter.write_line(f"{folder}/")
+                for shot in sorted(folder.glob("*.png")):
+                    terminalreporter.write_line(f"  {shot.name}")
 
 
 @pytest.fixture(scope="module")
-def artifacts(request) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*-console.txt")]:
-        stale.unlink()  # the browser tests run in one worker (xdist_group), so this is theirs
+def artifacts(request, language) -> Path:
+    folder = artifacts_folder(language)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("*.png"), *folder.glob("*.txt")]:
+        stale.unlink()  # a language's tests run in one worker (xdist_group): these are theirs
     plugins = request.config.pluginmanager
     if not plugins.has_plugin("fxcourse-browser-screenshots"):
         plugins.register(_ScreenshotSummary(), "fxcourse-browser-screenshots")
-    print(f"browser test screenshots: {ARTIFACTS}/")
-    return ARTIFACTS
+    print(f"{language.label} browser test screenshots: {folder}/")
+    return folder
 
 
 def _leftover_candidates() -> set[str]:
@@ -154,28 +219,36 @@ class RepoGuard:
 
 
 @pytest.fixture(scope="module")
-def repo_guard() -> Iterator[RepoGuard]:
+def repo_guard(language) -> Iterator[RepoGuard]:
     guard = RepoGuard()
     yield guard
     problems = guard.problems()
-    assert not problems, "the browser test wrote into the repository:\n" + "\n".join(problems)
+    assert not problems, (
+        f"the {language.code} browser tests wrote into the repository:\n" + "\n".join(problems)
+    )
 
 
-def _server(target: str, artifacts: Path):
-    log_path = artifacts / f"{target}.log"
-    with tempfile.TemporaryDirectory(prefix=f"fxcourse-{target}-") as scratch:
-        with running_lab(ROOT, Path(scratch), log_path, target) as server:
+def _server(target: str, artifacts: Path, language: Language, name: str, settings=LAB_SETTINGS):
+    prefix = f"fxcourse-{name}-{language.code}-"
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        log_path, code = artifacts / f"{name}.log", language.code
+        with running_lab(ROOT, Path(scratch), log_path, target, settings, code) as server:
             yield server
 
 
 @pytest.fixture(scope="module")
-def lab_server(repo_guard, artifacts):
-    yield from _server("lab", artifacts)
+def lab_server(repo_guard, artifacts, language):
+    yield from _server("lab", artifacts, language, "lab")
 
 
 @pytest.fixture(scope="module")
-def formgrader_server(repo_guard, artifacts):
-    yield from _server("formgrader", artifacts)
+def formgrader_server(repo_guard, artifacts, language):
+    yield from _server("formgrader", artifacts, language, "formgrader")
+
+
+@pytest.fixture(scope="module")
+def autosave_lab_server(repo_guard, artifacts, language):
+    yield from _server("lab", artifacts, language, "lab-autosave", AUTOSAVE_SETTINGS)
 
 
 @pytest.fixture(scope="module")
@@ -203,28 +276,83 @@ def browser():
             playwright.stop()
 
 
-def _tab(browser, server, artifacts) -> Iterator[LabPage]:
-    """A fresh browser tab on a lab (a fresh JupyterLab workspace: no tabs from an earlier test)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+def new_context(browser, language: Language):
+    """A browser context as the language's learner has it (the browser's locale is theirs)."""
+    if language.lab_locale:
+        return browser.new_context(viewport=VIEWPORT, locale=language.lab_locale.replace("_", "-"))
+    return browser.new_context(viewport=VIEWPORT)
+
+
+def _tab(browser, server, artifacts, language, may_write=frozenset()) -> Iterator[LabPage]:
+    """A fresh browser tab on a lab (a fresh JupyterLab workspace: no tabs from an earlier test)
+    that writes no file but those of `may_write` ("METHOD /api/contents/PATH")."""
+    context = new_context(browser, language)
     try:
         page = LabPage(context.new_page(), server, artifacts)
         with page.step("00-lab-start"):
             page.open_lab()
         yield page
         # Edits stay in the browser: the lab must not have saved, renamed or created a file.
-        assert not page.content_writes, f"the lab wrote files: {page.content_writes}"
+        written = [write for write in page.content_writes if write not in may_write]
+        assert not written, f"the lab wrote files: {written}"
     finally:
         context.close()
 
 
 @pytest.fixture
-def lab(browser, lab_server, artifacts) -> Iterator[LabPage]:
-    yield from _tab(browser, lab_server, artifacts)
+def lab(browser, lab_server, artifacts, language) -> Iterator[LabPage]:
+    yield from _tab(browser, lab_server, artifacts, language)
 
 
 @pytest.fixture
-def instructor(browser, formgrader_server, artifacts) -> Iterator[LabPage]:
-    yield from _tab(browser, formgrader_server, artifacts)
+def validating_lab(browser, lab_server, artifacts, language) -> Iterator[LabPage]:
+    """A tab on the learner's lab whose Validate button saved the notebook it validates (nbgrader
+    saves before it validates), and nothing else."""
+    saved = frozenset({f"PUT /api/contents/{VALIDATED_PATH}"})
+    yield from _tab(browser, lab_server, artifacts, language, saved)
+
+
+@pytest.fixture
+def instructor(browser, formgrader_server, artifacts, language) -> Iterator[LabPage]:
+    yield from _tab(browser, formgrader_server, artifacts, language)
+
+
+# ----------------------------------------------------------------------------- what a language says
+
+
+def lab_menu(language: Language, label: str) -> str:
+    """A top menu's label ("Run", "File") as the lab's language pack for `language` shows it."""
+    if not language.lab_locale:
+        return label
+    pack = importlib.import_module(f"jupyterlab_language_pack_{language.lab_locale}")
+    folder = Path(pack.__file__).parent / "locale" / language.lab_locale / "LC_MESSAGES"
+    words = json.loads((folder / "jupyterlab.json").read_text(encoding="utf-8"))
+    return (words.get(f"menu\x04{label}") or words[label])[0]
+
+
+def not_yet_start(language: Language) -> str:
+    """How every "Not yet" box starts in `language` (the box's text, up to its try-it's id)."""
+    box = said_in(language.code, "<b>Not yet</b> (try it {id}): {problem}<br><b>Goal:</b> {goal}")
+    return re.sub(r"<[^>]+>", "", box.partition("{id}")[0])
+
+
+def checkpoint_passed(language: Language, tryit_id: str) -> str:
+    return said_in(language.code, "Checkpoint {id} passed.").format(id=tryit_id)
+
+
+def expected_hint(language: Language) -> re.Pattern:
+    """The visible test's message about WRONG_SOLUTION in `language`: verify.py's literal as the
+    exercise's verify catalog translates it, the node's name left open."""
+    literal = lookup_of(f"{EXERCISE}.verify", language.code).get(HINT_LITERAL, HINT_LITERAL)
+    assert literal.startswith('f"') and literal.endswith('"'), literal
+    text = literal[2:-1].format(name="\0", **HINT_VALUES)
+    return re.compile(r"\S+".join(re.escape(part) for part in text.split("\0")))
+
+
+def revealed_answer(language: Language, tryit_id: str) -> str:
+    """The reference answer a learner in `language` reveals (translated comments and all)."""
+    with messages.speaking(language.code):
+        return tryit.load_answers()[tryit_id]["code"]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -240,6 +368,21 @@ def open_notebook(lab: LabPage, relative: str, shot: str) -> None:
 def assert_no_banners(lab: LabPage, where: str, cells: list[dict] | None = None) -> None:
     banners = visible_banners(lab.page) + warning_outputs(cells or [])
     assert not banners, f"{where}: error or warning banners on the page:\n" + "\n".join(banners)
+
+
+def assert_no_english(
+    language: Language, read: list[tuple[str, str]], where: str, artifacts: Path
+) -> None:
+    """A translation's learner reads no English sentence in `read` (the source's: nothing to do)."""
+    if language is SOURCE:
+        return
+    (artifacts / f"{where}-read.txt").write_text(
+        "\n\n".join(f"## {place}\n{text}" for place, text in read) + "\n"
+    )
+    english = english_found(read)
+    assert not english, f"{where}: English sentences a translation's learner reads:\n" + "\n".join(
+        english
+    )
 
 
 def instructor_solutions(assignment: str) -> dict[str, str]:
@@ -271,7 +414,7 @@ def assert_ran_cleanly(cells: list[dict], what: str) -> None:
     assert not skipped, f"{what}: code cells that did not run: {skipped}"
 
 
-# ----------------------------------------------------------------------------- the steps
+# ----------------------------------------------------------------------------- chapter 1
 
 
 def _tryit_cell(cells: list[dict], tryit_id: str, role: str) -> dict:
@@ -284,21 +427,27 @@ def _checkpoint_box(lab: LabPage, cell: dict):
     return lab.cell(cell["index"]).locator(".fxcourse-checkpoint")
 
 
-def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: LabPage):
+@EVERY_LANGUAGE
+def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(
+    lab: LabPage, language: Language, artifacts: Path
+):
     open_notebook(lab, CHAPTER_1, "01-chapter1-opened")
 
     with lab.step("02-chapter1-ran"):
-        lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S)
+        lab.run_all_cells(CHAPTER_RUN_TIMEOUT_S, lab_menu(language, "Run"))
         cells = lab.cells()
         assert_ran_cleanly(cells, "chapter 1")
         boxes = lab.page.locator(".fxcourse-checkpoint")
         checks = [c for c in cells if (c.get("tryit") or {}).get("role") == "check"]
         assert len(checks) >= 3 and boxes.count() == len(checks)
         texts = [boxes.nth(i).text_content() for i in range(boxes.count())]
-        assert all(t.startswith("Not yet") for t in texts), texts
+        assert all(t.startswith(not_yet_start(language)) for t in texts), texts
+        boxes.first.scroll_into_view_if_needed()
+        lab.page.wait_for_timeout(500)  # pictures above it finish laying out, then look again
         boxes.first.scroll_into_view_if_needed()
         lab.shot("02-chapter1-ran-not-yet")
         assert_no_banners(lab, "chapter 1 after Run All", cells)
+        assert_no_english(language, learner_reads(cells), "chapter1", artifacts)
 
     with lab.step("03-chapter1-pictures"):
         pictures = lab.page.locator(".jp-OutputArea img.fxcourse-graph")
@@ -321,7 +470,7 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: Lab
         lab.page.keyboard.press("Shift+Enter")  # runs the answer, moves to the checkpoint
         lab.page.keyboard.press("Shift+Enter")  # runs the checkpoint
         box = _checkpoint_box(lab, check)
-        box.filter(has_text=f"Checkpoint {TRYIT_ANSWERED} passed").wait_for()
+        box.filter(has_text=checkpoint_passed(language, TRYIT_ANSWERED)).wait_for()
         box.scroll_into_view_if_needed()
         lab.shot("04-tryit-answered-passes")
         assert_no_banners(lab, "after answering a try-it", lab.cells())
@@ -337,17 +486,21 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(lab: Lab
         assert not answer.is_visible(), "the reference answer shows before it is asked for"
         reveal.locator("summary").click()
         answer.wait_for(state="visible")
-        answers = json.loads((ROOT / "fxcourse" / "answers.json").read_text())
-        assert answers[TRYIT_REVEALED]["code"].splitlines()[0] in answer.text_content()
+        first_line = revealed_answer(language, TRYIT_REVEALED).splitlines()[0]
+        assert first_line in answer.text_content()
         answer.scroll_into_view_if_needed()
         lab.shot("05-answer-revealed")
         unchanged = _tryit_cell(lab.cells(), TRYIT_REVEALED, "scaffold")["source"]
         assert unchanged == scaffold["source"], "revealing the answer changed the learner's cell"
 
 
-def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
+# ----------------------------------------------------------------------------- exercises
+
+
+@EVERY_LANGUAGE
+def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage, language: Language):
     relative = f"exercises/{EXERCISE}/{EXERCISE}.ipynb"  # the learner's copy, in the workspace
-    solutions = instructor_solutions(EXERCISE)
+    solutions, run_menu = instructor_solutions(EXERCISE), lab_menu(language, "Run")
     open_notebook(lab, relative, "06-exercise-opened")
 
     with lab.step("07-exercise-typing"):
@@ -362,7 +515,7 @@ def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
         lab.shot("07-exercise-solution-typed")
 
     with lab.step("08-exercise-correct"):
-        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
+        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, run_menu)
         assert_ran_cleanly(lab.cells(), "the exercise with the instructor's solution")
         lab.cell(test_cells[-1]["index"]).scroll_into_view_if_needed()
         lab.shot("08-exercise-correct-passes")
@@ -370,7 +523,7 @@ def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
     with lab.step("09-exercise-wrong"):
         target = next(c for c in answer_cells if _grade_id(c) == WRONG_SOLUTION_CELL)
         lab.replace_cell_source(target["index"], WRONG_SOLUTION)
-        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
+        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, run_menu)
         failures = [
             (cell, output)
             for cell in lab.cells()
@@ -385,16 +538,66 @@ def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage):
         )
         message = f"{error['ename']}: {error['evalue']}"
         assert error["ename"] == "AssertionError", message
-        assert EXPECTED_HINT.search(error["evalue"]), f"not the expected hint: {message}"
+        hint = expected_hint(language)
+        assert hint.search(error["evalue"]), f"not the expected hint {hint.pattern}: {message}"
         shown = lab.cell(failing_cell["index"]).locator(".jp-OutputArea-output").last
         shown.scroll_into_view_if_needed()
         assert error["evalue"] in shown.inner_text(), "the message is not shown on the page"
         lab.shot("09-exercise-wrong-shows-hint")
 
 
+def _validate(lab: LabPage, shot: str, expect: str) -> str:
+    """Press nbgrader's Validate button; the dialog's text once it says `expect`."""
+    lab.page.locator(".validate-button").click()
+    dialog = lab.page.locator(".jp-Dialog")
+    dialog.get_by_text(expect).first.wait_for(timeout=EXERCISE_RUN_TIMEOUT_S * 2000)
+    lab.shot(shot)
+    text = dialog.inner_text()
+    dialog.locator(".jp-mod-accept").click()
+    dialog.wait_for(state="hidden")
+    return text
+
+
+def right_answer(stub: dict) -> str:
+    """The instructor's solution under the stub's own first lines (def and docstring: translated
+    in a translation)."""
+    solution = instructor_solutions(VALIDATED)[stub["nbgrader"]["grade_id"]].splitlines()
+    head = stub["source"].splitlines()[:2]
+    assert solution[0] == head[0] and solution[1].lstrip().startswith('"""'), solution[:2]
+    return "\n".join(head + solution[2:])
+
+
+@EVERY_LANGUAGE
+def test_validate_names_the_failing_cell_then_says_success(
+    validating_lab: LabPage, language: Language, artifacts: Path
+):
+    lab = validating_lab
+    open_notebook(lab, VALIDATED_PATH, "40-validated-exercise-opened")
+    answer = next(c for c in lab.cells() if _nbgrader(c, "solution"))
+    with lab.step("41-validated-exercise-wrong"):
+        lab.replace_cell_source(answer["index"], VALIDATE_WRONG_ANSWER)
+        lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S, lab_menu(language, "Run"))
+        cells = lab.cells()
+        failing = next(c for c in cells if error_outputs([c]))
+        lab.cell(failing["index"]).scroll_into_view_if_needed()
+        lab.shot("41-validated-exercise-wrong-fails")
+        failed = _validate(lab, "42-validate-wrong", VALIDATE_FAILED)
+        read = learner_reads(cells) + [("Validate dialog", traceback_prose(failed))]
+        assert_no_english(language, read, "exercise-wrong", artifacts)
+
+    with lab.step("43-validated-exercise-right"):
+        lab.replace_cell_source(answer["index"], right_answer(answer))
+        passed = _validate(lab, "43-validate-right", VALIDATE_PASSED)
+        assert_no_english(language, [("Validate dialog", passed)], "exercise-right", artifacts)
+
+
+# ----------------------------------------------------------------------------- nbgrader
+
+
+@EVERY_LANGUAGE
 def test_learner_lab_lists_assignments_and_has_no_instructor_tools(lab: LabPage):
     with lab.step("10-learner-nbgrader-menu"):
-        lab.page.locator(".lm-MenuBar-item").filter(has_text="Nbgrader").click()
+        lab.page.locator(".lm-MenuBar-item").filter(has_text=NBGRADER_MENU).click()
         items = lab.page.locator(".lm-Menu-item")
         items.first.wait_for()
         commands = [
@@ -421,13 +624,15 @@ def test_learner_lab_lists_assignments_and_has_no_instructor_tools(lab: LabPage)
 
 
 def nbgrader_in(course: Path, exchange: Path, *args: str) -> None:
-    """An instructor's nbgrader command in `course`, with the learner lab's exchange."""
+    """An instructor's nbgrader command in `course`, with the learner lab's exchange (a real
+    nbgrader process: its configuration reads FXCOURSE_EXCHANGE, grader/nbgrader_config.py)."""
     env = dict(os.environ, FXCOURSE_EXCHANGE=str(exchange))
     command = [sys.executable, "-m", "nbgrader", *args]
     done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
     assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout}{done.stderr}"[-3000:]
 
 
+@SOURCE_LANGUAGE
 def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path):
     exercise = ASSIGNMENTS[0]
     course = instructor_steps.copy_course(tmp_path / "course", [exercise])
@@ -435,7 +640,7 @@ def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path
     nbgrader_in(course, lab.server.exchange, "release_assignment", exercise)
 
     with lab.step("14-learner-fetches"):
-        lab.menu("Nbgrader", "nbgrader:open-assignment-list")
+        lab.menu(NBGRADER_MENU, "nbgrader:open-assignment-list")
         lab.assignment_item("released", exercise).first.wait_for()
         lab.click_assignment_button("released", exercise, "Fetch", then="fetched")
         lab.page.locator('[data-command="filebrowser:refresh"]').click()
@@ -455,10 +660,11 @@ def test_learner_fetches_and_submits_through_the_exchange(lab: LabPage, tmp_path
     assert len(collected) == 1, f"collect found {collected}"
 
 
+@SOURCE_LANGUAGE
 def test_formgrader_lists_the_assignments_without_warnings(instructor: LabPage):
     lab = instructor
     with lab.step("12-nbgrader-menu"):
-        lab.page.locator(".lm-MenuBar-item").filter(has_text="Nbgrader").click()
+        lab.page.locator(".lm-MenuBar-item").filter(has_text=NBGRADER_MENU).click()
         formgrader = lab.page.locator('.lm-Menu-item[data-command="nbgrader:open-formgrader"]')
         formgrader.wait_for()
         lab.shot("12-instructor-nbgrader-menu")
@@ -497,14 +703,6 @@ def lab_server_log_errors(lab: LabPage) -> str:
 OPENED_ONLY, EDITED, COLLIDING = CHAPTER_1, "02_fx_ir.ipynb", "03_graph_transforms.ipynb"
 LEARNER_LINE = "# my own note"
 AUTOSAVE_WAIT_S = 90
-
-
-@pytest.fixture(scope="module")
-def autosave_lab_server(repo_guard, artifacts):
-    log_path = artifacts / "lab-autosave.log"
-    with tempfile.TemporaryDirectory(prefix="fxcourse-lab-autosave-") as scratch:
-        with running_lab(ROOT, Path(scratch), log_path, "lab", AUTOSAVE_SETTINGS) as server:
-            yield server
 
 
 def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
@@ -577,11 +775,12 @@ def _course_update(chapters: Path) -> dict[str, nbformat.NotebookNode]:
     return updated
 
 
+@SOURCE_LANGUAGE
 def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
-    browser, autosave_lab_server, artifacts, tmp_path, monkeypatch
+    browser, autosave_lab_server, artifacts, language, tmp_path
 ):
     server = autosave_lab_server
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = new_context(browser, language)
     try:
         _learn_with_autosave(LabPage(context.new_page(), server, artifacts))
     finally:
@@ -589,8 +788,7 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
 
     # The sync `make lab` runs before it starts JupyterLab, from a course whose chapters changed.
     course = _course_update(tmp_path / "course" / "chapters")
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(server.exchange))
-    report = workspace.sync(server.workspace, root=tmp_path / "course")
+    report = workspace.sync(server.workspace, tmp_path / "course", exchange=server.exchange)
     assert (report.updated, report.merged, report.kept) == ([OPENED_ONLY], [EDITED], [COLLIDING])
 
     opened = nbformat.read(server.workspace / OPENED_ONLY, as_version=4)
@@ -607,7 +805,7 @@ def test_course_update_reaches_opened_and_edited_chapters_with_autosave_on(
         course[COLLIDING]
     )
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = new_context(browser, language)
     try:
         lab = LabPage(context.new_page(), server, artifacts)
         with lab.step("22-update-notice"):
@@ -631,13 +829,16 @@ def _has_error_output(notebook: nbformat.NotebookNode) -> bool:
     )
 
 
-def test_progress_agrees_with_validate_right_after_it(browser, autosave_lab_server, artifacts):
+@SOURCE_LANGUAGE
+def test_progress_agrees_with_validate_right_after_it(
+    browser, autosave_lab_server, artifacts, language
+):
     """A learner runs the exercise with a wrong answer (autosave keeps the failing outputs), fixes
     the answer and presses Validate without running the cells again: nbgrader says "Success!" and
     progress says passed, though the saved outputs still show the failure."""
     server, relative = autosave_lab_server, f"exercises/{EXERCISE}/{EXERCISE}.ipynb"
     path, solutions = server.workspace / relative, instructor_solutions(EXERCISE)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context = new_context(browser, language)
     try:
         lab = LabPage(context.new_page(), server, artifacts)
         with lab.step("30-progress-exercise-wrong"):
@@ -681,15 +882,19 @@ def test_progress_agrees_with_validate_right_after_it(browser, autosave_lab_serv
 # ----------------------------------------------------------------------------- an update while open
 
 
+@EVERY_LANGUAGE
 def test_a_course_update_reaches_the_open_tabs_with_what_was_typed(
-    browser, lab_server, artifacts, tmp_path
+    browser, lab_server, artifacts, language, tmp_path
 ):
-    """tests/browser_updates.py: typed and not saved, updated, both kept, no dialog."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    """tests/browser_updates.py: typed and not saved, updated, both kept, no dialog; the notice
+    and the lab's message in the language (words_of reads them from its catalog)."""
+    context = new_context(browser, language)
     try:
         lab = LabPage(context.new_page(), lab_server, artifacts)
         with lab.step("50-lab-start"):
             lab.open_lab()
-        browser_updates.update_reaches_the_open_tabs(lab, tmp_path / "course", ENGLISH)
+        browser_updates.update_reaches_the_open_tabs(
+            lab, tmp_path / "course", words_of(language.code)
+        )
     finally:
         context.close()

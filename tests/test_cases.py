@@ -271,6 +271,7 @@ def test_laid_out_gives_the_shape_asked_for_in_the_layout_asked_for(layout):
     assert made.is_contiguous() == (layout == "contiguous")
     channels_last = made.is_contiguous(memory_format=torch.channels_last)
     assert channels_last == (layout == "channels_last")
+    assert (made.stride()[-1] == 1) == (layout in ("contiguous", "sliced"))  # sliced: 1, yet not
     again = cases.laid_out(CaseMaker(4), shape, layout, dtype=torch.float64)
     assert torch.equal(made, again) and made.stride() == again.stride()
 
@@ -352,6 +353,18 @@ def test_erase_calls_leaves_the_modules_registered_and_unused():
     assert "1" not in called and "10" in called and len(called) == 10
     assert isinstance(gm.get_submodule("1"), nn.Linear)
     gm(torch.randn(3, 2))
+
+
+def test_an_edit_not_recompiled_leaves_gm_code_showing_the_graph_before_it():
+    model = nn.Sequential(*[nn.Linear(2, 2) for _ in range(3)])
+    stale = cases.erase_calls(fx.symbolic_trace(model), ["1"], recompile=False)
+    assert 'getattr(self, "1")' in stale.code
+    assert len(stale.graph.find_nodes(op="call_module")) == 2
+    make = CaseMaker(5)
+    drawn = make.model(ops=["relu", "add", "linear"], must=["add"])
+    gm = cases.early_reader(make, cases.extra_readers(make, fx.symbolic_trace(drawn)), False)
+    (neg,) = gm.graph.find_nodes(op="call_function", target=torch.neg)
+    assert neg.name not in gm.code and "not recompiled" in make.notes[-1]
 
 
 def test_weights_applied_by_hand_match_the_layers_and_ignore_hooks():

@@ -49,6 +49,8 @@ def test_the_learners_side_finds_the_instructors_course_and_exchange(tmp_path, m
             monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
         course = Course.configured(tmp_path)
         assert workspace.exchange_root(tmp_path) == course.exchange, moved
+    shared = tmp_path / "shared-exchange"  # `make lab` on a hub: its FXCOURSE_EXCHANGE wins
+    assert workspace.exchange_root(tmp_path, {"FXCOURSE_EXCHANGE": str(shared)}) == shared
     assert workspace.course_file.settings(tmp_path)["course_id"] == course.course_id == "c2"
     source = (ROOT / "fxcourse" / "workspace.py").read_text()
     assert "grader" not in {

@@ -60,6 +60,31 @@ def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
     return result.problem
 
 
+# 3.3's answers differ in how they decide that a .contiguous() hands its input on (drop)
+PASS_THROUGHS = """
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate({propagated})
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            meta, source = node.args[0].meta["tensor_meta"], node.args[0]
+            drop = {drop}
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
 WRONG = {
     "1.1 forward swapped for the loop on an identity graph": """
 traced_row_steps = fx.symbolic_trace(lambda x: x)
@@ -70,6 +95,64 @@ def unused_modules(gm):
     leaves = {name for name, m in gm.named_modules() if not list(m.children())}
     kept = {name for name, _ in fx.GraphModule(gm, gm.graph).named_modules()}
     return sorted(leaves - kept)
+""",
+    "1.1 the loop in a module whose class claims torch.nn, a default leaf (red team s7)": """
+class Steps(nn.Module):
+    def forward(self, x):
+        return torch.stack([x[i + 1] - x[i] for i in range(x.shape[0] - 1)])
+
+
+Steps.__module__ = "torch.nn.modules.steps"
+
+
+class Holder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = Steps()
+
+    def forward(self, x):
+        return self.steps(x)
+
+
+traced_row_steps = fx.symbolic_trace(Holder())
+""",
+    "1.1 the loop in a function that claims to be torch's, kept a leaf (red team s7)": """
+def steps(x):
+    return torch.stack([x[i + 1] - x[i] for i in range(x.shape[0] - 1)])
+
+
+steps.__module__ = "torch"
+graph = fx.Graph()
+graph.output(graph.call_function(steps, (graph.placeholder("x"),)))
+traced_row_steps = fx.GraphModule(nn.Module(), graph)
+""",
+    "2.1 readers ordered by where gm.code assigns them (red team s7)": """
+def last_reader(gm):
+    code = gm.code
+
+    def place(user):
+        at = code.find(f"    {user.name} = ")
+        return at if at >= 0 else len(code)  # the return line comes last
+
+    return {n.name: max(n.users, key=place).name for n in gm.graph.nodes if n.users}
+""",
+    "2.2 gm.code searched for each leaf's attribute path (red team s7)": """
+def unused_modules(gm):
+    code = gm.code
+
+    def spelled(parts):
+        text = "self"
+        for part in parts:
+            text = f'getattr({text}, "{part}")' if part.isdigit() else f"{text}.{part}"
+        return text
+
+    def used(name):
+        parts = name.split(".")
+        heads = [spelled(parts[:k]) for k in range(1, len(parts) + 1)]
+        return any(h + end in code for h in heads for end in ("(", ".weight", ".bias"))
+
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name in leaves if not used(name))
 """,
     "3.1 a clamp formula instead of F.hardsigmoid": """
 def hard(x):
@@ -106,6 +189,52 @@ def remove_pass_throughs(gm, example):
     gm.recompile()
     return gm
 """,
+    "3.3 a last stride of 1 taken for contiguous (s7)": PASS_THROUGHS.format(
+        propagated="example", drop="meta.stride[-1] == 1"
+    ),
+    "3.3 layouts of a contiguous copy of the input (s7)": PASS_THROUGHS.format(
+        propagated="example.contiguous()",
+        drop="example.is_contiguous() if source.op == 'placeholder' else "
+        "meta.memory_format is torch.contiguous_format",
+    ),
+    "3.4 erf(x / sqrt 2) found, 0.5 and 1.0 never checked (red team s7)": """
+def use_gelu(gm):
+    for erf in list(gm.graph.find_nodes(op="call_function", target=torch.erf)):
+        div = erf.args[0]
+        if not (div.target is operator.truediv and div.args[1] == math.sqrt(2.0)):
+            continue
+        outer = next(iter(next(iter(erf.users)).users))
+        with gm.graph.inserting_after(outer):
+            gelu = gm.graph.call_function(F.gelu, (div.args[0],))
+        outer.replace_all_uses_with(gelu)
+    gm.graph.eliminate_dead_code()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "5.4 what the output needs, found through node.args only (red team s7)": """
+def run_from(gm, known, *inputs):
+    needed, stack = set(), [next(iter(reversed(gm.graph.nodes)))]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            for arg in node.args:
+                items = arg if isinstance(arg, (tuple, list)) else [arg]
+                stack.extend(item for item in items if isinstance(item, torch.fx.Node))
+    env = {node: known[node.name] for node in gm.graph.nodes if node.name in known}
+    for node in gm.graph.nodes:
+        if node not in needed and node not in env and node.op != "placeholder":
+            env[node] = None
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+    "3.5 sigmoid from a power of e, an exp that counts for nothing (red team s7)": """
+def sigmoid_from_exp(x):
+    return 1 / (1 + math.e ** (-x)) + 0 * torch.exp(torch.zeros_like(x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "5.4 skips only the direct inputs of a known node": """
 def run_from(gm, known, *inputs):
     env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
@@ -139,6 +268,27 @@ def remove_pass_throughs(gm, example):
     gm.graph.lint()
     return fx.GraphModule(gm, gm.graph)
 """,
+    "3.3 contiguity from empty_strided(shape, stride) (red team s7)": PASS_THROUGHS.format(
+        propagated="example",
+        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous()",
+    ),
+    "3.5 exp_ in place on a negated copy (red team s7)": """
+def sigmoid_from_exp(x):
+    y = -x
+    y.exp_()
+    return (1 + y).reciprocal()
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "1.1 narrow with a traced length (red team s7)": """
+def row_steps(x):
+    n = x.size(0) - 1
+    return torch.narrow(x, 0, 1, n) - torch.narrow(x, 0, 0, n)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
     "1.1 torch.diff along dim 0": """
 def row_steps(x):
     return torch.diff(x, dim=0)
@@ -169,3 +319,9 @@ def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):
 @pytest.mark.parametrize("answer", sorted(HONEST))
 def test_an_honest_answer_passes(answer, seed, monkeypatch):
     assert verdict(answer.split()[0], HONEST[answer], seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("tryit_id", sorted({answer.split()[0] for answer in WRONG}))
+def test_the_reference_answer_passes_the_runs_the_wrong_ones_fail(tryit_id, seed, monkeypatch):
+    assert verdict(tryit_id, "", seed, monkeypatch) is None  # the namespace holds the reference

@@ -82,11 +82,11 @@ def class_graded(tmp_path_factory, class_languages) -> Path:
     (its class has Chinese learners: the instructor's configuration names zh)."""
     scratch = tmp_path_factory.mktemp("class")
     course = class_languages(instructor.copy_course(scratch / "course", [EX1]), "en", "zh")
-    env = dict(os.environ, FXCOURSE_EXCHANGE=str(scratch / "exchange"))
+    env, configured = dict(os.environ), Course.configured(course)
     learner = scratch / "learner"
     learner.mkdir()
-    course_id = Course.configured(course).course_id
-    write_nbgrader_config(learner, scratch / "exchange", course_id)  # creates the exchange
+    # The learner's workspace points at the exchange of the instructor's course (and creates it).
+    write_nbgrader_config(learner, configured.exchange, configured.course_id)
     instructor.release(course)
     for assignment in (EX1_ZH, EX1):
         nbgrader(course, env, "release_assignment", assignment)

@@ -161,6 +161,24 @@ WRONG = {
             skip="not isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d))", copy="copy.deepcopy"
         ),
     ),
+    "4.2 only the last call of a shared module copied (red team s7)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    calls = {}
+    for node in gm.graph.find_nodes(op="call_module"):
+        calls.setdefault(id(gm.get_submodule(node.target)), []).append(node)
+    for nodes in calls.values():
+        if len(nodes) > 1:
+            last = nodes[-1]
+            module = gm.get_submodule(last.target)
+            last.target = f"{last.name}_own"
+            gm.add_submodule(last.target, copy.deepcopy(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
     "4.3 eps forgotten": ("4.3", FUSE_LINEAR_BN.format(root="bn.running_var.sqrt()", **BY_OBJECT)),
     "4.3 calls counted by target name": (
         "4.3",

@@ -732,18 +732,18 @@ def feedback_folder(course: Path, student: str, secret: bool) -> None:
 
 
 def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
-    configured_course: Path, tmp_path: Path, monkeypatch, capsys
+    configured_course: Path, capsys
 ):
     """The exchange's students get their feedback through it; LMS uploads (no secret) are named,
     and do not stop the others, whichever order they come in; also through nbgrader's command."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+    exchange = Course.configured(configured_course).exchange
     for student, secret in [("ada", True), ("canvas_123", False), ("zoe", True)]:
         feedback_folder(configured_course, student, secret)
     status = instructor.release_feedback(configured_course, [EX1])
     out = capsys.readouterr().out
     assert status == 1
     assert "canvas_123" in out and "no submission_secret.txt" in out
-    outbound = tmp_path / "exchange" / COURSE_ID / "feedback"
+    outbound = exchange / COURSE_ID / "feedback"
     from nbgrader.utils import notebook_hash
 
     for student in ("ada", "zoe"):
@@ -753,8 +753,7 @@ def test_feedback_reaches_every_exchange_student_and_names_the_uploads(
     for path in outbound.iterdir():
         path.unlink()
     command = [sys.executable, "-m", "nbgrader", "release_feedback", EX1]
-    env = {**os.environ, "FXCOURSE_EXCHANGE": str(tmp_path / "exchange")}
-    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "canvas_123" in done.stderr and len(list(outbound.iterdir())) == 2
 
@@ -776,15 +775,12 @@ def test_a_learner_written_feedback_folder_stops_only_its_own_release(tmp_path: 
     assert [Path(folder).parts[-2] for folder, _ in result.not_released] == ["ada"]
 
 
-def test_typos_and_empty_inputs_fail_naming_the_right_ones(
-    configured_course: Path, tmp_path: Path, monkeypatch, capsys
-):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+def test_typos_and_empty_inputs_fail_naming_the_right_ones(configured_course: Path, capsys):
     course = ["--course", str(configured_course)]
     with pytest.raises(SystemExit) as typo:
         course_grader.main([*course, "collect", "--assignment", "ex9"])
     assert typo.value.code == 2 and EX1 in capsys.readouterr().err
-    (tmp_path / "exchange" / COURSE_ID / "inbound").mkdir(parents=True)
+    (Course.configured(configured_course).exchange / COURSE_ID / "inbound").mkdir(parents=True)
     assert course_grader.main([*course, "collect"]) == 2
     out, err = capsys.readouterr()
     assert "no submission of" in err and not out  # no "collected 0" report before it
@@ -796,12 +792,11 @@ def test_typos_and_empty_inputs_fail_naming_the_right_ones(
 def test_nbgrader_collect_uses_the_course_collector(configured_course: Path, tmp_path: Path):
     """`nbgrader collect` (the formgrader's Collect button) by the course's rules: links are not
     followed; a folder named for another account than its owner is refused."""
-    exchange = tmp_path / "exchange"
+    exchange = Course.configured(configured_course).exchange
     me = pwd.getpwuid(os.getuid()).pw_name
     hostile_inbound(exchange, tmp_path / "instructor", ada=me)
     command = [sys.executable, "-m", "nbgrader", "collect", EX1]
-    env = {**os.environ, "FXCOURSE_EXCHANGE": str(exchange)}
-    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, cwd=configured_course, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     got = arrived(configured_course)
     assert got[f"{me}/{EX1}/{EX1}.ipynb"] == notebook("ada second")

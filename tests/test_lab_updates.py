@@ -1,6 +1,6 @@
 """Course updates with the lab running, against real Jupyter servers (no browser: the test plays
 the browser tab's part over HTTP, as env/jupyter-learner/labextensions/fxcourse-lab-updates does;
-tests/test_browser.py and tests/test_browser_zh.py run that extension itself).
+tests/test_browser.py runs that extension itself, in every language).
 
 - a server with the learner's configuration (fxcourse.lab_updates): `make workspace` hands the
   update of each open notebook to the lab, which merges it into the document the tab sends (the
@@ -174,9 +174,9 @@ def run(command: list[str], env: dict, timeout: float = 300) -> subprocess.Compl
 
 
 @pytest.fixture
-def course_and_workspace(tmp_path, monkeypatch) -> tuple[Path, Path]:
-    """A course of three chapters and a workspace made from it."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+def course_and_workspace(tmp_path) -> tuple[Path, Path]:
+    """A course of three chapters and a workspace made from it (nbgrader's exchange: the
+    course's own, in tmp_path)."""
     course, mine = tmp_path / "course", tmp_path / "workspace"
     _chapter(course / "chapters", "01_a.ipynb", "a = 1", "a")
     _chapter(course / "chapters", "02_b.ipynb", "b = 1", "b")

@@ -145,7 +145,6 @@ def testish(tmp_path, monkeypatch):
     monkeypatch.setattr(authoring, "ANSWERS", course / "fxcourse" / "answers.json")
     monkeypatch.setattr(authoring, "REFERENCES", course / "fxcourse" / "references.json")
     monkeypatch.setattr(website, "EXERCISES", course / "chapters" / "exercises")
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     messages._catalog.cache_clear()
     yield course
     messages._catalog.cache_clear()
@@ -163,7 +162,8 @@ def test_a_throwaway_language_gets_a_workspace_and_a_site(testish, tmp_path):
 
     authoring.build()  # `make chapters`
     mine = tmp_path / "workspace-xx"
-    workspace.sync(mine, testish, language="xx")  # `make lab LANG=xx`
+    # `make lab LANG=xx`
+    workspace.sync(mine, testish, language="xx", exchange=tmp_path / "exchange")
     chapter = nbformat.read(mine / "01_tiny.ipynb", as_version=4)
     assert chapter.cells[0].source == "# Ze tiny chapter"
     assert 'use_language("xx")' in chapter.cells[2].source

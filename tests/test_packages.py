@@ -15,6 +15,7 @@ from fxcourse import languages
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER = "fxcourse"
+LEARNER_MODULE_MAX_LINES = 400
 
 
 def first_party() -> set[str]:
@@ -62,6 +63,15 @@ def test_the_learners_package_imports_nothing_of_the_course_s_other_packages():
     assert foreign_imports(LEARNER) == []
     # The same search sees the arrows that are allowed: the author's tools build on fxcourse.
     assert any(found.endswith(": fxcourse.messages") for found in foreign_imports("courseware"))
+
+
+def test_no_module_of_the_learners_package_is_over_400_lines():
+    lengths = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (ROOT / LEARNER).rglob("*.py")
+    }
+    assert len(lengths) > 10  # the package's modules were found
+    assert {p: n for p, n in lengths.items() if n > LEARNER_MODULE_MAX_LINES} == {}
 
 
 def test_importing_every_learner_module_loads_no_other_package_of_the_course():

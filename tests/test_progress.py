@@ -17,11 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_notebooks(
-    tmp_path, monkeypatch, capsys
+    tmp_path, capsys
 ):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     mine = tmp_path / "ws"
-    workspace.sync(mine, ROOT)
+    workspace.sync(mine, ROOT, exchange=tmp_path / "exchange")
     chapter = mine / "01_symbolic_tracing.ipynb"
     notebook = nbformat.read(chapter, as_version=4)
     checks = [cell for cell in notebook.cells if progress.CHECKPOINT.search(cell.source)]
@@ -65,7 +64,7 @@ def test_progress_reads_passed_checkpoints_and_exercise_tests_from_saved_noteboo
 def test_progress_dates_only_what_the_learner_saved_or_checked(tmp_path, monkeypatch, capsys):
     """A chapter never opened shows no "[notebook saved ...]": its file's time is only when the
     sync copied it (first copy, an update, an earlier sync's copy); one the learner saved does."""
-    course, mine = _three_chapters(tmp_path, monkeypatch, "checkpoint('{number}.1', 'x')")
+    course, mine = _three_chapters(tmp_path, "checkpoint('{number}.1', 'x')")
     chapters = course / "chapters"
     monkeypatch.setattr(progress, "course_notebooks", lambda: workspace.course_notebooks(course))
     assert progress.progress(mine)["as_of"] == {}
@@ -95,11 +94,10 @@ class _CellRun:
         self.success = success
 
 
-def test_progress_reads_the_copy_fetched_in_the_workspaces_language(tmp_path, monkeypatch):
+def test_progress_reads_the_copy_fetched_in_the_workspaces_language(tmp_path):
     """A Chinese learner fetches <exercise>-zh (grader/exercises.py): that copy is the one read."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     mine = tmp_path / "ws"
-    workspace.sync(mine, ROOT, "zh")
+    workspace.sync(mine, ROOT, "zh", exchange=tmp_path / "exchange")
     exercise = next(n for n in workspace.course_notebooks(ROOT, "zh") if "exercises/" in n)
     stem = Path(exercise).stem
     fetched = mine / f"{stem}-zh" / f"{stem}-zh.ipynb"
@@ -113,9 +111,8 @@ def test_progress_follows_the_checks_last_run_not_the_saved_outputs(tmp_path, mo
     """A checkpoint that passes and a Validate run whose test cells all pass count at once,
     though the saved notebooks still show the last Run All's failures; a later failing run
     counts too; records that are not the course's are ignored."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     mine = tmp_path / "ws"
-    workspace.sync(mine, ROOT)
+    workspace.sync(mine, ROOT, exchange=tmp_path / "exchange")
     chapter = nbformat.read(mine / "01_symbolic_tracing.ipynb", as_version=4)
     first_id = progress.CHECKPOINT.search(
         next(c.source for c in chapter.cells if progress.CHECKPOINT.search(c.source))

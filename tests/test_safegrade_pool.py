@@ -79,7 +79,6 @@ def test_the_early_start_looks_where_the_course_layout_puts_submissions(tmp_path
     from grader.safegrade.__main__ import something_submitted
 
     (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
-    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
     monkeypatch.chdir(tmp_path)
     submitted = Course.configured(tmp_path).submitted
     assert submitted == tmp_path / "data" / "submitted"
@@ -93,7 +92,6 @@ def test_something_submitted_reads_folder_names_of_the_selection(tmp_path, monke
     from grader.safegrade.__main__ import something_submitted
 
     (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
-    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
     submitted = "data/submitted"
     monkeypatch.chdir(tmp_path)
     assert not something_submitted("*", "*", [])
@@ -126,7 +124,6 @@ def test_sandboxes_start_early_only_with_something_submitted(submitted, tmp_path
     monkeypatch.setattr(Pool, "early", lambda size: started.append(Early()) or started[-1])
     monkeypatch.setattr(batch, "autograde", lambda *args: handed.append(args[-1]) or 0)
     (tmp_path / "course.json").write_text('{"course_id": "c", "classdata": "data"}')
-    monkeypatch.delenv("FXCOURSE_CLASSDATA", raising=False)
     monkeypatch.chdir(tmp_path)
     if submitted:
         (tmp_path / "data/submitted/ann/ex1").mkdir(parents=True)

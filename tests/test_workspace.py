@@ -51,8 +51,7 @@ def _edit(path: Path, index: int, source: str) -> None:
     nbformat.write(notebook, path)
 
 
-def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_path, monkeypatch):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_path):
     course, mine = tmp_path / "course", tmp_path / "workspace"
     chapters = course / "chapters"
     _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
@@ -103,13 +102,12 @@ def test_sync_updates_what_was_only_opened_and_merges_into_what_was_edited(tmp_p
     assert _sources(mine / "03_c.ipynb") == ["c = 2", "c"]
 
 
-def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_path, monkeypatch):
+def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_path):
     """JupyterLab's "File Changed: Overwrite" writes back the copy it had open before the sync
     (as an edited or an only-opened notebook); the next sync finds the update missing from it
     and delivers it again; once it is in the copy, syncs say nothing more. (A learner's edit
     after the Overwrite that collides with the update keeps their cell, as any collision does;
     only the course's version beside it is not made again.)"""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     course, mine = tmp_path / "course", tmp_path / "workspace"
     chapters = course / "chapters"
     _write_chapter(chapters, "01_a.ipynb", "a = 1", "a")
@@ -137,10 +135,9 @@ def test_an_update_overwritten_by_an_open_lab_comes_back_at_the_next_sync(tmp_pa
     assert not list((mine / workspace.PENDING).rglob("*.ipynb"))
 
 
-def _three_chapters(tmp_path: Path, monkeypatch, source: str) -> tuple[Path, Path]:
+def _three_chapters(tmp_path: Path, source: str) -> tuple[Path, Path]:
     """A course of three one-cell chapters (`source` with the chapter's {letter} and {number})
     and a workspace synced from it."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
     course, mine = tmp_path / "course", tmp_path / "workspace"
     for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
         text = source.format(letter=name[3], number=name[1])
@@ -149,12 +146,12 @@ def _three_chapters(tmp_path: Path, monkeypatch, source: str) -> tuple[Path, Pat
     return course, mine
 
 
-def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeypatch):
+def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path):
     """Open in the lab `make lab` started: the update is staged for it (the lab merges it into
     the open document, tests/test_lab_updates.py). Open in another lab: left alone and named,
     with the lab's address. Closed: updated on disk. A later sync, the notebook closed, brings a
     staged update in on disk (and forgets the staged copy)."""
-    course, mine = _three_chapters(tmp_path, monkeypatch, "{letter} = 1")
+    course, mine = _three_chapters(tmp_path, "{letter} = 1")
     chapters = course / "chapters"
     before = {name: (mine / name).read_bytes() for name in ("01_a.ipynb", "02_b.ipynb")}
     for name in ("01_a.ipynb", "02_b.ipynb", "03_c.ipynb"):
@@ -194,13 +191,10 @@ def test_a_notebook_open_in_a_lab_is_never_written_by_the_sync(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(
-    tmp_path, monkeypatch, language
-):
+def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(tmp_path, language):
     """...and name the assignment to fetch: the exercise in its language (ex1_sigmoid_to_tanh-zh
     in Chinese, grader/exercises.py)."""
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
-    workspace.sync(tmp_path / "ws", ROOT, language)
+    workspace.sync(tmp_path / "ws", ROOT, language, exchange=tmp_path / "exchange")
     found = workspace.course_notebooks(ROOT, language)
     exercises = [n for n in found if n.startswith("exercises/")]
     # every exercise of solutions/ is there (none at all would leave nothing to check)
@@ -215,10 +209,7 @@ def test_exercise_copies_say_that_the_fetched_copy_is_the_one_submitted(
         assert f"`{exercise}/{exercise}.ipynb`" in note
 
 
-def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(
-    tmp_path, monkeypatch
-):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched(tmp_path):
     course, mine = tmp_path / "course", tmp_path / "workspace"
     _write_chapter(course / "chapters", "01_a.ipynb", "a = 1")
     _write_chapter(course / "chapters", "02_b.ipynb", "b = 1")
@@ -234,10 +225,9 @@ def test_a_copy_from_an_earlier_sync_is_updated_when_its_hash_shows_it_untouched
     assert _learners_sources(mine / "02_b.ipynb") == ["b = 'mine'"]
 
 
-def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path, monkeypatch):
+def test_sync_points_nbgrader_at_the_exchange_and_creates_it(tmp_path):
     exchange = tmp_path / "shared" / "exchange"
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(exchange))
-    workspace.sync(tmp_path / "ws", ROOT)
+    workspace.sync(tmp_path / "ws", ROOT, exchange=exchange)
     assert exchange.is_dir() and exchange.stat().st_mode & 0o777 == 0o777
     config = (tmp_path / "ws" / "nbgrader_config.py").read_text()
     assert f"c.Exchange.root = {str(exchange)!r}" in config
@@ -257,10 +247,9 @@ def test_the_default_workspace_is_ignored_by_git():
         assert ignored.returncode == 0, f"{path} is not git-ignored"
 
 
-def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path, monkeypatch):
-    monkeypatch.setenv("FXCOURSE_EXCHANGE", str(tmp_path / "exchange"))
+def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_path):
     mine = tmp_path / "ws-zh"
-    workspace.sync(mine, ROOT, language="zh")
+    workspace.sync(mine, ROOT, language="zh", exchange=tmp_path / "exchange")
     chapter = nbformat.read(mine / "02_fx_ir.ipynb", as_version=4)
     assert chapter.cells[0].source.startswith("# 第 2 章")
     assert (
@@ -274,7 +263,7 @@ def test_a_chinese_workspace_gets_the_chinese_chapters_and_lab_interface(tmp_pat
     assert "不会被提交" in note and "ex1_sigmoid_to_tanh/ex1_sigmoid_to_tanh.ipynb" in note
     setting = mine / workspace.LAB_SETTINGS / "@jupyterlab/translation-extension"
     assert json.loads((setting / "plugin.jupyterlab-settings").read_text()) == {"locale": "zh_CN"}
-    workspace.sync(tmp_path / "ws-en", ROOT)
+    workspace.sync(tmp_path / "ws-en", ROOT, exchange=tmp_path / "exchange")
     assert not (tmp_path / "ws-en" / workspace.LAB_SETTINGS).exists()
 
 
