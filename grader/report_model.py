@@ -95,7 +95,7 @@ def tryits(row: Row) -> str:
 
 
 def tryits_sort(row: Row) -> int:
-    return tryits_passed(row.progress, row.s.student) if tryits(row) else -1
+    return tryits_passed(row.progress, row.s.student) if row.s.student in row.progress else -1
 
 
 LEARNER_COLUMNS = [

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -39,6 +40,8 @@ WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
 ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
 TRYITS = course_tryits()  # try-it id -> its chapter
+# how many try-its each chapter has: a learner's copy that lost a try-it's cells has not passed it
+PER_CHAPTER = Counter(TRYITS.values())
 
 
 def learners(unix_group: str) -> list[str]:
@@ -132,12 +135,6 @@ def as_of_note(row: dict, name: str) -> str:
     return f"<br><small>{html.escape(f'{kind} {when[:10]} {when[11:16]} UTC')}</small>"
 
 
-def in_chapter(chapter: str) -> int:
-    """How many try-its the course's chapter has (a learner's copy that lost a try-it's cells has
-    not passed it)."""
-    return sum(name == chapter.removesuffix(".ipynb") for name in TRYITS.values())
-
-
 def booleans(chapter: str, marks: dict | None) -> dict[str, bool] | None:
     """A chapter's try-it marks with the course's own ids of that chapter only (a learner's
     process could claim any id: one of 5,000 digits broke the class report)."""
@@ -159,8 +156,8 @@ def page(rows: dict[str, dict | str]) -> str:
         else:
             for name in CHAPTERS:
                 marks = row["tryits"][name]
-                passed = None if marks is None else sum(marks.values())
-                shown = "unreadable" if marks is None else f"{passed}/{in_chapter(name)}"
+                total = PER_CHAPTER[name.removesuffix(".ipynb")]
+                shown = "unreadable" if marks is None else f"{sum(marks.values())}/{total}"
                 cells += f"<td>{shown}{as_of_note(row, name)}</td>"
             cells += "".join(
                 f"<td>{html.escape(row['exercises'].get(name, 'not opened'))}"

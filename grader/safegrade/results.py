@@ -142,9 +142,8 @@ def regraded_since(result_file: Path) -> bool:
     """Whether the submission was graded again after its result file was written: make
     autograde writes the tests' record before the result file, so a newer record is a later
     grading that wrote no result file (the formgrader's button, plain nbgrader)."""
-    record = result_file.parent.parent / ".tests" / result_file.parent.name / result_file.name
     try:
-        return record.stat().st_mtime_ns > result_file.stat().st_mtime_ns
+        return tests_record(result_file).stat().st_mtime_ns > result_file.stat().st_mtime_ns
     except OSError:
         return False
 
@@ -277,13 +276,13 @@ def result_path(course, student: str, assignment: str) -> Path:
 
 
 def tests_path(course, student: str, assignment: str) -> Path:
-    """Where the grading process records a submission's tests (a folder no assignment has)."""
-    return (
-        result_path(course, student, assignment).parent.parent
-        / ".tests"
-        / assignment
-        / (f"{student}.json")
-    )
+    return tests_record(result_path(course, student, assignment))
+
+
+def tests_record(result_file: Path) -> Path:
+    """Where the grading process records the tests of the submission whose result file is
+    <results>/<assignment>/<student>.json: <results>/.tests/ (a folder no assignment has)."""
+    return result_file.parent.parent / ".tests" / result_file.parent.name / result_file.name
 
 
 def recorded(results: Path, student: str, assignment: str) -> SubmissionResult | None:
@@ -293,7 +292,7 @@ def recorded(results: Path, student: str, assignment: str) -> SubmissionResult |
     None."""
     result_file = results / assignment / f"{student}.json"
     found = None if regraded_since(result_file) else load(result_file)
-    tests = load_tests(results / ".tests" / assignment / f"{student}.json")
+    tests = load_tests(tests_record(result_file))
     if tests is None or (found is not None and found.status != GRADED):
         return found
     if found is not None:
