@@ -1,6 +1,6 @@
 """What a checkpoint inspects beside a case's outputs: hooks and overridden forwards, a fold's
 layers computed from their weights by hand, whether state stayed, a rounding tolerance, which
-modules and nodes a run computed, a `None` that reached an op."""
+modules and nodes a run computed, modules swapped during a run, a `None` that reached an op."""
 
 from __future__ import annotations
 
@@ -165,6 +165,31 @@ def modules_run() -> Iterator[list[str]]:
         yield ran
     finally:
         handle.remove()
+
+
+@contextlib.contextmanager
+def modules_swapped() -> Iterator[list[str]]:
+    """A list that fills, inside the block, with the name of every submodule that any module
+    has set, replaced or deleted: an answer that swaps a module in for a run and puts it back
+    leaves its module as it found it, and only this list tells."""
+    swapped: list[str] = []
+    set_attr, del_attr = nn.Module.__setattr__, nn.Module.__delattr__
+
+    def setting(module, name, value):
+        if isinstance(value, nn.Module) or name in module._modules:
+            swapped.append(name)
+        set_attr(module, name, value)
+
+    def deleting(module, name):
+        if name in module._modules:
+            swapped.append(name)
+        del_attr(module, name)
+
+    nn.Module.__setattr__, nn.Module.__delattr__ = setting, deleting
+    try:
+        yield swapped
+    finally:
+        nn.Module.__setattr__, nn.Module.__delattr__ = set_attr, del_attr
 
 
 def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:

@@ -86,6 +86,97 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "1.1 rows differenced in float32, cast back to x's dtype (red team redA)": """
+def row_steps(x):
+    return (x[1:].float() - x[:-1].float()).to(x.dtype)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "1.2 torch._assert guards written by hand, not concrete_args (red team redA)": """
+def gelu_guarded(x, act, scale=None):
+    torch._assert(act == "gelu", "act")
+    torch._assert(scale is None, "scale")
+    return F.gelu(x)
+
+
+plain_gelu = fx.symbolic_trace(gelu_guarded, concrete_args={"scale": None})
+""",
+    "2.1 nodes nothing reads listed with None (red team redA)": """
+def last_reader(gm):
+    found = {node.name: None for node in gm.graph.nodes}
+    for node in gm.graph.nodes:
+        for read in node.all_input_nodes:
+            found[read.name] = node.name
+    return found
+""",
+    "2.2 a leaf counted used when its name starts with a used one, no dot (red team redA)": """
+def unused_modules(gm):
+    used = [
+        n.target if n.op == "call_module" else n.target.rpartition(".")[0]
+        for n in gm.graph.nodes
+        if n.op in ("call_module", "get_attr")
+    ]
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name in leaves if not any(name.startswith(u) for u in used))
+""",
+    "2.2 a get_attr's owner taken as the first part of its path (red team redA)": """
+def unused_modules(gm):
+    used = {n.target for n in gm.graph.nodes if n.op == "call_module"}
+    used |= {n.target.split(".")[0] for n in gm.graph.nodes if n.op == "get_attr"}
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(
+        name for name in leaves if not any(name == u or name.startswith(u + ".") for u in used)
+    )
+""",
+    "2.2 containers whose leaves are all unused listed too (red team redA)": """
+def unused_modules(gm):
+    used = {n.target for n in gm.graph.nodes if n.op == "call_module"}
+    used |= {n.target.rpartition(".")[0] for n in gm.graph.nodes if n.op == "get_attr"}
+
+    def related(name, other):
+        return name == other or name.startswith(other + ".") or other.startswith(name + ".")
+
+    names = [name for name, _ in gm.named_modules() if name]
+    return sorted(name for name in names if not any(related(name, u) for u in used))
+""",
+    "2.5 a keyword bound of 0 lost to `or` (red team redA)": """
+def clamp_bounds(gm):
+    found = []
+    for node in gm.graph.nodes:
+        if (node.op, node.target) in (("call_function", torch.clamp), ("call_method", "clamp")):
+            given = [*node.args[1:], None, None]
+            found.append((node.kwargs.get("min") or given[0], node.kwargs.get("max") or given[1]))
+    return found
+""",
+    "5.1 nn.Identity swapped into gm for the run, then put back (red team redA)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def run(self, *args, **kwargs):
+        parent, _, name = self.skip.rpartition(".")
+        owner = self.module.get_submodule(parent)
+        kept = getattr(owner, name)
+        setattr(owner, name, nn.Identity())
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            setattr(owner, name, kept)
+""",
+    "5.4 a placeholder the output does not need is skipped too (red team redA)": """
+def run_from(gm, known, *inputs):
+    needed, stack = set(), [gm.graph.output_node()]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+    env = {node: known[node.name] for node in gm.graph.nodes if node.name in known}
+    env.update({node: None for node in gm.graph.nodes if node not in needed and node not in env})
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
     "1.1 forward swapped for the loop on an identity graph": """
 traced_row_steps = fx.symbolic_trace(lambda x: x)
 traced_row_steps.forward = row_steps_loop
@@ -248,6 +339,49 @@ def run_from(gm, known, *inputs):
 }
 
 HONEST = {
+    "1.2 a Tracer's trace with concrete_args, wrapped in a GraphModule (red team redA)": """
+tracer = fx.Tracer()
+plain_gelu = fx.GraphModule(
+    nn.Module(), tracer.trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
+)
+""",
+    "1.1 a row minus the row before, by roll (red team redA)": """
+def row_steps(x):
+    return (x - x.roll(1, 0))[1:]
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "2.2 used leaves found by identity, through the modules each call reaches (red team redA)": """
+def unused_modules(gm):
+    used = set()
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            used |= {id(m) for m in gm.get_submodule(node.target).modules()}
+        elif node.op == "get_attr":
+            used.add(id(gm.get_submodule(node.target.rpartition(".")[0])))
+    leaves = [(name, m) for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name, m in leaves if id(m) not in used)
+""",
+    "5.4 a loop of its own over the nodes, every placeholder taking its input (red team redA)": """
+def run_from(gm, known, *inputs):
+    needed, stack = set(), [gm.graph.output_node()]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+    runner, given = Interpreter(gm), iter(inputs)
+    env = {node: known[node.name] for node in gm.graph.nodes if node.name in known}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = next(given)
+        elif node in needed and node not in env:
+            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+            if node.op == "output":
+                return args[0]
+            env[node] = getattr(runner, node.op)(node.target, args, kwargs)
+""",
     "3.3 a new GraphModule(gm, gm.graph) drops the unused modules": """
 from torch.fx.passes.shape_prop import ShapeProp
 
