@@ -38,6 +38,7 @@ when the learner clicks "Stuck? Show a reference answer". `show_answer("1.1")` s
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import html
 import json
@@ -128,6 +129,23 @@ def _box(background: str, border: str, body: str) -> str:
 
 
 MIN_CASES = 5
+
+
+@contextlib.contextmanager
+def _without_structured_trace() -> Iterator[None]:
+    """torch's Interpreter writes a node that raised to its structured trace, and the first such
+    write imports torch._dynamo (about 5 s): an answer whose Interpreter run raises would make
+    its checkpoint that slow once per kernel. A checkpoint's runs write no trace."""
+    from torch.fx import interpreter
+
+    kept = interpreter.trace_structured
+    interpreter.trace_structured = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        interpreter.trace_structured = kept
+
+
 _replays: dict[str, int] = {}  # try-it id -> the seed its next checkpoint run uses
 _builders: dict[str, Callable] = {}  # try-it id -> the case builder its checkpoint last used
 
@@ -147,6 +165,8 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self._rewrite: Callable[[str], str] | None = None
 
     def __enter__(self) -> checkpoint:
+        self._no_trace = _without_structured_trace()
+        self._no_trace.__enter__()
         return self
 
     def __call__(self, condition: object, hint: str) -> None:
@@ -209,6 +229,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self.case = case
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._no_trace.__exit__(None, None, None)
         if exc_type is not None and not issubclass(exc_type, Exception):
             return False  # KeyboardInterrupt and friends stop the cell as usual
         if stale := self._stale():

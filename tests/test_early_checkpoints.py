@@ -459,3 +459,23 @@ def test_an_honest_answer_passes(answer, seed, monkeypatch):
 @pytest.mark.parametrize("tryit_id", sorted({answer.split()[0] for answer in WRONG}))
 def test_the_reference_answer_passes_the_runs_the_wrong_ones_fail(tryit_id, seed, monkeypatch):
     assert verdict(tryit_id, "", seed, monkeypatch) is None  # the namespace holds the reference
+
+
+def test_an_interpreter_run_that_raises_in_a_checkpoint_writes_no_structured_trace(monkeypatch):
+    """torch's Interpreter writes a node that raised to its structured trace, whose first write
+    imports torch._dynamo (about 5 s in a kernel): 5.1's checkpoint took 5 s on an answer that
+    returned None. Inside a checkpoint the trace is off, and it is back after the block."""
+    import torch
+    from torch import fx
+    from torch.fx import interpreter
+
+    written = []
+    monkeypatch.setattr(interpreter, "trace_structured", lambda *args, **kwargs: written.append(1))
+    monkeypatch.setattr(tryit, "_display", lambda result: None)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    with tryit.checkpoint("5.1", "a run that raises"):
+        fx.Interpreter(gm).run(None)  # torch.relu(None) raises
+    with pytest.raises(TypeError):
+        fx.Interpreter(gm).run(None)
+    assert len(written) == 1  # only the run outside the checkpoint wrote to the trace
