@@ -129,7 +129,13 @@ class CaseMaker:
         return self.rng.sample(WORDS, count)
 
     def dtype(self, options: Sequence[torch.dtype] = (torch.float32, torch.float64)) -> torch.dtype:
-        return self.choice(options)
+        """One of `options`, each in every run: they follow the case index two cases at a time
+        (float32, float32, float64, float64, ...), out of step with a two-way `each`, which
+        alternates. A coin per case left a run of 6 cases all of one dtype once in 32."""
+        self.choice(options)  # drawn as before, so that the case's later draws stay the same
+        order = list(range(len(options)))
+        random.Random(f"{self.run_seed}:dtype:{options!r}").shuffle(order)
+        return options[order[self.index // 2 % len(options)]]
 
     # --- tensors and modules ---------------------------------------------------------------
     def tensor(self, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0):
