@@ -288,8 +288,8 @@ def course_kernel() -> dict[str, str]:
 def exchange_root(root: Path = ROOT, environ: Mapping[str, str] | None = None) -> Path:
     """The exchange the course at `root` is configured with: $FXCOURSE_EXCHANGE, else its own."""
     environ = os.environ if environ is None else environ
-    if configured := environ.get("FXCOURSE_EXCHANGE"):
-        return Path(configured).resolve()
+    if shared := course_file.shared_exchange(environ):
+        return shared
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"
     return root / course_file.classdata(root, environ) / "exchange"

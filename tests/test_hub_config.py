@@ -27,7 +27,9 @@ from fxcourse import workspace
 from fxcourse.workspace import START_PAGE
 from grader.course import Course
 from grader.hub import classroom, progress_service
-from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings
+from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, Settings
+
+ROLE_CONFIG = Settings.from_environ({}).role_config
 
 ASSIGNMENTS = Course.configured().exercises  # this repository's
 

@@ -14,6 +14,7 @@ import nbformat
 import pytest
 import torch
 
+from grader.course import Course
 from grader.safegrade import (
     checking,
     data,
@@ -480,25 +481,17 @@ def graded_cell(grade_id: str, points: int, *outputs) -> nbformat.NotebookNode:
     return cell
 
 
-class AutogradedCourse:
-    def __init__(self, root: Path):
-        self.autograded_directory, self.root = "autograded", root
-
-    def format_path(self, folder: str, student: str, assignment: str) -> str:
-        return str(self.root / folder / student / assignment)
-
-
 def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_path):
     failed = nbformat.v4.new_output("error", ename="AssertionError", evalue="Not yet: 3 != 4")
     forged = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     stopped = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     cells = [graded_cell("test_a", 2), graded_cell("test_b", 3, failed)]
     cells += [graded_cell("test_c", 5, stopped), graded_cell("test_d", 1, forged)]
-    course = AutogradedCourse(tmp_path)
+    course = Course(tmp_path, "c", Path("."))  # its results: autograded/.safegrade
     # test_c has no record (the submission stopped first); test_d printed "not run" itself
     tests = [results.tested(cell, ran=cell is not cells[2]) for cell in cells]
-    results.save_tests(course, "ann", "hw", tests)
-    got = results.read_result(course, "ann", "hw", [], ["a note"])
+    results.save_tests(course.results, "ann", "hw", tests)
+    got = results.read_result(course.results, "ann", "hw", [], ["a note"])
     assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 11.0)
     assert [(t.name, t.points, t.max_points, t.status) for t in got.tests] == [
         ("test_a", 2.0, 2.0, results.PASSED),
@@ -508,7 +501,8 @@ def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_
     ]
     assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
     assert got.reason.startswith("2/11: 3 of 4 tests failed: test_b: AssertionError")
-    path = results.result_path(course, "ann", "hw")
+    path = results.result_path(course.results, "ann", "hw")
+    assert path == tmp_path / "autograded" / ".safegrade" / "hw" / "ann.json"
     plain = results.recorded(path.parent.parent, "ann", "hw")  # graded without make autograde
     assert (plain.status, plain.score, plain.tests) == (results.GRADED, 2.0, tests)
     results.save(got, path)
@@ -519,7 +513,7 @@ def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_
     assert failure.max_score == 11.0 and "the grader failed" in failure.reason
     results.save(failure, path)
     assert json.loads(path.read_text())["score"] is None  # never a 0 the submission did not earn
-    unreadable = results.read_result(course, "ann", "hw", ["NotJSONError: bad"], [])
+    unreadable = results.read_result(course.results, "ann", "hw", ["NotJSONError: bad"], [])
     assert (unreadable.status, unreadable.score, unreadable.tests) == (results.NOT_GRADABLE, 0, [])
 
 

@@ -29,7 +29,6 @@ from grader.hub.settings import (
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
     PROXY_PID_FILE,
-    ROLE_CONFIG,
     Settings,
 )
 
@@ -117,7 +116,9 @@ def configure_role(spawner):
     it before the server starts)."""
     groups = {group.name for group in spawner.user.groups}
     role = INSTRUCTORS_GROUP if INSTRUCTORS_GROUP in groups else LEARNERS_GROUP
-    environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in ROLE_CONFIG[role])}
+    environment = {
+        "JUPYTER_CONFIG_PATH": ":".join(str(path) for path in deployment.role_config[role])
+    }
     home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
     if role == INSTRUCTORS_GROUP:
         environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)

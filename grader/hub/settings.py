@@ -26,23 +26,14 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.course import settings as course_settings
+from grader.course import Course
 
 HUB_DIR = Path(__file__).resolve().parent
-REPO = HUB_DIR.parents[1]
-COURSE_ID = course_settings(REPO)["course_id"]  # course.json's
 LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
 PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
-# Per-role Jupyter configuration: the folders the hub puts on each server's JUPYTER_CONFIG_PATH,
-# first the one that wins. Learners get `make lab`'s learner configuration too (env/).
-_COMMON = HUB_DIR / "jupyter" / "common"
-ROLE_CONFIG = {
-    LEARNERS_GROUP: [HUB_DIR / "jupyter" / "learner", REPO / "env" / "jupyter-learner", _COMMON],
-    INSTRUCTORS_GROUP: [HUB_DIR / "jupyter" / "instructor", _COMMON],
-}
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -68,10 +59,14 @@ class Settings:
     mem_limit: str = "2G"
     cpu_limit: float = 1.0
     cull_idle_s: int = 3600
+    course: Course = field(default_factory=Course.configured)  # the checkout the hub runs
 
     @classmethod
-    def from_environ(cls, environ: os._Environ | dict | None = None) -> Settings:
+    def from_environ(
+        cls, environ: os._Environ | dict | None = None, course: Course | None = None
+    ) -> Settings:
         env = os.environ if environ is None else environ
+        course = course or Course.configured(environ=env)
         settings = cls(
             learners=_names(env.get("FXHUB_LEARNERS", "fx-learner1,fx-learner2,fx-learner3")),
             instructors=_names(env.get("FXHUB_INSTRUCTORS", "fx-instructor")),
@@ -81,15 +76,16 @@ class Settings:
             proxy_api_port=int(env.get("FXHUB_PROXY_API_PORT", "8001")),
             progress_port=int(env.get("FXHUB_PROGRESS_PORT", "8002")),
             report_port=int(env.get("FXHUB_REPORT_PORT", "8003")),
-            state_dir=Path(env.get("FXHUB_STATE_DIR", f"/srv/{COURSE_ID}/hub")),
+            state_dir=Path(env.get("FXHUB_STATE_DIR", f"/srv/{course.course_id}/hub")),
             exchange_root=Path(env.get("FXHUB_EXCHANGE_ROOT", "/srv/nbgrader/exchange")),
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),
-            course_folder=env.get("FXHUB_COURSE_FOLDER", COURSE_ID),
+            course_folder=env.get("FXHUB_COURSE_FOLDER", course.course_id),
             venv=Path(env.get("FXHUB_VENV", sys.prefix)).absolute(),
             learners_unix_group=env.get("FXHUB_LEARNERS_UNIX_GROUP", "fx-learners"),
             mem_limit=env.get("FXHUB_MEM_LIMIT", "2G"),
             cpu_limit=float(env.get("FXHUB_CPU_LIMIT", "1")),
             cull_idle_s=int(env.get("FXHUB_CULL_IDLE_S", "3600")),
+            course=course,
         )
         settings.check()
         return settings
@@ -104,8 +100,10 @@ class Settings:
         for path in (self.state_dir, self.exchange_root, self.home_root):
             if not path.is_absolute():
                 raise ValueError(f"{path}: the hub's folders must be absolute paths")
-            if path.resolve().is_relative_to(REPO):
-                raise ValueError(f"{path} is inside the checkout {REPO}: put it outside")
+            if path.resolve().is_relative_to(self.course.root):
+                raise ValueError(
+                    f"{path} is inside the checkout {self.course.root}: put it outside"
+                )
 
     @property
     def accounts(self) -> tuple[str, ...]:
@@ -114,3 +112,15 @@ class Settings:
     @property
     def url(self) -> str:
         return f"http://{self.ip}:{self.port}/"
+
+    @property
+    def role_config(self) -> dict[str, list[Path]]:
+        """Per-role Jupyter configuration: the folders the hub puts on each server's
+        JUPYTER_CONFIG_PATH, first the one that wins. Learners get `make lab`'s learner
+        configuration too (the course's env/)."""
+        common = HUB_DIR / "jupyter" / "common"
+        learner = self.course.root / "env" / "jupyter-learner"
+        return {
+            LEARNERS_GROUP: [HUB_DIR / "jupyter" / "learner", learner, common],
+            INSTRUCTORS_GROUP: [HUB_DIR / "jupyter" / "instructor", common],
+        }

@@ -170,7 +170,7 @@ def frame_and_gc_walk() -> str:
 
 def checks_reader(course: Path) -> str:
     """An answer that looks for the hidden checks' file on every path it can reach."""
-    checks = course / "source" / ASSIGNMENT / "checks.py"
+    checks = course / "solutions" / ASSIGNMENT / "checks.py"
     return (
         "import glob, os\n\n\ndef add_all(xs):\n"
         "    found = glob.glob('/opt/**/*.py', recursive=True)\n"
@@ -238,8 +238,8 @@ def cheating_cases(course: Path) -> list[Case]:
 def isolation_case(course: Path, port: int) -> Case:
     """Every probe prints `<label> blocked: <why>` or `<label> SUCCEEDED`."""
     paths = {
-        "read-checks": course / "source" / ASSIGNMENT / "checks.py",
-        "read-source": course / "source" / ASSIGNMENT / NOTEBOOK,
+        "read-checks": course / "solutions" / ASSIGNMENT / "checks.py",
+        "read-source": course / "solutions" / ASSIGNMENT / NOTEBOOK,
         "read-sibling": course / "submitted" / "correct" / ASSIGNMENT / NOTEBOOK,
         "read-gradebook": course / "gradebook.db",
     }
@@ -428,7 +428,7 @@ def file_cases(course: Path) -> list[Case]:
             "symlinks_to_the_checks",
             {
                 NOTEBOOK: json.dumps(with_answer(reads_secret)).encode(),
-                "secret.txt": ("symlink", str(course / "source" / ASSIGNMENT / "checks.py")),
+                "secret.txt": ("symlink", str(course / "solutions" / ASSIGNMENT / "checks.py")),
                 "gradebook.db": ("symlink", str(course / "gradebook.db")),
             },
             0,
