@@ -1,6 +1,9 @@
 """The grader package's shape: layers that only point down (safegrade, the sandbox; intake; the
 grader's own modules; hub; tools), no import circle among its modules, none too long to read,
-and every limit of the grader in one Configurable that each layer reads."""
+and every limit of the grader in one Configurable that each layer reads. Between the top
+folders too: the learner's package (fxcourse) imports neither the author's tools (courseware)
+nor the grader, courseware imports no grader, and the grader imports fxcourse and courseware
+only where it is listed here."""
 
 from __future__ import annotations
 
@@ -15,14 +18,14 @@ GRADER = ROOT / "grader"
 MAX_LINES = 350
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path, known: set[str]) -> set[str]:
-    """The grader modules `path` imports, at its top or inside a function."""
-    name, found = module_name(path), set()
+def imported_modules(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
+    """The `known` modules `path` imports, at its top or inside a function."""
+    name, found = module_name(path, root), set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -39,10 +42,11 @@ def imported_modules(path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    paths = sorted(GRADER.rglob("*.py"))
-    known = {module_name(path) for path in paths}
-    return {module_name(path): imported_modules(path, known) for path in paths}
+def import_graph(packages: tuple[str, ...] = ("grader",), root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the modules of `packages` it imports, for every module of `packages`."""
+    paths = sorted(path for package in packages for path in (root / package).rglob("*.py"))
+    known = {module_name(path, root) for path in paths}
+    return {module_name(path, root): imported_modules(path, known, root) for path in paths}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str]:
@@ -175,3 +179,85 @@ def test_the_limits_command_lists_every_limit(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert re.search(r"budget\s+33 s\s+configurable", out), out
     assert re.search(r"zip_entries\s+50000\s+fixed", out), out
+
+
+# The top folders, bottom up: the learner's package, the author's tools, the grader.
+PACKAGES = ("fxcourse", "courseware", "grader")
+# Every import of a lower top folder by the grader, as the grader needs them today: a new one is
+# a decision, made here, not a slip.
+GRADER_USES_BELOW = {
+    "grader.course -> fxcourse",
+    "grader.course -> fxcourse.course_file",
+    "grader.exercises -> courseware.i18n",
+    "grader.exercises -> fxcourse",
+    "grader.exercises -> fxcourse.languages",
+    "grader.exercises -> fxcourse.results",
+    "grader.hub.jupyterhub_config -> fxcourse.workspace",
+    "grader.hub.progress_service -> fxcourse.workspace",
+    "grader.instructor -> courseware.notebooks",
+    "grader.instructor -> fxcourse.stamps",
+    "grader.report_model -> fxcourse.tryit",
+    "grader.safegrade.assignments -> fxcourse",
+    "grader.safegrade.assignments -> fxcourse.languages",
+    "grader.safegrade.preprocessors -> courseware.i18n",
+    "grader.tools.sizing -> fxcourse.workspace",
+}
+
+
+def top_of(module: str) -> int:
+    return PACKAGES.index(module.split(".")[0])
+
+
+def imports_between_top_folders(graph: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """(upward, unlisted): imports of a higher top folder (fxcourse -> courseware, anything ->
+    grader, ...), and the grader's imports of a lower one that GRADER_USES_BELOW does not list."""
+    crossing = [
+        (module, target)
+        for module, targets in graph.items()
+        for target in targets
+        if top_of(target) != top_of(module)
+    ]
+    upward = sorted(f"{m} -> {t}" for m, t in crossing if top_of(t) > top_of(m))
+    down = {f"{m} -> {t}" for m, t in crossing if top_of(t) < top_of(m) and m.startswith("grader")}
+    return upward, sorted(down - GRADER_USES_BELOW)
+
+
+def test_the_top_folders_import_only_downward_and_the_grader_only_where_listed():
+    graph = import_graph(PACKAGES)
+    assert {top_of(module) for module in graph} == set(range(len(PACKAGES)))
+    upward, unlisted = imports_between_top_folders(graph)
+    assert upward == [], "the learner's package or the author's tools import a higher folder"
+    assert unlisted == [], "new imports of fxcourse/courseware by the grader: list them"
+    crossing = {
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if module.startswith("grader") and not target.startswith("grader")
+    }
+    assert crossing == GRADER_USES_BELOW, "a listed import is gone: take it off the list"
+
+
+def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
+    """The walker and the check on files of their own: the learner's package importing the
+    grader (at the top) or the author's tools (inside a function), the author's tools importing
+    the grader, and the grader reaching for an unlisted learner module are each caught."""
+    files = {
+        "fxcourse/__init__.py": "",
+        "fxcourse/tryit.py": "from grader.course import Course\n",
+        "fxcourse/cases.py": "def f():\n    from courseware import i18n\n",
+        "courseware/__init__.py": "",
+        "courseware/i18n.py": "import grader.report\nimport fxcourse.cases\n",
+        "grader/course.py": "",
+        "grader/report.py": "from fxcourse import cases\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    upward, unlisted = imports_between_top_folders(import_graph(PACKAGES, tmp_path))
+    assert upward == [
+        "courseware.i18n -> grader.report",
+        "fxcourse.cases -> courseware",
+        "fxcourse.cases -> courseware.i18n",
+        "fxcourse.tryit -> grader.course",
+    ]
+    assert unlisted == ["grader.report -> fxcourse", "grader.report -> fxcourse.cases"]
