@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 from pathlib import Path
 
+from fxcourse.validate import ValidateLimits
+from fxcourse.workspace import NBGRADER_CONFIG
 from grader.safegrade.limits import LIMITS, GradingLimits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,13 +165,30 @@ def test_layers_that_handle_the_same_thing_read_the_same_limit():
     assert LIMITS.records_bytes >= LIMITS.frame_bytes  # a submission may send one whole frame
     assert LIMITS.file_cap("a.ipynb") == LIMITS.notebook_bytes
     assert LIMITS.file_cap("data.csv") == LIMITS.file_bytes
-    # a learner's Validate is never stricter than the grader (fxcourse/workspace.py writes it)
-    workspace = (ROOT / "fxcourse" / "workspace.py").read_text()
-    validate = float(re.search(r"^c\.Execute\.timeout = (\d+)", workspace, re.M)[1])
-    assert validate == LIMITS.validate_timeout >= LIMITS.cell_timeout
-    # nor one run in the course's chapters/exercises/ (an instructor's, the tests')
-    here = (ROOT / "chapters" / "exercises" / "nbgrader_config.py").read_text()
-    assert float(re.search(r"^c\.Execute\.timeout = (\d+)", here, re.M)[1]) == validate
+    # a learner's Validate is never stricter than the grader (fxcourse/validate.py declares it)
+    assert ValidateLimits().cell_timeout >= LIMITS.cell_timeout
+
+
+def test_every_validate_reads_the_one_validate_timeout(tmp_path):
+    """A learner's workspace, the student edition and the course's chapters/exercises/ (an
+    instructor's Validate, the tests') give nbgrader fxcourse.validate's timeout, and none
+    writes a number of its own."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from fxcourse.workspace import write_nbgrader_config
+
+    write_nbgrader_config(tmp_path, tmp_path / "exchange", "c1")
+    edition = ROOT / "env" / "student-edition"
+    (tmp_path / "edition").mkdir()
+    shutil.copy(edition / "nbgrader_config.py", tmp_path / "edition")
+    shutil.copy(ROOT / "course.json", tmp_path / "edition")
+    exercises = ROOT / "chapters" / "exercises"
+    for folder in (tmp_path, tmp_path / "edition", exercises):
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+        assert config.Execute.timeout == ValidateLimits().cell_timeout, folder
+    for path in (edition / "nbgrader_config.py", exercises / "nbgrader_config.py"):
+        assert "Execute.timeout" not in path.read_text(), path
+    assert not re.search(r"Execute\.timeout = \d", NBGRADER_CONFIG)
 
 
 def test_the_limits_command_lists_every_limit(capsys, monkeypatch):

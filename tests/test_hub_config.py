@@ -58,6 +58,21 @@ def test_defaults_are_for_one_server_on_loopback():
     assert deployment.venv == Path(sys.prefix)
 
 
+def test_each_learner_servers_limit_is_declared_once_and_the_environment_sets_it():
+    from grader.hub.settings import HubLimits
+
+    defaults = Settings.from_environ({})
+    declared = HubLimits()
+    assert (defaults.mem_limit, defaults.cpu_limit, defaults.cull_idle_s) == (
+        declared.mem_limit, declared.cpu_limit, declared.cull_idle_s,
+    )  # fmt: skip
+    given = {"FXHUB_MEM_LIMIT": "3G", "FXHUB_CPU_LIMIT": "0.5", "FXHUB_CULL_IDLE_S": "0"}
+    moved = Settings.from_environ(given)
+    assert (moved.mem_limit, moved.cpu_limit, moved.cull_idle_s) == ("3G", 0.5, 0)
+    with pytest.raises(ValueError):
+        Settings.from_environ({"FXHUB_CPU_LIMIT": "one"})
+
+
 def test_environment_sets_every_deployment_value():
     deployment = Settings.from_environ(
         {"FXHUB_LEARNERS": " ann, ben ,", "FXHUB_IP": "0.0.0.0", "FXHUB_PORT": "443"}

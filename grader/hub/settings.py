@@ -17,23 +17,49 @@ of `make hub`. <course id> is course.json's (fx-course):
     FXHUB_COURSE_FOLDER   the course folder in an instructor's home  <course id>
     FXHUB_VENV            the environment every server runs   the one running the hub
     FXHUB_LEARNERS_UNIX_GROUP  the system group whose members may log in as learners  fx-learners
-    FXHUB_MEM_LIMIT       memory of each learner's server and its kernels (cgroups)  2G
-    FXHUB_CPU_LIMIT       CPUs of each learner's server and its kernels (cgroups)    1
-    FXHUB_CULL_IDLE_S     stop a server idle this many seconds (0: never)            3600
+    FXHUB_MEM_LIMIT, FXHUB_CPU_LIMIT, FXHUB_CULL_IDLE_S   each learner server's limits: HubLimits
+                          below declares them, with their defaults (2G, 1 CPU, 3600 s)
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from traitlets import Float, Integer, Unicode
+from traitlets.config import Configurable
 
 from grader.course import Course
 
 HUB_DIR = Path(__file__).resolve().parent
 LEARNERS_GROUP, INSTRUCTORS_GROUP = "learners", "instructors"
 PROXY_PID_FILE = "jupyterhub-proxy.pid"  # in the state folder
+LEARNERS_UNIX_GROUP = "fx-learners"  # FXHUB_LEARNERS_UNIX_GROUP's default
+
+
+class HubLimits(Configurable):
+    """The limits of each learner's server on the hub, declared once with their defaults; the
+    deployment's environment sets them (the variable each names), Settings carries them."""
+
+    mem_limit = Unicode("2G", help="Memory of a learner's server and its kernels (cgroups)")
+    mem_limit.tag(config=True, variable="FXHUB_MEM_LIMIT")
+    cpu_limit = Float(1.0, help="CPUs of a learner's server and its kernels (cgroups)")
+    cpu_limit.tag(config=True, variable="FXHUB_CPU_LIMIT")
+    cull_idle_s = Integer(3600, help="Stop a server idle this many seconds (0: never)")
+    cull_idle_s.tag(config=True, variable="FXHUB_CULL_IDLE_S")
+
+    @classmethod
+    def from_environ(cls, env: Mapping[str, str]) -> HubLimits:
+        """The limits the environment sets, the others at their defaults."""
+        traits = cls.class_traits(variable=lambda name: name is not None)
+        return cls(**{
+            name: type(trait.default_value)(env[trait.metadata["variable"]])
+            for name, trait in traits.items()
+            if trait.metadata["variable"] in env
+        })  # fmt: skip
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -55,10 +81,10 @@ class Settings:
     home_root: Path
     course_folder: str
     venv: Path
-    learners_unix_group: str = "fx-learners"
-    mem_limit: str = "2G"
-    cpu_limit: float = 1.0
-    cull_idle_s: int = 3600
+    learners_unix_group: str
+    mem_limit: str
+    cpu_limit: float
+    cull_idle_s: int
     course: Course = field(default_factory=Course.configured)  # the checkout the hub runs
 
     @classmethod
@@ -67,6 +93,7 @@ class Settings:
     ) -> Settings:
         env = os.environ if environ is None else environ
         course = course or Course.configured(environ=env)
+        limits = HubLimits.from_environ(env)
         settings = cls(
             learners=_names(env.get("FXHUB_LEARNERS", "fx-learner1,fx-learner2,fx-learner3")),
             instructors=_names(env.get("FXHUB_INSTRUCTORS", "fx-instructor")),
@@ -81,10 +108,10 @@ class Settings:
             home_root=Path(env.get("FXHUB_HOME_ROOT", "/home")),
             course_folder=env.get("FXHUB_COURSE_FOLDER", course.course_id),
             venv=Path(env.get("FXHUB_VENV", sys.prefix)).absolute(),
-            learners_unix_group=env.get("FXHUB_LEARNERS_UNIX_GROUP", "fx-learners"),
-            mem_limit=env.get("FXHUB_MEM_LIMIT", "2G"),
-            cpu_limit=float(env.get("FXHUB_CPU_LIMIT", "1")),
-            cull_idle_s=int(env.get("FXHUB_CULL_IDLE_S", "3600")),
+            learners_unix_group=env.get("FXHUB_LEARNERS_UNIX_GROUP", LEARNERS_UNIX_GROUP),
+            mem_limit=limits.mem_limit,
+            cpu_limit=limits.cpu_limit,
+            cull_idle_s=limits.cull_idle_s,
             course=course,
         )
         settings.check()
