@@ -2,8 +2,8 @@
 run, declared once, in the learner's package, since the student edition has no grader: the
 workspace's nbgrader settings (fxcourse.workspace), the student edition's and the course's
 chapters/exercises/ all apply it through ``configure``. The grader's layout test holds it at or
-above the grader's own cell_timeout (grader/safegrade/limits.py): Validate warns, it does not
-score, and there the first cell imports torch from cold (about 10 s on a busy hub, more on a
+above the grader's own cell_timeout (grader/safegrade/grading_limits.py): Validate warns, it does
+not score, and there the first cell imports torch from cold (about 10 s on a busy hub, more on a
 shared laptop), which the grader's sandbox has done before any cell runs.
 """
 

@@ -93,7 +93,7 @@ class Course:
 
     @property
     def results(self) -> Path:
-        """The grader's result files: <assignment>/<student>.json (grader/safegrade/results.py)."""
+        """The grader's result files: <assignment>/<student>.json (safegrade/result_files.py)."""
         return self.autograded / ".safegrade"
 
     @property

@@ -17,8 +17,8 @@ from grader.course import SETTINGS, Course
 from grader.exercises import SOURCE
 from grader.intake import class_exchange
 from grader.safegrade.data import inert_text
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import not_graded
+from grader.safegrade.grading_limits import LIMITS
+from grader.safegrade.result_files import not_graded
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this runs from a login shell that never activated the venv (a hub terminal).

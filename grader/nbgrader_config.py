@@ -61,7 +61,7 @@ exercises.configure(c, course.release)
 c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
 # autograde, the formgrader's Autograde button), are declared once, with their defaults, units
-# and help, in grader/safegrade/limits.py (GradingLimits): six are configurable, the others
+# and help, in grader/safegrade/grading_limits.py (GradingLimits): six are configurable, the others
 # fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all. Set one
 # here to change it for the class (or --GradingLimits.<name>=... on a command line):
 # cell_timeout (seconds per cell; nbgrader's Execute.timeout follows it), budget (seconds per

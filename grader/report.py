@@ -4,7 +4,7 @@ late, which test most learners fail and with which message, and each learner's r
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
 Read from the gradebook (nbgrader's Gradebook API) and the grader's typed records
-(grader/safegrade/results.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
+(grader/safegrade/result_files.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
 state (graded, could not be graded, grader failed) and each test's status and the message its
 learner's feedback shows, recorded by the process that graded it; no notebook is read, and the
 tests' own code, hidden or not, never). Writes
@@ -47,8 +47,8 @@ from grader.report_model import (
     test_rows,
 )
 from grader.report_page import CSP, page
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import recorded
+from grader.safegrade.grading_limits import LIMITS
+from grader.safegrade.result_files import recorded
 
 # the report's public names, wherever they are defined
 __all__ = [
@@ -103,7 +103,7 @@ def result_files(course: Course, assignment: str) -> set[str]:
 
 
 def standing(gradebook, course: Course, assignment: str, student: str) -> Submission:
-    """What the gradebook and the grader's record (results.recorded) say of one learner's
+    """What the gradebook and the grader's record (result_files.recorded) say of one learner's
     exercise: the state and reason of the result, each failing test's message."""
     from nbgrader.api import MissingEntry
 

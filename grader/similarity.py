@@ -35,9 +35,9 @@ from pathlib import Path
 from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
 from grader.exercises import SOURCE
 from grader.safegrade.data import inert_text
+from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.jsontext import json_values
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import GRADER_FAILED, load
+from grader.safegrade.result_files import GRADER_FAILED, load
 from grader.similarity_page import page, write_csv
 from grader.similarity_records import Compared, Pair
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fxcourse.validate import ValidateLimits
 from fxcourse.workspace import NBGRADER_CONFIG
-from grader.safegrade.limits import LIMITS, GradingLimits
+from grader.safegrade.grading_limits import LIMITS, GradingLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 GRADER = ROOT / "grader"
@@ -76,7 +76,7 @@ def test_the_cycle_finder_finds_a_circle_and_the_walker_sees_imports():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
-    assert "grader.safegrade.limits" in graph["grader.safegrade.batch"]
+    assert "grader.safegrade.grading_limits" in graph["grader.safegrade.batch"]
     assert "grader.intake" in graph["grader.course_grader"]
     # an import inside a function counts as much as one at the top
     assert "grader.tools.bench" in graph["grader.tools.sizing"]

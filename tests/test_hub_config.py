@@ -225,7 +225,7 @@ def fake_v1(root: Path, writable: bool = True) -> Path:
 
 
 def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
-    from grader.hub.limits import LearnerGroups
+    from grader.hub.learner_cgroups import LearnerGroups
 
     cgroups = LearnerGroups.detect(tmp_path, fake_v1(tmp_path))
     assert cgroups.version == "v1", cgroups.problem
@@ -249,7 +249,7 @@ def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
 
 
 def test_cgroups_v2_and_none_are_told_apart(tmp_path):
-    from grader.hub.limits import LearnerGroups
+    from grader.hub.learner_cgroups import LearnerGroups
 
     (tmp_path / "hub.service").mkdir()
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
@@ -265,7 +265,7 @@ def test_cgroups_v2_and_none_are_told_apart(tmp_path):
 
 def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monkeypatch, tmp_path):
     config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
-    from grader.hub.limits import LimitedSpawner
+    from grader.hub.learner_cgroups import LimitedSpawner
 
     assert config.JupyterHub.spawner_class is LimitedSpawner
     assert config.Spawner.mem_limit == "2G" and config.Spawner.cpu_limit == 1.0

@@ -239,7 +239,7 @@ def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
     much as the caps let through (hostile_cases.memory_cases: record frames of eleven million
     values, a flood of output, notebooks at the size and value caps): the grading process's
     peak grows by no more than the bound make autograde prints."""
-    from grader.safegrade.limits import LIMITS, MiB
+    from grader.safegrade.grading_limits import LIMITS, MiB
 
     runs = {}
     for name, cases in (("honest", []), ("at_the_caps", hostile_cases.memory_cases())):

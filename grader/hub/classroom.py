@@ -220,7 +220,8 @@ WorkingDirectory={repo}
 ExecStart={make} --no-print-directory hub HUB_VENV={hub_venv}
 {environment}Restart=on-failure
 RestartSec=10
-# The hub puts each learner's server into a cgroup of its own, below the service's (limits.py).
+# The hub puts each learner's server into a cgroup of its own, below the service's
+# (grader/hub/learner_cgroups.py).
 Delegate=yes
 # Stopping the service stops the hub, every server and kernel, and the proxy.
 KillMode=control-group

@@ -13,8 +13,8 @@ What this file decides:
 * Before a learner's server starts, the course's chapters are brought into ~/chapters, as
   `make lab` does for its workspace: new chapters copied, course updates merged into the
   learner's copies (fxcourse/workspace.py).
-* Each learner's server, with its kernels, has a memory and a CPU limit (limits.py: cgroups);
-  servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
+* Each learner's server, with its kernels, has a memory and a CPU limit (learner_cgroups.py:
+  cgroups); servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
 """
 
 import asyncio
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from fxcourse.workspace import START_PAGE
-from grader.hub.limits import LearnerGroups, LimitedSpawner
+from grader.hub.learner_cgroups import LearnerGroups, LimitedSpawner
 from grader.hub.settings import (
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,

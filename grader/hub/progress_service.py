@@ -29,7 +29,7 @@ from urllib.parse import urlparse
 
 from fxcourse.workspace import course_notebooks
 from grader.report_model import course_tryits, own_tryits
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 TIME_LIMIT_S = LIMITS.progress_time

@@ -34,10 +34,10 @@ from .data import clean_text, inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
 from .grading_files import results_folder
-from .limits import LIMITS, GradingLimits
+from .grading_limits import LIMITS, GradingLimits
 from .pool import Pool
 from .preprocessors import SandboxExecute
-from .results import (
+from .result_files import (
     NOT_GRADABLE,
     SubmissionResult,
     grader_failed,

@@ -34,7 +34,7 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Instance, List
 
-from . import checking, results, wording
+from . import checking, result_files, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
 from .grading_files import results_folder, secret_file
@@ -135,14 +135,14 @@ class ResilientExecute(Execute):
 def record_tests(config, resources, nb, not_run: set[int]) -> None:
     """Each graded cell's status and message, recorded where its verdict is known: from the
     outputs this process gave it; not run when the submission never reached it (``not_run``:
-    the indexes of such cells), never because of what a message says (results.save_tests)."""
+    the indexes of such cells), never because of what a message says (result_files.save_tests)."""
     info = resources["nbgrader"]
     graded = [
         (k, cell) for k, cell in enumerate(nb.cells)
         if cell.cell_type == "code" and utils.is_grade(cell)
     ]  # fmt: skip
-    tests = [results.tested(cell, k not in not_run) for k, cell in graded]
-    results.save_tests(results_folder(config), info["student"], info["assignment"], tests)
+    tests = [result_files.tested(cell, k not in not_run) for k, cell in graded]
+    result_files.save_tests(results_folder(config), info["student"], info["assignment"], tests)
 
 
 def in_language_of(assignment: str):

@@ -15,7 +15,7 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 
 from .data import clean_text
-from .limits import LIMITS
+from .grading_limits import LIMITS
 from .wording import _
 
 

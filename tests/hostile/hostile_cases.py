@@ -635,7 +635,7 @@ def memory_cases() -> list[Case]:
     """Submissions that send the grading process as much as its caps let through: two record
     frames at the frame cap (eleven million values each) with headers of about the header cap,
     a flood of output in 400 cells of its own, and two notebooks at the size and value caps."""
-    from grader.safegrade.limits import LIMITS
+    from grader.safegrade.grading_limits import LIMITS
 
     text = chr(0x1F600) * (LIMITS.record_header_bytes // 4 - 1000)
     frames = f"TEXT = {text!r}\nFRAME = {(LIMITS.frame_bytes - 4)}\n" + FRAMES_AT_THE_CAPS

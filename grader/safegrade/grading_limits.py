@@ -163,7 +163,7 @@ class GradingLimits(Configurable):
     tensor_bytes = _limit(Integer, 16 * MiB, "bytes", help="One tensor in a probe result.")
     tensor_dims = _limit(Integer, 16, "count", help="Dimensions of one tensor in a probe result.")
     repr_chars = _limit(Integer, 2000, "characters", help="The repr kept of an opaque value.")
-    # the grammar of a graph description a probe sends (safegrade/graphs.py)
+    # the grammar of a graph description a probe sends (safegrade/graph_data.py)
     graph_nodes = _limit(Integer, 500, "count", help="Nodes of one graph description.")
     graph_name_chars = _limit(Integer, 100, "characters", help=(
         "A node's name or a placeholder's target."

@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from .data import clean_text
-from .limits import LIMITS
+from .grading_limits import LIMITS
 
 
 class State(StrEnum):
