@@ -213,6 +213,7 @@ GRADER_USES_BELOW = {
     "grader.exercises -> fxcourse.languages",
     "grader.exercises -> fxcourse.results",
     "grader.hub.jupyterhub_config -> fxcourse.workspace",
+    "grader.hub.progress_service -> fxcourse.progress",
     "grader.hub.progress_service -> fxcourse.workspace",
     "grader.instructor -> courseware.notebooks",
     "grader.instructor -> fxcourse.stamps",
