@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from grader.course import REPOSITORY, Course
+from grader.course import Course
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
@@ -226,15 +226,13 @@ def build(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
-    )
+    parser.add_argument("--course", type=Path, help="course root (default: this repository)")
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
     parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
-    course = Course.configured(args.course.resolve())
+    course = Course.configured(args.course.resolve()) if args.course else Course.configured()
     if not course.gradebook.exists():
         print(
             f"report: no gradebook at {course.gradebook}: run make autograde first",
