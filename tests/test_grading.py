@@ -441,6 +441,7 @@ def test_feedback_holds_only_the_pages_made_from_notebooks(with_feedback):
         assert "PWNED" not in (folder / f"{assignment}.html").read_text()
 
 
+@pytest.mark.end_to_end
 def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd):
     """Release and feedback run again, as after a fix to an exercise, in a course whose solutions/
     holds a chapter notebook too (as the repository's does): nbgrader warned once per chapter that

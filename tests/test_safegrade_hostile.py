@@ -234,6 +234,7 @@ def peak_kb(run: subprocess.CompletedProcess) -> int:
     return int(run.stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
 
 
+@pytest.mark.end_to_end
 def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
     """One worker grades an honest class, then the same class with submissions that send as
     much as the caps let through (hostile_cases.memory_cases: record frames of eleven million
@@ -681,6 +682,7 @@ def as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_an_interrupted_batch_resumes_without_losing_or_redoing(tmp_path, how):
     course = tiny_course.make_course(tmp_path)
