@@ -86,6 +86,13 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "1.2 concrete_args on a function of one's own that only calls F.gelu (red team redA)": """
+def gelu_only(x, act, scale=None):
+    return F.gelu(x)
+
+
+plain_gelu = fx.symbolic_trace(gelu_only, concrete_args={"act": "gelu", "scale": None})
+""",
     "3.2 each Linear wrapped in an nn.Sequential(nn.Hardtanh(), linear) (red team redA)": """
 def clamp_linear_inputs(gm):
     for node in gm.graph.find_nodes(op="call_module"):
