@@ -54,6 +54,11 @@ ROUNDS = 15
 CLOCKS = ("wall", "thread")
 
 
+def clock_name(clock: str) -> str:
+    """The clock as a table or a chart names it (CLOCKS holds the option's values)."""
+    return _("thread CPU clock") if clock == "thread" else _("wall clock")
+
+
 @dataclass
 class BenchResult:
     """Seconds per forward pass of each variant, one time per round, and how they were taken."""
@@ -175,13 +180,13 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
     rounds = len(result.round_times[BASELINE])
     lines = [
         _(
-            "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock} clock, "
+            "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock}, "
             "{rounds} rounds"
         ).format(
             shape=result.input_shape,
             device=result.device,
             threads=result.num_threads,
-            clock=result.clock,
+            clock=clock_name(result.clock),
             rounds=rounds,
         ),
         padded(_("variant"), 16)
@@ -279,11 +284,11 @@ def plot_result(result: BenchResult, ax=None):
     ax.set_yticks(range(len(names)), [shown(name) for name in names])
     ax.invert_yaxis()
     ax.set_xlabel(_("time / unfused time in the same round (left of 1 is faster)"))
-    run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock").format(
+    run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock}").format(
         shape=result.input_shape,
         device=result.device,
         threads=result.num_threads,
-        clock=result.clock,
+        clock=clock_name(result.clock),
     )
     legend = _("dots are rounds, bars the middle half, ticks the median")
     ax.set_title(f"{run}\n{legend}", fontsize=8)

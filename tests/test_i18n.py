@@ -277,7 +277,7 @@ def test_no_line_break_is_left_inside_a_chinese_paragraph():
         ("函数、\n`torch` 函数", "函数、`torch` 函数"),  # after punctuation: no space
         ("是 `None`：\nAOTAutograd 在", "是 `None`：AOTAutograd 在"),  # nor before Latin text
         ("中文：**\n[第 1 章](a)", "中文：**[第 1 章](a)"),  # an emphasis marker between
-        ("相关文档：\n  [IRs](a)、\n  [Dim](b)", "相关文档：[IRs](a)、[Dim](b)"),  # list indentation
+        ("文档：\n  [IRs](a)、\n  [Dim](b)", "文档：[IRs](a)、[Dim](b)"),  # list indentation
         ("步骤如下。\n1. 第一步", "步骤如下。\n1. 第一步"),  # a numbered item stays one
         ("见下文。\n2.6 节", "见下文。2.6 节"),  # a section number is not an item
         ("如下：\n- `a` 一项\n- 另一项", "如下：\n- `a` 一项\n- 另一项"),  # a list stays

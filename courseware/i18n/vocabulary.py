@@ -43,7 +43,8 @@ HAN_THEN_LATIN = re.compile(
 )
 FULL_WIDTH_PUNCTUATION = r"[\u3000-\u303f\uff00-\uffef]"
 PUNCTUATION_THEN_LATIN = re.compile(
-    rf"(?<={FULL_WIDTH_PUNCTUATION})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}}){NOT_A_LIST_ITEM}(?={LATIN_START})"
+    rf"(?<={FULL_WIDTH_PUNCTUATION})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})"
+    rf"{NOT_A_LIST_ITEM}(?={LATIN_START})"
 )
 
 
