@@ -191,7 +191,7 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
         ),
         padded(_("variant"), 16)
         + padded(_("median ms"), 10, right=True)
-        + padded(_("IQR ms"), 9, right=True)
+        + padded(_("IQR ms"), 12, right=True)  # room for a translated header
         + "   "
         + _("time / unfused time: median (IQR)"),
     ]
@@ -199,7 +199,7 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
         q1, median, q3 = result.quartiles(name)
         ratio_q1, ratio, ratio_q3 = quartiles(result.compare(name).per_round)
         lines.append(
-            f"{padded(shown(name), 16)}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
+            f"{padded(shown(name), 16)}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>12.3f}   "
             + _("{ratio:.3f} ({low:.3f} to {high:.3f})").format(
                 ratio=ratio, low=ratio_q1, high=ratio_q3
             )
