@@ -266,7 +266,7 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     whose message copies the grader's own "not run: ..." is a failure, in the result file the
     export and the report read and in the report's messages."""
     from grader import report
-    from grader.safegrade.results import FAILED, NOT_RUN, PASSED, recorded
+    from grader.safegrade.result_files import FAILED, NOT_RUN, PASSED, recorded
 
     course, assignment = Course.configured(graded["sandboxed"]), "ex3_timing_interpreter"
     results = course.results
