@@ -280,6 +280,7 @@ def test_no_line_break_is_left_inside_a_chinese_paragraph():
         ("文档：\n  [IRs](a)、\n  [Dim](b)", "文档：[IRs](a)、[Dim](b)"),  # list indentation
         ("步骤如下。\n1. 第一步", "步骤如下。\n1. 第一步"),  # a numbered item stays one
         ("见下文。\n2.6 节", "见下文。2.6 节"),  # a section number is not an item
+        ("公式如下：\n$$y = x$$", "公式如下：\n$$y = x$$"),  # display math keeps its line
         ("如下：\n- `a` 一项\n- 另一项", "如下：\n- `a` 一项\n- 另一项"),  # a list stays
         ("代码\n```python\nx = 1  # 注释\ny\n```", "代码\n```python\nx = 1  # 注释\ny\n```"),
     ],

@@ -37,14 +37,14 @@ FENCED = re.compile(r"(```.*?```)", re.S)
 NOT_CJK_OR_MARKER = r"[^\s*_\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
 LATIN_START = r"[A-Za-z0-9`$\[\\\"']"
 LATIN_THEN_CJK = re.compile(rf"(?<={NOT_CJK_OR_MARKER})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
-NOT_A_LIST_ITEM = r"(?!\d+[.)][ \t])"
+NOT_A_BLOCK_START = r"(?!\d+[.)][ \t]|\$\$)"  # a numbered list item, display math
 HAN_THEN_LATIN = re.compile(
-    rf"(?<={HAN})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}}){NOT_A_LIST_ITEM}(?={LATIN_START})"
+    rf"(?<={HAN})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}}){NOT_A_BLOCK_START}(?={LATIN_START})"
 )
 FULL_WIDTH_PUNCTUATION = r"[\u3000-\u303f\uff00-\uffef]"
 PUNCTUATION_THEN_LATIN = re.compile(
     rf"(?<={FULL_WIDTH_PUNCTUATION})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})"
-    rf"{NOT_A_LIST_ITEM}(?={LATIN_START})"
+    rf"{NOT_A_BLOCK_START}(?={LATIN_START})"
 )
 
 
