@@ -244,18 +244,23 @@ def reshape_chains(make):
 
 
 def tidied(shape_pass, dead_code):
-    """A function of the answer: its pass run alone on the traced model (what it reports), then
-    in a PassManager with the chapter's `shape_pass` and `dead_code`: the calls kept, the
-    output, and whether a second round still reports a change. None for no PassResult."""
+    """A function of the answer: its pass run alone on the traced model (what it reports, and
+    the calls left in its graph: a pass that only redirects the users leaves them to
+    dead_code), then in a PassManager with the chapter's `shape_pass` and `dead_code`: the calls
+    kept, the output, and whether a second round still reports a change. None for no
+    PassResult."""
+
+    def calls(gm: fx.GraphModule) -> list[str]:
+        return [n.target for n in gm.graph.nodes if n.op == "call_method"]
 
     def tidy(answer, model: nn.Module, x: torch.Tensor):
         manager = PassManager([shape_pass(x), answer.drop_noop_reshapes, dead_code], steps=3)
         first = answer.drop_noop_reshapes(shape_pass(x)(fx.symbolic_trace(model)).graph_module)
         if not isinstance(first, PassResult):
             return None
+        alone = calls(first.graph_module)
         result = manager(fx.symbolic_trace(model))
-        kept = [n.target for n in result.graph_module.graph.nodes if n.op == "call_method"]
         again = manager(result.graph_module).modified
-        return first.modified, kept, result.graph_module(x), again
+        return first.modified, calls(result.graph_module), result.graph_module(x), again, alone
 
     return tidy
