@@ -233,9 +233,18 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
     """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
     (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
     sorted values), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
-    allows)."""
+    allows), or (in_dynamo="break") breaks the graph after the activation: two graphs, nothing
+    wrong (a climb compiling with fullgraph=True blames eager for it)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
+    if in_dynamo == "break":
+
+        def broken_in_two(t):
+            inner = activation(a * t + b)
+            torch._dynamo.graph_break()  # private; as a print() or a data-dependent `if` would
+            return inner * c + t
+
+        return broken_in_two
 
     def fn(t):
         if torch.compiler.is_compiling():
@@ -261,9 +270,14 @@ def planted_cases(make) -> tuple[PlantedCase]:
     a, b, c = (round(make.rng.uniform(0.5, 2.0), 2) for _ in range(3))
     moved = make.integer(1, 500)
     activation = PLANTABLE[ops[0]]
-    fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None, moved)
+    in_dynamo = kind if kind.startswith("dynamo") else "break" if kind == "healthy" else None
+    fn = drawn_function(activation, a, b, c, in_dynamo, moved)
     planted = ops[1] if kind == "healthy" else ops[0]
-    before = _("; fn ran compiled before the fault was planted") if kind == "wrong" else ""
+    notes = {
+        "wrong": _("; fn ran compiled before the fault was planted"),
+        "healthy": _("; a graph break after {name}").format(name=activation.__name__),
+    }
+    before = notes.get(kind, "")
     make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t{before}")
     sample = make.tensor(make.integer(1024, 2048))
     # Where fn(t) is near 0, a decomposition's rounding alone fails allclose's relative

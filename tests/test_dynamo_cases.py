@@ -56,8 +56,11 @@ def test_planted_bug_breaks_only_inside_its_block():
     assert not torch.allclose(broken, nn.functional.silu(sample))
 
 
-def climb(compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend):
-    """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on."""
+def climb(
+    compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend, whole=False
+):
+    """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on;
+    whole: compiled with fullgraph=True."""
 
     def first_failing_backend(fn, sample):
         expected = fn(sample)
@@ -65,7 +68,7 @@ def climb(compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backen
             if reset:
                 torch.compiler.reset()
             try:
-                result = torch.compile(fn, backend=backend)(sample)
+                result = torch.compile(fn, backend=backend, fullgraph=whole)(sample)
             except Exception:
                 if not catch:
                     raise
@@ -99,6 +102,7 @@ WRONG["passes over later crashes"] = climb(
 )
 WRONG["sums only"] = climb(lambda r, e: torch.isclose(r.sum(), e.sum(), rtol=1e-4))
 WRONG["sorted values"] = climb(lambda r, e: torch.allclose(r.sort().values, e.sort().values))
+WRONG["fullgraph"] = climb(torch.allclose, whole=True)  # the red team's (redB): a break is no fault
 
 
 def test_every_run_of_6_3_moves_values_in_dynamos_graph():
