@@ -51,9 +51,15 @@ def masked_inputs(make):
 
 
 def run_program(answer, tokens: torch.Tensor, mask: torch.Tensor):
-    """The answer's program run on the inputs, or its refusal's first line."""
+    """The answer's program run on the inputs, passed as its example was (positionally, or by
+    keyword: a program exported from kwargs takes its inputs by name), or its refusal's first
+    line."""
+    program = answer.masked_exported
+    positional = len((program.example_inputs or ((tokens, mask), {}))[0])
+    given = {"tokens": tokens, "mask": mask}
+    named = dict(list(given.items())[positional:])
     try:
-        return answer.masked_exported.module()(tokens, mask)
+        return program.module()(*list(given.values())[:positional], **named)
     except Exception as error:  # noqa: BLE001 - the program checks the inputs' shapes
         return f"{type(error).__name__}: {str(error).splitlines()[0]}"
 

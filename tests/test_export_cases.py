@@ -66,8 +66,9 @@ class Masked(nn.Module):  # chapter 7's
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
 
 
-def masked_exported(top: int | None) -> SimpleNamespace:
-    """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded)."""
+def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespace:
+    """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded), its
+    example passed positionally or (by_keyword) as kwargs."""
     batch, length = (
         (Dim("batch"), Dim("length"))
         if top is None
@@ -76,8 +77,9 @@ def masked_exported(top: int | None) -> SimpleNamespace:
     shared = {0: batch, 1: length}
     example = (torch.randn(2, 5, 4), torch.ones(2, 5))
     spec = {"tokens": shared, "mask": shared}
+    args, kwargs = ((), dict(zip(spec, example, strict=True))) if by_keyword else (example, None)
     return SimpleNamespace(
-        masked_exported=torch.export.export(Masked(), example, dynamic_shapes=spec)
+        masked_exported=torch.export.export(Masked(), args, kwargs, dynamic_shapes=spec)
     )
 
 
@@ -97,6 +99,14 @@ def test_checkpoint_7_1_refuses_sizes_bounded_however_high_in_every_run():
     for run_seed, drawn in runs(export_cases.masked_inputs, 6, 20):
         assert judged_7_1(reference, drawn), run_seed
         assert not judged_7_1(wrong, drawn), run_seed
+
+
+def test_checkpoint_7_1_passes_a_program_exported_from_keyword_arguments():
+    """The red team's (redB) honest answer: the example given as kwargs; its program takes the
+    inputs by name, and the checkpoint called it positionally ("kwarg keyword mismatch")."""
+    by_keyword = masked_exported(None, by_keyword=True)
+    for run_seed, drawn in runs(export_cases.masked_inputs, 6, 5):
+        assert judged_7_1(by_keyword, drawn), run_seed
 
 
 def test_checkpoint_7_2_runs_the_first_and_the_last_row_every_time():
