@@ -72,8 +72,9 @@ class Drawn(nn.Module):
 
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     """A model of linear layers with and without bias; every run has each mix of a layer called
-    twice (its weights arrive once) and a BatchNorm (buffers, not parameters), and a model whose
-    first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter)."""
+    twice (its weights arrive once) and a BatchNorm (buffers, not parameters), a model whose
+    first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter),
+    and a batch x that requires grad (as for a saliency map: an input, not a weight)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
     shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
@@ -90,7 +91,10 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     body[0].requires_grad_(not frozen)
     if norm:
         make.trained_batchnorm(body[-1])
-    return model, make.tensor(make.integer(2, 5), widths[0])
+    x = make.tensor(make.integer(2, 5), widths[0])
+    if make.each(["x needs grad", "x plain"]) == "x needs grad":  # a batch, still no weight
+        x.requires_grad_()
+    return model, x
 
 
 def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:

@@ -187,6 +187,10 @@ def by_name(gm, inputs):
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if "_parameters_" in n)
 
 
+def by_type_or_grad(gm, inputs):  # the red team's (redB): a batch that requires grad counted
+    return sum(t.numel() for t in inputs if isinstance(t, nn.Parameter) or t.requires_grad)
+
+
 def all_of_self(gm, inputs):  # every input read from the module: buffers too
     names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
@@ -194,7 +198,7 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
-    refused = {"buffers counted": False, "frozen weights left out": False}
+    refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
@@ -203,6 +207,7 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         refused["frozen weights left out"] |= (
             cases.counted(weights(by_grad), gm, inputs)[0] != wanted
         )
+        refused["x counted"] |= cases.counted(weights(by_type_or_grad), gm, inputs)[0] != wanted
     assert all(refused.values()), refused
 
 
