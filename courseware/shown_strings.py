@@ -28,7 +28,7 @@ HELPER_TITLES = {"show_graph": (1,), "show_ir_links": (1,), "horizontal_bars": (
 CHECK_CALLS = {"check": 1, "checkpoint": 1}
 CHECK_METHODS = {"close": 2}  # check.close(mine, wanted, hint)
 MAKER_METHODS = {"note": 0}  # make.note(text): what a Not-yet says of a fresh case
-PICKERS = {"each", "choice"}  # make.each(options): a case's kind, shown by its note
+PICKERS = {"each", "choice", "sample"}  # make.each(options): a case's kind, shown by its note
 PROSE = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z(]")
 
 
@@ -105,8 +105,8 @@ def names_read(values: list[ast.expr]) -> set[str]:
 
 
 def picked_from(value: ast.expr) -> list[ast.expr]:
-    """The options a case builder picks a shown value from: `make.each(KINDS)`, `make.choice(...)`
-    (a case's name, which its note shows)."""
+    """The options a case builder picks a shown value from: `make.each(KINDS)`, `make.choice(...)`,
+    `make.rng.sample(...)` (a case's name, which its note shows)."""
     if isinstance(value, ast.Call) and call_name(value.func) in PICKERS:
         return list(value.args[:1])
     return []

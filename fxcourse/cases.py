@@ -64,7 +64,7 @@ from fxcourse.case_models import (
     trace_with_leaves,
 )
 from fxcourse.measure import one_thread
-from fxcourse.messages import _
+from fxcourse.messages import _, listing
 
 __all__ = [
     "BINARY", "LAYOUTS", "UNARY", "WORDS", "CaseMaker", "DrawnModel", "PathModel", "Residual",
@@ -104,7 +104,7 @@ class CaseMaker:
         self.notes.append(text)
 
     def describe(self) -> str:
-        return "; ".join(self.notes) if self.notes else _("a drawn case")
+        return _("; ").join(self.notes) if self.notes else _("a drawn case")
 
     def integer(self, low: int, high: int) -> int:
         return self.rng.randint(low, high)
@@ -206,7 +206,7 @@ class CaseMaker:
         for op in chosen:
             drawn.add(op, table[op], binary=op in BINARY)
         model = drawn.finish()
-        ops = ", ".join(drawn.described)
+        ops = listing(drawn.described)
         self.note(_("a model of {count} ops: {ops}").format(count=len(chosen), ops=ops))
         return model
 

@@ -4,6 +4,8 @@ the instructor's tools (grader.course), so both find the same course id, kernel 
     settings(root)              {"course_id": ..., "classdata": ..., "kernel": {...}}
     classdata(root, environ)    where the class data lives: $FXCOURSE_CLASSDATA, else course.json's
                                 (relative to the course root, or absolute)
+    shared_exchange(environ)    $FXCOURSE_EXCHANGE: an exchange shared beyond the class data (a
+                                hub's), or None
 
 A folder without its own course.json (a scratch folder of submissions, a copy of the chapters
 only) is this course's.
@@ -18,6 +20,7 @@ from pathlib import Path
 
 SETTINGS = "course.json"  # at the course root
 CLASSDATA_VARIABLE = "FXCOURSE_CLASSDATA"
+EXCHANGE_VARIABLE = "FXCOURSE_EXCHANGE"
 THIS_COURSE = Path(__file__).resolve().parents[1]
 
 
@@ -29,3 +32,9 @@ def settings(root: Path = THIS_COURSE) -> dict:
 def classdata(root: Path = THIS_COURSE, environ: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if environ is None else environ
     return Path(environ.get(CLASSDATA_VARIABLE) or settings(root)["classdata"])
+
+
+def shared_exchange(environ: Mapping[str, str] | None = None) -> Path | None:
+    environ = os.environ if environ is None else environ
+    configured = environ.get(EXCHANGE_VARIABLE)
+    return Path(configured).resolve() if configured else None

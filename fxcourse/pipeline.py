@@ -59,6 +59,11 @@ def pipeline_dot():
     return dot
 
 
+# Ideographs, CJK punctuation and fullwidth forms (courseware/i18n/vocabulary.py's CJK too).
+CJK = r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
+BREAK_BETWEEN_CJK = re.compile(rf"(?<={CJK})\n(?={CJK})")
+
+
 def pipeline_text() -> str:
     main = " -> ".join(_one_line(label) for _key, label, _fx in stages())
     sides = [f"  {src} -> {_one_line(label)}" for src, _k, label, _fx, _e in side_routes()]
@@ -66,8 +71,9 @@ def pipeline_text() -> str:
 
 
 def _one_line(label: str) -> str:
-    """A label's lines joined: by a space between words, by nothing beside Chinese."""
-    return re.sub(r"(?<=[^\x00-\x7f])\n|\n(?=[^\x00-\x7f])", "", label).replace("\n", " ")
+    """A label's lines joined: by nothing between two CJK characters (Chinese has no spaces), by
+    a space everywhere else: an accented letter beside the break is a word's, not Chinese."""
+    return BREAK_BETWEEN_CJK.sub("", label).replace("\n", " ")
 
 
 def _spoken(label: str) -> str:

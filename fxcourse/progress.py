@@ -23,6 +23,7 @@ import argparse
 import json
 import re
 import sys
+from enum import StrEnum
 from pathlib import Path
 
 import nbformat
@@ -32,6 +33,22 @@ from fxcourse.course_update import untouched
 from fxcourse.messages import _, in_every_language, listing, printed_pattern, use_language
 from fxcourse.workspace import course_notebooks
 
+
+class ExerciseState(StrEnum):
+    """An exercise's state in a learner's progress: the one vocabulary of progress()'s data, the
+    learner's lines (shown_state) and the class hub's progress page, which accepts a workspace's
+    claim only in these words (grader/hub/progress_service.py)."""
+
+    PASSED = "passed"
+    FAILING = "failing"
+    NOT_RUN = "not run"
+    NOT_OPENED = "not opened"
+    UNREADABLE = "unreadable"
+
+
+# What a chapter's or exercise's time says (progress()'s "as_of"), in the same data.
+CHECKS_RAN, NOTEBOOK_SAVED = "checks ran", "notebook saved"
+AS_OF_KINDS = (CHECKS_RAN, NOTEBOOK_SAVED)
 CHECKPOINT = re.compile(r"""checkpoint\(\s*["']([\d.]+)["']""")
 # "Checkpoint N passed." as a chapter in any of the course's languages prints it.
 PASSED = [printed_pattern(text) for text in in_every_language("Checkpoint {id} passed.")]
@@ -60,7 +77,7 @@ def test_cells(notebook: nbformat.NotebookNode) -> list:
     ]
 
 
-def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None) -> str:
+def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None) -> ExerciseState:
     """'passed' (every visible test cell last ran cleanly), 'failing' or 'not run'. A cell's last
     run is in `recorded` (results.cell_results), else in its saved outputs."""
     states = []
@@ -72,8 +89,10 @@ def exercise_state(notebook: nbformat.NotebookNode, recorded: dict | None = None
         else:
             states.append("ok" if cell.get("execution_count") else "not run")
     if "error" in states:
-        return "failing"
-    return "passed" if states and set(states) == {"ok"} else "not run"
+        return ExerciseState.FAILING
+    if states and set(states) == {"ok"}:
+        return ExerciseState.PASSED
+    return ExerciseState.NOT_RUN
 
 
 def as_of(path: Path, times: list[str], workspace: Path | None = None) -> list[str] | None:
@@ -82,13 +101,13 @@ def as_of(path: Path, times: list[str], workspace: Path | None = None) -> list[s
     for a copy still as the workspace's sync wrote it (never saved by the learner: its time is
     the sync's)."""
     if times:
-        return ["checks ran", max(times)]
+        return [CHECKS_RAN, max(times)]
     if path.is_symlink():
         return None
     if workspace is not None and path.is_relative_to(workspace):
         if untouched(workspace, str(path.relative_to(workspace))):
             return None
-    return ["notebook saved", results.saved_at(path)]
+    return [NOTEBOOK_SAVED, results.saved_at(path)]
 
 
 def chapter_progress(
@@ -101,10 +120,10 @@ def chapter_progress(
     return marks, as_of(path, [recorded[t][1] for t in marks if t in recorded], workspace)
 
 
-def exercise_progress(workspace: Path, path: Path) -> tuple[str, list[str] | None]:
+def exercise_progress(workspace: Path, path: Path) -> tuple[ExerciseState, list[str] | None]:
     notebook = _read(path)
     if notebook is None:
-        return "unreadable", None
+        return ExerciseState.UNREADABLE, None
     recorded = results.cell_results(workspace, path)
     keys = [results.cell_key(cell.source) for cell in test_cells(notebook)]
     times = [recorded[k][1] for k in keys if k in recorded]
@@ -131,7 +150,7 @@ def progress(workspace: Path) -> dict:
             chosen = next((p for p in fetched_copies(workspace, assignment) if p.exists()), path)
             when = None
             if not chosen.exists():
-                state = "not opened"
+                state = ExerciseState.NOT_OPENED
             else:
                 state, when = exercise_progress(workspace, chosen)
             found["exercises"][assignment] = [state, str(chosen.relative_to(workspace))]
@@ -178,11 +197,11 @@ def report(workspace: Path) -> list[str]:
 def shown_state(state: str) -> str:
     """An exercise's state (progress()'s English key) as the learner reads it."""
     shown = {
-        "passed": _("passed"),
-        "failing": _("failing"),
-        "not run": _("not run"),
-        "not opened": _("not opened"),
-        "unreadable": _("unreadable"),
+        ExerciseState.PASSED: _("passed"),
+        ExerciseState.FAILING: _("failing"),
+        ExerciseState.NOT_RUN: _("not run"),
+        ExerciseState.NOT_OPENED: _("not opened"),
+        ExerciseState.UNREADABLE: _("unreadable"),
     }
     return shown.get(state, state)
 

@@ -69,6 +69,7 @@ from fxcourse.course_update import (  # noqa: F401  (the workspace's names, as b
 )
 from fxcourse.lab_link import OpenInLab
 from fxcourse.messages import _, listing, use_language
+from fxcourse.validate import ValidateLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 START_PAGE = "01_symbolic_tracing.ipynb"  # where a learner's lab opens (make lab, the hub)
@@ -83,7 +84,7 @@ c.Exchange.root = {exchange!r}
 # course checkout under `make lab`), not the folder the lab shows.
 c.Exchange.assignment_dir = {workspace!r}
 # Importing torch can take ~10 s on a busy machine; nbgrader's default per cell is 30 s.
-c.Execute.timeout = 120
+c.Execute.timeout = {validate_timeout!r}  # fxcourse.validate, for this process's nbgrader
 '''
 
 
@@ -288,8 +289,8 @@ def course_kernel() -> dict[str, str]:
 def exchange_root(root: Path = ROOT, environ: Mapping[str, str] | None = None) -> Path:
     """The exchange the course at `root` is configured with: $FXCOURSE_EXCHANGE, else its own."""
     environ = os.environ if environ is None else environ
-    if configured := environ.get("FXCOURSE_EXCHANGE"):
-        return Path(configured).resolve()
+    if shared := course_file.shared_exchange(environ):
+        return shared
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"
     return root / course_file.classdata(root, environ) / "exchange"
@@ -306,7 +307,10 @@ def write_nbgrader_config(workspace: Path, exchange: Path, course_id: str) -> No
     """The learner's nbgrader settings; also makes sure the exchange folder exists."""
     ensure_exchange(exchange)
     text = NBGRADER_CONFIG.format(
-        course_id=course_id, exchange=str(exchange), workspace=str(workspace.resolve())
+        course_id=course_id,
+        exchange=str(exchange),
+        workspace=str(workspace.resolve()),
+        validate_timeout=ValidateLimits().cell_timeout,
     )
     (workspace / "nbgrader_config.py").write_text(text)
 

@@ -3,7 +3,10 @@ passed to every step (release, intake, grading, export, report, similarity, the 
 
 The course's identity and the default place of its class data are in course.json at the course
 root; FXCOURSE_CLASSDATA (`make CLASSDATA=...`) moves the class data: a path relative to the
-course, or absolute. fxcourse.course_file reads both, for this side and the learner's.
+course, or absolute. fxcourse.course_file reads both, for this side and the learner's. Two more
+variables move one folder each: FXCOURSE_EXCHANGE the exchange (a hub shares one among its
+servers; fxcourse.workspace reads it too) and FXCOURSE_GRADEBOOK_URL the gradebook (a scratch one
+for the browser test). `Course.configured` is the one place any of them is read.
 
 The class data is nbgrader's working folders, the exchange, the gradebook and the grading
 secret (autograded/.safegrade_secret), in a git-ignored folder of the course's own, outside
@@ -12,6 +15,7 @@ every package, so that no install of the code (and no sandbox) carries it along.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +27,7 @@ from grader.exercises import SOURCE
 
 REPOSITORY = Path(__file__).resolve().parents[1]  # this course: the repository, or a copy of it
 STUDENT_VERSIONS = Path("chapters/exercises")  # where learners find the released notebooks
+GRADEBOOK_URL_VARIABLE = "FXCOURSE_GRADEBOOK_URL"
 
 
 @dataclass(frozen=True)
@@ -32,14 +37,22 @@ class Course:
     root: Path
     course_id: str
     classdata: Path  # relative to root, or absolute
+    shared_exchange: Path | None = None  # an exchange outside the class data, or None
+    scratch_gradebook_url: str | None = None  # a gradebook outside the class data, or None
 
     @classmethod
     def configured(
         cls, root: Path = REPOSITORY, environ: Mapping[str, str] | None = None
     ) -> Course:
         """The course at `root` as its course.json and the environment configure it."""
-        classdata = course_file.classdata(root, environ)
-        return cls(Path(root).resolve(), settings(root)["course_id"], classdata)
+        environ = os.environ if environ is None else environ
+        return cls(
+            Path(root).resolve(),
+            settings(root)["course_id"],
+            course_file.classdata(root, environ),
+            course_file.shared_exchange(environ),
+            environ.get(GRADEBOOK_URL_VARIABLE) or None,
+        )
 
     @classmethod
     def of(cls, course: Course | Path) -> Course:
@@ -80,7 +93,7 @@ class Course:
 
     @property
     def results(self) -> Path:
-        """The grader's result files: <assignment>/<student>.json (grader/safegrade/results.py)."""
+        """The grader's result files: <assignment>/<student>.json (safegrade/result_files.py)."""
         return self.autograded / ".safegrade"
 
     @property
@@ -94,11 +107,11 @@ class Course:
 
     @property
     def gradebook_url(self) -> str:
-        return f"sqlite:///{self.gradebook}"
+        return self.scratch_gradebook_url or f"sqlite:///{self.gradebook}"
 
     @property
     def exchange(self) -> Path:
-        return self.data / "exchange"
+        return self.shared_exchange or self.data / "exchange"
 
     @property
     def downloaded(self) -> Path:

@@ -47,17 +47,25 @@ from grader.instructor import (
     submitted,
 )
 
-# the course this script is in: run as grader/course_grader.py of a course copy, the grader package
-# may be the repository's (installed), this file the copy's
-HERE = Path(__file__).resolve().parents[1]
+
+def course_root(argv: Sequence[str] | None) -> Path:
+    """--course DIR, else the course this script is in: run as grader/course_grader.py of a
+    course copy, the grader package may be the repository's (installed), this file the copy's."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--course", type=Path, default=Path(__file__).resolve().parents[1])
+    return early.parse_known_args(argv)[0].course.resolve()
 
 
-def assignment_name(name: str) -> str:
+def assignment_name(course: Course):
     """argparse's check of --assignment: a wrong name is refused with the near match."""
-    try:
-        return check_assignments([name])[0]
-    except UsageError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+
+    def checked(name: str) -> str:
+        try:
+            return check_assignments([name], course)[0]
+        except UsageError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return checked
 
 
 # Two steps nbgrader both calls "release": make release is the formgrader's Generate.
@@ -68,28 +76,34 @@ RELEASED_IS_NOT_HANDED_OUT = (
 )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def command_line(course: Course) -> argparse.ArgumentParser:
+    """The commands and their options, for `course` (its assignments, its LMS patterns)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--course", type=Path, default=HERE, help="course root (default: this one)")
+    parser.add_argument("--course", type=Path, help="course root (default: this one)")
     commands = parser.add_subparsers(dest="command", required=True)
     release_cmd = commands.add_parser("release", help="student versions and gradebook entries")
     release_cmd.add_argument("--no-publish", action="store_true", help=f"skip {STUDENT_VERSIONS}")
     command = commands.add_parser("collect")
     command.add_argument("submissions", type=Path, nargs="?")
-    lms_patterns = intake.lms_patterns(exercises.possible_assignments(HERE))  # any language
+    lms_patterns = intake.lms_patterns(exercises.possible_assignments(course.root))  # any language
     command.add_argument("--lms", choices=lms_patterns, help="file-name pattern of a download")
     command.add_argument("--timezone", default="UTC", help="zone of times in file names")
     # release: make autograde ASSIGNMENT=... refuses a wrong name before generating anything
     named = (release_cmd, command, *map(commands.add_parser, ("release-feedback", "feedback")))
     for command in named:
         help_text = "one exercise (default: all)"
-        command.add_argument("--assignment", type=assignment_name, action="append", help=help_text)
+        checked = assignment_name(course)
+        command.add_argument("--assignment", type=checked, action="append", help=help_text)
     export_cmd = commands.add_parser("export")
     export_cmd.add_argument("assignments", nargs="*", help="exercises (default: all)")
     export_cmd.add_argument("--out", type=Path)
     commands.add_parser("submitted").add_argument("assignments", nargs="*")
-    args = parser.parse_args(argv)
-    course = Course.configured(args.course.resolve())
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    course = Course.configured(course_root(argv))
+    args = command_line(course).parse_args(argv)
     # A path or a reason may hold any character; the terminal's encoding must not stop us.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")

@@ -1,6 +1,6 @@
 """`make export`: grades.csv (a column per exercise) and grades_by_test.csv (a column per graded
 cell), from nbgrader's gradebook and the typed results make autograde wrote
-(grader/safegrade/results.py), which say which uploads could not be graded and where the grader
+(grader/safegrade/result_files.py), which say which uploads could not be graded and where the grader
 itself failed. Where the course keeps what is passed in (``Where``): course_grader.py.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader import exercises
 from grader.safegrade.data import spreadsheet_cell
-from grader.safegrade.results import GRADED, load
+from grader.safegrade.result_files import GRADED, load
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from grader import exercises, grades_export, intake
-from grader.course import REPOSITORY as ROOT
 from grader.course import SETTINGS, Course
 from grader.exercises import SOURCE
 from grader.intake import class_exchange
 from grader.safegrade.data import inert_text
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import not_graded
+from grader.safegrade.grading_limits import LIMITS
+from grader.safegrade.result_files import not_graded
 
 # nbgrader runs `alembic` by name when it creates a gradebook: the venv's bin must be on PATH even
 # when this runs from a login shell that never activated the venv (a hub terminal).
@@ -32,22 +31,26 @@ class UsageError(Exception):
     """A wrong name or an empty input: the message says what would be right."""
 
 
-def copy_course(target: Path, assignments: Sequence[str] | None = None) -> Path:
-    """A course folder at `target` with this course's grading configuration and the sources of
-    `assignments` (not its working folders): for tests, benchmarks and a class hub. Copying
-    again over an earlier copy brings it up to date and keeps its working folders."""
-    assignments = exercises.names(ROOT) if assignments is None else assignments
+def copy_course(
+    target: Path, assignments: Sequence[str] | None = None, origin: Course | None = None
+) -> Path:
+    """A course folder at `target` with the grading configuration of `origin` (default: the
+    configured course of this code) and the sources of `assignments` (not its working folders):
+    for tests, benchmarks and a class hub. Copying again over an earlier copy brings it up to
+    date and keeps its working folders."""
+    root = (origin or Course.configured()).root
+    assignments = exercises.names(root) if assignments is None else assignments
     skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     for assignment in assignments:
-        source, copy = ROOT / SOURCE / assignment, target / SOURCE / assignment
+        source, copy = root / SOURCE / assignment, target / SOURCE / assignment
         shutil.copytree(source, copy, ignore=skip, dirs_exist_ok=True)
     for package in ("safegrade", "intake"):  # the grader's layers below its own modules
         folder = Path("grader") / package
-        shutil.copytree(ROOT / folder, target / folder, ignore=skip, dirs_exist_ok=True)
-    for path in (ROOT / "grader").glob("*.py"):
+        shutil.copytree(root / folder, target / folder, ignore=skip, dirs_exist_ok=True)
+    for path in (root / "grader").glob("*.py"):
         shutil.copy(path, target / "grader")
     for name in ("nbgrader_config.py", SETTINGS):
-        shutil.copy(ROOT / name, target)
+        shutil.copy(root / name, target)
     return target
 
 
@@ -58,7 +61,7 @@ def nbgrader(course: Course | Path, *args: str) -> int:
     return subprocess.run(command, cwd=Course.of(course).root, check=False).returncode
 
 
-def release(course: Course | Path = ROOT, publish_to: Path | None = None) -> list[Path]:
+def release(course: Course | Path, publish_to: Path | None = None) -> list[Path]:
     """generate_assignment for every exercise and its translations (gradebook entries,
     classdata/release/; exercises.py), then copy each exercise's released folder to
     publish_to/<assignment>/: the student version, stripped, and the files beside it (verify.py,
@@ -98,7 +101,7 @@ def release(course: Course | Path = ROOT, publish_to: Path | None = None) -> lis
 
 
 def collect(
-    submissions: Path, course: Course | Path = ROOT, lms: str | None = None, zone: str = "UTC"
+    submissions: Path, course: Course | Path, lms: str | None = None, zone: str = "UTC"
 ) -> intake.Report:
     """Copy the submissions in a folder or .zip (nbgrader's <student>/<assignment>/ layout, or
     files an LMS named: see grader/intake/) into the course's submitted folder, each replacing
@@ -129,7 +132,7 @@ def release_feedback(course: Course | Path, assignments: Sequence[str]) -> int:
     return class_exchange.release_feedback_command(root / course_id, pages, assignments, results)
 
 
-def check_assignments(names: Iterable[str], course: Course | Path = ROOT) -> list[str]:
+def check_assignments(names: Iterable[str], course: Course | Path) -> list[str]:
     """`names` (all assignments when empty), refusing one that is not an assignment of course."""
     names, known = list(names), Course.of(course).assignments
     if unknown := [name for name in names if name not in known]:
@@ -141,7 +144,7 @@ def check_assignments(names: Iterable[str], course: Course | Path = ROOT) -> lis
     return names or list(known)
 
 
-def submitted(course: Course | Path = ROOT, assignments: Sequence[str] = ()) -> list[Path]:
+def submitted(course: Course | Path, assignments: Sequence[str] = ()) -> list[Path]:
     """The submitted notebooks of `assignments` (all when empty); UsageError when there are none."""
     course = Course.of(course)
     chosen = check_assignments(assignments, course)
@@ -164,7 +167,7 @@ def _clear(outputs: Iterable[Path]) -> None:
 
 
 def feedback(
-    course: Course | Path = ROOT, students: Iterable[str] = (), assignments: Sequence[str] = ()
+    course: Course | Path, students: Iterable[str] = (), assignments: Sequence[str] = ()
 ) -> int:
     """HTML feedback for every autograded submission (or only `students`' and `assignments`')
     in classdata/feedback; names those the last make autograde could not grade (none for them)."""
@@ -211,14 +214,12 @@ def export_sources(course: Course | Path) -> grades_export.Where:
     )
 
 
-def scores(course: Course | Path = ROOT) -> dict[str, dict[str, float | None]]:
+def scores(course: Course | Path) -> dict[str, dict[str, float | None]]:
     """student id -> {assignment: score after any late penalty, None when not submitted}."""
     return grades_export.scores(export_sources(course))
 
 
-def export(
-    course: Course | Path = ROOT, out: Path | None = None, assignments: Sequence[str] = ()
-) -> Path:
+def export(course: Course | Path, out: Path | None = None, assignments: Sequence[str] = ()) -> Path:
     """grades.csv and grades_by_test.csv of `assignments` (default: all; grades_export.write
     says what each cell means). UsageError for an unknown name, or when nothing has been
     graded."""

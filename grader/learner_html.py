@@ -40,7 +40,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 
 from grader.safegrade.data import clean_text
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 TAGS = sorted(
     {*ALLOWED_TAGS, "p", "div", "span", "pre", "br", "hr", "img", "sub", "sup", "del", "s"}

@@ -7,7 +7,6 @@ nbgrader reads the repository root's nbgrader_config.py, which loads this file, 
 there: the instructor's make targets (grader/grader.mk) and `make formgrader` do.
 """
 
-import os
 from pathlib import Path
 
 from grader import exercises, intake
@@ -30,13 +29,13 @@ c.CourseDirectory.release_directory = str(course.relative(course.release))
 c.CourseDirectory.submitted_directory = str(course.relative(course.submitted))
 c.CourseDirectory.autograded_directory = str(course.relative(course.autograded))
 c.CourseDirectory.feedback_directory = str(course.relative(course.feedback))
-# FXCOURSE_GRADEBOOK_URL points a scratch server (the browser test) at a throwaway gradebook.
-c.CourseDirectory.db_url = os.environ.get("FXCOURSE_GRADEBOOK_URL", course.gradebook_url)
-# nbgrader's exchange (release_assignment, collect, release_feedback) lives beside the course,
-# not in /srv; FXCOURSE_EXCHANGE moves it (fxcourse/workspace.py gives learners' workspaces the
-# same root). nbgrader expects the folder to exist.
-c.Exchange.root = os.environ.get("FXCOURSE_EXCHANGE", str(course.exchange))
-os.makedirs(c.Exchange.root, exist_ok=True)
+# The gradebook and the exchange are the Course's: FXCOURSE_GRADEBOOK_URL points a scratch server
+# (the browser test) at a throwaway gradebook; nbgrader's exchange (release_assignment, collect,
+# release_feedback) lives beside the course, not in /srv, unless FXCOURSE_EXCHANGE moves it
+# (fxcourse/workspace.py gives learners' workspaces the same root). Course.configured reads both.
+c.CourseDirectory.db_url = course.gradebook_url
+c.Exchange.root = str(course.exchange)
+course.exchange.mkdir(parents=True, exist_ok=True)  # nbgrader expects the folder to exist
 # Learners write into the exchange: Collect copies by intake.py's rules (no links followed, the
 # folder's owner is the student, the system's time is the submission's) and Release Feedback
 # releases to everyone it can, naming the others (grader/intake/class_exchange.py).
@@ -50,8 +49,9 @@ c.HTMLExporter.preprocessors = [LearnerHTML]
 c.GenerateFeedback.post_convert_hook = FeedbackOnly(course.autograded, course.feedback)
 
 # Grading: nbgrader's Autograde with its Execute step replaced by the sandbox, probes.py and
-# checks.py never released, feedback without hidden tests (grader/safegrade/README.md).
-configure(c, course.source)
+# checks.py never released, feedback without hidden tests (grader/safegrade/README.md); the result
+# files and the grading secret where the Course puts them (Course.results, Course.secret).
+configure(c, course)
 # Generate (make release) writes each test cell's hidden part from its grade_id, and ends each
 # released verify.py with the recording of the learner's test cells (exercises.py).
 exercises.configure(c, course.release)
@@ -61,7 +61,7 @@ exercises.configure(c, course.release)
 c.ClassLanguages.languages = ["en"]
 # The limits on a running submission, for every way of grading (make autograde, nbgrader
 # autograde, the formgrader's Autograde button), are declared once, with their defaults, units
-# and help, in grader/safegrade/limits.py (GradingLimits): six are configurable, the others
+# and help, in grader/safegrade/grading_limits.py (GradingLimits): six are configurable, the others
 # fixed. `make autograde` prints those in force; `python -m grader.safegrade limits` all. Set one
 # here to change it for the class (or --GradingLimits.<name>=... on a command line):
 # cell_timeout (seconds per cell; nbgrader's Execute.timeout follows it), budget (seconds per

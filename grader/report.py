@@ -4,7 +4,7 @@ late, which test most learners fail and with which message, and each learner's r
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
 Read from the gradebook (nbgrader's Gradebook API) and the grader's typed records
-(grader/safegrade/results.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
+(grader/safegrade/result_files.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
 state (graded, could not be graded, grader failed) and each test's status and the message its
 learner's feedback shows, recorded by the process that graded it; no notebook is read, and the
 tests' own code, hidden or not, never). Writes
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from grader.course import REPOSITORY, Course
+from grader.course import Course
 from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
@@ -47,8 +47,8 @@ from grader.report_model import (
     test_rows,
 )
 from grader.report_page import CSP, page
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import recorded
+from grader.safegrade.grading_limits import LIMITS
+from grader.safegrade.result_files import recorded
 
 # the report's public names, wherever they are defined
 __all__ = [
@@ -103,7 +103,7 @@ def result_files(course: Course, assignment: str) -> set[str]:
 
 
 def standing(gradebook, course: Course, assignment: str, student: str) -> Submission:
-    """What the gradebook and the grader's record (results.recorded) say of one learner's
+    """What the gradebook and the grader's record (result_files.recorded) say of one learner's
     exercise: the state and reason of the result, each failing test's message."""
     from nbgrader.api import MissingEntry
 
@@ -226,15 +226,13 @@ def build(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
-    )
+    parser.add_argument("--course", type=Path, help="course root (default: this repository)")
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument("--progress", help="the hub's progress JSON (a file, or - for stdin)")
     parser.add_argument("--stdout", action="store_true", help="print the page, write nothing")
     parser.add_argument("--link-base", default="..", help="URL of classdata/ for feedback links")
     args = parser.parse_args(argv)
-    course = Course.configured(args.course.resolve())
+    course = Course.configured(args.course.resolve()) if args.course else Course.configured()
     if not course.gradebook.exists():
         print(
             f"report: no gradebook at {course.gradebook}: run make autograde first",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
-from grader.safegrade.results import State
+from grader.safegrade.result_files import State
 
 # What a submission of an exercise came to (the result files' vocabulary); GRADED alone has a score.
 GRADED, NOT_GRADED, GRADER_FAILED = State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED

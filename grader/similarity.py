@@ -32,12 +32,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.course import REPOSITORY, STUDENT_VERSIONS, Course
-from grader.exercises import SOURCE
+from grader.course import Course
 from grader.safegrade.data import inert_text
+from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.jsontext import json_values
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import GRADER_FAILED, load
+from grader.safegrade.result_files import GRADER_FAILED, load
 from grader.similarity_page import page, write_csv
 from grader.similarity_records import Compared, Pair
 
@@ -100,9 +99,12 @@ def notebook_code(path: Path) -> str:
 
 
 def starters(course: Course, assignment: str) -> list[Path]:
+    """The exercise's released starter: the course's, and the one this code's course publishes
+    (a scratch course of submissions only has none of its own)."""
+    home = Course.configured()
     found = (
         root / assignment / f"{assignment}.ipynb"
-        for root in (course.release, REPOSITORY / STUDENT_VERSIONS)
+        for root in (course.release, home.student_versions)
     )
     return [path for path in found if path.exists()]
 
@@ -118,9 +120,7 @@ def boilerplate_hashes(course: Course, assignment: str):
     import numpy
     from copydetect import CodeFingerprint
 
-    chapters = sorted(
-        (REPOSITORY / SOURCE).glob("[0-9][0-9]_*.ipynb")
-    )  # the course this code is from
+    chapters = sorted(Course.configured().source.glob("[0-9][0-9]_*.ipynb"))  # this code's course
     texts = [notebook_code(path) for path in chapters + starters(course, assignment)]
     hashes = set().union(*(fingerprint(text, CodeFingerprint).hashes for text in texts))
     return numpy.array(sorted(hashes), dtype=numpy.int64)
@@ -214,15 +214,13 @@ def ranges(slices) -> list[tuple[int, int]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--course", type=Path, default=REPOSITORY, help="course root (default: repo)"
-    )
+    parser.add_argument("--course", type=Path, help="course root (default: this repository)")
     parser.add_argument("--out", type=Path, help="folder (default: COURSE/classdata/reports)")
     parser.add_argument(
         "--top", type=int, default=LIMITS.shown_pairs, help="pairs shown per exercise"
     )
     args = parser.parse_args(argv)
-    course = Course.configured(args.course.resolve())
+    course = Course.configured(args.course.resolve()) if args.course else Course.configured()
     # An exercise in another language (grader/exercises.py) is compared among its own learners,
     # and shown only when someone submitted it.
     found = {assignment: compare(course, assignment) for assignment in course.assignments}

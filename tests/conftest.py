@@ -63,8 +63,9 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "end_to_end: a path that another run also takes (make test-checkpoints, the sandbox's own"
-        " grading): `make test-end-to-end` runs it (CI too), `make test` leaves it out",
+        "end_to_end: a long path whose parts `make test` checks one by one (a whole class round"
+        " trip, a fresh environment, chapters 6-12, a run repeated elsewhere):"
+        " `make test-end-to-end` runs it (CI too), `make test` leaves it out",
     )
     # pytest-xdist declares this mark itself; declared here too so that `-p no:xdist` runs
     # (the helpers' focused runs) do not warn about an unknown mark.

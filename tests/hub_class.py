@@ -25,7 +25,7 @@ from pathlib import Path
 
 from browser_lab import describe, free_loopback_port, process_tree, start_make, still_running
 
-from grader.hub.settings import COURSE_ID
+from grader.course import Course
 
 HUB_START_TIMEOUT_S = 180
 SHARED_TEMP_FOLDERS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
@@ -48,7 +48,9 @@ class ClassHub:
 
     @property
     def course(self) -> Path:
-        return self.home(self.instructor) / COURSE_ID  # the hub's default course folder
+        return (
+            self.home(self.instructor) / Course.configured().course_id
+        )  # the hub's default course folder
 
     def log_tail(self, chars: int = 6000) -> str:
         try:

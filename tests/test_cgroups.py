@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.hub.limits import LearnerGroups
+from grader.hub.learner_cgroups import LearnerGroups
 from grader.safegrade.cgroup import Cgroup, Cgroups, memory_limit_in_force
 from grader.safegrade.sandbox import Limits
 

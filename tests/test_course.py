@@ -50,7 +50,9 @@ def test_the_learners_side_finds_the_instructors_course_and_exchange(tmp_path, m
         course = Course.configured(tmp_path)
         assert workspace.exchange_root(tmp_path) == course.exchange, moved
     shared = tmp_path / "shared-exchange"  # `make lab` on a hub: its FXCOURSE_EXCHANGE wins
-    assert workspace.exchange_root(tmp_path, {"FXCOURSE_EXCHANGE": str(shared)}) == shared
+    hub = {"FXCOURSE_EXCHANGE": str(shared)}
+    assert workspace.exchange_root(tmp_path, hub) == shared
+    assert Course.configured(tmp_path, environ=hub).exchange == shared  # the instructor's too
     assert workspace.course_file.settings(tmp_path)["course_id"] == course.course_id == "c2"
     source = (ROOT / "fxcourse" / "workspace.py").read_text()
     assert "grader" not in {
@@ -78,3 +80,26 @@ def test_nbgrader_reads_the_course_of_its_own_course_json(tmp_path):
     course_id, submitted, db_url = done.stdout.split()[-3:]
     assert (course_id, submitted) == ("c2", "term2/submitted")
     assert db_url == f"sqlite:///{course.resolve() / 'term2' / 'gradebook.db'}"
+
+
+def test_nbgrader_uses_the_exchange_and_gradebook_of_the_course(tmp_path):
+    """FXCOURSE_EXCHANGE and FXCOURSE_GRADEBOOK_URL are read once, by Course.configured: nbgrader's
+    configuration takes the Course's exchange and gradebook, so the two never differ."""
+    course = copy_course(tmp_path / "course", [])
+    moved = {"FXCOURSE_EXCHANGE": str(tmp_path / "hub-exchange")}
+    moved["FXCOURSE_GRADEBOOK_URL"] = f"sqlite:///{tmp_path / 'scratch.db'}"
+    show = (
+        "from nbgrader.apps.baseapp import NbGrader\n"
+        "app = NbGrader()\napp.initialize([])\n"
+        "print(app.config.Exchange.root, app.coursedir.db_url)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXCOURSE_")} | moved
+    done = subprocess.run(
+        [sys.executable, "-c", show], cwd=course, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    configured = Course.configured(course, environ=moved)
+    assert done.stdout.split()[-2:] == [str(configured.exchange), configured.gradebook_url]
+    assert configured.exchange == tmp_path / "hub-exchange" and configured.exchange.is_dir()
+    plain = Course.configured(course, environ={})
+    assert plain.gradebook_url == f"sqlite:///{plain.gradebook}"

@@ -25,7 +25,8 @@ from fxcourse.workspace import write_nbgrader_config
 from grader import exercises, instructor
 from grader.course import REPOSITORY, Course
 
-pytestmark = pytest.mark.xdist_group("exchange_languages")  # its own class and gradebook
+# Its own class and gradebook; a whole class round trip, so `make test-end-to-end` runs it.
+pytestmark = [pytest.mark.xdist_group("exchange_languages"), pytest.mark.end_to_end]
 EX1 = "ex1_sigmoid_to_tanh"
 EX1_ZH = exercises.translated(EX1, "zh")
 # Wrong twice: torch.sigmoid becomes the in-place torch.tanh_ (a check only the hidden side makes,

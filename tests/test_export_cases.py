@@ -5,6 +5,7 @@ aten.batch_norm's unsuffixed writes)."""
 
 from __future__ import annotations
 
+import os
 import random
 from types import SimpleNamespace
 
@@ -14,6 +15,9 @@ from torch.export import Dim
 
 from fxcourse import export_cases, export_cases_late
 from fxcourse.cases import makers_of
+
+# Runs of 7.3's exported cases (each exports a program): `make test-checkpoints` asks for 20.
+EXPORT_RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "3"))
 
 
 def runs(builder, count: int, how_many: int = 200):
@@ -53,7 +57,7 @@ def every_norm_buffer_written(program: torch.export.ExportedProgram) -> list[str
 def test_checkpoint_7_3_refuses_a_norm_layers_buffers_listed_whatever_its_mode_in_every_run():
     """Every run holds a BatchNorm in eval mode, which writes none of its buffers: listing them
     all (right for training mode only) differs from the reference answer in every run."""
-    for run_seed, drawn in runs(export_cases.stateful_models, 5, 20):
+    for run_seed, drawn in runs(export_cases.stateful_models, 5, EXPORT_RUNS):
         cases = [SimpleNamespace(objects=lambda pair=pair: pair) for pair in drawn]
         _joined, program = export_cases.joined_program(cases, named=True)
         wanted = written(program)

@@ -326,6 +326,7 @@ def test_inplace_changes_the_given_graph_module_only_when_asked():
     assert inplace_result is traced and bn_targets(traced) == []
 
 
+@pytest.mark.end_to_end
 def test_bench_cli_prints_medians_spreads_and_conclusions():
     command = [sys.executable, "-m", "fxcourse.bench_fusion", "--batch", "1", "--size", "32"]
     command += ["--min-run-time", "0.05", "--device", "cpu", "--threads", "1", "--rounds", "6"]

@@ -22,7 +22,7 @@ from nbgrader.preprocessors import Execute
 from courseware.i18n import lookup_of
 from grader import exercises
 from grader.safegrade import checking, data, probing, records, runner, verdicts, wording, worker
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.preprocessors import ResilientExecute, in_language_of
 
 EX1 = "ex1_sigmoid_to_tanh"
@@ -159,19 +159,19 @@ def refused_graphs() -> list[str]:
     import torch
     import torch.nn as nn
 
-    from grader.safegrade import graphs
+    from grader.safegrade import graph_data
     from grader.safegrade.data import DataError
 
-    words = graphs.Vocabulary(
-        functions=(torch.relu,), methods=("sum",), modules={nn.Linear: graphs.linear_arguments}
+    words = graph_data.Vocabulary(
+        functions=(torch.relu,), methods=("sum",), modules={nn.Linear: graph_data.linear_arguments}
     )
     (linear,) = words.module_types
     refused = [
-        lambda: graphs.resolve_function("torch.relu6", words),
-        lambda: graphs.node_fields({"op": "call_method", "target": "relu", "name": "x"}, words),
-        lambda: graphs.make_module("fc", "torch.nn.Bilinear", {}, words),
-        lambda: graphs.make_module("fc", linear, {}, words),
-        lambda: graphs.attribute("scale", {}),
+        lambda: graph_data.resolve_function("torch.relu6", words),
+        lambda: graph_data.node_fields({"op": "call_method", "target": "relu", "name": "x"}, words),
+        lambda: graph_data.make_module("fc", "torch.nn.Bilinear", {}, words),
+        lambda: graph_data.make_module("fc", linear, {}, words),
+        lambda: graph_data.attribute("scale", {}),
     ]
     return raised(DataError, refused)
 
@@ -181,19 +181,21 @@ def refused_descriptions() -> list[str]:
     import torch
     import torch.nn as nn
 
-    from grader.safegrade import grammar, graphs
+    from grader.safegrade import grammar, graph_data
     from grader.safegrade.data import DataError, Ref
 
-    words = graphs.Vocabulary(functions=(torch.relu,), methods=(), modules={})
+    words = graph_data.Vocabulary(functions=(torch.relu,), methods=(), modules={})
     module = nn.Module()
     module.register_buffer("w", torch.zeros(1))
     refused = [
-        lambda: graphs.build({"nodes": 3}, words),
-        lambda: graphs.node_fields(3, words),
-        lambda: graphs.node_fields({"op": "call", "target": "x", "name": "x"}, words),
-        lambda: graphs.node_fields({"op": "placeholder", "target": "x", "name": "1x"}, words),
-        lambda: graphs.node_fields({"op": "placeholder", "target": "class", "name": "x"}, words),
-        lambda: graphs.node_fields({"op": "output", "target": "out", "name": "x"}, words),
+        lambda: graph_data.build({"nodes": 3}, words),
+        lambda: graph_data.node_fields(3, words),
+        lambda: graph_data.node_fields({"op": "call", "target": "x", "name": "x"}, words),
+        lambda: graph_data.node_fields({"op": "placeholder", "target": "x", "name": "1x"}, words),
+        lambda: graph_data.node_fields(
+            {"op": "placeholder", "target": "class", "name": "x"}, words
+        ),
+        lambda: graph_data.node_fields({"op": "output", "target": "out", "name": "x"}, words),
         lambda: grammar.path("a." * 40 + "a"),
         lambda: grammar.path("a._b"),
         lambda: grammar.check_arguments("call_function", torch.relu, 1, {}),
@@ -209,9 +211,9 @@ def refused_descriptions() -> list[str]:
         lambda: grammar.link(object(), [], [9]),
         lambda: grammar.link({(1,): 1}, [], [9]),
         lambda: grammar.link("x" * 10_000, [], [9]),
-        lambda: graphs.container({"a": torch.zeros(1), "a.b": nn.Module()}),
-        lambda: graphs.container({"a": nn.Linear(1, 1), "a.b": nn.Module()}),
-        lambda: graphs.container({"a": module, "a.w": torch.zeros(1)}),
+        lambda: graph_data.container({"a": torch.zeros(1), "a.b": nn.Module()}),
+        lambda: graph_data.container({"a": nn.Linear(1, 1), "a.b": nn.Module()}),
+        lambda: graph_data.container({"a": module, "a.w": torch.zeros(1)}),
     ]
     return raised(DataError, refused)
 
@@ -267,11 +269,11 @@ def test_a_learners_value_and_a_learners_own_error_are_never_told():
     """Only the grader's words are told: a value the learner chose (a graph's target) stays as
     it is even when it reads like one of the grader's messages, and so does the learner's own
     error (another name than the grader's) whose text is one of them word for word."""
-    from grader.safegrade import graphs
+    from grader.safegrade import graph_data
     from grader.safegrade.data import DataError
 
     with pytest.raises(DataError) as error:
-        graphs.attribute("aborted", {})
+        graph_data.attribute("aborted", {})
     assert wording.translated(str(error.value), LOOKUP).startswith("aborted：")
     grader_says = "the kernel died in this cell"
     found = [
@@ -287,7 +289,7 @@ def test_unsandboxed_grading_tells_the_graders_messages_too():
     """Plain nbgrader's run (SandboxExecute.unsandboxed) tells a kernel's death in Chinese for a
     Chinese submission, in the notebook and in the tests' record the report reads, and the
     learner's own output as it is."""
-    from grader.safegrade import preprocessors, results
+    from grader.safegrade import preprocessors, result_files
     from grader.safegrade.preprocessors import SandboxExecute
 
     cell = graded_cell()
@@ -299,7 +301,7 @@ def test_unsandboxed_grading_tells_the_graders_messages_too():
     recorded = []
 
     def record(config, resources, nb, not_run):
-        recorded.extend(results.tested(cell, True) for cell in nb.cells)
+        recorded.extend(result_files.tested(cell, True) for cell in nb.cells)
 
     with (
         mock.patch.object(Execute, "preprocess", lambda self, nb, res, km=None: (nb, res)),

@@ -266,7 +266,7 @@ def test_a_test_is_not_run_only_when_the_submission_never_reached_it(graded):
     whose message copies the grader's own "not run: ..." is a failure, in the result file the
     export and the report read and in the report's messages."""
     from grader import report
-    from grader.safegrade.results import FAILED, NOT_RUN, PASSED, recorded
+    from grader.safegrade.result_files import FAILED, NOT_RUN, PASSED, recorded
 
     course, assignment = Course.configured(graded["sandboxed"]), "ex3_timing_interpreter"
     results = course.results
@@ -441,6 +441,7 @@ def test_feedback_holds_only_the_pages_made_from_notebooks(with_feedback):
         assert "PWNED" not in (folder / f"{assignment}.html").read_text()
 
 
+@pytest.mark.end_to_end
 def test_instructor_commands_run_again_print_no_warning(graded, tmp_path, capfd):
     """Release and feedback run again, as after a fix to an exercise, in a course whose solutions/
     holds a chapter notebook too (as the repository's does): nbgrader warned once per chapter that

@@ -1,4 +1,4 @@
-"""graphs.build on hostile descriptions: a learner's description is a claim, never code.
+"""graph_data.build on hostile descriptions: a learner's description is a claim, never code.
 
 Every case here once ran the learner's text in the grader, or could: a placeholder's default or
 name, a module path, a keyword's name or a getattr's attribute spliced into the code torch.fx
@@ -16,16 +16,16 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from grader.safegrade import graphs
+from grader.safegrade import graph_data
 from grader.safegrade.data import DataError, Opaque, Ref
 from grader.safegrade.kernel import crossed
 
 MARK = "__import__('os').system('touch /tmp/pwned-by-a-description')"
 # What Model's graph uses, declared as an exercise declares its graphs' vocabulary (probes.py).
-VOCABULARY = graphs.Vocabulary(
+VOCABULARY = graph_data.Vocabulary(
     functions=(operator.add, operator.mul, torch.cat),
     methods=("sigmoid",),
-    modules={nn.Linear: graphs.linear_arguments, nn.ReLU: None},
+    modules={nn.Linear: graph_data.linear_arguments, nn.ReLU: None},
 )
 
 
@@ -62,9 +62,9 @@ def test_an_honest_description_is_rebuilt_and_runs_without_compiling_code(sent, 
     x = torch.randn(2, 3)
     with torch.no_grad():
         assert torch.equal(gm(x), want(x))
-    assert isinstance(gm, graphs.DescribedGraphModule) and "def forward" in gm.code
-    assert isinstance(copy.copy(gm), graphs.DescribedGraphModule)
-    assert isinstance(copy.deepcopy(gm), graphs.DescribedGraphModule)
+    assert isinstance(gm, graph_data.DescribedGraphModule) and "def forward" in gm.code
+    assert isinstance(copy.copy(gm), graph_data.DescribedGraphModule)
+    assert isinstance(copy.deepcopy(gm), graph_data.DescribedGraphModule)
 
 
 def test_a_description_made_on_the_trusted_side_is_rebuilt_as_it_is():
@@ -79,7 +79,7 @@ def test_a_description_made_on_the_trusted_side_is_rebuilt_as_it_is():
 
 def test_a_probe_gets_an_ordinary_graph_module(sent):
     gm = VOCABULARY.build(sent, codegen=True)
-    assert not isinstance(gm, graphs.DescribedGraphModule)
+    assert not isinstance(gm, graph_data.DescribedGraphModule)
     assert gm(torch.randn(2, 3)).shape == (2, 4)
 
 
@@ -106,7 +106,7 @@ def hostile_cases() -> dict[str, callable]:
 
         return change
 
-    getattr_name = graphs.target_name(getattr)  # as describe names it: an allowed function
+    getattr_name = graph_data.target_name(getattr)  # as describe names it: an allowed function
     getattr_row = {"name": "g", "op": "call_function", "target": getattr_name, "users": []}
     return {
         "placeholder default that is code": set_in("placeholder", "args", (Opaque("x", MARK),)),
@@ -162,7 +162,7 @@ HOSTILE = hostile_cases()
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_description_is_refused_before_anything_is_built(case, sent, monkeypatch):
     built = []
-    for owner, name in ((torch.fx, "GraphModule"), (graphs, "DescribedGraphModule")):
+    for owner, name in ((torch.fx, "GraphModule"), (graph_data, "DescribedGraphModule")):
         monkeypatch.setattr(owner, name, lambda *args: built.append(args))
     before = dict(vars(torch.fx.graph_module.GraphModule))
     description = copy.deepcopy(sent)
@@ -195,7 +195,7 @@ def test_a_getattr_of_a_public_name_is_rebuilt(sent):
     """getattr is an allowed function: the hostile getattr cases above are refused for the
     attribute they name, not for calling getattr."""
     description = copy.deepcopy(sent)
-    row = {"name": "g", "op": "call_function", "target": graphs.target_name(getattr)}
+    row = {"name": "g", "op": "call_function", "target": graph_data.target_name(getattr)}
     description["nodes"].insert(-1, row | {"args": (Ref(0), "T"), "kwargs": {}, "users": []})
     gm = VOCABULARY.build(description, sent)
     assert [n.args[1] for n in gm.graph.nodes if n.target is getattr] == ["T"]
@@ -213,7 +213,7 @@ def test_only_what_the_exercise_declared_is_named_and_rebuilt(sent):
     node(described, "call_function")["target"] = "torch.sigmoid"
     with pytest.raises(DataError, match="never runs"):
         VOCABULARY.build(described)
-    with_sigmoid = graphs.Vocabulary(functions=(torch.sigmoid, operator.add))
+    with_sigmoid = graph_data.Vocabulary(functions=(torch.sigmoid, operator.add))
     assert with_sigmoid.build(described)(torch.zeros(1)).item() == 1.5
 
 
@@ -246,7 +246,7 @@ class KeepsSleepers(torch.fx.Tracer):
 
 
 def test_a_module_made_with_arguments_is_rebuilt_only_as_the_grader_made_it():
-    local = graphs.Vocabulary(
+    local = graph_data.Vocabulary(
         functions=(operator.mul,),
         modules={Sleeper: lambda module: (module.seconds,)},
         local=(Sleeper,),
@@ -283,4 +283,4 @@ def test_two_things_of_one_name_make_no_vocabulary():
 
     other.__name__, other.__qualname__ = nap.__name__, nap.__qualname__
     with pytest.raises(ValueError, match="one name"):
-        graphs.Vocabulary(functions=(nap, other), local=(nap, other))
+        graph_data.Vocabulary(functions=(nap, other), local=(nap, other))

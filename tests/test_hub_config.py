@@ -27,7 +27,9 @@ from fxcourse import workspace
 from fxcourse.workspace import START_PAGE
 from grader.course import Course
 from grader.hub import classroom, progress_service
-from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, ROLE_CONFIG, Settings
+from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, Settings
+
+ROLE_CONFIG = Settings.from_environ({}).role_config
 
 ASSIGNMENTS = Course.configured().exercises  # this repository's
 
@@ -54,6 +56,21 @@ def test_defaults_are_for_one_server_on_loopback():
     assert len(deployment.learners) == 3
     assert deployment.exchange_root == Path("/srv/nbgrader/exchange")
     assert deployment.venv == Path(sys.prefix)
+
+
+def test_each_learner_servers_limit_is_declared_once_and_the_environment_sets_it():
+    from grader.hub.settings import HubLimits
+
+    defaults = Settings.from_environ({})
+    declared = HubLimits()
+    assert (defaults.mem_limit, defaults.cpu_limit, defaults.cull_idle_s) == (
+        declared.mem_limit, declared.cpu_limit, declared.cull_idle_s,
+    )  # fmt: skip
+    given = {"FXHUB_MEM_LIMIT": "3G", "FXHUB_CPU_LIMIT": "0.5", "FXHUB_CULL_IDLE_S": "0"}
+    moved = Settings.from_environ(given)
+    assert (moved.mem_limit, moved.cpu_limit, moved.cull_idle_s) == ("3G", 0.5, 0)
+    with pytest.raises(ValueError):
+        Settings.from_environ({"FXHUB_CPU_LIMIT": "one"})
 
 
 def test_environment_sets_every_deployment_value():
@@ -208,7 +225,7 @@ def fake_v1(root: Path, writable: bool = True) -> Path:
 
 
 def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
-    from grader.hub.limits import LearnerGroups
+    from grader.hub.learner_cgroups import LearnerGroups
 
     cgroups = LearnerGroups.detect(tmp_path, fake_v1(tmp_path))
     assert cgroups.version == "v1", cgroups.problem
@@ -232,7 +249,7 @@ def test_cgroups_v1_are_detected_and_limits_written(tmp_path):
 
 
 def test_cgroups_v2_and_none_are_told_apart(tmp_path):
-    from grader.hub.limits import LearnerGroups
+    from grader.hub.learner_cgroups import LearnerGroups
 
     (tmp_path / "hub.service").mkdir()
     (tmp_path / "cgroup.controllers").write_text("cpuset cpu io memory pids")
@@ -248,7 +265,7 @@ def test_cgroups_v2_and_none_are_told_apart(tmp_path):
 
 def test_the_hub_enforces_limits_culls_idle_servers_and_admits_new_learners(monkeypatch, tmp_path):
     config = load(HUB / "jupyterhub_config.py", {"FXHUB_STATE_DIR": str(tmp_path)}, monkeypatch)
-    from grader.hub.limits import LimitedSpawner
+    from grader.hub.learner_cgroups import LimitedSpawner
 
     assert config.JupyterHub.spawner_class is LimitedSpawner
     assert config.Spawner.mem_limit == "2G" and config.Spawner.cpu_limit == 1.0

@@ -13,7 +13,7 @@ import pytest
 from grader import course_grader, instructor
 from grader.course import Course
 from grader.intake import class_exchange
-from grader.safegrade import results
+from grader.safegrade import result_files
 
 ROOT = Path(__file__).resolve().parents[1]
 EX1 = "ex1_sigmoid_to_tanh"
@@ -40,7 +40,7 @@ EX1 = "ex1_sigmoid_to_tanh"
     ids=["not-json", "empty", "invalid", "no-notebook", "left-out", "no-tests", "other"],
 )  # fmt: skip
 def test_an_upload_that_could_not_be_graded_says_what_to_do(detail, notes, plain):
-    assert results.what_to_do(detail, notes) == plain
+    assert result_files.what_to_do(detail, notes) == plain
 
 
 def test_release_feedback_names_the_uploads_it_could_not_grade(tmp_path, capsys):
@@ -50,8 +50,8 @@ def test_release_feedback_names_the_uploads_it_could_not_grade(tmp_path, capsys)
     (folder / f"{EX1}.html").write_text("<p>feedback</p>")
     (folder / "submission_secret.txt").write_text("secret of ada")
     reason = "could not be graded: the notebook is cut off or corrupt: ask for a new upload"
-    dave = results.SubmissionResult("dave", EX1, results.NOT_GRADABLE, 0.0, 10.0, reason)
-    results.save(dave, found / EX1 / "dave.json")
+    dave = result_files.SubmissionResult("dave", EX1, result_files.NOT_GRADABLE, 0.0, 10.0, reason)
+    result_files.save(dave, found / EX1 / "dave.json")
     status = class_exchange.release_feedback_command(tmp_path / "exchange", feedback, [EX1], found)
     out, err = capsys.readouterr()
     assert status == 1 and "released 1 feedback file(s)" in out

@@ -24,7 +24,7 @@ import pytest
 from grader import course_grader, exercises, instructor, intake
 from grader.course import Course
 from grader.intake import exchange as intake_exchange
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 ASSIGNMENTS = Course.configured().exercises  # this repository's
 COURSE_ID = Course.configured().course_id

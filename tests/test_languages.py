@@ -59,6 +59,7 @@ def french(tmp_path, monkeypatch):
     messages._catalog.cache_clear()
 
 
+@pytest.mark.end_to_end
 def test_a_third_language_flows_through_translations_and_chapters(french, capsys):
     assert i18n.main(["update"]) == 0  # `make translations`
     assert (french / "fr" / "01_symbolic_tracing.po").exists()

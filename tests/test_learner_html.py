@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from grader.learner_html import LearnerHTML, clean, markdown2html, shown_metadata
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 SAFE_SCHEMES = ("http:", "https:", "mailto:")
 IMAGE_DATA = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml)[;,]")

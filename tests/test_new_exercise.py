@@ -37,7 +37,7 @@ import operator
 import torch
 import torch.nn as nn
 
-from grader.safegrade.graphs import Vocabulary, linear_arguments
+from grader.safegrade.graph_data import Vocabulary, linear_arguments
 from grader.safegrade.probing import learner
 
 

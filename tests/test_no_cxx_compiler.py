@@ -22,6 +22,7 @@ def printed(cell) -> str:
 
 
 @pytest.mark.whole_chapter
+@pytest.mark.end_to_end  # chapter 9, as the try-it test of chapters 6-12
 def test_chapter_9_skips_what_needs_a_cpp_compiler_and_runs_the_rest(
     tmp_path, monkeypatch, record_property
 ):

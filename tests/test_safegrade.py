@@ -14,23 +14,24 @@ import nbformat
 import pytest
 import torch
 
+from grader.course import Course
 from grader.safegrade import (
     checking,
     data,
     files,
-    graphs,
+    graph_data,
     isolation,
     kernel,
     preprocessors,
     probing,
-    results,
+    result_files,
     runner,
     sandbox,
     staging,
     verdicts,
     visibility,
 )
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,8 +147,8 @@ def test_text_is_made_safe_to_store():
 
 def test_a_graph_crosses_as_a_description():
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sigmoid()))
-    modules = {torch.nn.Linear: graphs.linear_arguments, torch.nn.Sigmoid: None}
-    got = crossed(probing.describe(gm, graphs.Vocabulary(modules=modules)))
+    modules = {torch.nn.Linear: graph_data.linear_arguments, torch.nn.Sigmoid: None}
+    got = crossed(probing.describe(gm, graph_data.Vocabulary(modules=modules)))
     assert [node["op"] for node in got["nodes"]] == [
         "placeholder",
         "call_module",
@@ -480,47 +481,44 @@ def graded_cell(grade_id: str, points: int, *outputs) -> nbformat.NotebookNode:
     return cell
 
 
-class AutogradedCourse:
-    def __init__(self, root: Path):
-        self.autograded_directory, self.root = "autograded", root
-
-    def format_path(self, folder: str, student: str, assignment: str) -> str:
-        return str(self.root / folder / student / assignment)
-
-
 def test_a_result_file_holds_typed_tests_and_tells_earned_0_from_not_graded(tmp_path):
     failed = nbformat.v4.new_output("error", ename="AssertionError", evalue="Not yet: 3 != 4")
     forged = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     stopped = nbformat.v4.new_output("error", ename="TimeoutError", evalue="not run: budget")
     cells = [graded_cell("test_a", 2), graded_cell("test_b", 3, failed)]
     cells += [graded_cell("test_c", 5, stopped), graded_cell("test_d", 1, forged)]
-    course = AutogradedCourse(tmp_path)
+    course = Course(tmp_path, "c", Path("."))  # its results: autograded/.safegrade
     # test_c has no record (the submission stopped first); test_d printed "not run" itself
-    tests = [results.tested(cell, ran=cell is not cells[2]) for cell in cells]
-    results.save_tests(course, "ann", "hw", tests)
-    got = results.read_result(course, "ann", "hw", [], ["a note"])
-    assert (got.status, got.score, got.max_score) == (results.GRADED, 2.0, 11.0)
+    tests = [result_files.tested(cell, ran=cell is not cells[2]) for cell in cells]
+    result_files.save_tests(course.results, "ann", "hw", tests)
+    got = result_files.read_result(course.results, "ann", "hw", [], ["a note"])
+    assert (got.status, got.score, got.max_score) == (result_files.GRADED, 2.0, 11.0)
     assert [(t.name, t.points, t.max_points, t.status) for t in got.tests] == [
-        ("test_a", 2.0, 2.0, results.PASSED),
-        ("test_b", 0.0, 3.0, results.FAILED),
-        ("test_c", 0.0, 5.0, results.NOT_RUN),
-        ("test_d", 0.0, 1.0, results.FAILED),
+        ("test_a", 2.0, 2.0, result_files.PASSED),
+        ("test_b", 0.0, 3.0, result_files.FAILED),
+        ("test_c", 0.0, 5.0, result_files.NOT_RUN),
+        ("test_d", 0.0, 1.0, result_files.FAILED),
     ]
     assert got.tests[1].message == "AssertionError: Not yet: 3 != 4"
     assert got.reason.startswith("2/11: 3 of 4 tests failed: test_b: AssertionError")
-    path = results.result_path(course, "ann", "hw")
-    plain = results.recorded(path.parent.parent, "ann", "hw")  # graded without make autograde
-    assert (plain.status, plain.score, plain.tests) == (results.GRADED, 2.0, tests)
-    results.save(got, path)
-    assert results.load(path) == got  # the file round-trips, typed
-    assert results.recorded(path.parent.parent, "ann", "hw") == got
-    failure = results.grader_failed(got, ["SandboxError: bubblewrap is missing"])
-    assert failure.status == results.GRADER_FAILED and failure.score is None
+    path = result_files.result_path(course.results, "ann", "hw")
+    assert path == tmp_path / "autograded" / ".safegrade" / "hw" / "ann.json"
+    plain = result_files.recorded(path.parent.parent, "ann", "hw")  # graded without make autograde
+    assert (plain.status, plain.score, plain.tests) == (result_files.GRADED, 2.0, tests)
+    result_files.save(got, path)
+    assert result_files.load(path) == got  # the file round-trips, typed
+    assert result_files.recorded(path.parent.parent, "ann", "hw") == got
+    failure = result_files.grader_failed(got, ["SandboxError: bubblewrap is missing"])
+    assert failure.status == result_files.GRADER_FAILED and failure.score is None
     assert failure.max_score == 11.0 and "the grader failed" in failure.reason
-    results.save(failure, path)
+    result_files.save(failure, path)
     assert json.loads(path.read_text())["score"] is None  # never a 0 the submission did not earn
-    unreadable = results.read_result(course, "ann", "hw", ["NotJSONError: bad"], [])
-    assert (unreadable.status, unreadable.score, unreadable.tests) == (results.NOT_GRADABLE, 0, [])
+    unreadable = result_files.read_result(course.results, "ann", "hw", ["NotJSONError: bad"], [])
+    assert (unreadable.status, unreadable.score, unreadable.tests) == (
+        result_files.NOT_GRADABLE,
+        0,
+        [],
+    )
 
 
 def test_a_grading_after_make_autograde_supersedes_its_could_not_be_graded(tmp_path):
@@ -531,20 +529,22 @@ def test_a_grading_after_make_autograde_supersedes_its_could_not_be_graded(tmp_p
     from dataclasses import asdict
 
     results_dir = tmp_path / ".safegrade"
-    failed = results.SubmissionResult("ann", "hw", results.NOT_GRADABLE, 0, 2.0, "could not be")
-    results.save(failed, results_dir / "hw" / "ann.json")
-    assert [r.student for r in results.not_graded(results_dir, ["hw"])] == ["ann"]
+    failed = result_files.SubmissionResult(
+        "ann", "hw", result_files.NOT_GRADABLE, 0, 2.0, "could not be"
+    )
+    result_files.save(failed, results_dir / "hw" / "ann.json")
+    assert [r.student for r in result_files.not_graded(results_dir, ["hw"])] == ["ann"]
     record = results_dir / ".tests" / "hw" / "ann.json"
     record.parent.mkdir(parents=True)
-    tests = [results.TestResult("test_a", 2.0, 2.0, results.PASSED, "")]
+    tests = [result_files.TestResult("test_a", 2.0, 2.0, result_files.PASSED, "")]
     record.write_text(json.dumps([asdict(t) for t in tests]))
     later = (results_dir / "hw" / "ann.json").stat().st_mtime_ns + 10**9
     os.utime(record, ns=(later, later))
-    got = results.recorded(results_dir, "ann", "hw")
-    assert (got.status, got.score, got.tests) == (results.GRADED, 2.0, tests)
-    assert results.not_graded(results_dir, ["hw"]) == []
+    got = result_files.recorded(results_dir, "ann", "hw")
+    assert (got.status, got.score, got.tests) == (result_files.GRADED, 2.0, tests)
+    assert result_files.not_graded(results_dir, ["hw"]) == []
     os.utime(results_dir / "hw" / "ann.json", ns=(later + 10**9, later + 10**9))
-    assert results.recorded(results_dir, "ann", "hw").status == results.NOT_GRADABLE
+    assert result_files.recorded(results_dir, "ann", "hw").status == result_files.NOT_GRADABLE
 
 
 def test_a_result_file_of_another_shape_is_not_read(tmp_path):
@@ -556,9 +556,9 @@ def test_a_result_file_of_another_shape_is_not_read(tmp_path):
         '{"status": "waiting"}', f'{{"status": "graded", "tests": [{bad_test}]}}',
     ):  # fmt: skip
         path.write_text(text)
-        assert results.load(path) is None, text
+        assert result_files.load(path) is None, text
     path.write_text('{"status": "error"}')  # what older files held: read, with defaults
-    old = results.load(path)
+    old = result_files.load(path)
     assert (old.student, old.assignment, old.score, old.tests) == ("ann", "hw", None, [])
 
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from grader.safegrade import jsontext, runner, staging
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.records import read_records
 
 

@@ -118,7 +118,7 @@ def hostile(tmp_path_factory, listener):
     cases = hostile_cases.build_cases(course, listener.port)
     for case in cases:
         tiny_course.add_submission(course, case.name, case.submission)
-    before = {name: tree_digest(course / name) for name in ("source", "submitted", "release")}
+    before = {name: tree_digest(course / name) for name in ("solutions", "submitted", "release")}
     run = autograde(course, "--workers=2", timeout=900)
     print(run.stdout[-5000:], run.stderr[-3000:])
     return {"course": course, "cases": cases, "before": before, "run": run}
@@ -234,12 +234,13 @@ def peak_kb(run: subprocess.CompletedProcess) -> int:
     return int(run.stdout.rsplit("peak-rss-kb", 1)[1].split()[0])
 
 
+@pytest.mark.end_to_end
 def test_the_graders_memory_grows_by_at_most_its_stated_bound(tmp_path):
     """One worker grades an honest class, then the same class with submissions that send as
     much as the caps let through (hostile_cases.memory_cases: record frames of eleven million
     values, a flood of output, notebooks at the size and value caps): the grading process's
     peak grows by no more than the bound make autograde prints."""
-    from grader.safegrade.limits import LIMITS, MiB
+    from grader.safegrade.grading_limits import LIMITS, MiB
 
     runs = {}
     for name, cases in (("honest", []), ("at_the_caps", hostile_cases.memory_cases())):
@@ -474,7 +475,7 @@ def exported(course: Path) -> dict[str, str]:
         course_id="tiny-course",
         assignments=("tiny",),
         results=course / "autograded" / ".safegrade",
-        sources=course / "source",
+        sources=course / "solutions",
     )
     out = grades_export.write(where, course / "export" / "grades.csv", ["tiny"])
     with out.open(newline="") as handle:
@@ -517,9 +518,9 @@ def test_a_check_finds_no_secret_gradebook_or_other_submission(tmp_path):
         tiny_course.add_submission(course, student, tiny_course.with_answer(tiny_course.CORRECT))
     secret = course / "autograded" / ".safegrade_secret"
     targets = [str(p) for p in (course, secret, course / "gradebook.db", course / "submitted")]
-    targets += [str(course / "submitted" / "victim"), str(course / "source"), "/proc/1/environ"]
+    targets += [str(course / "submitted" / "victim"), str(course / "solutions"), "/proc/1/environ"]
     checks = SNOOPING_CHECKS.format(targets=targets)
-    (course / "source" / tiny_course.ASSIGNMENT / "checks.py").write_text(checks)
+    (course / "solutions" / tiny_course.ASSIGNMENT / "checks.py").write_text(checks)
     assert autograde(course, "--workers=1").returncode == 0
     assert secret.exists()
     for student in ("victim", "snooper"):
@@ -552,7 +553,7 @@ def test_a_check_over_the_cell_timeout_fails_its_own_test_only(tmp_path):
     judges the submission's other tests."""
     course = tiny_course.make_course(tmp_path)
     tiny_course.add_submission(course, "s", tiny_course.with_answer(tiny_course.CORRECT))
-    (course / "source" / tiny_course.ASSIGNMENT / "checks.py").write_text(SLOW_CHECKS)
+    (course / "solutions" / tiny_course.ASSIGNMENT / "checks.py").write_text(SLOW_CHECKS)
     assert autograde(course, "--workers=1").returncode == 0
     got = result(course, "s")
     assert got["score"] == 7 and "test_basic: CheckTimeout" in got["reason"], got["reason"]
@@ -681,6 +682,7 @@ def as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_an_interrupted_batch_resumes_without_losing_or_redoing(tmp_path, how):
     course = tiny_course.make_course(tmp_path)

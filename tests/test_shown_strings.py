@@ -23,6 +23,9 @@ SHOWN = {
     "a case's kind picked from options": 'KINDS = ["a layer inside a block"]\n'
     'KINDS += ["a name used twice"]\n'
     'def cases(make):\n    kind, n = make.each(KINDS), 2\n    make.note(f"{kind}, {n}")',
+    "options sampled for a case's note": 'OTHERS = {"a copy in float16": f}\n'
+    "def cases(make):\n    others = make.rng.sample(list(OTHERS), 2)\n"
+    '    make.note(f"after the model: {others[0]}")',
     "a hint joined with +": 'check(ok, reason(x) + "does the first member hold a real spec?")',
     "a case note joined with +": 'make.note(f"input {layout}; calls: " + ", ".join(paths))',
     "a table's column headers": 'print(tabulate(rows, headers=["node", "shape (or type)"]))',

@@ -133,6 +133,7 @@ def test_a_chinese_edition_opens_with_the_chinese_readme(tmp_path, answers):
 
 @pytest.mark.xdist_group("student-edition")
 @pytest.mark.whole_chapter  # a minute or more: handed out before the short tests (conftest.py)
+@pytest.mark.end_to_end
 def test_edition_sets_itself_up_and_runs_a_chapter_without_instructor_tools(tmp_path):
     out = tmp_path / "edition"
     edition.build(out, answers=False)

@@ -66,3 +66,13 @@ def test_pipeline_without_graphviz_is_text_with_a_hint(monkeypatch):
     monkeypatch.setattr(pipeline, "dot_available", lambda: False)
     shown = repr(pipeline.pipeline_picture())
     assert "Graphviz" in shown and "TorchDynamo" in shown and "make_fx" in shown
+
+
+def test_a_label_drops_its_line_break_only_between_two_cjk_characters():
+    assert pipeline._one_line("你的模型\n（Python 代码）") == "你的模型（Python 代码）"
+    assert pipeline._one_line("读取字节码，\n添加守卫") == "读取字节码，添加守卫"
+    assert pipeline._one_line("TorchDynamo\n读取字节码") == "TorchDynamo 读取字节码"
+    assert pipeline._one_line("FX 图\ntorch 层面的算子") == "FX 图 torch 层面的算子"
+    assert pipeline._one_line("graphe réécrit\nétape suivante") == "graphe réécrit étape suivante"
+    assert pipeline._one_line("Größe\nändern") == "Größe ändern"
+    assert pipeline._one_line("FX graph\ntorch-level ops") == "FX graph torch-level ops"

@@ -4,8 +4,10 @@ it applies the course's settings, among them a cell timeout long enough to impor
 
 import os
 
+from fxcourse import validate
+
 load_subconfig(os.path.join(os.path.dirname(__file__), "..", "..", "nbgrader_config.py"))  # noqa: F821
 
 # A Validate here imports torch from cold in its first cell: allow what a learner's workspace
-# allows (fxcourse/workspace.py), not nbgrader's 30 s. Grading sets its own (cell_timeout).
-c.Execute.timeout = 120  # noqa: F821
+# allows (fxcourse/validate.py), not nbgrader's 30 s. Grading sets its own (cell_timeout).
+validate.configure(c)  # noqa: F821

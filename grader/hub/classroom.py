@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from grader.hub.settings import COURSE_ID, PROXY_PID_FILE, REPO, Settings
+from grader.course import Course
+from grader.hub.settings import PROXY_PID_FILE, Settings
 from grader.instructor import copy_course
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
@@ -219,7 +220,8 @@ WorkingDirectory={repo}
 ExecStart={make} --no-print-directory hub HUB_VENV={hub_venv}
 {environment}Restart=on-failure
 RestartSec=10
-# The hub puts each learner's server into a cgroup of its own, below the service's (limits.py).
+# The hub puts each learner's server into a cgroup of its own, below the service's
+# (grader/hub/learner_cgroups.py).
 Delegate=yes
 # Stopping the service stops the hub, every server and kernel, and the proxy.
 KillMode=control-group
@@ -238,8 +240,13 @@ def service_unit(environ: dict[str, str], make: str, hub_venv: str) -> str:
         if any(char in value for char in '"\\\n%$'):
             raise SetupError(f"{name}={value!r}: a systemd Environment= line cannot hold it")
     lines = "".join(f'Environment="{name}={value}"\n' for name, value in values.items())
+    course = Course.configured(environ=environ)  # the checkout the unit runs `make hub` in
     return UNIT.format(
-        course_id=COURSE_ID, repo=REPO, make=make, hub_venv=hub_venv, environment=lines
+        course_id=course.course_id,
+        repo=course.root,
+        make=make,
+        hub_venv=hub_venv,
+        environment=lines,
     )
 
 

@@ -13,8 +13,8 @@ What this file decides:
 * Before a learner's server starts, the course's chapters are brought into ~/chapters, as
   `make lab` does for its workspace: new chapters copied, course updates merged into the
   learner's copies (fxcourse/workspace.py).
-* Each learner's server, with its kernels, has a memory and a CPU limit (limits.py: cgroups);
-  servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
+* Each learner's server, with its kernels, has a memory and a CPU limit (learner_cgroups.py:
+  cgroups); servers idle for FXHUB_CULL_IDLE_S are stopped (jupyterhub-idle-culler, a hub service).
 """
 
 import asyncio
@@ -24,12 +24,11 @@ import sys
 from pathlib import Path
 
 from fxcourse.workspace import START_PAGE
-from grader.hub.limits import LearnerGroups, LimitedSpawner
+from grader.hub.learner_cgroups import LearnerGroups, LimitedSpawner
 from grader.hub.settings import (
     INSTRUCTORS_GROUP,
     LEARNERS_GROUP,
     PROXY_PID_FILE,
-    ROLE_CONFIG,
     Settings,
 )
 
@@ -117,7 +116,9 @@ def configure_role(spawner):
     it before the server starts)."""
     groups = {group.name for group in spawner.user.groups}
     role = INSTRUCTORS_GROUP if INSTRUCTORS_GROUP in groups else LEARNERS_GROUP
-    environment = {"JUPYTER_CONFIG_PATH": ":".join(str(path) for path in ROLE_CONFIG[role])}
+    environment = {
+        "JUPYTER_CONFIG_PATH": ":".join(str(path) for path in deployment.role_config[role])
+    }
     home = Path(pwd.getpwnam(spawner.user.name).pw_dir)
     if role == INSTRUCTORS_GROUP:
         environment["FXHUB_COURSE_DIR"] = str(home / deployment.course_folder)

@@ -27,15 +27,14 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
+from fxcourse.progress import AS_OF_KINDS, ExerciseState
 from fxcourse.workspace import course_notebooks
 from grader.report_model import course_tryits, own_tryits
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 TIME_LIMIT_S = LIMITS.progress_time
 MAX_OUTPUT = LIMITS.progress_output_bytes
-EXERCISE_STATES = {"passed", "failing", "not run", "not opened", "unreadable"}
-AS_OF_KINDS = {"checks ran", "notebook saved"}
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
 ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
@@ -111,7 +110,7 @@ def checked(output: bytes) -> dict | str:
         exercises = {
             name: state
             for name, (state, _copy) in claim["exercises"].items()
-            if name in ASSIGNMENTS and state in EXERCISE_STATES
+            if name in ASSIGNMENTS and state in set(ExerciseState)
         }
         as_of = {
             name: (kind, when)

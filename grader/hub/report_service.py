@@ -24,7 +24,7 @@ from urllib.parse import quote
 from grader.course import Course
 from grader.hub.progress_service import RUNUSER, progress_of_everyone, serve
 from grader.report import CSP
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 TIME_LIMIT_S = LIMITS.report_time
 MAX_PAGE = LIMITS.report_page_bytes

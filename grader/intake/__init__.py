@@ -23,7 +23,7 @@ file-name pattern, never from file dates.
 nbgrader's exchange (`make collect`, the formgrader's Collect) is read by the same rules, except
 who and when: grader/intake/exchange.py. Parts: names.py (who and what a file is),
 files.py (reading a folder or zip), grader/safegrade/files.py (the no-follow reader),
-grader/safegrade/limits.py (every cap).
+grader/safegrade/grading_limits.py (every cap).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from grader.intake.names import (
     student_problem,
 )
 from grader.safegrade.files import open_regular
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 # intake's public names, wherever they are defined
 __all__ = [

@@ -27,8 +27,8 @@ from nbgrader.utils import notebook_hash
 from grader import intake
 from grader.intake import exchange as intake_exchange
 from grader.safegrade.data import inert_text
-from grader.safegrade.limits import LIMITS
-from grader.safegrade.results import not_graded
+from grader.safegrade.grading_limits import LIMITS
+from grader.safegrade.result_files import not_graded
 
 SECRET_FILE = "submission_secret.txt"
 OUTBOUND_FEEDBACK_MODE = 0o711  # nbgrader's: learners reach their own file by its hashed name

@@ -30,7 +30,7 @@ from grader.intake.files import (
     walk_folder,
 )
 from grader.intake.names import Place, safe_name, shown
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 # nbgrader's exchange: inbound/<student>+<assignment>+<time>[+<random>]/ (nbgrader.exchange)
 INBOUND_NAME = re.compile(r"(?P<student>.+?)\+(?P<assignment>[^+]+)\+(?P<time>[^+]+)(?:\+[^+]*)?$")

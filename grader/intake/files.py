@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from grader.intake.names import shown
 from grader.safegrade.files import open_regular
-from grader.safegrade.limits import LIMITS
+from grader.safegrade.grading_limits import LIMITS
 
 TIMESTAMP_FILE = "timestamp.txt"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's exchange format, in UTC

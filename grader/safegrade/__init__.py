@@ -2,7 +2,8 @@
 
 ``preprocessors.SandboxExecute`` replaces nbgrader's Execute step (grader/nbgrader_config.py);
 ``batch`` grades many submissions in parallel (``python -m grader.safegrade autograde``). The
-sandbox side (``worker``, ``data``, ``probing``, ``graphs``) never imports nbgrader. See README.md.
+sandbox side (``worker``, ``data``, ``probing``, ``graph_data``) never imports nbgrader. See
+README.md.
 """
 
 VERSION = "3.1"  # 3.1: typed per-test results in the result files

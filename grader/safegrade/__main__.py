@@ -20,7 +20,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 from grader.course import Course  # noqa: E402 (imports no nbgrader: the sandboxes overlap that)
 
-from .limits import GradingLimits  # noqa: E402
+from .grading_limits import GradingLimits  # noqa: E402
 from .pool import Pool  # noqa: E402
 
 

@@ -33,10 +33,11 @@ from .bookkeeping import batch_bookkeeping
 from .data import clean_text, inert_text
 from .files import read_regular, walk
 from .gradebook import clear_earlier
-from .limits import LIMITS, GradingLimits
+from .grading_files import results_folder
+from .grading_limits import LIMITS, GradingLimits
 from .pool import Pool
 from .preprocessors import SandboxExecute
-from .results import (
+from .result_files import (
     NOT_GRADABLE,
     SubmissionResult,
     grader_failed,
@@ -67,7 +68,8 @@ def autograde(argv: list[str], workers: int, force: bool, early: Pool | None = N
     folders = sorted({source_folder(course, assignment) for _, assignment in tasks})
     limits = options.limits()
     key = batch_key(folders, limits)
-    todo = [task for task in tasks if force or not is_current(course, *task, key)]
+    results = results_folder(app.config)
+    todo = [task for task in tasks if force or not is_current(course, results, *task, key)]
     print(f"safegrade: {len(tasks)} submissions, {len(tasks) - len(todo)} unchanged (kept)")
     print("\n".join(GradingLimits(config=app.config).summary()))
     print(f"safegrade: {memory_limit_in_force(limits)}")
@@ -90,7 +92,7 @@ def autograde(argv: list[str], workers: int, force: bool, early: Pool | None = N
         return 130
     finally:
         session.pool.close()
-    summary(course, tasks)
+    summary(results, tasks)
     return 0
 
 
@@ -150,11 +152,11 @@ def grade_one(
     from nbgrader.converters import Autograde
 
     started[(student, assignment)] = time.monotonic()
-    course = app.coursedir
+    course, results = app.coursedir, results_folder(app.config)
     if problem := pattern_in(student):  # never handed to nbgrader
         result = not_graded_as(course, student, assignment, problem)
         result = replace(result, key=submission_key(course, student, assignment, key))
-        save(result, result_path(course, student, assignment))
+        save(result, result_path(results, student, assignment))
         return result
     submitted = Path(course.format_path(course.submitted_directory, student, assignment))
     notes = stage(submitted, staging / student / assignment, source_folder(course, assignment))
@@ -169,7 +171,7 @@ def grade_one(
         converter = Autograde(coursedir=coursedir, config=config, log=log)
         converter.force = True
         session.grader_failed.discard((student, assignment))
-        tests_path(course, student, assignment).unlink(missing_ok=True)  # written afresh
+        tests_path(results, student, assignment).unlink(missing_ok=True)  # written afresh
         try:
             converter.start()
         except Exception as exc:  # noqa: BLE001 - nbgrader's failure for this submission only
@@ -178,11 +180,11 @@ def grade_one(
             clear_earlier(course, student, assignment)
     if session.pool.closed:
         raise KeyboardInterrupt
-    result = read_result(course, student, assignment, [e for e in errors if e], notes)
+    result = read_result(results, student, assignment, [e for e in errors if e], notes)
     if (student, assignment) in session.grader_failed:
         result = grader_failed(result, errors)
     result = replace(result, key=submission_key(course, student, assignment, key))
-    save(result, result_path(course, student, assignment))
+    save(result, result_path(results, student, assignment))
     return result
 
 
@@ -249,9 +251,9 @@ def submission_key(course, student: str, assignment: str, key: str) -> str:
     return digest.hexdigest()
 
 
-def is_current(course, student: str, assignment: str, key: str) -> bool:
+def is_current(course, results: Path, student: str, assignment: str, key: str) -> bool:
     """Graded before, with the same sources, upload and limits."""
-    result = load(result_path(course, student, assignment))
+    result = load(result_path(results, student, assignment))
     if result is None:
         return False
     autograded = Path(course.format_path(course.autograded_directory, student, assignment))
@@ -259,12 +261,12 @@ def is_current(course, student: str, assignment: str, key: str) -> bool:
     return done and result.key == submission_key(course, student, assignment, key)
 
 
-def summary(course, tasks: list[tuple[str, str]]) -> None:
+def summary(results: Path, tasks: list[tuple[str, str]]) -> None:
     print("safegrade: scores (student, assignment, reason)")
-    results = [load(result_path(course, student, assignment)) for student, assignment in tasks]
-    for (student, assignment), result in zip(tasks, results, strict=True):
+    found = [load(result_path(results, student, assignment)) for student, assignment in tasks]
+    for (student, assignment), result in zip(tasks, found, strict=True):
         reason = result.reason if result is not None else "not graded"
         print(inert_text(f"  {student}  {assignment}  {reason}", LIMITS.reason_chars))
-    if any(result is not None and result.status == NOT_GRADABLE for result in results):
-        folder = os.path.relpath(result_path(course, "student", "assignment").parent.parent)
+    if any(result is not None and result.status == NOT_GRADABLE for result in found):
+        folder = os.path.relpath(results)
         print(f"safegrade: the errors behind 'could not be graded': make report, or {folder}/")

@@ -1,7 +1,7 @@
 """Linux cgroups, the one place that reads them: which hierarchy this process may make groups
 in (`Cgroups.detect`: v1's per-controller hierarchies, v2's unified one, or none, with why), said
 the same way by every part that reports what is in force (`Cgroups.describe`); and the memory
-cgroup of one sandbox (`Cgroup`). The class hub's learner groups (grader/hub/limits.py) are
+cgroup of one sandbox (`Cgroup`). The class hub's learner groups (grader/hub/learner_cgroups.py) are
 `Cgroups` with the cpu controller too; a test points `detect` at a fake tree in a folder.
 """
 
@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .limits import LIMITS
+from .grading_limits import LIMITS
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PROC_CGROUP = Path("/proc/self/cgroup")  # this process's groups, one line per hierarchy

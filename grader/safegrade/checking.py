@@ -7,11 +7,11 @@ checks.py (nor imports torch).
 It receives the exercise's checks.py and verify.py (as files), the submission's seed and each
 test's data as the probe sent it (the bytes of its record's body, which the grading process
 forwards without parsing them); it makes each test's inputs from the seed, decodes the data,
-rebuilds graphs (graphs.build, without compiling code) and runs the check. Each verdict goes back
-as data: None (passed) or [ename, message]. The process holds no secret (only this submission's
-seed), no gradebook, no other submission's data and cannot write to the course, so a hole in the
-builder or a check reaches nothing, and it ends with the submission: nothing it does can change
-how the next submission is judged. Never imports nbgrader.
+rebuilds graphs (graph_data.build, without compiling code) and runs the check. Each verdict goes
+back as data: None (passed) or [ename, message]. The process holds no secret (only this
+submission's seed), no gradebook, no other submission's data and cannot write to the course, so a
+hole in the builder or a check reaches nothing, and it ends with the submission: nothing it does
+can change how the next submission is judged. Never imports nbgrader.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import os
 
 from . import probing
 from .data import DataError, clean_text, decode, encode
+from .grading_limits import LIMITS
 from .jsontext import json_values
-from .limits import LIMITS
 from .wording import _
 
 # JSON values of one probe's data: decode() takes at most data_items values, each of which is

@@ -16,7 +16,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from .limits import LIMITS
+from .grading_limits import LIMITS
 from .wording import _
 
 DTYPES = (

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from .limits import LIMITS
+from .grading_limits import LIMITS
 
 
 def open_regular(

@@ -1,4 +1,4 @@
-"""The grammar a graph description must pass before graphs.build makes anything of it.
+"""The grammar a graph description must pass before graph_data.build makes anything of it.
 
 A description is a learner's claim. Before anything is built, it must pass a grammar: names and
 placeholder targets are ASCII identifiers, module and tensor paths dotted segments (identifiers
@@ -19,7 +19,7 @@ import torch.fx
 import torch.nn as nn
 
 from .data import DataError, Ref
-from .limits import LIMITS
+from .grading_limits import LIMITS
 from .wording import _
 
 _isinstance, _type = isinstance, type  # as they were before any learner's cell

@@ -34,9 +34,10 @@ from nbgrader.preprocessors import (
 )
 from traitlets import Bool, Instance, List
 
-from . import checking, results, wording
+from . import checking, result_files, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
+from .grading_files import results_folder, secret_file
 from .pool import Pool
 from .records import read_records
 from .sandbox import Limits, SandboxError, memory_limit_in_force
@@ -63,13 +64,14 @@ UNSANDBOXED = (
 )
 
 
-def configure(c, source: Path) -> None:
-    """The grading settings of a course's nbgrader configuration (grader/nbgrader_config.py):
-    Autograde's Execute step replaced by SandboxExecute, deleted test cells put back, probes and
-    checks never released, feedback without hidden tests, where the hidden part of each test cell
-    finds the exercises' probes and checks (SAFEGRADE_SOURCE, kernel.py), and this interpreter's
-    folder on PATH (for nbgrader's `alembic`). Limits: Execute.timeout (per cell) and the traits
-    of SandboxExecute, set after this call."""
+def configure(c, course) -> None:
+    """The grading settings of a course's nbgrader configuration (grader/nbgrader_config.py), for
+    `course` (grader/course.py's Course: its source, results and secret): Autograde's Execute step
+    replaced by SandboxExecute, deleted test cells put back, probes and checks never released,
+    feedback without hidden tests, where the hidden part of each test cell finds the exercises'
+    probes and checks (SAFEGRADE_SOURCE, kernel.py), where the results and the grading secret are
+    (grading_files.py), and this interpreter's folder on PATH (for nbgrader's `alembic`). Limits:
+    GradingLimits' traits, set after this call."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.converters import Autograde
 
@@ -83,7 +85,8 @@ def configure(c, source: Path) -> None:
     c.CourseDirectory.ignore += GRADER_ONLY
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
-    os.environ["SAFEGRADE_SOURCE"] = str(source)
+    c.GradingFiles.results, c.GradingFiles.secret = str(course.results), str(course.secret)
+    os.environ["SAFEGRADE_SOURCE"] = str(course.source)
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 
@@ -132,14 +135,14 @@ class ResilientExecute(Execute):
 def record_tests(config, resources, nb, not_run: set[int]) -> None:
     """Each graded cell's status and message, recorded where its verdict is known: from the
     outputs this process gave it; not run when the submission never reached it (``not_run``:
-    the indexes of such cells), never because of what a message says (results.save_tests)."""
-    info, course = resources["nbgrader"], CourseDirectory(config=config)
+    the indexes of such cells), never because of what a message says (result_files.save_tests)."""
+    info = resources["nbgrader"]
     graded = [
         (k, cell) for k, cell in enumerate(nb.cells)
         if cell.cell_type == "code" and utils.is_grade(cell)
     ]  # fmt: skip
-    tests = [results.tested(cell, k not in not_run) for k, cell in graded]
-    results.save_tests(course, info["student"], info["assignment"], tests)
+    tests = [result_files.tested(cell, k not in not_run) for k, cell in graded]
+    result_files.save_tests(results_folder(config), info["student"], info["assignment"], tests)
 
 
 def in_language_of(assignment: str):
@@ -191,7 +194,7 @@ class SandboxExecute(ResilientExecute):
         info = resources["nbgrader"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(course.source_directory, ".", info["assignment"]))
-        submission_seed = seed(course, info["student"], info["assignment"])
+        submission_seed = seed(secret_file(self.config), info["student"], info["assignment"])
         submitted = course.format_path(
             course.submitted_directory, info["student"], info["assignment"]
         )

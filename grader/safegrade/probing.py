@@ -1,7 +1,7 @@
 """What instructors' probes and checks use, on both sides of the boundary (README.md, "Writing
 an exercise"). The trusted side makes each test's inputs and checks what comes back; a probe,
 beside the learner's code, calls the learner's code on the inputs and returns data. Graphs cross
-as descriptions (graphs.py). Never imports nbgrader, nor torch unless a probe or check does.
+as descriptions (graph_data.py). Never imports nbgrader, nor torch unless a probe or check does.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def learner(namespace: dict, name: str):
 
 
 def describe(gm, vocabulary, state: bool = False) -> dict:
-    """graphs.describe (imports torch): gm as data, named through the exercise's vocabulary."""
-    from .graphs import describe
+    """graph_data.describe (imports torch): gm as data, named through the exercise's vocabulary."""
+    from .graph_data import describe
 
     return describe(gm, vocabulary, state)
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 
 from .data import clean_text
+from .grading_limits import LIMITS
 from .jsontext import json_values
-from .limits import LIMITS
 from .wording import _
 
 _MARGIN = 100  # characters past each cap kept here; the notebook's writer cuts to the cap

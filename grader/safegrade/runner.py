@@ -22,7 +22,7 @@ import types
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 from .data import clean_text, decode, encode
-from .limits import LIMITS
+from .grading_limits import LIMITS
 from .probing import call_probe
 from .records import frame_payload
 from .wording import _

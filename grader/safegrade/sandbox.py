@@ -32,7 +32,7 @@ from .cgroup import (
     Cgroup,
     memory_limit_in_force,  # noqa: F401 - the grader's import of it
 )
-from .limits import LIMITS, GradingLimits
+from .grading_limits import LIMITS, GradingLimits
 from .runner import write_frame
 from .visibility import bwrap_argv, python_folders
 
@@ -46,7 +46,7 @@ class SandboxError(RuntimeError):
 
 
 class Limits(GradingLimits):
-    """The limits on a running submission: GradingLimits' configurable ones (limits.py), as
+    """The limits on a running submission: GradingLimits' configurable ones (grading_limits.py), as
     nbgrader's configuration sets them (``Limits(config=...)``, SandboxExecute.limits), as given
     (``Limits(budget=20)``), or their defaults."""
 

@@ -14,8 +14,8 @@ from nbgrader.coursedir import CourseDirectory
 
 from .data import clean_text
 from .files import read_regular, walk
+from .grading_limits import LIMITS
 from .jsontext import as_utf8, json_values, without_outputs
-from .limits import LIMITS
 
 # An exercise's files that the grader alone reads (its checking processes): never released by
 # nbgrader (preprocessors.configure), never copied into a sandbox.

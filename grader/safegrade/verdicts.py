@@ -13,10 +13,9 @@ from pathlib import Path
 
 from nbformat.v4 import new_output
 from nbgrader import utils
-from nbgrader.coursedir import CourseDirectory
 
 from .data import clean_text
-from .limits import LIMITS
+from .grading_limits import LIMITS
 from .wording import _
 
 
@@ -57,14 +56,12 @@ def is_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def seed(course: CourseDirectory, student: str, assignment: str) -> int:
-    """The seed of a submission's test inputs: from its student, assignment and a secret kept
-    beside the autograded submissions (made on first use), so a regrade sees the same inputs."""
-    folder = Path(course.format_path(course.autograded_directory, ".", "."))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ".safegrade_secret"
+def seed(path: Path, student: str, assignment: str) -> int:
+    """The seed of a submission's test inputs: from its student, assignment and the grading
+    secret at `path` (Course.secret; made on first use), so a regrade sees the same inputs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():  # written whole, then linked: a reader never sees half a secret
-        draft = folder / f".safegrade_secret.{os.getpid()}.{threading.get_ident()}"
+        draft = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
         fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(fd, secrets.token_hex(32).encode())
         os.close(fd)

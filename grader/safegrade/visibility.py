@@ -22,7 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .limits import LIMITS
+from .grading_limits import LIMITS
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SITE_IN_SANDBOX = "/opt/safegrade"

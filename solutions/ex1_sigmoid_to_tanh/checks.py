@@ -115,8 +115,9 @@ def same_nodes(received: list, sent: list) -> bool:
     return [[n.get(k) for k in keys] for n in received] == [[n.get(k) for k in keys] for n in sent]
 
 
-# How the description names a call of a function no vocabulary holds (grader/safegrade/graphs.py),
-# here one of in-place tanh: torch.tanh_, torch.Tensor.tanh_, torch.ops.aten.tanh_.default.
+# How the description names a call of a function no vocabulary holds
+# (grader/safegrade/graph_data.py), here one of in-place tanh: torch.tanh_, torch.Tensor.tanh_,
+# torch.ops.aten.tanh_.default.
 IN_PLACE_TANH = re.compile(r"<not allowed: ((?:[\w.]+\.)?tanh_(?:\.\w+)?)>")
 
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from grader.safegrade.graphs import Vocabulary, linear_arguments
+from grader.safegrade.graph_data import Vocabulary, linear_arguments
 from grader.safegrade.probing import learner
 
 # What this exercise's graphs may use, on both sides (checks.py reads it from here): the sigmoids

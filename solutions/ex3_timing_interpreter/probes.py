@@ -12,7 +12,7 @@ import time
 import torch
 import torch.nn as nn
 
-from grader.safegrade.graphs import Vocabulary, linear_arguments
+from grader.safegrade.graph_data import Vocabulary, linear_arguments
 from grader.safegrade.probing import learner
 
 

@@ -170,7 +170,7 @@ def frame_and_gc_walk() -> str:
 
 def checks_reader(course: Path) -> str:
     """An answer that looks for the hidden checks' file on every path it can reach."""
-    checks = course / "source" / ASSIGNMENT / "checks.py"
+    checks = course / "solutions" / ASSIGNMENT / "checks.py"
     return (
         "import glob, os\n\n\ndef add_all(xs):\n"
         "    found = glob.glob('/opt/**/*.py', recursive=True)\n"
@@ -238,8 +238,8 @@ def cheating_cases(course: Path) -> list[Case]:
 def isolation_case(course: Path, port: int) -> Case:
     """Every probe prints `<label> blocked: <why>` or `<label> SUCCEEDED`."""
     paths = {
-        "read-checks": course / "source" / ASSIGNMENT / "checks.py",
-        "read-source": course / "source" / ASSIGNMENT / NOTEBOOK,
+        "read-checks": course / "solutions" / ASSIGNMENT / "checks.py",
+        "read-source": course / "solutions" / ASSIGNMENT / NOTEBOOK,
         "read-sibling": course / "submitted" / "correct" / ASSIGNMENT / NOTEBOOK,
         "read-gradebook": course / "gradebook.db",
     }
@@ -428,7 +428,7 @@ def file_cases(course: Path) -> list[Case]:
             "symlinks_to_the_checks",
             {
                 NOTEBOOK: json.dumps(with_answer(reads_secret)).encode(),
-                "secret.txt": ("symlink", str(course / "source" / ASSIGNMENT / "checks.py")),
+                "secret.txt": ("symlink", str(course / "solutions" / ASSIGNMENT / "checks.py")),
                 "gradebook.db": ("symlink", str(course / "gradebook.db")),
             },
             0,
@@ -635,7 +635,7 @@ def memory_cases() -> list[Case]:
     """Submissions that send the grading process as much as its caps let through: two record
     frames at the frame cap (eleven million values each) with headers of about the header cap,
     a flood of output in 400 cells of its own, and two notebooks at the size and value caps."""
-    from grader.safegrade.limits import LIMITS
+    from grader.safegrade.grading_limits import LIMITS
 
     text = chr(0x1F600) * (LIMITS.record_header_bytes // 4 - 1000)
     frames = f"TEXT = {text!r}\nFRAME = {(LIMITS.frame_bytes - 4)}\n" + FRAMES_AT_THE_CAPS

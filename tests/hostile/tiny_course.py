@@ -65,13 +65,19 @@ def test_hidden(data, cases):
     value = data["floats"]
     assert type(value) is float and math.isclose(value, sum(cases["floats"])), "floats"
 """
-CONFIG = """from grader.learner_html import LearnerHTML
+CONFIG = """from pathlib import Path
+
+from grader.course import Course
+from grader.learner_html import LearnerHTML
 from grader.safegrade.preprocessors import configure
 
 c = get_config()
 c.CourseDirectory.course_id = "tiny-course"
 c.HTMLExporter.preprocessors = [LearnerHTML]  # as the course's: learners' markup cleaned
-configure(c, {source!r})
+# a Course whose class data is the root: nbgrader's own layout (autograded/, ... there)
+course = Course(Path({root!r}), "tiny-course", Path("."))
+c.CourseDirectory.source_directory = str(course.relative(course.source))
+configure(c, course)
 c.GradingLimits.cell_timeout = {cell_timeout}
 c.GradingLimits.budget = {budget}
 c.GradingLimits.memory_mb = 1024
@@ -147,12 +153,12 @@ def with_answer(code: str, nb: dict | None = None) -> dict:
 
 def make_course(root: Path, cell_timeout: float = 2, budget: float = 10) -> Path:
     """The course at root: source notebook, probes and checks, configuration; released."""
-    folder = root / "source" / ASSIGNMENT
+    folder = root / "solutions" / ASSIGNMENT  # Course.source
     folder.mkdir(parents=True)
     (folder / NOTEBOOK).write_text(json.dumps(source_notebook(), indent=1))
     (folder / "probes.py").write_text(PROBES)
     (folder / "checks.py").write_text(CHECKS)
-    values = {"source": str(root / "source")}
+    values = {"root": str(root.resolve())}
     config = CONFIG.format(cell_timeout=cell_timeout, budget=budget, **values)
     (root / "nbgrader_config.py").write_text(config)
     nbgrader(root, "generate_assignment", ASSIGNMENT)

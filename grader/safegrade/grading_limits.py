@@ -36,7 +36,7 @@ class GradingLimits(Configurable):
     cell_timeout = _limit(Float, 60.0, "s", config=True, help=(
         "Seconds one cell may run before it is interrupted and fails (also nbgrader's "
         "Execute.timeout on the unsandboxed path). The sandbox has imported torch before the first "
-        "cell, so this is compute time only; a learner's Validate allows validate_timeout."
+        "cell, so this is compute time only; Validate allows more (fxcourse/validate.py)."
     ))
     budget = _limit(Float, 120.0, "s", config=True, help=(
         "Seconds of wall-clock time for a whole submission in the sandbox, checks included: a "
@@ -51,13 +51,6 @@ class GradingLimits(Configurable):
     ))
     file_mb = _limit(Integer, 64, "MiB", config=True, help="Largest file a submission may write.")
     tmp_mb = _limit(Integer, 256, "MiB", config=True, help="Size of a submission's own /tmp.")
-    validate_timeout = _limit(Float, 120.0, "s", help=(
-        "Seconds per cell of Validate in a learner's lab (fxcourse/workspace.py writes it): the "
-        "grader's cell_timeout plus 60 s, because there the first cell imports torch from cold "
-        "(about 10 s on a busy hub, more on a shared laptop), which the grader's sandbox has done "
-        "before any cell runs. Longer than cell_timeout on purpose: Validate warns, it does not "
-        "score."
-    ))
     # --- intake: uploads and the exchange into submitted/ (grader/intake/) --------------------
     notebook_bytes = _limit(Integer, 256 * MiB, "bytes", help=(
         "Largest notebook taken from an upload, and staged for grading."
@@ -170,7 +163,7 @@ class GradingLimits(Configurable):
     tensor_bytes = _limit(Integer, 16 * MiB, "bytes", help="One tensor in a probe result.")
     tensor_dims = _limit(Integer, 16, "count", help="Dimensions of one tensor in a probe result.")
     repr_chars = _limit(Integer, 2000, "characters", help="The repr kept of an opaque value.")
-    # the grammar of a graph description a probe sends (safegrade/graphs.py)
+    # the grammar of a graph description a probe sends (safegrade/graph_data.py)
     graph_nodes = _limit(Integer, 500, "count", help="Nodes of one graph description.")
     graph_name_chars = _limit(Integer, 100, "characters", help=(
         "A node's name or a placeholder's target."

@@ -22,6 +22,7 @@ import torch.fx
 import torch.nn as nn
 
 from .data import DataError, Ref
+from .grading_limits import LIMITS
 from .grammar import (
     OPS,
     check_arguments,
@@ -31,7 +32,6 @@ from .grammar import (
     path,
     shown,
 )
-from .limits import LIMITS
 from .wording import _
 
 # What tracing makes of `x[i]` and `x.shape`: every vocabulary allows them.

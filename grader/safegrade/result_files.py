@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from .data import clean_text
-from .limits import LIMITS
+from .grading_limits import LIMITS
 
 
 class State(StrEnum):
@@ -155,11 +155,11 @@ def save(result: SubmissionResult, path: Path) -> None:
 
 
 def read_result(
-    course, student: str, assignment: str, errors: list[str], notes: list[str]
+    results: Path, student: str, assignment: str, errors: list[str], notes: list[str]
 ) -> SubmissionResult:
     """The typed result, from the tests' record the grading process wrote (``save_tests``)
     and the errors nbgrader raised (with errors, nbgrader recorded no grade: no test counts)."""
-    recorded = [] if errors else load_tests(tests_path(course, student, assignment))
+    recorded = [] if errors else load_tests(tests_path(results, student, assignment))
     tests = recorded or []
     score, most = sum(t.points for t in tests), sum(t.max_points for t in tests)
     failed = [f"{t.name}: {t.message}" for t in tests if t.status != PASSED]
@@ -230,10 +230,10 @@ def tested(cell, ran: bool) -> TestResult:
     return TestResult(name, float(got or 0), float(top), status, first_error(cell))
 
 
-def save_tests(course, student: str, assignment: str, tests: list[TestResult]) -> None:
+def save_tests(results: Path, student: str, assignment: str, tests: list[TestResult]) -> None:
     """The tests' record of a submission, written by the grading process that computed it."""
     text = json.dumps([asdict(test) for test in tests], indent=1)
-    path = tests_path(course, student, assignment)
+    path = tests_path(results, student, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.with_suffix(".tmp").write_text(text)
     os.replace(path.with_suffix(".tmp"), path)
@@ -270,13 +270,13 @@ def last_line(errors: list[str]) -> str:
     return (useful or lines or ["unknown error"])[-1]
 
 
-def result_path(course, student: str, assignment: str) -> Path:
-    root = Path(course.format_path(course.autograded_directory, ".", ".")).resolve()
-    return root / ".safegrade" / assignment / f"{student}.json"
+def result_path(results: Path, student: str, assignment: str) -> Path:
+    """A submission's result file in the results folder (Course.results, grading_files.py)."""
+    return results / assignment / f"{student}.json"
 
 
-def tests_path(course, student: str, assignment: str) -> Path:
-    return tests_record(result_path(course, student, assignment))
+def tests_path(results: Path, student: str, assignment: str) -> Path:
+    return tests_record(result_path(results, student, assignment))
 
 
 def tests_record(result_file: Path) -> Path:
@@ -290,7 +290,7 @@ def recorded(results: Path, student: str, assignment: str) -> SubmissionResult |
     file, its tests as the process that graded it last recorded them (the formgrader's button
     and plain nbgrader write no result file: a result file older than that record is stale), or
     None."""
-    result_file = results / assignment / f"{student}.json"
+    result_file = result_path(results, student, assignment)
     found = None if regraded_since(result_file) else load(result_file)
     tests = load_tests(tests_record(result_file))
     if tests is None or (found is not None and found.status != GRADED):
