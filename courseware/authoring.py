@@ -220,6 +220,7 @@ def translated_files(language: str) -> dict[Path, str]:
             derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))
         else:  # an exercise starter
+            i18n.add_language_cell(translated, language, exercise=True)
             i18n.refresh_checksums(translated)
             stamps.stamp_notebook(translated, origin, "make chapters")
             derived[exercise / document.path.name] = nbformat.writes(translated)

@@ -54,6 +54,11 @@ ROUNDS = 15
 CLOCKS = ("wall", "thread")
 
 
+def clock_name(clock: str) -> str:
+    """The clock as a table or a chart names it (CLOCKS holds the option's values)."""
+    return _("thread CPU clock") if clock == "thread" else _("wall clock")
+
+
 @dataclass
 class BenchResult:
     """Seconds per forward pass of each variant, one time per round, and how they were taken."""
@@ -175,18 +180,18 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
     rounds = len(result.round_times[BASELINE])
     lines = [
         _(
-            "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock} clock, "
+            "ResNet-18, input {shape}, device {device}, num_threads={threads}, {clock}, "
             "{rounds} rounds"
         ).format(
             shape=result.input_shape,
             device=result.device,
             threads=result.num_threads,
-            clock=result.clock,
+            clock=clock_name(result.clock),
             rounds=rounds,
         ),
         padded(_("variant"), 16)
         + padded(_("median ms"), 10, right=True)
-        + padded(_("IQR ms"), 9, right=True)
+        + padded(_("IQR ms"), 12, right=True)  # room for a translated header
         + "   "
         + _("time / unfused time: median (IQR)"),
     ]
@@ -194,7 +199,7 @@ def format_result(result: BenchResult, detailed: bool = True) -> str:
         q1, median, q3 = result.quartiles(name)
         ratio_q1, ratio, ratio_q3 = quartiles(result.compare(name).per_round)
         lines.append(
-            f"{padded(shown(name), 16)}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>9.3f}   "
+            f"{padded(shown(name), 16)}{median * 1e3:>10.3f}{(q3 - q1) * 1e3:>12.3f}   "
             + _("{ratio:.3f} ({low:.3f} to {high:.3f})").format(
                 ratio=ratio, low=ratio_q1, high=ratio_q3
             )
@@ -279,11 +284,11 @@ def plot_result(result: BenchResult, ax=None):
     ax.set_yticks(range(len(names)), [shown(name) for name in names])
     ax.invert_yaxis()
     ax.set_xlabel(_("time / unfused time in the same round (left of 1 is faster)"))
-    run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock} clock").format(
+    run = _("ResNet-18 {shape}, {device}, num_threads={threads}, {clock}").format(
         shape=result.input_shape,
         device=result.device,
         threads=result.num_threads,
-        clock=result.clock,
+        clock=clock_name(result.clock),
     )
     legend = _("dots are rounds, bars the middle half, ticks the median")
     ax.set_title(f"{run}\n{legend}", fontsize=8)

@@ -111,7 +111,8 @@ def _recording(backend, seen: list) -> Callable:
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
     which requests went through a compiled graph (their input or output is one of its tensors),
-    whatever the backend."""
+    whatever the backend. It runs under the default stance: one an earlier cell left set
+    (force_eager, tried after 10.1) would stop every answer compiling, the reference's too."""
     from unittest import mock
 
     from torch._dynamo import eval_frame
@@ -127,6 +128,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         torch_logs(recompiles=True) as logs,
         unprofiled_guards(),
         warnings.catch_warnings(),
+        torch.compiler.set_stance("default"),
     ):
         warnings.simplefilter("ignore")
         outputs = serve(scorer, inputs)

@@ -72,8 +72,9 @@ class Drawn(nn.Module):
 
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     """A model of linear layers with and without bias; every run has each mix of a layer called
-    twice (its weights arrive once) and a BatchNorm (buffers, not parameters), and a model whose
-    first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter)."""
+    twice (its weights arrive once) and a BatchNorm (buffers, not parameters), a model whose
+    first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter),
+    and a batch x that requires grad (as for a saliency map: an input, not a weight)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
     shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
@@ -90,7 +91,10 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     body[0].requires_grad_(not frozen)
     if norm:
         make.trained_batchnorm(body[-1])
-    return model, make.tensor(make.integer(2, 5), widths[0])
+    x = make.tensor(make.integer(2, 5), widths[0])
+    if make.each(["x needs grad", "x plain"]) == "x needs grad":  # a batch, still no weight
+        x.requires_grad_()
+    return model, x
 
 
 def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:
@@ -233,9 +237,18 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
     """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
     (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
     sorted values), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
-    allows)."""
+    allows), or (in_dynamo="break") breaks the graph after the activation: two graphs, nothing
+    wrong (a climb compiling with fullgraph=True blames eager for it)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
+    if in_dynamo == "break":
+
+        def broken_in_two(t):
+            inner = activation(a * t + b)
+            torch._dynamo.graph_break()  # private; as a print() or a data-dependent `if` would
+            return inner * c + t
+
+        return broken_in_two
 
     def fn(t):
         if torch.compiler.is_compiling():
@@ -261,9 +274,14 @@ def planted_cases(make) -> tuple[PlantedCase]:
     a, b, c = (round(make.rng.uniform(0.5, 2.0), 2) for _ in range(3))
     moved = make.integer(1, 500)
     activation = PLANTABLE[ops[0]]
-    fn = drawn_function(activation, a, b, c, kind if kind.startswith("dynamo") else None, moved)
+    in_dynamo = kind if kind.startswith("dynamo") else "break" if kind == "healthy" else None
+    fn = drawn_function(activation, a, b, c, in_dynamo, moved)
     planted = ops[1] if kind == "healthy" else ops[0]
-    before = _("; fn ran compiled before the fault was planted") if kind == "wrong" else ""
+    notes = {
+        "wrong": _("; fn ran compiled before the fault was planted"),
+        "healthy": _("; a graph break after {name}").format(name=activation.__name__),
+    }
+    before = notes.get(kind, "")
     make.note(f"fn(t) = {activation.__name__}({a} * t + {b}) * {c} + t{before}")
     sample = make.tensor(make.integer(1024, 2048))
     # Where fn(t) is near 0, a decomposition's rounding alone fails allclose's relative

@@ -51,9 +51,15 @@ def masked_inputs(make):
 
 
 def run_program(answer, tokens: torch.Tensor, mask: torch.Tensor):
-    """The answer's program run on the inputs, or its refusal's first line."""
+    """The answer's program run on the inputs, passed as its example was (positionally, or by
+    keyword: a program exported from kwargs takes its inputs by name), or its refusal's first
+    line."""
+    program = answer.masked_exported
+    positional = len((program.example_inputs or ((tokens, mask), {}))[0])
+    given = {"tokens": tokens, "mask": mask}
+    named = dict(list(given.items())[positional:])
     try:
-        return answer.masked_exported.module()(tokens, mask)
+        return program.module()(*list(given.values())[:positional], **named)
     except Exception as error:  # noqa: BLE001 - the program checks the inputs' shapes
         return f"{type(error).__name__}: {str(error).splitlines()[0]}"
 
@@ -78,13 +84,22 @@ def every_size_from_one(sizes) -> bool:
 # ----------------------------------------------------------------------------- try it 7.2
 
 
+ROW_COUNTS = {  # a table's rows by the kind of row asked: a constant bound fails somewhere
+    "last": (7, 12),  # rows 6 to 11 exist here, while rows 2 to 7 are past the end of
+    "first past the end": (2, 5),  # the small tables below (the example's 5 rows among them)
+    "past the end": (2, 5),
+}
+
+
 def row_picks(make):
     """Tables of drawn lengths; in every run of six, the first row, the last row, a row between,
     the first past the end, one further past, and a negative one (a bound off by one, either
-    way, at either end, refuses a row x has or accepts one it lacks in every run)."""
-    rows = make.integer(2, 12)
+    way, at either end, refuses a row x has or accepts one it lacks in every run). The last
+    row asked lies past the end of the tables asked about rows past their end, so a bound
+    written as a number (the example's 5 rows, any other) fails in every run too."""
     kinds = ["first", "last", "inside", "first past the end", "past the end", "negative"]
     where = make.each(kinds)
+    rows = make.integer(*ROW_COUNTS.get(where, (2, 12)))
     row = {
         "first": 0,
         "last": rows - 1,
@@ -97,12 +112,14 @@ def row_picks(make):
     return make.tensor(rows, 2), torch.tensor(row)  # 2 columns, as in the chapter's export
 
 
+CHECK_FAILED = "Runtime assertion failed"  # torch's words when a check of the program fails
 _programs: dict = {}  # one export per answer class: each case calls its module with another table
 
 
 def pick(answer, table: torch.Tensor, row: torch.Tensor):
     """The answer's PickRowChecked, exported with any number of rows, run on (table, row):
-    its output, "refused", or ("export failed", the error's first line)."""
+    its output, "refused" (by a check of the program), ("refused unchecked", the error) when
+    something else raised, or ("export failed", the error's first line)."""
     model = answer.PickRowChecked
     if model not in _programs:
         any_rows = {"x": {0: Dim("rows")}, "i": None}
@@ -117,8 +134,10 @@ def pick(answer, table: torch.Tensor, row: torch.Tensor):
         return ("export failed", _programs[model])
     try:
         return _programs[model](table, row)
-    except Exception:  # noqa: BLE001 - any error refuses the row
-        return "refused"
+    except Exception as error:  # noqa: BLE001 - an error refuses the row; whose error?
+        if CHECK_FAILED in str(error):  # an assertion export made of a torch._check
+            return "refused"
+        return ("refused unchecked", f"{type(error).__name__}: {str(error).splitlines()[0]}")
 
 
 # ----------------------------------------------------------------------------- try it 7.3

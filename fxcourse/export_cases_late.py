@@ -1,7 +1,7 @@
 """What chapter 7's later checkpoints draw and run (7.1 to 7.4: fxcourse.export_cases).
 
     for case in check.cases(module_trees, count=5):      # try it 7.5: (model, x, paths)
-        mine, wanted = case.both(ops_of_paths(program, paths))
+        (mine, unflattened), (wanted, _) = case.both(ops_of_paths(program, paths))
     for case in check.cases(package_cases(folder, tiny_program, package_path, tiny_model)):
         (mine, opened), (wanted, _) = case.both(verdicts_for)   # try it 7.6
     cases = list(check.cases(layer_stacks, count=5))     # try it 7.7: (model, x)
@@ -18,9 +18,11 @@ import operator
 import os
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import torch
 from torch import nn
+from torch.export.unflatten import UnflattenedModule
 
 from fxcourse.capture import native_stderr, torch_logs
 from fxcourse.cases import case_of
@@ -49,6 +51,29 @@ def _drawn_tree(make, width: int, depth: int = 0) -> nn.Sequential:
     return make.sequential(parts)
 
 
+class Twice(nn.Module):
+    """One layer called twice: each of its operators is computed twice, so every module around
+    it lists them twice (a walk over named_modules() meets the layer once)."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x):
+        return self.layer(self.layer(x))
+
+
+def _with_twice(make, model: nn.Sequential, path: str, width: int) -> None:
+    """A drawn layer, called twice by a Twice, added to the Sequential at `path` (the root when
+    `path` is a leaf): the root and that Sequential are asked about, the layer itself is not."""
+    parent = model.get_submodule(path)
+    parent = parent if isinstance(parent, nn.Sequential) else model
+    children = list(parent.named_children())
+    name = next(n for n in ("twice", "repeated", "again") if n not in parent._modules)
+    children.insert(make.integer(0, len(children)), (name, Twice(make.choice(LEAVES)(width))))
+    parent._modules = dict(children)
+
+
 def _with_sibling(make, model: nn.Sequential, path: str, width: int) -> str:
     """Beside the module at `path`, a drawn leaf whose name starts with that module's name and
     goes on (`1` and `13`, `block` and `block2`): a path test without a dot boundary takes the
@@ -66,7 +91,8 @@ def _with_sibling(make, model: nn.Sequential, path: str, width: int) -> str:
 def module_trees(make):
     """Nested Sequentials, numbered or named, of drawn layers; the paths asked: the whole
     model, its deepest nested Sequential and a drawn leaf, one of which has a sibling whose
-    name extends its own (in every case)."""
+    name extends its own, and a layer called twice inside an asked Sequential (in every
+    case)."""
     width = make.integer(2, 6)
     model = _drawn_tree(make, width)
     paths = [path for path, _module in model.named_modules()]
@@ -75,6 +101,7 @@ def module_trees(make):
     asked = ["", max(nested, key=lambda p: p.count("."), default=make.choice(paths))]
     asked.append(make.choice(leaves or paths))
     _with_sibling(make, model, make.choice([p for p in asked if p] or leaves), width)
+    _with_twice(make, model, asked[1], width)
     model = make.parameters_of(model)
     paths = sorted(set(asked))
     make.note(_("a model printed as {model}, paths {paths}").format(model=model, paths=paths))
@@ -82,10 +109,20 @@ def module_trees(make):
 
 
 def ops_of_paths(program: torch.export.ExportedProgram, paths: list[str]):
-    """A function of the answer: its ops_inside for each path, each on a copy of `program`."""
+    """A function of the answer: its ops_inside for each path, each on a copy of `program`,
+    and whether it built a module with torch.export.unflatten (however imported: each one is
+    an UnflattenedModule)."""
 
-    def ask(answer, *_objects) -> dict[str, list[str]]:
-        return {path: answer.ops_inside(copy.deepcopy(program), path) for path in paths}
+    def ask(answer, *_objects) -> tuple[dict[str, list[str]], bool]:
+        built, init = [], UnflattenedModule.__init__
+
+        def recorded(self, *args, **kwargs):
+            built.append(True)
+            init(self, *args, **kwargs)
+
+        with mock.patch.object(UnflattenedModule, "__init__", recorded):
+            found = {path: answer.ops_inside(copy.deepcopy(program), path) for path in paths}
+        return found, bool(built)
 
     return ask
 

@@ -225,7 +225,9 @@ SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs")
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
     the shape (among them one that keeps the number of dims, one that keeps the last dim and one
-    that keeps the first dim and the sorted sizes) and one drawn freely; dtypes drawn."""
+    that keeps the first dim and the sorted sizes) and one drawn freely, which keeps the shape
+    at one step at least (a pass that leaves such a step in its graph is seen in every run);
+    dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
     forms |= {
@@ -235,27 +237,35 @@ def reshape_chains(make):
         "column": [(rows, cols, 1), (-1, cols, 1)],
     }
     settled = make.each([True, False])
-    steps = []
-    for index in range(len(SETTLED) if settled else make.integer(4, 5)):
-        new = SETTLED[index] if settled else make.choice(list(forms))
-        steps.append((make.choice(["reshape", "view"]), make.choice(forms[new])))
+    names = (
+        list(SETTLED) if settled else [make.choice(list(forms)) for _ in range(make.integer(4, 5))]
+    )
+    if not settled and all(a != b for a, b in zip(["flat", *names], names, strict=False)):
+        at = make.integer(1, len(names) - 1)  # a drawn chain keeps the shape somewhere, always
+        names[at] = names[at - 1]
+    steps = [(make.choice(["reshape", "view"]), make.choice(forms[name])) for name in names]
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
     return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
 
 
 def tidied(shape_pass, dead_code):
-    """A function of the answer: its pass run alone on the traced model (what it reports), then
-    in a PassManager with the chapter's `shape_pass` and `dead_code`: the calls kept, the
-    output, and whether a second round still reports a change. None for no PassResult."""
+    """A function of the answer: its pass run alone on the traced model (what it reports, and
+    the calls left in its graph: a pass that only redirects the users leaves them to
+    dead_code), then in a PassManager with the chapter's `shape_pass` and `dead_code`: the calls
+    kept, the output, and whether a second round still reports a change. None for no
+    PassResult."""
+
+    def calls(gm: fx.GraphModule) -> list[str]:
+        return [n.target for n in gm.graph.nodes if n.op == "call_method"]
 
     def tidy(answer, model: nn.Module, x: torch.Tensor):
         manager = PassManager([shape_pass(x), answer.drop_noop_reshapes, dead_code], steps=3)
         first = answer.drop_noop_reshapes(shape_pass(x)(fx.symbolic_trace(model)).graph_module)
         if not isinstance(first, PassResult):
             return None
+        alone = calls(first.graph_module)
         result = manager(fx.symbolic_trace(model))
-        kept = [n.target for n in result.graph_module.graph.nodes if n.op == "call_method"]
         again = manager(result.graph_module).modified
-        return first.modified, kept, result.graph_module(x), again
+        return first.modified, calls(result.graph_module), result.graph_module(x), again, alone
 
     return tidy

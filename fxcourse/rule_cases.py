@@ -36,14 +36,25 @@ class RuleCase:
     edited: dict[str, str]
 
 
-def rule_text(rules: list[tuple[str, str, str, str]]) -> str:
-    """Source that defines each (search name, body, replace name, body) and RULES."""
-    lines, pairs = [], []
+def rule_text(rules: list[tuple[str, str, str, str]], pairs: list | None = None) -> str:
+    """Source that defines each (search name, body, replace name, body) and RULES, the pairs
+    of names `pairs` (by default each search with its own replacement)."""
+    lines = []
     for search, search_body, replace, replace_body in rules:
         lines += [f"def {search}(x):", f"    return {search_body}", ""]
         lines += [f"def {replace}(x):", f"    return {replace_body}", ""]
-        pairs.append(f"({search}, {replace})")
-    return "\n".join(lines + [f"RULES = [{', '.join(pairs)}]", ""])
+    pairs = pairs or [(search, replace) for search, _, replace, _ in rules]
+    listed = ", ".join(f"({search}, {replace})" for search, replace in pairs)
+    return "\n".join(lines + [f"RULES = [{listed}]", ""])
+
+
+def exchanged_replacements(rules: list) -> str:
+    """The same functions, the first two searches paired with each other's replacement: every
+    body as before, other rules (a key made of the bodies alone, sorted, cannot tell)."""
+    pairs = [(search, replace) for search, _, replace, _ in rules]
+    (first, first_replace), (second, second_replace) = pairs[:2]
+    pairs[:2] = [(first, second_replace), (second, first_replace)]
+    return rule_text(rules, pairs)
 
 
 def one_swap(body: str, rng: random.Random) -> str:
@@ -69,10 +80,10 @@ def other_constant(body: str) -> str:
 
 
 def draw_rules(make) -> RuleCase:
-    """A rule set of one to three rules, and one edit of each kind (a rule removed when it has
-    more than one)."""
+    """A rule set of one to three rules, and one edit of each kind (a rule removed, and two
+    rules' replacements exchanged, when it has more than one)."""
     rng, rules = make.rng, []
-    for number in range(rng.randint(1, 3)):
+    for number in range(make.each((1, 2, 3))):  # every run: sets of two and three rules
         bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
         names = (f"find_{number}", f"make_{number}")
         rules.append((names[0], bodies[0], names[1], bodies[1]))
@@ -85,6 +96,7 @@ def draw_rules(make) -> RuleCase:
     }
     if len(rules) > 1:
         edited["removed rule"] = rule_text(rules[:-1])
+        edited["pairs exchanged"] = exchanged_replacements(rules)
     return RuleCase(rule_text(rules), edited)
 
 
@@ -95,8 +107,10 @@ def first_change(before: str, after: str) -> str:
     changed = [
         line
         for line in difflib.ndiff(before.splitlines(), after.splitlines())
-        if line[:1] in "+-" and line[2:].strip() and not line[2:].startswith("RULES")
+        if line[:1] in "+-" and line[2:].strip()
     ]
+    bodies = [line for line in changed if not line[2:].startswith("RULES")]
+    changed = bodies or changed  # RULES itself when only the pairs changed
     removed = [line[2:].strip() for line in changed if line.startswith("-")]
     added = [line[2:].strip() for line in changed if line.startswith("+")]
     if removed and added:

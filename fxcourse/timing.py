@@ -115,7 +115,7 @@ def timing_table(times: dict[str, list[float]], baseline: str) -> str:
         q1, median, q3 = quartiles(per_round)
         ratio = compare(times, name, baseline).ratio
         lines.append(
-            f"{padded(name, width)}{median * 1e6:>8.1f}us{(q3 - q1) * 1e6:>7.1f}us   {ratio:.2f}"
+            f"{padded(name, width)}{median * 1e6:>8.1f}µs{(q3 - q1) * 1e6:>7.1f}µs   {ratio:.2f}"
         )
     lines.append(
         _("medians and IQRs over {rounds} rounds, each round timing every candidate").format(

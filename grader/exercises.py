@@ -156,12 +156,13 @@ def write_translations(course: Path) -> tuple[str, ...]:
 def write_translation(course: Path, exercise: str, language: str) -> Path:
     """The source folder of `exercise` in `language`, from the English one and the catalogs:
     the notebook (solutions and tests' messages translated, nbgrader metadata as it is), verify.py
-    and checks.py (messages translated, code the same), probes.py and solution.py as they are."""
+    and checks.py (messages translated, code the same), probes.py and solution.py as they are; the
+    notebook's second cell sets fxcourse's messages to the language (i18n.add_language_cell)."""
     import shutil
 
     import nbformat
 
-    from courseware.i18n import Document, lookup_of, translate_notebook
+    from courseware.i18n import Document, add_language_cell, lookup_of, translate_notebook
 
     source, name = course / SOURCE / exercise, translated(exercise, language)
     target = course / SOURCE / name
@@ -173,6 +174,7 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
     # The catalog holds the released notebook's text, whose links are one folder deeper.
     notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
     notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
+    add_language_cell(notebook, language, exercise=True)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = cell.source.replace("](../../", "](../")

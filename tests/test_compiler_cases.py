@@ -255,6 +255,14 @@ import inspect
 def rules_key(rules):
     return ''.join(inspect.getsource(search) for search, _ in rules)
 """,
+    "sorted sources": """
+import hashlib
+import inspect
+
+def rules_key(rules):
+    text = "".join(sorted(inspect.getsource(f) for rule in rules for f in rule))
+    return hashlib.sha256(text.encode()).hexdigest()
+""",
     "marshal": """
 import marshal
 
@@ -290,6 +298,17 @@ def test_9_3_accepts_keys_made_from_what_a_function_computes(run_seed):
 def test_9_3_refuses_keys_that_a_restart_or_an_edit_defeats(run_seed):
     for name, cell in WRONG_9_3.items():
         assert refused_9_3(cell, run_seed), (run_seed, name)
+
+
+def test_9_3_every_run_exchanges_two_rules_replacements():
+    """The red team's (redB) sorted sources keep the key when two searches swap replacements;
+    every run has rule sets of two or three rules, so that edit is in every run."""
+    for run_seed in RUN_SEEDS:
+        drawn = [rule_cases.draw_rules(make) for make in makers(run_seed)]
+        assert any("pairs exchanged" in rules.edited for rules in drawn), run_seed
+        for rules in drawn:
+            exchanged = rules.edited.get("pairs exchanged", rules.base)
+            assert sorted(exchanged.splitlines()[:-1]) == sorted(rules.base.splitlines()[:-1])
 
 
 def test_9_3_each_edit_changes_one_place_and_says_where():

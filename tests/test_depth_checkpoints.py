@@ -276,6 +276,24 @@ def test_a_balanced_output_hides_the_planted_error_from_every_summary():
     assert balanced >= 41  # every run has one
 
 
+def test_a_stance_left_by_an_earlier_cell_does_not_reach_serve():
+    """The red team (redB) left torch.compiler.set_stance("eager_on_recompile") set by one cell;
+    the next run of 10.2 told the reference answer that nothing was compiled."""
+    requests, seed = compile_depth.request_stream(CaseMaker(2, 2))
+
+    def serve(scorer, requests):
+        compiled = torch.compile(scorer, backend="eager", dynamic=True)
+        return [compiled(x) for x, _temperature in requests]
+
+    torch.manual_seed(seed)
+    torch.compiler.set_stance("force_eager")
+    try:
+        run = compile_depth.serve_run(serve, compile_depth.ReferenceScorer(), requests)
+    finally:
+        torch.compiler.set_stance("default")
+    assert run.compiles > 0 and not run.uncompiled
+
+
 def test_every_request_stream_has_a_request_that_needs_clamping():
     for index in range(10):
         requests, _ = compile_depth.request_stream(CaseMaker(index, index))

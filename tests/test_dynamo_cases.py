@@ -56,8 +56,11 @@ def test_planted_bug_breaks_only_inside_its_block():
     assert not torch.allclose(broken, nn.functional.silu(sample))
 
 
-def climb(compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend):
-    """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on."""
+def climb(
+    compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend, whole=False
+):
+    """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on;
+    whole: compiled with fullgraph=True."""
 
     def first_failing_backend(fn, sample):
         expected = fn(sample)
@@ -65,7 +68,7 @@ def climb(compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backen
             if reset:
                 torch.compiler.reset()
             try:
-                result = torch.compile(fn, backend=backend)(sample)
+                result = torch.compile(fn, backend=backend, fullgraph=whole)(sample)
             except Exception:
                 if not catch:
                     raise
@@ -99,6 +102,7 @@ WRONG["passes over later crashes"] = climb(
 )
 WRONG["sums only"] = climb(lambda r, e: torch.isclose(r.sum(), e.sum(), rtol=1e-4))
 WRONG["sorted values"] = climb(lambda r, e: torch.allclose(r.sort().values, e.sort().values))
+WRONG["fullgraph"] = climb(torch.allclose, whole=True)  # the red team's (redB): a break is no fault
 
 
 def test_every_run_of_6_3_moves_values_in_dynamos_graph():
@@ -183,6 +187,10 @@ def by_name(gm, inputs):
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if "_parameters_" in n)
 
 
+def by_type_or_grad(gm, inputs):  # the red team's (redB): a batch that requires grad counted
+    return sum(t.numel() for t in inputs if isinstance(t, nn.Parameter) or t.requires_grad)
+
+
 def all_of_self(gm, inputs):  # every input read from the module: buffers too
     names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
@@ -190,7 +198,7 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
-    refused = {"buffers counted": False, "frozen weights left out": False}
+    refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
@@ -199,6 +207,7 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         refused["frozen weights left out"] |= (
             cases.counted(weights(by_grad), gm, inputs)[0] != wanted
         )
+        refused["x counted"] |= cases.counted(weights(by_type_or_grad), gm, inputs)[0] != wanted
     assert all(refused.values()), refused
 
 

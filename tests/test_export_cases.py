@@ -70,8 +70,9 @@ class Masked(nn.Module):  # chapter 7's
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
 
 
-def masked_exported(top: int | None) -> SimpleNamespace:
-    """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded)."""
+def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespace:
+    """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded), its
+    example passed positionally or (by_keyword) as kwargs."""
     batch, length = (
         (Dim("batch"), Dim("length"))
         if top is None
@@ -80,8 +81,9 @@ def masked_exported(top: int | None) -> SimpleNamespace:
     shared = {0: batch, 1: length}
     example = (torch.randn(2, 5, 4), torch.ones(2, 5))
     spec = {"tokens": shared, "mask": shared}
+    args, kwargs = ((), dict(zip(spec, example, strict=True))) if by_keyword else (example, None)
     return SimpleNamespace(
-        masked_exported=torch.export.export(Masked(), example, dynamic_shapes=spec)
+        masked_exported=torch.export.export(Masked(), args, kwargs, dynamic_shapes=spec)
     )
 
 
@@ -101,6 +103,14 @@ def test_checkpoint_7_1_refuses_sizes_bounded_however_high_in_every_run():
     for run_seed, drawn in runs(export_cases.masked_inputs, 6, 20):
         assert judged_7_1(reference, drawn), run_seed
         assert not judged_7_1(wrong, drawn), run_seed
+
+
+def test_checkpoint_7_1_passes_a_program_exported_from_keyword_arguments():
+    """The red team's (redB) honest answer: the example given as kwargs; its program takes the
+    inputs by name, and the checkpoint called it positionally ("kwarg keyword mismatch")."""
+    by_keyword = masked_exported(None, by_keyword=True)
+    for run_seed, drawn in runs(export_cases.masked_inputs, 6, 5):
+        assert judged_7_1(by_keyword, drawn), run_seed
 
 
 def test_checkpoint_7_2_runs_the_first_and_the_last_row_every_time():
@@ -137,6 +147,42 @@ def test_checkpoint_7_2_refuses_a_bound_off_by_one_inside_the_table_in_every_run
             ), (name, run_seed)
 
 
+def test_checkpoint_7_2_refuses_a_bound_written_as_a_number_in_every_run():
+    """The red team's (redB) `torch._check(row < 4)` passed when a run's tables were small: the
+    last row asked now lies past the end of the tables asked about rows past their end, so every
+    number (the example's 5 rows among them) refuses a row x has or accepts one it lacks."""
+    reference = picker(0, lambda rows: rows)
+    constants = {bound: picker(0, lambda _rows, bound=bound: bound) for bound in range(2, 14)}
+    for run_seed, drawn in runs(export_cases.row_picks, 6, 12):
+        wanted = [export_cases.pick(reference, table, row) for table, row in drawn]
+        for bound, answer in constants.items():
+            mine = [export_cases.pick(answer, table, row) for table, row in drawn]
+            assert any(
+                isinstance(m, str) != isinstance(w, str) for m, w in zip(mine, wanted, strict=True)
+            ), (bound, run_seed)
+
+
+class IndexSelected(nn.Module):  # the red team's (redB) rows refused by index_select, not a check
+    def forward(self, x, i):
+        return torch.index_select(x, 0, i.reshape(1)) * 3
+
+
+def test_checkpoint_7_2_tells_a_refusal_by_a_check_from_one_by_another_error():
+    """Only a failed torch._check (a runtime assertion of the program) counts as refusing a row;
+    index_select's own IndexError is reported as a refusal by no check, in every run."""
+    reference = picker(0, lambda rows: rows)
+    unchecked = SimpleNamespace(PickRowChecked=IndexSelected)
+    for run_seed, drawn in runs(export_cases.row_picks, 6, 12):
+        for table, row in drawn:
+            wanted = export_cases.pick(reference, table, row)
+            mine = export_cases.pick(unchecked, table, row)
+            if isinstance(wanted, str):
+                assert wanted == "refused", run_seed
+                assert mine[0] == "refused unchecked" and "IndexError" in mine[1], run_seed
+            else:
+                torch.testing.assert_close(mine, wanted)
+
+
 def test_checkpoint_7_5_asks_for_a_path_beside_one_that_extends_its_name_every_time():
     """In every case one asked path (not the root) has a sibling whose name goes on from its
     own (`1` and `13`, `block` and `block2`): a prefix test without a dot boundary reads the
@@ -171,6 +217,55 @@ def test_checkpoint_7_5_refuses_a_path_prefix_without_a_dot_boundary():
             program = torch.export.export(model, (x,))
             wanted = [export_cases_late.ops_by_module_stack(program, p) for p in paths]
             assert [prefixed(program, p) for p in paths] != wanted, (run_seed, model, paths)
+
+
+def unflattened_walk(program, path):  # the chapter's answer
+    def walk(module):
+        found = []
+        for node in module.graph.nodes:
+            if node.op == "call_function":
+                found.append(str(node.target))
+            elif node.op == "call_module":
+                found += walk(module.get_submodule(node.target))
+        return found
+
+    return sorted(walk(torch.export.unflatten(program).get_submodule(path)))
+
+
+def named_modules_walk(program, path):
+    """The red team's (redB) answer: the graphs of every module under path, each read once."""
+    found = []
+    for name, module in torch.export.unflatten(program).named_modules():
+        if path == "" or name == path or name.startswith(path + "."):
+            nodes = module.graph.nodes if hasattr(module, "graph") else []
+            found += [str(n.target) for n in nodes if n.op == "call_function"]
+    return sorted(found)
+
+
+def module_stack_walk(program, path):
+    """The red team's (redB) answer: nn_module_stack read straight, no unflatten."""
+    return export_cases_late.ops_by_module_stack(program, path)
+
+
+def test_checkpoint_7_5_refuses_reading_each_module_once_and_skipping_unflatten():
+    """Every case holds a layer called twice: a walk over named_modules() counts its operators
+    once. An answer that never builds an UnflattenedModule is told so, the reference is not."""
+    answers = {
+        name: SimpleNamespace(ops_inside=walk)
+        for name, walk in [
+            ("reference", unflattened_walk),
+            ("named modules", named_modules_walk),
+            ("module stack", module_stack_walk),
+        ]
+    }
+    for run_seed, drawn in runs(export_cases_late.module_trees, 5, 2):
+        for model, x, paths in drawn:
+            program = torch.export.export(model, (x,))
+            ask = export_cases_late.ops_of_paths(program, paths)
+            found = {name: ask(answer) for name, answer in answers.items()}
+            assert found["reference"][1] and not found["module stack"][1], run_seed
+            assert found["module stack"][0] == found["reference"][0], (run_seed, model)
+            assert found["named modules"][0] != found["reference"][0], (run_seed, model)
 
 
 def test_checkpoint_7_7_runs_a_norm_and_a_linear_the_backend_lacks_every_time():

@@ -376,6 +376,17 @@ def test_the_brief_report_ends_in_the_verdict_without_each_comparison():
     assert not [line for line in lines if " vs " in line]
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_table_keeps_its_columns_apart_in_every_language(language):
+    from fxcourse.messages import _, speaking
+
+    result = _result(unfused=[10.0] * 15, chapter=[9.5] * 15, floor=[9.0] * 15)
+    with speaking(language):
+        header = format_result(result, detailed=False).splitlines()[1]
+        median, spread = _("median ms"), _("IQR ms")
+    assert re.search(f"{re.escape(median)} +{re.escape(spread)} ", header), header
+
+
 def test_comparisons_are_made_round_by_round_against_unfused():
     unfused = [10.0 + 0.3 * (i % 3) for i in range(15)]
     result = _result(unfused=unfused, chapter=[0.9 * t for t in unfused], floor=unfused)

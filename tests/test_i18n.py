@@ -261,9 +261,9 @@ def test_a_space_that_shows_between_two_chinese_characters_is_found_and_closed(s
     assert i18n.closed_spaces(spaced) == closed
 
 
-def test_a_line_is_broken_only_after_punctuation_before_code_or_latin_text():
+def test_no_line_break_is_left_inside_a_chinese_paragraph():
     text = "第一行的末尾\n接着第二行，\n`code` 之前\nand English\n后面"
-    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，\n`code` 之前 and English 后面"
+    assert i18n.joined_lines(text) == "第一行的末尾接着第二行，`code` 之前 and English 后面"
 
 
 @pytest.mark.parametrize(
@@ -274,7 +274,13 @@ def test_a_line_is_broken_only_after_punctuation_before_code_or_latin_text():
         ("就通过\n**Assignments** 标签页", "就通过 **Assignments** 标签页"),  # Chinese, then Latin
         ("它的 API\n  可能会变", "它的 API 可能会变"),  # list indentation after the break
         ("于是\n$y_c = s_c z_c$。", "于是 $y_c = s_c z_c$。"),  # and before math
-        ("函数、\n`torch` 函数", "函数、\n`torch` 函数"),  # after punctuation it stays
+        ("函数、\n`torch` 函数", "函数、`torch` 函数"),  # after punctuation: no space
+        ("是 `None`：\nAOTAutograd 在", "是 `None`：AOTAutograd 在"),  # nor before Latin text
+        ("中文：**\n[第 1 章](a)", "中文：**[第 1 章](a)"),  # an emphasis marker between
+        ("文档：\n  [IRs](a)、\n  [Dim](b)", "文档：[IRs](a)、[Dim](b)"),  # list indentation
+        ("步骤如下。\n1. 第一步", "步骤如下。\n1. 第一步"),  # a numbered item stays one
+        ("见下文。\n2.6 节", "见下文。2.6 节"),  # a section number is not an item
+        ("公式如下：\n$$y = x$$", "公式如下：\n$$y = x$$"),  # display math keeps its line
         ("如下：\n- `a` 一项\n- 另一项", "如下：\n- `a` 一项\n- 另一项"),  # a list stays
         ("代码\n```python\nx = 1  # 注释\ny\n```", "代码\n```python\nx = 1  # 注释\ny\n```"),
     ],

@@ -38,3 +38,13 @@ def test_the_theme_s_words_are_written_for_each_translation(tmp_path):
         words = {entry.msgid: entry.msgstr for entry in catalog}
         assert words["Print to PDF"] == "打印为 PDF" and words["System Settings"] == "跟随系统"
         assert all(words.values()) and len(words) == len(website.theme_words())
+
+
+def test_a_translated_exercise_page_hides_its_language_cell():
+    """The starter's language cell sets up fxcourse's messages; the page shows the task."""
+    from courseware import authoring
+
+    starter = authoring.CHAPTERS / "zh" / "exercises" / "ex1_sigmoid_to_tanh"
+    page = website.site_exercise(nbformat.read(starter / f"{starter.name}.ipynb", as_version=4))
+    hidden = [cell for cell in page.cells if "use_language" in cell.source]
+    assert len(hidden) == 1 and hidden[0].metadata["tags"] == ["remove-cell"]

@@ -58,6 +58,6 @@ def test_timing_table_shows_medians_spreads_and_ratios():
     times = {"code": [1e-4, 2e-4, 3e-4], "interpreter": [3e-4, 6e-4, 9e-4]}
     lines = timing_table(times, baseline="code").splitlines()
     assert lines[0].split() == ["median", "IQR", "time", "/", "code"]
-    assert lines[1].split() == ["code", "200.0us", "100.0us", "1.00"]
-    assert lines[2].split() == ["interpreter", "600.0us", "300.0us", "3.00"]
+    assert lines[1].split() == ["code", "200.0µs", "100.0µs", "1.00"]
+    assert lines[2].split() == ["interpreter", "600.0µs", "300.0µs", "3.00"]
     assert lines[3].startswith("medians and IQRs over 3 rounds")

@@ -53,15 +53,20 @@ def translate_notebook(
 LANGUAGE_CELL = '# {comment}\nfrom fxcourse.messages import use_language\n\nuse_language("{code}")'
 
 
-def language_cell(language: str) -> str:
+def language_cell(language: str, exercise: bool = False) -> str:
     with speaking(language):
-        comment = _("the checkpoints below give their hints in this chapter's language")
+        if exercise:
+            comment = _("fxcourse's messages below (charts, tables, hints) speak this language")
+        else:
+            comment = _("the checkpoints below give their hints in this chapter's language")
     return LANGUAGE_CELL.format(comment=comment, code=language)
 
 
-def add_language_cell(nb: nbformat.NotebookNode, language: str) -> None:
-    """A translated chapter's first code cell switches fxcourse's messages to its language."""
-    cell = nbformat.v4.new_code_cell(language_cell(language), id=f"fxcourse-language-{language}")
+def add_language_cell(nb: nbformat.NotebookNode, language: str, exercise: bool = False) -> None:
+    """A translated chapter's, or exercise's, first code cell switches fxcourse's messages to its
+    language (an exercise's is not graded: nbgrader leaves a cell without its metadata alone)."""
+    source = language_cell(language, exercise)
+    cell = nbformat.v4.new_code_cell(source, id=f"fxcourse-language-{language}")
     nb.cells.insert(1, cell)  # a fixed id: the derived chapter is the same on every build
 
 

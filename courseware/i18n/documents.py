@@ -16,6 +16,7 @@ from courseware.i18n.extract import (
     markdown_blocks,
     python_file_texts,
     python_messages,
+    shown_source_texts,
     texts_of,
 )
 from fxcourse import stamps
@@ -46,7 +47,9 @@ class Document:
 
     def texts(self) -> list[Text]:
         if self.path.is_dir():
-            return [text for path in (self.path, *self.also) for text in python_messages(path)]
+            packages = (self.path, *self.also)
+            shown = shown_source_texts(self.path)
+            return [text for path in packages for text in python_messages(path)] + shown
         content = self.read()
         if self.grader:
             return grader_messages(content)

@@ -141,6 +141,27 @@ def python_messages(package: Path) -> list[Text]:
     return found
 
 
+def shown_source_texts(package: Path) -> list[Text]:
+    """The docstrings and comments of the package's functions that chapters print
+    (fxcourse.shown_source.SHOWN), as fxcourse.shown_source.source looks them up."""
+    from fxcourse.shown_source import SHOWN
+
+    found = []
+    for module, names in SHOWN.items():
+        path = package.parent / (module.replace(".", "/") + ".py")
+        if not path.is_file() or path.parent != package:
+            continue
+        source = path.read_text(encoding="utf-8")
+        for node in ast.parse(source).body:
+            if isinstance(node, DEFINITIONS) and node.name in names:
+                found += [Text(node.lineno, "message", ast.get_docstring(node) or "")]
+                function = ast.get_source_segment(source, node, padded=True) or ""
+                found += [
+                    Text(node.lineno + line, "comment", t) for line, _, t in comments(function)
+                ]
+    return [text for text in found if text.text]
+
+
 def texts_of(nb: nbformat.NotebookNode, asserts: bool = False) -> Iterator[Text]:
     """Every translatable text of a notebook, in order (mistake cells are not learner-facing)."""
     names = notebook_shown_names(nb)

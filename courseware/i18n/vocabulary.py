@@ -30,13 +30,22 @@ SPACE_BESIDE_FULL_WIDTH = re.compile(
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 FENCED = re.compile(r"(```.*?```)", re.S)
 # A line break between code or Latin text and Chinese shows as a space too, where the house style
-# has none (before full-width punctuation) or wants the break after punctuation: "`forward`\n运行",
-# "GraphModule\n（返回", "通过\n**Assignments**". A break after punctuation, before code or Latin
-# text, stays ("、\n`torch` 函数"), and so does one before a list item, table row or heading.
+# has none (before full-width punctuation): "`forward`\n运行", "GraphModule\n（返回",
+# "通过\n**Assignments**". After full-width punctuation, before code or Latin text, it shows as a
+# gap the punctuation already makes ("、\n`torch` 函数" reads "、 `torch`"): join with no space. A
+# break before a list item, table row or heading stays.
 NOT_CJK_OR_MARKER = r"[^\s*_\u3000-\u303f\u3400-\u9fff\uff00-\uffef]"
 LATIN_START = r"[A-Za-z0-9`$\[\\\"']"
 LATIN_THEN_CJK = re.compile(rf"(?<={NOT_CJK_OR_MARKER})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={CJK})")
-HAN_THEN_LATIN = re.compile(rf"(?<={HAN})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})(?={LATIN_START})")
+NOT_A_BLOCK_START = r"(?!\d+[.)][ \t]|\$\$)"  # a numbered list item, display math
+HAN_THEN_LATIN = re.compile(
+    rf"(?<={HAN})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}}){NOT_A_BLOCK_START}(?={LATIN_START})"
+)
+FULL_WIDTH_PUNCTUATION = r"[\u3000-\u303f\uff00-\uffef]"
+PUNCTUATION_THEN_LATIN = re.compile(
+    rf"(?<={FULL_WIDTH_PUNCTUATION})([*_]{{0,3}})\n[ \t]*([*_]{{0,3}})"
+    rf"{NOT_A_BLOCK_START}(?={LATIN_START})"
+)
 
 
 @dataclass(frozen=True)
@@ -182,7 +191,7 @@ def vocabulary_problems(language: str) -> list[str]:
 def joined_lines(text: str, beside_latin: bool = True) -> str:
     """A line break between two CJK characters shows as a stray space: join those lines. In
     prose (`beside_latin`) one between code or Latin text and Chinese becomes a space (none
-    before full-width punctuation). Fenced code keeps its lines."""
+    before or after full-width punctuation). Fenced code keeps its lines."""
     parts = FENCED.split(text)
     return "".join(p if i % 2 else joined_prose_lines(p, beside_latin) for i, p in enumerate(parts))
 
@@ -192,6 +201,7 @@ def joined_prose_lines(text: str, beside_latin: bool) -> str:
     if not beside_latin:
         return text
     text = LATIN_THEN_CJK.sub(lambda m: m[1] + spaced_before(m.string, m.end()) + m[2], text)
+    text = PUNCTUATION_THEN_LATIN.sub(r"\1\2", text)
     return HAN_THEN_LATIN.sub(r"\1 \2", text)
 
 

@@ -138,6 +138,8 @@ def site_exercise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     for cell in page.cells:
         if cell.cell_type == "markdown":
             cell.source = cell.source.replace("](../../", "](../")
+        if cell.get("id", "").startswith("fxcourse-language-"):  # set-up, not the task's text
+            cell.metadata["tags"] = ["remove-cell"]
     page.cells.insert(1, nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run"))
     return page
 
