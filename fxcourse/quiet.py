@@ -30,3 +30,18 @@ def hushed(*logger_names: str, level: int = logging.ERROR) -> Iterator[io.String
     finally:
         for logger, old_level in zip(loggers, saved, strict=True):
             logger.setLevel(old_level)
+
+
+@contextlib.contextmanager
+def without_structured_trace() -> Iterator[None]:
+    """torch's Interpreter writes a node that raised to its structured trace, and the first such
+    write imports torch._dynamo (about 5 s): an answer whose Interpreter run raises would make
+    its checkpoint that slow once per kernel. A checkpoint's runs write no trace."""
+    from torch.fx import interpreter
+
+    kept = interpreter.trace_structured
+    interpreter.trace_structured = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        interpreter.trace_structured = kept

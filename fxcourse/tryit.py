@@ -14,14 +14,14 @@ runs the learner's answer and the reference answer on cases it makes fresh at ev
             check.close(mine, reference, "the traced graph computes other values")
 
 `check.cases(builder, count)` yields `count` cases (at least 5), each drawn from its own seed;
-`case.both(fn)` builds the case's objects twice, once for each side, and returns
-`fn(learner, *objects)` and `fn(reference, *objects)`, where `learner` holds the notebook's
-names and `reference` the reference answer's (fxcourse.reference). `case.objects()` builds one
-more copy, to inspect. `check.run_reference_as(rewrite)` runs the reference answer's code as
-`rewrite(code)` returns it, for an answer that would otherwise change something global that the
-learner's answer also uses (a custom operator's registered name). A "Not yet" inside the loop
-names the case (its seed, what it held) and how to see it again (`show_case`, `replay`); it
-never prints the reference's values.
+`case.both(fn)` builds the case's objects twice, once for each side, and returns `fn(learner,
+*objects)` and `fn(reference, *objects)`, where `learner` holds the notebook's names and
+`reference` the reference answer's (fxcourse.reference). `case.objects()` builds one more copy, to
+inspect. `check.run_reference_as(rewrite)` runs the reference answer's code as `rewrite(code)`
+returns it, for an answer that would otherwise change something global that the learner's answer
+also uses (a custom operator's registered name). A "Not yet" inside the loop names the case (its
+seed, what it held) and how to see it again (`show_case`, `replay`); it never prints the
+reference's values.
 
 The block stops at the first failed `check(...)` and shows a friendly "Not yet" message with the
 goal; an error raised by the learner's unfinished code (a name not defined yet, a `...` where a
@@ -31,14 +31,12 @@ that now raises leaves an old value in memory, which is not the learner's answer
 holds, it says the checkpoint passed.
 
 Reference answers come from answers.json, generated from the instructor's chapters (absent from a
-student edition built without answers). A "Not yet" box holds the answer collapsed: it shows only
-when the learner clicks "Stuck? Show a reference answer". `show_answer("1.1")` shows it as text
-(for a console, or to look before trying). The learner's own cells are never touched.
+student edition built without answers). A "Not yet" box holds one collapsed under "Stuck? Show a
+reference answer"; `show_answer("1.1")` shows it as text. The learner's cells are never touched.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import html
 import json
@@ -52,6 +50,7 @@ from pathlib import Path
 from fxcourse import reference
 from fxcourse.cases import CaseMaker, seeds_of
 from fxcourse.messages import _, language, listing
+from fxcourse.quiet import without_structured_trace
 from fxcourse.results import record_tryit
 from fxcourse.stamps import unstamped_json
 
@@ -101,11 +100,8 @@ class CheckpointResult:
     def _stuck(self) -> str:
         if not load_answers():
             return no_answers()
-        return (
-            _("Stuck? To see a reference answer, run in a new cell:")
-            + "\n"
-            + f'  from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
-        )
+        command = f'from fxcourse.tryit import show_answer; show_answer("{self.tryit_id}")'
+        return _("Stuck? To see a reference answer, run in a new cell:") + "\n  " + command
 
     def _repr_html_(self) -> str:
         if self.passed:
@@ -129,23 +125,6 @@ def _box(background: str, border: str, body: str) -> str:
 
 
 MIN_CASES = 5
-
-
-@contextlib.contextmanager
-def _without_structured_trace() -> Iterator[None]:
-    """torch's Interpreter writes a node that raised to its structured trace, and the first such
-    write imports torch._dynamo (about 5 s): an answer whose Interpreter run raises would make
-    its checkpoint that slow once per kernel. A checkpoint's runs write no trace."""
-    from torch.fx import interpreter
-
-    kept = interpreter.trace_structured
-    interpreter.trace_structured = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        interpreter.trace_structured = kept
-
-
 _replays: dict[str, int] = {}  # try-it id -> the seed its next checkpoint run uses
 _builders: dict[str, Callable] = {}  # try-it id -> the case builder its checkpoint last used
 
@@ -165,7 +144,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self._rewrite: Callable[[str], str] | None = None
 
     def __enter__(self) -> checkpoint:
-        self._no_trace = _without_structured_trace()
+        self._no_trace = without_structured_trace()
         self._no_trace.__enter__()
         return self
 
