@@ -68,7 +68,7 @@ from fxcourse.course_update import (  # noqa: F401  (the workspace's names, as b
     cells_text,
 )
 from fxcourse.lab_link import OpenInLab
-from fxcourse.messages import _, listing, use_language
+from fxcourse.messages import _, listing, speaking, use_language
 from fxcourse.validate import ValidateLimits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,10 +210,19 @@ def sync(
 ) -> SyncReport:
     """Bring the course's notebooks in `language` into `workspace` (see the module docstring);
     `labs` says which of them are open in a running lab (fxcourse.lab_link.open_notebooks);
-    nbgrader's exchange is `exchange`, else the one configured (exchange_root)."""
+    nbgrader's exchange is `exchange`, else the one configured (exchange_root). The notes it
+    writes are in `language`; the caller's language is as before afterwards."""
     workspace.mkdir(parents=True, exist_ok=True)
-    use_language(language)
-    report = SyncReport(labs=labs or OpenInLab())
+    with speaking(language):
+        report = _copy_notebooks(workspace, root, language, labs or OpenInLab())
+    exchange = exchange or exchange_root(root)
+    write_nbgrader_config(workspace, exchange, course_file.settings(root)["course_id"])
+    write_lab_language(workspace, language)
+    return report
+
+
+def _copy_notebooks(workspace: Path, root: Path, language: str, labs: OpenInLab) -> SyncReport:
+    report = SyncReport(labs=labs)
     for name, source in course_notebooks(root, language).items():
         course = course_version(name, source, language)
         outcome = sync_notebook(workspace, name, course, report, language)
@@ -225,9 +234,6 @@ def sync(
             (report.updated if target.exists() else report.copied).append(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    exchange = exchange or exchange_root(root)
-    write_nbgrader_config(workspace, exchange, course_file.settings(root)["course_id"])
-    write_lab_language(workspace, language)
     return report
 
 
@@ -329,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     folder = args.workspace.resolve()
     labs = lab_link.open_notebooks(folder) if folder.is_dir() else OpenInLab()
+    use_language(args.language)  # what this command prints, too
     report = sync(folder, args.course.resolve(), args.language, labs)
     for line in report.lines():
         print(f"[workspace] {line}")

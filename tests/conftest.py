@@ -48,6 +48,21 @@ def _no_class_from_the_shell():
 
 
 @pytest.fixture(autouse=True)
+def _fxcourse_language_kept():
+    """fxcourse's message language is one global of this process: a test that changes it and
+    leaves it changed makes later tests in the same worker speak another language (they then
+    fail or pass by the order xdist gives them). Such a test errors here, and the language is
+    put back."""
+    from fxcourse import messages
+
+    before = messages.language()
+    yield
+    after = messages.language()
+    messages.use_language(before)
+    assert after == before, f"the test left fxcourse speaking {after!r} (was {before!r})"
+
+
+@pytest.fixture(autouse=True)
 def _environment_restored():
     """Loading a course's nbgrader configuration sets SAFEGRADE_* variables in this process;
     without this, kernels started by a later test in the same worker would inherit them."""
