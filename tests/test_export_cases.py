@@ -133,11 +133,10 @@ def picker(low_ok, high_ok):
     return SimpleNamespace(PickRowChecked=PickRowChecked)
 
 
-def test_checkpoint_7_2_refuses_a_bound_off_by_one_inside_the_table_in_every_run():
-    """The red team's (s6, late) bounds off by one inside the table, judged as the checkpoint
-    judges them on 12 runs: 1-based rows (row 0 refused) and the last row refused."""
+def refused_in_every_run(wrong: dict) -> None:
+    """Each of 7.2's `wrong` answers, judged as the checkpoint judges them on 12 runs, refuses a
+    row the reference accepts or accepts one it refuses in every run."""
     reference = picker(0, lambda rows: rows)
-    wrong = {"row >= 1": picker(1, lambda rows: rows), "row < rows - 1": picker(0, lambda r: r - 1)}
     for run_seed, drawn in runs(export_cases.row_picks, 6, 12):
         wanted = [export_cases.pick(reference, table, row) for table, row in drawn]
         for name, answer in wrong.items():
@@ -147,19 +146,20 @@ def test_checkpoint_7_2_refuses_a_bound_off_by_one_inside_the_table_in_every_run
             ), (name, run_seed)
 
 
+def test_checkpoint_7_2_refuses_a_bound_off_by_one_inside_the_table_in_every_run():
+    """The red team's (s6, late) bounds off by one inside the table, judged as the checkpoint
+    judges them on 12 runs: 1-based rows (row 0 refused) and the last row refused."""
+    wrong = {"row >= 1": picker(1, lambda rows: rows), "row < rows - 1": picker(0, lambda r: r - 1)}
+    refused_in_every_run(wrong)
+
+
 def test_checkpoint_7_2_refuses_a_bound_written_as_a_number_in_every_run():
     """The red team's (redB) `torch._check(row < 4)` passed when a run's tables were small: the
     last row asked now lies past the end of the tables asked about rows past their end, so every
     number (the example's 5 rows among them) refuses a row x has or accepts one it lacks."""
-    reference = picker(0, lambda rows: rows)
-    constants = {bound: picker(0, lambda _rows, bound=bound: bound) for bound in range(2, 14)}
-    for run_seed, drawn in runs(export_cases.row_picks, 6, 12):
-        wanted = [export_cases.pick(reference, table, row) for table, row in drawn]
-        for bound, answer in constants.items():
-            mine = [export_cases.pick(answer, table, row) for table, row in drawn]
-            assert any(
-                isinstance(m, str) != isinstance(w, str) for m, w in zip(mine, wanted, strict=True)
-            ), (bound, run_seed)
+    refused_in_every_run(
+        {bound: picker(0, lambda _rows, bound=bound: bound) for bound in range(2, 14)}
+    )
 
 
 class IndexSelected(nn.Module):  # the red team's (redB) rows refused by index_select, not a check
