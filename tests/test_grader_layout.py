@@ -284,16 +284,13 @@ def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
     assert unlisted == ["grader.report -> fxcourse", "grader.report -> fxcourse.cases"]
 
 
-# File names Jupyter and Python fix (one per folder that needs it), and one pair not yet renamed:
-# grader/intake/files.py (what intake reads of an upload) and grader/safegrade/files.py (what
-# staging and the sandbox read of a submission).
+# File names Jupyter and Python fix (one per folder that needs it).
 SHARED_NAMES = {"__init__.py", "__main__.py", "jupyter_server_config.py", "nbgrader_config.py"}
-NOT_YET_RENAMED = {"files.py"}
 
 
 def test_no_two_modules_of_the_course_share_a_name():
     """Two modules of one name (graphs.py drawing graphs for learners and graphs.py decoding
     them for the grader) read as one in a traceback, a search or an import: each says its job."""
     paths = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
-    names = [path.name for path in paths if path.name not in SHARED_NAMES | NOT_YET_RENAMED]
+    names = [path.name for path in paths if path.name not in SHARED_NAMES]
     assert sorted({name for name in names if names.count(name) > 1}) == []
