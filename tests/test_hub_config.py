@@ -195,6 +195,8 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     monkeypatch.setenv("PATH", os.environ["PATH"])  # the course's config prepends its venv
     config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
     assert config.Exchange.root == str(exchange)
+    assert Course.configured(course, environ={}).exchange == exchange  # from the Course alone
+    assert "Exchange" not in (course / "nbgrader_config.py").read_text()
     assert config.CourseDirectory.root == str(course)
     assert config.CourseDirectory.course_id == Course.configured().course_id
     assert config.CourseDirectory.db_url == f"sqlite:///{course / 'classdata' / 'gradebook.db'}"
