@@ -303,7 +303,9 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     for bad in (b"not json", json.dumps(claim).encode(), b" " * (progress_service.MAX_OUTPUT + 1)):
         assert progress_service.checked(bad).startswith("could not be read")
     shown = progress_service.page({"<script>ann": row, "ben": "no chapters yet"})
-    per_chapter = progress_service.PER_CHAPTER  # out of the chapter's try-its, not the claim's
+    per_chapter = (
+        progress_service.course_shape().per_chapter
+    )  # out of the chapter's try-its, not the claim's
     first, third = (per_chapter[chapters[i].removesuffix(".ipynb")] for i in (0, 2))
     assert "<script>" not in shown and "&lt;script&gt;ann" in shown and f">1/{first}" in shown
     assert third and f">0/{third}" in shown  # a chapter claiming none
