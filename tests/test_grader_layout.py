@@ -12,6 +12,8 @@ import re
 import shutil
 from pathlib import Path
 
+from import_walk import imported_names
+
 from fxcourse.validate import ValidateLimits
 from fxcourse.workspace import NBGRADER_CONFIG
 from grader.safegrade.grading_limits import LIMITS, GradingLimits
@@ -27,20 +29,12 @@ def module_name(path: Path, root: Path = ROOT) -> str:
 
 
 def imported_modules(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
-    """The `known` modules `path` imports, at its top or inside a function."""
+    """The `known` modules `path` imports, at its top or inside a function, by import statement
+    or by importlib.import_module with a literal name."""
     name, found = module_name(path, root), set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *filter(None, [node.module])])
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
+        targets = imported_names(node, package)
         found |= {target for target in targets if target in known and target != name}
     return found
 
@@ -282,6 +276,34 @@ def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
         "fxcourse.tryit -> grader.course",
     ]
     assert unlisted == ["grader.report -> fxcourse", "grader.report -> fxcourse.cases"]
+
+
+def test_an_import_by_import_module_counts_as_an_import(tmp_path):
+    """importlib.import_module("name") imports as much as an import statement: the sandbox
+    reaching up for the command line that way, or the author's tools for the grader, fail."""
+    files = {
+        "grader/__init__.py": "",
+        "grader/course_grader.py": "",
+        "grader/course.py": "",
+        "grader/safegrade/__init__.py": "",
+        "grader/safegrade/cgroup.py": (
+            "import importlib\n\n\ndef sneak():\n"
+            '    return importlib.import_module("grader.course_grader")\n'
+        ),
+        "courseware/__init__.py": "",
+        "courseware/notebooks.py": (
+            'from importlib import import_module\n\nimport_module("grader.course")\n'
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = import_graph(("courseware", "grader"), tmp_path)
+    assert upward_imports({m: t for m, t in graph.items() if m.startswith("grader")}) == [
+        "grader.safegrade.cgroup -> grader.course_grader"
+    ]
+    upward, _ = imports_between_top_folders(graph)
+    assert upward == ["courseware.notebooks -> grader.course"]
 
 
 # File names Jupyter and Python fix (one per folder that needs it).
