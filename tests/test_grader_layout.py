@@ -163,6 +163,37 @@ def test_layers_that_handle_the_same_thing_read_the_same_limit():
     assert ValidateLimits().cell_timeout >= LIMITS.cell_timeout
 
 
+def second_names_of_limits(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """`module: NAME = LIMITS.limit` for each module-level name that is a limit under another
+    name (a limit derived from one, `8 * LIMITS.data_items`, or a message naming it is not)."""
+    found = []
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            value = getattr(node, "value", None)
+            if not (
+                isinstance(node, (ast.Assign, ast.AnnAssign))
+                and isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "LIMITS"
+            ):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found += [f"{module_name(path, root)}: {n} = LIMITS.{value.attr}" for n in names]
+    return sorted(found)
+
+
+def test_no_module_gives_a_limit_a_second_name(tmp_path):
+    """A limit is read as LIMITS.<its name> where it is used: a module-level alias (TIME_LIMIT_S
+    for the report's time in one hub service and the progress reader's in another) is a second
+    name for it."""
+    assert second_names_of_limits(sorted(GRADER.rglob("*.py"))) == []
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "service.py").write_text("TIME_LIMIT_S = LIMITS.report_time\n")
+    found = second_names_of_limits([tmp_path / "grader" / "service.py"], tmp_path)
+    assert found == ["grader.service: TIME_LIMIT_S = LIMITS.report_time"]
+
+
 def test_every_validate_reads_the_one_validate_timeout(tmp_path):
     """A learner's workspace, the student edition and the course's chapters/exercises/ (an
     instructor's Validate, the tests') give nbgrader fxcourse.validate's timeout, and none
