@@ -376,6 +376,39 @@ def test_export_and_report_read_results_only_through_the_typed_record(tmp_path):
     assert gradebook_users([tmp_path / "grader" / "report.py"], tmp_path) == {"grader.report"}
 
 
+# What reads one submission's result files (safegrade/result_files.py): the grader's own layer,
+# and above it only grader/standings.py, which every reader of a learner's result goes through.
+RESULT_FILE_READS = {"load", "load_tests", "recorded", "read_result", "result_path", "tests_path"}
+
+
+def result_file_readers(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """The modules among `paths`, outside safegrade, that use result_files' readers."""
+    found = set()
+    for path in paths:
+        module = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            used = set()
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("result_files"):
+                used = {alias.name for alias in node.names}
+            elif (
+                isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "result_files"
+            ):
+                used = {node.attr}
+            if used & RESULT_FILE_READS and not module.startswith("grader.safegrade"):
+                found.add(module)
+    return found
+
+
+def test_only_the_standings_read_a_submissions_result_files(tmp_path):
+    assert result_file_readers(sorted(GRADER.rglob("*.py"))) == {"grader.standings"}
+    (tmp_path / "grader").mkdir()  # the check sees a reader with its own path and load
+    own = "from grader.safegrade.result_files import load\n"
+    (tmp_path / "grader" / "similarity.py").write_text(own)
+    assert result_file_readers([tmp_path / "grader" / "similarity.py"], tmp_path) == {
+        "grader.similarity"
+    }
+
+
 # Where the author's tools and the grader find a folder from a module's own location, at import:
 # "this checkout" once per side (the default every function's Repository or Course falls back to),
 # and folders of code beside the module (not the course's folders). Anything else takes a
