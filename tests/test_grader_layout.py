@@ -439,13 +439,55 @@ def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str
     return found
 
 
+# What reads a course's identity or folders (its course.json, its solutions/, its catalogs): called
+# at a module's top level, it fixes one course (this checkout's) for every caller.
+COURSE_READS = {
+    "course_kernel", "settings", "configured", "of_course", "assignments_of", "catalogs",
+    "classdata", "shared_exchange", "course_notebooks", "exchange_root",
+}  # fmt: skip
+
+
+def course_read_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the names its top level sets by calling one of COURSE_READS."""
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, ast.AnnAssign) else []
+            calls = [n.func for n in ast.walk(node) if isinstance(n, ast.Call)]
+            called = {getattr(f, "attr", getattr(f, "id", "")) for f in calls}
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if called & COURSE_READS and names:
+                found.setdefault(module_name(path, root), set()).update(names)
+    return found
+
+
+# The learner's package finds its own checkout (the learner's course) and files of its own.
+LEARNER_LOCATED_AT_IMPORT = {
+    "fxcourse.course_file": {"THIS_COURSE"},  # the learner's checkout, the default of each reader
+    "fxcourse.workspace": {"ROOT"},
+    "fxcourse.selfcheck": {"ROOT"},
+    "fxcourse.messages": {"LOCALES"},  # the package's own catalogs and answers
+    "fxcourse.reference": {"REFERENCES_FILE"},
+    "fxcourse.tryit": {"ANSWERS_FILE"},
+}
+
+
 def test_no_module_of_the_tools_or_the_grader_finds_the_courses_folders_in_a_global(tmp_path):
     paths = sorted(
         p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
     )
     assert located_at_import(paths) == LOCATED_AT_IMPORT
+    learners = sorted((ROOT / "fxcourse").rglob("*.py"))
+    assert located_at_import(learners) == LEARNER_LOCATED_AT_IMPORT
+    # nor reads a course's identity at import (only nbgrader's configuration, loaded in one)
+    assert course_read_at_import([*paths, *learners]) == {"grader.nbgrader_config": {"course"}}
     (tmp_path / "courseware").mkdir()  # the check sees the globals the tools had
     old = 'ROOT = Path(__file__).resolve().parents[1]\nSOURCES = ROOT / "solutions"\n'
     (tmp_path / "courseware" / "authoring.py").write_text(old)
     found = located_at_import([tmp_path / "courseware" / "authoring.py"], tmp_path)
     assert found == {"courseware.authoring": {"ROOT"}}
+    kernel = 'KERNELSPEC = {**course_kernel(), "language": "python"}\n'
+    (tmp_path / "courseware" / "notebooks.py").write_text(kernel)
+    found = course_read_at_import([tmp_path / "courseware" / "notebooks.py"], tmp_path)
+    assert found == {"courseware.notebooks": {"KERNELSPEC"}}
