@@ -439,6 +439,43 @@ def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str
     return found
 
 
+# Functions of the author's tools and the grader that find a folder from their own file: the
+# command line's default course (the course its script is in), a script that runs itself, the
+# code's own makefiles. Not a course's exercises or configuration: those come from the Course.
+LOCATED_IN_FUNCTIONS = {
+    "grader.course_grader.course_root",
+    "grader.hub.classroom.refresh_course_folder",
+    "grader.make_variables.known_names",
+    "grader.safegrade.assignments.catalogs",  # courseware's catalogs when it is not installed
+}
+
+
+def located_in_functions(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """module.function for each function that uses its module's own location (__file__)."""
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node)
+            ):
+                found.add(f"{module_name(path, root)}.{node.name}")
+    return found
+
+
+def test_no_function_falls_back_to_this_checkouts_course(tmp_path):
+    """A course's exercises and class languages are its own: a folder without solutions/ or
+    nbgrader_config.py has none, not this checkout's."""
+    paths = sorted(
+        p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
+    )
+    assert located_in_functions(paths) == LOCATED_IN_FUNCTIONS
+    (tmp_path / "grader").mkdir()
+    fallback = "def of_course(course):\n    return names(Path(__file__).resolve().parents[1])\n"
+    (tmp_path / "grader" / "exercises.py").write_text(fallback)
+    found = located_in_functions([tmp_path / "grader" / "exercises.py"], tmp_path)
+    assert found == {"grader.exercises.of_course"}
+
+
 # What reads a course's identity or folders (its course.json, its solutions/, its catalogs): called
 # at a module's top level, it fixes one course (this checkout's) for every caller.
 COURSE_READS = {
