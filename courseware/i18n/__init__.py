@@ -54,6 +54,7 @@ from courseware.i18n.vocabulary import (
     term_problems,
     vocabulary_problems,
 )
+from courseware.repository import HERE, Repository
 
 __all__ = [
     "BREAK_BETWEEN_CJK",
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], repository: Repository = HERE) -> int:
     from courseware.i18n.command import main as command
 
-    return command(argv)
+    return command(argv, repository)

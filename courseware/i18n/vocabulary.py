@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from courseware.i18n import catalogs
 from courseware.i18n.catalogs import load_catalog
+from courseware.repository import HERE, Repository
 
 CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
 BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
@@ -99,10 +100,10 @@ def terms_said(english: str, terms: list[Term]) -> list[Term]:
     return [term for term, found in spans.items() if any(not hidden(term, s) for s in found)]
 
 
-def glossary(language: str) -> list[Term]:
+def glossary(language: str, repository: Repository = HERE) -> list[Term]:
     """courseware/locale/<language>/glossary.tsv: one translation per English term (none yet for a
     language that has no glossary)."""
-    path = catalogs.LOCALES / language / "glossary.tsv"
+    path = repository.locales / language / "glossary.tsv"
     if not path.exists():
         return []
     terms = []
@@ -174,13 +175,13 @@ def reference_problems(english: str, translated: str) -> list[str]:
     return found
 
 
-def vocabulary_problems(language: str) -> list[str]:
+def vocabulary_problems(language: str, repository: Repository = HERE) -> list[str]:
     """Every catalog entry whose translation uses another word than the glossary's."""
-    terms = glossary(language)
+    terms = glossary(language, repository)
     found = []
-    for path in catalogs.catalog_paths(language):
+    for path in catalogs.catalog_paths(language, repository):
         held = [term for term in terms if term.holds_in(path.stem)]
-        for entry in load_catalog(path.stem, language):
+        for entry in load_catalog(path.stem, language, repository):
             if entry.msgstr and not entry.obsolete:
                 short = entry.msgid.replace("\n", " ")[:60]
                 for problem in term_problems(entry.msgid, entry.msgstr, held):
@@ -250,12 +251,12 @@ def closed_prose_spaces(text: str) -> str:
     return SPACE_BESIDE_FULL_WIDTH.sub("", SPACE_BETWEEN_CJK.sub(r"\1\2", text))
 
 
-def line_break_problems(language: str) -> list[str]:
+def line_break_problems(language: str, repository: Repository = HERE) -> list[str]:
     """Entries with a line break, or a space, that shows as a stray space between two CJK
     characters."""
     found = []
-    for path in catalogs.catalog_paths(language):
-        for entry in load_catalog(path.stem, language):
+    for path in catalogs.catalog_paths(language, repository):
+        for entry in load_catalog(path.stem, language, repository):
             short = entry.msgid.replace("\n", " ")[:60]
             if entry_lines_joined(entry) != entry.msgstr:
                 found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
@@ -264,12 +265,12 @@ def line_break_problems(language: str) -> list[str]:
     return found
 
 
-def join_lines(language: str) -> int:
+def join_lines(language: str, repository: Repository = HERE) -> int:
     """Join every line broken, and close every space, between two CJK characters in the
     language's catalogs."""
     count = 0
-    for path in catalogs.catalog_paths(language):
-        catalog = load_catalog(path.stem, language)
+    for path in catalogs.catalog_paths(language, repository):
+        catalog = load_catalog(path.stem, language, repository)
         changed = [e for e in catalog if joined_entry(e) != e.msgstr]
         for entry in changed:
             entry.msgstr = joined_entry(entry)
