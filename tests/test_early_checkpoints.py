@@ -86,6 +86,13 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "3.5 a rule with torch.relu in a table without RULES' own rules (red team redC)": """
+def sigmoid_from_exp(x):
+    return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
+
+
+rules_with_sigmoid = {torch.sigmoid: sigmoid_from_exp}
+""",
     "1.1 rows differenced in float64, cast back to x's dtype (red team redC)": """
 def row_steps(x):
     return (x[1:].double() - x[:-1].double()).to(x.dtype)
@@ -406,6 +413,13 @@ def run_from(gm, known, *inputs):
 }
 
 HONEST = {
+    "3.5 the overflow-free sigmoid, written with torch.relu and abs (red team redC)": """
+def sigmoid_from_exp(x):
+    return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     # Tracer().trace, by hand, is the honest other route to symbolic_trace. A function of one's
     # own that only calls F.gelu, traced that way with the same concrete_args, gives the very
     # same graph and guards: nothing in the artifact tells them apart, so both pass (known 35).
