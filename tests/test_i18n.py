@@ -384,3 +384,22 @@ def test_the_staleness_check_covers_the_translated_verify_modules():
         assert path in derived, f"{path} is not derived: a hand edit would go unnoticed"
         english = HERE.chapters / "exercises" / path.parent.name / "verify.py"
         assert derived[path] != english.read_text(), f"{path}: not translated"
+
+
+@pytest.mark.parametrize(
+    "written, quoted",
+    [
+        ('抛出 "Data dependent operator"。', "抛出“Data dependent operator”。"),  # and no gap
+        ('见 `print("a b")` 一行', '见 `print("a b")` 一行'),  # code keeps its quotes
+        ('见 [页](https://x.org/a "标题")', '见 [页](https://x.org/a "标题")'),  # so does a link
+        ('<img alt="图" src="a.png">', '<img alt="图" src="a.png">'),  # and an HTML attribute
+    ],
+)
+def test_prose_quotes_english_in_the_languages_own_marks(written, quoted):
+    import polib
+
+    entry = polib.POEntry(msgid="x", msgstr=written)
+    entry.comment = KIND_NOTES["markdown"]
+    assert i18n.joined_entry(entry, languages.get("zh").quotes) == quoted
+    entry.comment = KIND_NOTES["string"]  # a string literal's quotes are code
+    assert i18n.joined_entry(entry, languages.get("zh").quotes) == i18n.closed_spaces(written)
