@@ -320,3 +320,28 @@ def drawn_again(builder, run_seed: int, index: int, count: int = 5):
 def left_outside_core(answer, summary, joined, program) -> list:
     calls = summary(answer, program)[0]
     return [export_cases_late.operators_of(joined, calls, n)[1] for n in range(1, 6)]
+
+
+def test_checkpoint_7_4_tells_a_fake_kernel_whose_tensor_is_on_another_device():
+    """The red team's (redD) fake kernel made its tensor on the meta device, with the right shape
+    and dtype: the export's meta["val"] then says meta where the real kernel's result is on the
+    input's device, and the checkpoint compares devices too."""
+
+    def window_op(name: str, device: str | None) -> SimpleNamespace:
+        @torch.library.custom_op(f"fxcourse_redd::{name}", mutates_args=())
+        def op(x: torch.Tensor, k: int) -> torch.Tensor:
+            return x.unfold(-1, k, 1).amax(dim=-1)
+
+        @op.register_fake
+        def _(x, k):
+            shape = (*x.shape[:-1], x.shape[-1] - k + 1)
+            return torch.empty(shape, dtype=x.dtype, device=device or x.device)
+
+        return SimpleNamespace(window_max_op=op)
+
+    x = torch.randn(2, 7, dtype=torch.float64)
+    mine = export_cases.exported_window(window_op("on_meta", "meta"), 3, x)
+    wanted = export_cases.exported_window(window_op("on_input", None), 3, x)
+    assert mine[1:3] == wanted[1:3]  # the shape and the dtype are right
+    assert mine[3] != wanted[3] == [x.device]
+    torch.testing.assert_close(mine[4], wanted[4])
