@@ -244,12 +244,15 @@ def minifier_case(make) -> MinifierCase:
     negation and a large constant, first (a summary of each output or of all of them, their
     sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
-    the values' places, such as sorted values, sees nothing wrong). A chain whose
-    result hides the planted error (a saturated tanh downstream) or reaches LARGEST is drawn
-    again."""
+    the values' places, such as sorted values, sees nothing wrong). In half the cases of every
+    run the graph also returns, second, a NaN output (the log of values below their mean, NaN
+    in eager as in every backend: a comparison that calls NaN != NaN a difference keeps its
+    operators). A chain whose result hides the planted error (a saturated tanh downstream) or
+    reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "balanced"])
     rolls = make.each([True, False])  # the wrong values moved to other places, or changed
+    nan = make.each(["a NaN output", "no NaN"]) == "a NaN output"
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
@@ -258,10 +261,11 @@ def minifier_case(make) -> MinifierCase:
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
         bad = {"last": len(early), "first": 0, "middle": 1, "balanced": 0}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced")
+        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced", nan=nan)
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong], rolls))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
+        bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
         moved = (result - wanted).abs().max()
         if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
@@ -275,20 +279,28 @@ def minifier_case(make) -> MinifierCase:
             return case
 
 
+def kept_nan(small: fx.GraphModule) -> bool:
+    """Whether the minifier's graph still computes the NaN output (its log): a predicate that
+    takes NaN for a difference keeps it."""
+    return torch.ops.aten.log.default in call_targets(small)
+
+
 BALANCE = 1e6  # the balanced output's constant: beside it, every value of the chain moves its
 LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's rtol
 
 
 def _traced_chain(
-    chain: list[str], width: int, early: list[int], bad: int, balanced: bool = False
+    chain: list[str], width: int, early: list[int], bad: int, balanced=False, nan=False
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
     wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
     or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
-    operator) and BALANCE in one vector."""
+    operator) and BALANCE in one vector; with `nan`, the log of the input minus its mean (NaN
+    wherever the input is below its mean) second."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
+        holes = torch.log(x - x.mean()) if nan else None  # no operator of UNARY: never planted
         outputs = []
         for index, op in enumerate(ops):
             for _repeat in range(early.count(index)):
@@ -298,6 +310,8 @@ def _traced_chain(
         if balanced:
             x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
         outputs.insert(bad, x)
+        if nan:
+            outputs.insert(1, holes)
         return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))
