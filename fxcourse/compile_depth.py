@@ -108,11 +108,33 @@ def _recording(backend, seen: list) -> Callable:
     return recording_backend
 
 
+# Dynamo settings that decide whether and how a frame recompiles: serve_run restores their
+# defaults for its block, whatever an earlier cell set (a recompile_limit lowered to 1 there made
+# every answer's second compile run eagerly instead). A serve that sets one itself still has its
+# recompiles logged, and refused.
+RECOMPILE_SETTINGS = (
+    "recompile_limit",
+    "accumulated_recompile_limit",
+    "automatic_dynamic_shapes",
+    "assume_static_by_default",
+    "specialize_int",
+    "specialize_float",
+    "error_on_recompile",
+)
+
+
+def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
+    """torch._dynamo.config's defaults for `names` (its private table of entries)."""
+    table = torch._dynamo.config._config
+    return {name: table[name].default for name in names if name in table}
+
+
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
     which requests went through a compiled graph (their input or output is one of its tensors),
-    whatever the backend. It runs under the default stance: one an earlier cell left set
-    (force_eager, tried after 10.1) would stop every answer compiling, the reference's too."""
+    whatever the backend. It runs under the default stance and Dynamo's default recompile
+    settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
+    answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
     from unittest import mock
 
     from torch._dynamo import eval_frame
@@ -129,6 +151,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         unprofiled_guards(),
         warnings.catch_warnings(),
         torch.compiler.set_stance("default"),
+        torch._dynamo.config.patch(dynamo_defaults()),
     ):
         warnings.simplefilter("ignore")
         outputs = serve(scorer, inputs)

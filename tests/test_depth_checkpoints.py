@@ -184,6 +184,11 @@ def results_differ(gm, inputs, backend):  # NaN != NaN for torch.equal too
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
     return any(not torch.equal(g, w) for g, w in zip(got, want))
 """,
+    "12.1 bounds the batch far above any real batch": """
+def interleave_shapes(low, high):  # a bound is not every size (every_size_from_one)
+    n, batch = Dim("n", min=low, max=high), Dim("batch", min=1, max=2**62)
+    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: 2 * n}}
+""",
     "12.1 bounds the batch like n": """
 def interleave_shapes(low, high):
     n, batch = Dim("n", min=low, max=high), Dim("batch", min=1, max=high)
@@ -341,6 +346,27 @@ def test_a_stance_left_by_an_earlier_cell_does_not_reach_serve():
     finally:
         torch.compiler.set_stance("default")
     assert run.compiles > 0 and not run.uncompiled
+
+
+def test_a_recompile_limit_lowered_by_an_earlier_cell_does_not_reach_serve(monkeypatch):
+    """Known fault (s35): a torch._dynamo.config.recompile_limit lowered by an earlier cell
+    reached the checkpoint's serve runs; serve_run now judges under Dynamo's default recompile
+    settings, and a recompile of a serve that lowers the limit itself is still seen."""
+    sizes = torch.Generator().manual_seed(3)
+    requests = [(torch.randn(rows, 4, generator=sizes), 1.0) for rows in (8, 9, 10)]
+    limits = []
+
+    def lowering(scorer, requests):  # a serve that lowers the limit itself, then recompiles
+        limits.append(torch._dynamo.config.recompile_limit)
+        torch._dynamo.config.recompile_limit = 1
+        compiled = torch.compile(scorer, backend="eager")
+        return [compiled(x) for x, _temperature in requests]
+
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)  # as an earlier cell did
+    run = compile_depth.serve_run(lowering, compile_depth.ReferenceScorer(), requests)
+    assert limits == [compile_depth.dynamo_defaults()["recompile_limit"]] == [8]
+    assert run.recompiles
+    assert torch._dynamo.config.recompile_limit == 1  # the earlier cell's value, back
 
 
 def test_every_request_stream_has_a_request_that_needs_clamping():
