@@ -70,9 +70,12 @@ class Masked(nn.Module):  # chapter 7's
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
 
 
-def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespace:
+def masked_exported(
+    top: int | None, by_keyword: bool = False, any_width: bool = False
+) -> SimpleNamespace:
     """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded), its
-    example passed positionally or (by_keyword) as kwargs."""
+    example passed positionally or (by_keyword) as kwargs, its features dynamic too
+    (any_width)."""
     batch, length = (
         (Dim("batch"), Dim("length"))
         if top is None
@@ -80,7 +83,7 @@ def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespac
     )
     shared = {0: batch, 1: length}
     example = (torch.randn(2, 5, 4), torch.ones(2, 5))
-    spec = {"tokens": shared, "mask": shared}
+    spec = {"tokens": {**shared, 2: Dim("features")} if any_width else shared, "mask": shared}
     args, kwargs = ((), dict(zip(spec, example, strict=True))) if by_keyword else (example, None)
     return SimpleNamespace(
         masked_exported=torch.export.export(Masked(), args, kwargs, dynamic_shapes=spec)
@@ -89,10 +92,12 @@ def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespac
 
 def judged_7_1(answer, drawn) -> bool:
     """Whether 7.1's checkpoint passes the answer on one run's cases."""
-    batches, lengths = export_cases.promised_ranges(answer.masked_exported)[:2]
+    batches, lengths, features = export_cases.promised_ranges(answer.masked_exported)
     if not (
         export_cases.every_size_from_one(batches) and export_cases.every_size_from_one(lengths)
     ):
+        return False
+    if features is not None:  # the prompt: the 4 features stay fixed
         return False
     return all(not isinstance(export_cases.run_program(answer, *inputs), str) for inputs in drawn)
 
@@ -103,6 +108,15 @@ def test_checkpoint_7_1_refuses_sizes_bounded_however_high_in_every_run():
     for run_seed, drawn in runs(export_cases.masked_inputs, 6, 20):
         assert judged_7_1(reference, drawn), run_seed
         assert not judged_7_1(wrong, drawn), run_seed
+
+
+def test_checkpoint_7_1_refuses_a_program_whose_features_are_dynamic():
+    """Known fault (s35, the red team's redD too): the prompt keeps the 4 features fixed, yet a
+    program that promised any width passed."""
+    any_width = masked_exported(None, any_width=True)
+    assert export_cases.promised_ranges(any_width.masked_exported)[2] is not None
+    for run_seed, drawn in runs(export_cases.masked_inputs, 6, 3):
+        assert not judged_7_1(any_width, drawn), run_seed
 
 
 def test_checkpoint_7_1_passes_a_program_exported_from_keyword_arguments():
