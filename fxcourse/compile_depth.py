@@ -269,9 +269,10 @@ def minifier_case(make) -> MinifierCase:
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
     the values' places, such as sorted values, sees nothing wrong). In half the cases of every
     run the graph also returns, second, a NaN output (the log of values below their mean, NaN
-    in eager as in every backend: a comparison that calls NaN != NaN a difference keeps its
-    operators). A chain whose result hides the planted error (a saturated tanh downstream) or
-    reaches LARGEST is drawn again."""
+    in eager as in every backend: a comparison that calls NaN != NaN a difference says so of a
+    healthy backend), and the same NaN after the result unless balanced (a comparison of the
+    largest difference, NaN there, sees nothing wrong). A chain whose result hides the planted
+    error (a saturated tanh downstream) or reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "balanced"])
     rolls = make.each([True, False])  # the wrong values moved to other places, or changed
@@ -320,7 +321,7 @@ def _traced_chain(
     wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
     or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
     operator) and BALANCE in one vector; with `nan`, the log of the input minus its mean (NaN
-    wherever the input is below its mean) second."""
+    wherever the input is below its mean) second, and after the result when not balanced."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
@@ -333,6 +334,8 @@ def _traced_chain(
             x = y * 0.5 + x if index % 2 else y + 1
         if balanced:
             x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
+        elif nan:  # NaN beside the planted error too: its largest difference is NaN
+            x = torch.cat([x, holes])
         outputs.insert(bad, x)
         if nan:
             outputs.insert(1, holes)
