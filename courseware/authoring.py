@@ -33,15 +33,11 @@ import nbformat
 from courseware import i18n, reference_solutions
 from courseware.notebooks import KERNELSPEC, clean
 from courseware.reference_solutions import solution_module
+from courseware.repository import HERE, Repository
 from fxcourse import languages, stamps
 from fxcourse.messages import _, speaking
 from fxcourse.reference import defined_names
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ROOT / "solutions"
-CHAPTERS = ROOT / "chapters"
-ANSWERS = ROOT / "fxcourse" / "answers.json"  # the learner's package reads them (fxcourse.tryit)
-REFERENCES = ROOT / "fxcourse" / "references.json"
 ROLES = ("scaffold", "mistake", "answer", "check")
 LEARNER_ROLES = {"scaffold", "check"}
 # A learner chapter's first code cell: a kernel without torch or fxcourse (Jupyter's default
@@ -145,21 +141,16 @@ def references_of(nb: nbformat.NotebookNode) -> dict[str, dict]:
     return found
 
 
-def shown(path: Path) -> str:
-    """A path as a stamp names it: from the course's root."""
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
 def answers_text(answers: dict, sources: list[str]) -> str:
     stamped = stamps.stamp_json(answers, sources, "make chapters")
     return json.dumps(stamped, indent=1, ensure_ascii=False) + "\n"
 
 
-def derived_files(sources: Path | None = None) -> dict[Path, str]:
+def derived_files(repository: Repository = HERE) -> dict[Path, str]:
     """Every derived file (path -> text), each stamped with what it comes from (fxcourse.stamps):
     the learner chapters and answers.json, and the same in each translation (chapters/<lang>/,
     answers.<lang>.json, the exercise starters, the README)."""
-    sources = sources or SOURCES  # read when called: a test points it at a course of its own
+    sources, shown = repository.sources, repository.shown
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
     references: dict[str, dict] = {}
@@ -168,51 +159,52 @@ def derived_files(sources: Path | None = None) -> dict[Path, str]:
         nb = nbformat.read(source, as_version=4)
         errors += problems(nb, source.stem)
         learner = stamps.stamp_notebook(learner_version(nb), [shown(source)], "make chapters")
-        derived[CHAPTERS / source.name] = nbformat.writes(learner) + "\n"
+        derived[repository.chapters / source.name] = nbformat.writes(learner) + "\n"
         answers.update(answers_of(nb, source.stem))
         references.update(references_of(nb))
     if errors:
         raise SystemExit("fix the chapter sources:\n  " + "\n  ".join(errors))
-    derived[ANSWERS] = answers_text(answers, [f"{shown(sources)}/NN_*.ipynb"])
-    derived[REFERENCES] = answers_text(references, [f"{shown(sources)}/NN_*.ipynb"])
-    derived.update(exercise_solutions(sources))
+    derived[repository.answers] = answers_text(answers, [f"{shown(sources)}/NN_*.ipynb"])
+    derived[repository.references] = answers_text(references, [f"{shown(sources)}/NN_*.ipynb"])
+    derived.update(exercise_solutions(repository))
     for language in languages.translation_codes():
-        derived.update(translated_files(language))
+        derived.update(translated_files(language, repository))
     return derived
 
 
-def exercise_solutions(sources: Path | None = None) -> dict[Path, str]:
+def exercise_solutions(repository: Repository = HERE) -> dict[Path, str]:
     """Each exercise's reference solution as the grader's checks import it (solution.py),
     from its notebook's solution cells (courseware.reference_solutions)."""
-    sources, derived = sources or SOURCES, {}
-    for folder in sorted(path for path in sources.iterdir() if path.is_dir()):
+    derived = {}
+    for folder in sorted(path for path in repository.sources.iterdir() if path.is_dir()):
         notebook, code = folder / f"{folder.name}.ipynb", folder.name.rpartition("-")[2]
         if not notebook.is_file() or code in languages.translation_codes():
             continue  # not an exercise, or a translation make release writes (git-ignored)
         module = solution_module(nbformat.read(notebook, as_version=4), folder.name)
-        text = stamps.stamp_python(module, [shown(notebook)], "make chapters")
+        text = stamps.stamp_python(module, [repository.shown(notebook)], "make chapters")
         derived[folder / reference_solutions.FILE] = text
     return derived
 
 
-def translated_files(language: str) -> dict[Path, str]:
+def translated_files(language: str, repository: Repository = HERE) -> dict[Path, str]:
     """The learner's files in `language`, from the English ones and the catalogs."""
     derived: dict[Path, str] = {}
     answers: dict[str, dict[str, str]] = {}
-    folder = CHAPTERS / language
-    for document in i18n.documents(ROOT):
+    folder, shown = repository.chapters / language, repository.shown
+    for document in i18n.documents(repository):
         if document.path.is_dir() or document.grader:  # checks.py: the grader's (release)
             continue
         translated = document.translated(language)
         exercise = folder / "exercises" / document.path.parent.name
-        origin = [shown(document.path), shown(i18n.catalog_path(document.name, language))]
+        catalog = i18n.catalog_path(document.name, language, repository)
+        origin = [shown(document.path), shown(catalog)]
         if document.path.suffix == ".py":  # a module beside an exercise (verify.py)
             text = stamps.stamp_python(translated, origin, "make chapters")
             derived[exercise / document.path.name] = text
         elif isinstance(translated, str):
             text = stamps.stamp_markdown(translated, origin, "make chapters")
             derived[document.path.with_suffix(f".{language}.md")] = text
-        elif document.path.parent == SOURCES:
+        elif document.path.parent == repository.sources:
             i18n.add_language_cell(translated, language)
             learner = stamps.stamp_notebook(
                 learner_version(translated, language), origin, "make chapters"
@@ -225,41 +217,41 @@ def translated_files(language: str) -> dict[Path, str]:
             stamps.stamp_notebook(translated, origin, "make chapters")
             derived[exercise / document.path.name] = nbformat.writes(translated)
     derived = {path: text if text.endswith("\n") else text + "\n" for path, text in derived.items()}
-    catalogs = shown(i18n.catalog_path("NN_*", language))
-    derived[ANSWERS.with_suffix(f".{language}.json")] = answers_text(
-        answers, [f"{shown(SOURCES)}/NN_*.ipynb", catalogs]
+    catalogs = shown(i18n.catalog_path("NN_*", language, repository))
+    derived[repository.answers.with_suffix(f".{language}.json")] = answers_text(
+        answers, [f"{shown(repository.sources)}/NN_*.ipynb", catalogs]
     )
     return derived
 
 
-def stale_files() -> list[Path]:
+def stale_files(repository: Repository = HERE) -> list[Path]:
     """Derived files missing or different from what the sources give, plus learner chapters
     that no source produces any more."""
-    derived = derived_files()
+    derived = derived_files(repository)
     stale = [p for p, text in derived.items() if not p.exists() or p.read_text() != text]
-    orphans = [p for p in CHAPTERS.glob("**/[0-9][0-9]_*.ipynb") if p not in derived]
-    return stale + orphans
+    chapters = repository.chapters.glob("**/[0-9][0-9]_*.ipynb")
+    return stale + [p for p in chapters if p not in derived]
 
 
-def build() -> None:
-    derived = derived_files()
-    for orphan in set(CHAPTERS.glob("**/[0-9][0-9]_*.ipynb")) - set(derived):
+def build(repository: Repository = HERE) -> None:
+    derived = derived_files(repository)
+    for orphan in set(repository.chapters.glob("**/[0-9][0-9]_*.ipynb")) - set(derived):
         orphan.unlink()
-        print(f"removed {orphan.relative_to(ROOT)} (no source)")
+        print(f"removed {repository.shown(orphan)} (no source)")
     for path, text in derived.items():
         if not path.exists() or path.read_text() != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
-            print(f"wrote {path.relative_to(ROOT)}")
+            print(f"wrote {repository.shown(path)}")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], repository: Repository = HERE) -> int:
     if argv == ["build"]:
-        build()
+        build(repository)
         return 0
     if argv == ["check"]:
-        if stale := stale_files():
-            names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+        if stale := stale_files(repository):
+            names = ", ".join(repository.shown(p) for p in stale)
             print(f"stale: {names}; run `make chapters`")
             return 1
         print("learner chapters and answers are up to date")

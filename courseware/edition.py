@@ -21,11 +21,10 @@ import sys
 from pathlib import Path
 
 from courseware.i18n import lookup_of
+from courseware.repository import HERE, Repository
 from fxcourse import languages
 from fxcourse.messages import _, speaking
 
-ROOT = Path(__file__).resolve().parents[1]
-TEMPLATES = ROOT / "env" / "student-edition"
 INCLUDE = [
     "chapters/[0-9][0-9]_*.ipynb",
     "chapters/exercises/*.ipynb",
@@ -76,8 +75,9 @@ def readme_name(language: str) -> str:
     return "README.md" if language == languages.SOURCE.code else f"README.{language}.md"
 
 
-def course_files(root: Path = ROOT) -> list[str]:
+def course_files(repository: Repository = HERE) -> list[str]:
     """Files git knows (tracked, or new and not ignored), relative to the course root."""
+    root = repository.root
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
         cwd=root,
@@ -101,10 +101,11 @@ def selected(names: list[str], answers: bool) -> list[str]:
     return sorted(name for name in names if wanted(name))
 
 
-def without_answers(readme: Path, language: str) -> None:
+def without_answers(readme: Path, language: str, repository: Repository = HERE) -> None:
     """Replace the README's answer paragraph (in its language) by what a no-answers edition says."""
     source = language == languages.SOURCE.code
-    paragraph = README_ANSWERS if source else lookup_of("README", language)[README_ANSWERS]
+    lookup = {} if source else lookup_of("README", language, repository)
+    paragraph = README_ANSWERS if source else lookup[README_ANSWERS]
     text = readme.read_text(encoding="utf-8")
     if paragraph not in text:  # the template was reworded: keep the two in step
         raise SystemExit(f"{readme.name} lost the answers paragraph")
@@ -113,35 +114,39 @@ def without_answers(readme: Path, language: str) -> None:
 
 
 def build(
-    out: Path, answers: bool = True, root: Path = ROOT, language: str = languages.SOURCE.code
+    out: Path,
+    answers: bool = True,
+    repository: Repository = HERE,
+    language: str = languages.SOURCE.code,
 ) -> list[str]:
     """Write the edition to `out` (replacing it); returns the files copied from the course."""
-    files = selected(course_files(root), answers)
+    files = selected(course_files(repository), answers)
     if out.exists():
         shutil.rmtree(out)
     for name in files:
         (out / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / name, out / name)
-    for template in TEMPLATES.iterdir():
+        shutil.copy2(repository.root / name, out / name)
+    for template in repository.edition_templates.iterdir():
         shutil.copy2(template, out / template.name)
     if not answers:
         for readme_language in languages.codes():
-            without_answers(out / readme_name(readme_language), readme_language)
+            readme = out / readme_name(readme_language)
+            without_answers(readme, readme_language, repository)
     if language != languages.SOURCE.code:  # the learner's language first, the English beside it
         (out / "README.md").rename(out / f"README.{languages.SOURCE.code}.md")
         (out / readme_name(language)).rename(out / "README.md")
     return files
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, repository: Repository = HERE) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "student-edition")
+    parser.add_argument("--out", type=Path, default=repository.dist / "student-edition")
     parser.add_argument("--no-answers", action="store_true", help="leave out the try-it answers")
     parser.add_argument(
         "--language", choices=languages.codes(), default=languages.SOURCE.code, help="README.md's"
     )
     args = parser.parse_args(argv)
-    files = build(args.out, answers=not args.no_answers, language=args.language)
+    files = build(args.out, not args.no_answers, repository, args.language)
     kind = "without" if args.no_answers else "with"
     print(f"wrote {args.out}: {len(files)} course files, {kind} the try-its' reference answers")
     return 0

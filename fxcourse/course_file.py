@@ -4,8 +4,9 @@ the instructor's tools (grader.course), so both find the same course id, kernel 
     settings(root)              {"course_id": ..., "classdata": ..., "kernel": {...}}
     classdata(root, environ)    where the class data lives: $FXCOURSE_CLASSDATA, else course.json's
                                 (relative to the course root, or absolute)
-    shared_exchange(environ)    $FXCOURSE_EXCHANGE: an exchange shared beyond the class data (a
-                                hub's), or None
+    shared_exchange(root, environ)  an exchange shared beyond the class data (a hub's):
+                                $FXCOURSE_EXCHANGE, else course.json's "exchange" (a hub's
+                                course folder names it there), else None
 
 A folder without its own course.json (a scratch folder of submissions, a copy of the chapters
 only) is this course's.
@@ -34,7 +35,11 @@ def classdata(root: Path = THIS_COURSE, environ: Mapping[str, str] | None = None
     return Path(environ.get(CLASSDATA_VARIABLE) or settings(root)["classdata"])
 
 
-def shared_exchange(environ: Mapping[str, str] | None = None) -> Path | None:
+def shared_exchange(
+    root: Path = THIS_COURSE, environ: Mapping[str, str] | None = None
+) -> Path | None:
     environ = os.environ if environ is None else environ
-    configured = environ.get(EXCHANGE_VARIABLE)
-    return Path(configured).resolve() if configured else None
+    if configured := environ.get(EXCHANGE_VARIABLE):
+        return Path(configured).resolve()
+    named = settings(root).get("exchange")  # relative to the course root, or absolute
+    return (root / named).resolve() if named else None

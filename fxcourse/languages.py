@@ -34,6 +34,7 @@ class Language:
     english_stemmer: bool = False
     font_package: str = ""  # a Debian font for its script, when the usual fonts lack it (tests)
     font_family: str = ""  # that font's family name, for the pictures drawn in Python (charts)
+    quotes: str = ""  # its prose's quotation marks (opening, closing) where ASCII's '"' is wrong
 
     @property
     def site_folder(self) -> str:
@@ -62,6 +63,7 @@ TRANSLATIONS = (
         english_stemmer=True,
         font_package="fonts-wqy-microhei",
         font_family="WenQuanYi Micro Hei",
+        quotes="“”",
     ),
 )
 

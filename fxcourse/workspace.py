@@ -293,9 +293,10 @@ def course_kernel() -> dict[str, str]:
 
 
 def exchange_root(root: Path = ROOT, environ: Mapping[str, str] | None = None) -> Path:
-    """The exchange the course at `root` is configured with: $FXCOURSE_EXCHANGE, else its own."""
+    """The exchange the course at `root` is configured with: $FXCOURSE_EXCHANGE (or course.json's
+    "exchange"), else its own."""
     environ = os.environ if environ is None else environ
-    if shared := course_file.shared_exchange(environ):
+    if shared := course_file.shared_exchange(root, environ):
         return shared
     if not (root / "grader").is_dir():  # a student edition
         return root / "exchange"

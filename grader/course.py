@@ -5,8 +5,9 @@ The course's identity and the default place of its class data are in course.json
 root; FXCOURSE_CLASSDATA (`make CLASSDATA=...`) moves the class data: a path relative to the
 course, or absolute. fxcourse.course_file reads both, for this side and the learner's. Two more
 variables move one folder each: FXCOURSE_EXCHANGE the exchange (a hub shares one among its
-servers; fxcourse.workspace reads it too) and FXCOURSE_GRADEBOOK_URL the gradebook (a scratch one
-for the browser test). `Course.configured` is the one place any of them is read.
+servers; fxcourse.workspace reads it too; a hub's course folder names it in its course.json
+instead) and FXCOURSE_GRADEBOOK_URL the gradebook (a scratch one for the browser test).
+`Course.configured` is the one place any of them is read.
 
 The class data is nbgrader's working folders, the exchange, the gradebook and the grading
 secret (autograded/.safegrade_secret), in a git-ignored folder of the course's own, outside
@@ -50,7 +51,7 @@ class Course:
             Path(root).resolve(),
             settings(root)["course_id"],
             course_file.classdata(root, environ),
-            course_file.shared_exchange(environ),
+            course_file.shared_exchange(root, environ),
             environ.get(GRADEBOOK_URL_VARIABLE) or None,
         )
 

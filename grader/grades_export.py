@@ -1,7 +1,8 @@
 """`make export`: grades.csv (a column per exercise) and grades_by_test.csv (a column per graded
-cell), from nbgrader's gradebook and the typed results make autograde wrote
-(grader/safegrade/result_files.py), which say which uploads could not be graded and where the grader
-itself failed. Where the course keeps what is passed in (``Where``): course_grader.py.
+cell), from the typed records of grader/standings.py: each learner's grade (the gradebook's, the
+formgrader's manual grades included) and the grader's verdict, which says which uploads could not
+be graded and where the grader itself failed. Where the course keeps what is passed in
+(``Where``): course_grader.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from grader import exercises
 from grader.safegrade.data import spreadsheet_cell
-from grader.safegrade.result_files import GRADED, load
+from grader.safegrade.result_files import State
+from grader.standings import ClassBook, Grade
 
 
 @dataclass(frozen=True)
@@ -32,89 +34,46 @@ class Where:
         return (exercise, *exercises.translations_of(exercise))
 
 
-@dataclass(frozen=True)
-class Result:
-    """One student's graded submission of one exercise."""
-
-    score: float  # after the late penalty
-    late_penalty: float
-    cells: dict[str, float | None]  # grade cell id -> points
-
-
-def results(where: Where) -> tuple[dict[str, dict[str, Result | None]], dict[str, list]]:
-    """(student id -> {assignment: Result, or None when nothing was submitted}, for every student
-    the gradebook knows; assignment -> its graded cell ids, in the source notebook's order)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    table, cells = {}, {}
-    with Gradebook(where.gradebook_url, where.course_id) as gradebook:
-        for assignment in where.assignments:
-            try:
-                notebooks = gradebook.find_assignment(assignment).notebooks
-            except MissingEntry:
-                notebooks = []
-            names = [cell.name for notebook in notebooks for cell in notebook.grade_cells]
-            cells[assignment] = sorted(names, key=source_order(where.sources, assignment))
-        for student in gradebook.students:
-            row = table[student.id] = {}
-            for assignment in where.assignments:
-                submission = newest_submission(gradebook, where.of(assignment), student.id)
-                if submission is None:
-                    row[assignment] = None
-                    continue
-                penalty = submission.late_submission_penalty or 0.0
-                points = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
-                row[assignment] = Result(max(0.0, submission.score - penalty), penalty, points)
+def results(where: Where) -> tuple[dict[str, dict[str, Grade | None]], dict[str, list]]:
+    """(student id -> {exercise: its newest Grade in any of its languages, or None when nothing
+    was submitted}, for every student the gradebook knows; exercise -> its graded cell ids, in
+    the source notebook's order)."""
+    with book(where) as records:
+        cells = {a: list(records.graded_cells(a)) for a in where.assignments}
+        table = {
+            student: {a: records.newest_grade(where.of(a), student) for a in where.assignments}
+            for student in records.students()
+        }
     return table, cells
 
 
-def newest_submission(gradebook, assignments: Sequence[str], student: str):
-    """The student's newest graded submission of any of `assignments` (an exercise in its
-    languages), or None."""
-    from nbgrader.api import MissingEntry
-
-    found = []
-    for assignment in assignments:
-        try:
-            found.append(gradebook.find_submission(assignment, student))
-        except MissingEntry:
-            pass
-    return max(found, key=lambda s: (s.timestamp is not None, s.timestamp or 0), default=None)
+def book(where: Where) -> ClassBook:
+    return ClassBook(where.gradebook_url, where.course_id, where.results, where.sources)
 
 
 def scores(where: Where) -> dict[str, dict[str, float | None]]:
     """student id -> {assignment: score after any late penalty, None when not submitted}."""
     table, _ = results(where)
     return {
-        student: {a: None if result is None else result.score for a, result in row.items()}
+        student: {a: None if grade is None else grade.score for a, grade in row.items()}
         for student, row in table.items()
     }
 
 
-def source_order(sources: Path, assignment: str):
-    """A sort key: graded cells in the order of the source notebook, unknown ones after."""
-    import nbformat
-    from nbgrader.utils import is_grade
-
-    path = sources / assignment / f"{assignment}.ipynb"
-    cells = nbformat.read(path, as_version=4).cells if path.exists() else []
-    order = [cell.metadata.nbgrader["grade_id"] for cell in cells if is_grade(cell)]
-    return lambda name: (order.index(name), "") if name in order else (len(order), name)
-
-
 def ungraded(where: Where, table: dict) -> dict[tuple[str, str], str]:
-    """(student, assignment) -> "could not grade" or "grader failed", for each upload that
-    make autograde's last run could not grade (its typed result says so) and that the gradebook
-    holds no grade of; such students get a row in `table`."""
+    """(student, exercise) -> "could not grade" or "grader failed", for each upload that
+    make autograde's last run could not grade (the grader's record says so) and that the
+    gradebook holds no grade of; such students get a row in `table`."""
     found = {}
-    for assignment, one in ((a, o) for a in where.assignments for o in where.of(a)):
-        for path in sorted((where.results / one).glob("*.json")):
-            result = load(path)
-            if result is None:
-                continue
-            row = table.setdefault(path.stem, dict.fromkeys(where.assignments))
-            if result.status != GRADED and row[assignment] is None:
-                found[(path.stem, assignment)] = result.status.cell
+    with book(where) as records:
+        for assignment, one in ((a, o) for a in where.assignments for o in where.of(a)):
+            for student in sorted(records.recorded_students(one)):
+                said = records.standing(one, student).recorded_state
+                if said is None:
+                    continue
+                row = table.setdefault(student, dict.fromkeys(where.assignments))
+                if said != State.GRADED and row[assignment] is None:
+                    found[(student, assignment)] = said.cell
     return found
 
 
@@ -166,7 +125,7 @@ def _points(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def _cell(result: Result | None, name: str) -> float | None:
-    if result is None:
+def _cell(grade: Grade | None, name: str) -> float | None:
+    if grade is None:
         return None
-    return result.late_penalty if name == "late_penalty" else result.cells.get(name)
+    return grade.penalty if name == "late_penalty" else grade.tests.get(name)

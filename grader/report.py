@@ -3,11 +3,12 @@ late, which test most learners fail and with which message, and each learner's r
 
     python -m grader.report [--course DIR] [--out DIR] [--progress JSON|-] [--stdout]
 
-Read from the gradebook (nbgrader's Gradebook API) and the grader's typed records
-(grader/safegrade/result_files.py: classdata/autograded/.safegrade/<assignment>/<student>.json, the
-state (graded, could not be graded, grader failed) and each test's status and the message its
-learner's feedback shows, recorded by the process that graded it; no notebook is read, and the
-tests' own code, hidden or not, never). Writes
+Read from the typed records of grader/standings.py, one per learner and exercise: the gradebook's
+grade and the grader's own record (grader/safegrade/result_files.py:
+classdata/autograded/.safegrade/<assignment>/<student>.json, the state (graded, could not be
+graded, grader failed) and each test's status and the message its learner's feedback shows,
+recorded by the process that graded it; no notebook is read, and the tests' own code, hidden or
+not, never). Writes
 classdata/reports/report.html and, per exercise, <assignment>.csv (a row per learner) and
 <assignment>_tests.csv (a row per test). `--progress` adds each learner's try-it progress: the
 JSON the class hub's progress page gathers ({account: {"tryits": {chapter: {id: passed}}}}).
@@ -28,7 +29,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.course import Course
-from grader.grades_export import source_order
 from grader.report_model import (
     ABSENT,
     GRADED,
@@ -48,13 +48,13 @@ from grader.report_model import (
 )
 from grader.report_page import CSP, page
 from grader.safegrade.grading_limits import LIMITS
-from grader.safegrade.result_files import recorded
+from grader.standings import ClassBook, Standing
 
 # the report's public names, wherever they are defined
 __all__ = [
     "ABSENT", "CSP", "GRADED", "GRADER_FAILED", "NOT_GRADED", "STATES", "Exercise", "Submission",
-    "build", "counts", "inert", "learner_csv", "main", "page", "test_rows", "tests_csv",
-    "write_csv",
+    "WAITING", "build", "counts", "inert", "learner_csv", "main", "page", "test_rows",
+    "tests_csv", "write_csv",
 ]  # fmt: skip
 
 # ----------------------------------------------------------------------------- reading
@@ -62,77 +62,45 @@ __all__ = [
 
 def read_class(course: Course) -> list[Exercise]:
     """Every exercise with every learner the gradebook, the submissions or the results know."""
-    from nbgrader.api import Gradebook
-
     exercises = []
-    with Gradebook(course.gradebook_url, course.course_id) as gradebook:
-        known = {student.id for student in gradebook.students}
+    with ClassBook.of(course) as records:
+        known = records.students()
         for assignment in course.assignments:
-            tests, points = graded_cells(gradebook, course, assignment)
+            points = records.graded_cells(assignment)
             # An exercise in another language (grader/exercises.py) lists its own learners only.
             exercise = assignment in course.exercises
             students = (
                 (known if exercise else set())
                 | folders(course.submitted, assignment)
-                | result_files(course, assignment)
+                | records.recorded_students(assignment)
             )
             if not students and not exercise:
                 continue
-            rows = [standing(gradebook, course, assignment, s) for s in sorted(students)]
-            exercises.append(Exercise(assignment, tests, points, rows))
+            rows = [submission(course, records.standing(assignment, s)) for s in sorted(students)]
+            exercises.append(Exercise(assignment, list(points), points, rows))
     return exercises
-
-
-def graded_cells(gradebook, course: Course, assignment: str) -> tuple[list[str], dict[str, float]]:
-    from nbgrader.api import MissingEntry
-
-    try:
-        notebooks = gradebook.find_assignment(assignment).notebooks
-    except MissingEntry:
-        return [], {}
-    points = {cell.name: cell.max_score for nb in notebooks for cell in nb.grade_cells}
-    return sorted(points, key=source_order(course.source, assignment)), points
 
 
 def folders(root: Path, assignment: str) -> set[str]:
     return {path.parent.name for path in root.glob(f"[!.]*/{assignment}") if path.is_dir()}
 
 
-def result_files(course: Course, assignment: str) -> set[str]:
-    return {path.stem for path in (course.results / assignment).glob("*.json")}
-
-
-def standing(gradebook, course: Course, assignment: str, student: str) -> Submission:
-    """What the gradebook and the grader's record (result_files.recorded) say of one learner's
-    exercise: the state and reason of the result, each failing test's message."""
-    from nbgrader.api import MissingEntry
-
-    outcome = recorded(course.results, student, assignment)
-    state = outcome.status if outcome is not None else None
-    try:
-        graded = gradebook.find_submission(assignment, student)
-    except MissingEntry:
-        graded = None
-    reason = outcome.reason if outcome is not None else ""
-    if graded is None or state in (NOT_GRADED, GRADER_FAILED):
-        submitted = (course.submitted / student / assignment).is_dir()
-        state = state or (WAITING if submitted else ABSENT)
-        detail = outcome.detail if outcome is not None else ""
-        return Submission(
-            student, state, reason=reason[: LIMITS.report_message_chars], detail=detail
-        )
-    penalty = graded.late_submission_penalty or 0.0
-    tests = {g.name: g.score for nb in graded.notebooks for g in nb.grades}
+def submission(course: Course, standing: Standing) -> Submission:
+    """One learner's row of an exercise, from its record (grader/standings.py): the state and
+    reason of the result, each failing test's message."""
+    student, assignment, grade = standing.student, standing.assignment, standing.grade
+    if grade is None or standing.state is not GRADED:  # GRADED without a grade: a stray record
+        reason = standing.reason[: LIMITS.report_message_chars]
+        return Submission(student, standing.state, reason=reason, detail=standing.detail)
     page = course.feedback / student / assignment / f"{assignment}.html"
-    messages = outcome.messages() if outcome is not None else {}
     return Submission(
         student,
         GRADED,
-        score=max(0.0, graded.score - penalty),
-        seconds_late=graded.total_seconds_late or 0.0,
-        penalty=penalty,
-        tests=tests,
-        messages={test: shown(message) for test, message in messages.items()},  # the record's
+        score=grade.score,
+        seconds_late=grade.seconds_late,
+        penalty=grade.penalty,
+        tests=grade.tests,
+        messages={test: shown(message) for test, message in standing.messages().items()},
         # where the page is in the class data (the report links it relative to --link-base)
         feedback=page.relative_to(course.data).as_posix() if page.exists() else None,
     )

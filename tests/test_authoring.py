@@ -13,10 +13,11 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from courseware import authoring, reference_solutions
 from courseware.notebooks import KERNELSPEC
+from courseware.repository import HERE
 from fxcourse import stamps
 from grader.safegrade.staging import GRADER_ONLY
 
-SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
+SOURCES = sorted(HERE.sources.glob("[0-9][0-9]_*.ipynb"))
 
 
 def test_learner_chapters_and_answers_are_up_to_date():
@@ -28,7 +29,7 @@ def test_learner_chapters_and_answers_are_up_to_date():
 def test_no_answer_or_mistake_reaches_the_learner_chapter(source):
     nb = nbformat.read(source, as_version=4)
     assert not authoring.problems(nb, source.stem)
-    learner_text = (authoring.CHAPTERS / source.name).read_text()
+    learner_text = (HERE.chapters / source.name).read_text()
     learner_sources = [c.source for c in nbformat.reads(learner_text, as_version=4).cells]
     for cell in nb.cells:
         marker = authoring.tryit_of(cell)
@@ -40,7 +41,7 @@ def test_no_answer_or_mistake_reaches_the_learner_chapter(source):
 
 
 def test_every_answer_is_in_answers_json_and_nothing_else_is():
-    answers = stamps.unstamped_json(json.loads(authoring.ANSWERS.read_text()))
+    answers = stamps.unstamped_json(json.loads(HERE.answers.read_text()))
     expected = {}
     for source in SOURCES:
         expected.update(authoring.answers_of(nbformat.read(source, as_version=4), source.stem))
@@ -77,7 +78,7 @@ def test_learner_version_keeps_scaffold_and_check_only():
 def test_a_kernel_without_the_course_stops_at_the_first_cell_and_says_which_to_pick(
     language, tmp_path
 ):
-    folder = authoring.CHAPTERS / ("" if language == "en" else language)
+    folder = HERE.chapters / ("" if language == "en" else language)
     chapter = nbformat.read(folder / SOURCES[0].name, as_version=4)
     first = next(cell for cell in chapter.cells if cell.cell_type == "code")
     assert first.id == "fxcourse-kernel-check"
@@ -92,7 +93,7 @@ def test_a_kernel_without_the_course_stops_at_the_first_cell_and_says_which_to_p
 
 @pytest.mark.parametrize("readme", ["README.md", "env/student-edition/README.md"])
 def test_the_readmes_list_every_chapter(readme):
-    text = (authoring.ROOT / readme).read_text()
+    text = (HERE.root / readme).read_text()
     missing = [p.name for p in SOURCES if f"`{p.name}`" not in text]
     assert not missing, f"{readme} does not list {missing}"
 
@@ -148,7 +149,7 @@ def test_the_reference_solution_lives_in_the_notebook_only():
     """Every exercise's solution.py is derived (the stale test holds it to its notebook), the
     grader alone reads it, and no checks.py repeats a line of it."""
     derived = authoring.exercise_solutions()
-    notebooks = authoring.SOURCES.glob("*/*.ipynb")
+    notebooks = HERE.sources.glob("*/*.ipynb")
     assert {p.parent for p in derived} == {p.parent for p in notebooks if p.stem == p.parent.name}
     for path, text in derived.items():
         body = [line.strip() for line in text.splitlines() if line.startswith("    ")]
@@ -168,7 +169,7 @@ def test_a_translations_source_folder_takes_the_solution_along(tmp_path):
     target = exercises.write_translation(course, exercise, "zh")
     names = {"checks.py", f"{exercise}-zh.ipynb", "probes.py", "solution.py", "verify.py"}
     assert {path.name for path in target.iterdir()} == names
-    solution = authoring.SOURCES / exercise / reference_solutions.FILE
+    solution = HERE.sources / exercise / reference_solutions.FILE
     assert (target / reference_solutions.FILE).read_text() == solution.read_text()
 
 
@@ -200,7 +201,7 @@ def test_no_hand_written_count_of_exercises_disagrees_with_the_exercises_found()
     either name no number of exercises or the number grader.exercises finds in solutions/."""
     from grader import exercises
 
-    root = authoring.ROOT
+    root = HERE.root
     found = len(exercises.names(root))
     texts = [
         *root.glob("*.md"), *(root / "env" / "student-edition").glob("*.md"),

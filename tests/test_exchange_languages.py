@@ -21,6 +21,7 @@ import nbformat
 import pytest
 from english_prose import english_found, html_prose, learner_reads
 
+from courseware.repository import HERE
 from fxcourse.workspace import write_nbgrader_config
 from grader import exercises, instructor
 from grader.course import REPOSITORY, Course
@@ -159,10 +160,9 @@ def test_the_export_counts_either_language_as_the_exercise(class_graded):
 
 
 def test_the_grader_finds_each_exercises_translations_in_the_catalogs():
-    from courseware.i18n import catalogs
     from grader.safegrade import assignments
 
-    assert assignments.CATALOGS == catalogs.LOCALES
+    assert assignments.catalogs() == HERE.locales
     assert exercises.languages_of(EX1) == ["zh"] and exercises.split(EX1_ZH) == (EX1, "zh")
     assert exercises.split(f"{EX1}-xx") == (f"{EX1}-xx", "")  # not a language of the course
 

@@ -17,9 +17,10 @@ import pytest
 from torch import nn
 
 from courseware import authoring
+from courseware.repository import HERE
 from fxcourse import cases, tryit
 
-SOURCE = authoring.SOURCES / "04_operator_fusion.ipynb"
+SOURCE = HERE.sources / "04_operator_fusion.ipynb"
 RUNS = int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))
 RUN_SEEDS = [random.Random(f"ch4-{n}").randrange(10**6) for n in range(RUNS)]
 SLOW_CELLS = ("show_graph(", "resnet", "ours_out", "bench_fusion")  # not needed by the checks

@@ -284,16 +284,82 @@ def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
     assert unlisted == ["grader.report -> fxcourse", "grader.report -> fxcourse.cases"]
 
 
-# File names Jupyter and Python fix (one per folder that needs it), and one pair not yet renamed:
-# grader/intake/files.py (what intake reads of an upload) and grader/safegrade/files.py (what
-# staging and the sandbox read of a submission).
+# File names Jupyter and Python fix (one per folder that needs it).
 SHARED_NAMES = {"__init__.py", "__main__.py", "jupyter_server_config.py", "nbgrader_config.py"}
-NOT_YET_RENAMED = {"files.py"}
 
 
 def test_no_two_modules_of_the_course_share_a_name():
     """Two modules of one name (graphs.py drawing graphs for learners and graphs.py decoding
     them for the grader) read as one in a traceback, a search or an import: each says its job."""
     paths = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
-    names = [path.name for path in paths if path.name not in SHARED_NAMES | NOT_YET_RENAMED]
+    names = [path.name for path in paths if path.name not in SHARED_NAMES]
     assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
+# The modules that write grades while grading (the sandbox's bookkeeping) may use nbgrader's
+# gradebook; everything that reads a learner's result (export, report, feedback, the hub) reads
+# the typed record grader/standings.py builds from the gradebook and the grader's result file.
+GRADEBOOK_READERS = {"grader.standings"}
+GRADEBOOK_WRITERS = {"grader.safegrade.bookkeeping", "grader.safegrade.gradebook"}
+
+
+def gradebook_users(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """The modules among `paths` that import nbgrader's gradebook (nbgrader.api)."""
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(name == "nbgrader.api" or name.startswith("nbgrader.api.") for name in names):
+                found.add(module_name(path, root))
+    return found
+
+
+def test_export_and_report_read_results_only_through_the_typed_record(tmp_path):
+    users = gradebook_users(sorted(GRADER.rglob("*.py")))
+    assert users == GRADEBOOK_READERS | GRADEBOOK_WRITERS
+    (tmp_path / "grader").mkdir()  # the check sees a reader that opens the gradebook itself
+    (tmp_path / "grader" / "report.py").write_text("def f():\n    from nbgrader.api import X\n")
+    assert gradebook_users([tmp_path / "grader" / "report.py"], tmp_path) == {"grader.report"}
+
+
+# Where the author's tools and the grader find a folder from a module's own location, at import:
+# "this checkout" once per side (the default every function's Repository or Course falls back to),
+# and folders of code beside the module (not the course's folders). Anything else takes a
+# Repository (courseware/repository.py) or a Course (grader/course.py).
+LOCATED_AT_IMPORT = {
+    "courseware.repository": {"HERE"},  # this checkout, for the author's tools
+    "courseware.website": {"CONF"},  # the site's Sphinx configuration, beside its code
+    "grader.course": {"REPOSITORY"},  # this checkout, for the grader
+    "grader.nbgrader_config": {"course"},  # nbgrader's configuration: the Course it is loaded in
+    "grader.hub.settings": {"HUB_DIR"},  # the hub's own configuration files
+    "grader.safegrade.visibility": {"PACKAGE_DIR"},  # the sandbox's own modules
+    # a Jupyter configuration file, loaded by path (it imports nothing of the course)
+    "grader.hub.jupyter.common.jupyter_server_config": {"COURSE"},
+}
+
+
+def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the names its top level sets from its own file's location (__file__)."""
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, ast.AnnAssign) else []
+            uses_file = any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if uses_file and names:
+                found.setdefault(module_name(path, root), set()).update(names)
+    return found
+
+
+def test_no_module_of_the_tools_or_the_grader_finds_the_courses_folders_in_a_global(tmp_path):
+    paths = sorted(
+        p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
+    )
+    assert located_at_import(paths) == LOCATED_AT_IMPORT
+    (tmp_path / "courseware").mkdir()  # the check sees the globals the tools had
+    old = 'ROOT = Path(__file__).resolve().parents[1]\nSOURCES = ROOT / "solutions"\n'
+    (tmp_path / "courseware" / "authoring.py").write_text(old)
+    found = located_at_import([tmp_path / "courseware" / "authoring.py"], tmp_path)
+    assert found == {"courseware.authoring": {"ROOT"}}

@@ -1,4 +1,4 @@
-"""The three graded exercises through the instructor's pipeline, for real, on temporary copies of
+"""The graded exercises through the instructor's pipeline, for real, on temporary copies of
 the course (the repository's grader/ folders are never touched).
 
 One copy is released and graded as `make autograde` grades (grader/safegrade: the sandbox, the

@@ -195,6 +195,8 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     monkeypatch.setenv("PATH", os.environ["PATH"])  # the course's config prepends its venv
     config = load_plain(ROLE_CONFIG[INSTRUCTORS_GROUP][0] / "nbgrader_config.py")
     assert config.Exchange.root == str(exchange)
+    assert Course.configured(course, environ={}).exchange == exchange  # from the Course alone
+    assert "Exchange" not in (course / "nbgrader_config.py").read_text()
     assert config.CourseDirectory.root == str(course)
     assert config.CourseDirectory.course_id == Course.configured().course_id
     assert config.CourseDirectory.db_url == f"sqlite:///{course / 'classdata' / 'gradebook.db'}"
@@ -301,7 +303,9 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     for bad in (b"not json", json.dumps(claim).encode(), b" " * (progress_service.MAX_OUTPUT + 1)):
         assert progress_service.checked(bad).startswith("could not be read")
     shown = progress_service.page({"<script>ann": row, "ben": "no chapters yet"})
-    per_chapter = progress_service.PER_CHAPTER  # out of the chapter's try-its, not the claim's
+    per_chapter = (
+        progress_service.course_shape().per_chapter
+    )  # out of the chapter's try-its, not the claim's
     first, third = (per_chapter[chapters[i].removesuffix(".ipynb")] for i in (0, 2))
     assert "<script>" not in shown and "&lt;script&gt;ann" in shown and f">1/{first}" in shown
     assert third and f">0/{third}" in shown  # a chapter claiming none

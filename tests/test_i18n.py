@@ -11,6 +11,7 @@ import pytest
 
 from courseware import authoring, i18n
 from courseware.i18n.catalogs import KIND_NOTES
+from courseware.repository import HERE, Repository
 from fxcourse import languages
 
 DOCUMENTS = [doc for doc in i18n.documents() if doc.path.suffix == ".ipynb"]
@@ -49,9 +50,9 @@ def test_translation_changes_no_code(document):
 def test_no_answer_reaches_a_translated_learner_chapter(language):
     checked = 0
     for document in DOCUMENTS:
-        if document.path.parent != authoring.SOURCES:
+        if document.path.parent != HERE.sources:
             continue
-        learner = (authoring.CHAPTERS / language / document.path.name).read_text()
+        learner = (HERE.chapters / language / document.path.name).read_text()
         for cell in document.translated(language).cells:
             marker = authoring.tryit_of(cell)
             if marker and marker[1] == "answer":
@@ -61,54 +62,56 @@ def test_no_answer_reaches_a_translated_learner_chapter(language):
 
 
 @pytest.fixture
-def catalogs(tmp_path, monkeypatch):
-    monkeypatch.setattr("courseware.i18n.catalogs.LOCALES", tmp_path)
-    return tmp_path
+def course(tmp_path):
+    """A repository whose catalogs are in tmp_path: the course's own are never written."""
+    return Repository(tmp_path, catalogs=tmp_path / "locale", runtime_catalogs=tmp_path / "rt")
 
 
 def texts(*sentences: str) -> list[i18n.Text]:
     return [i18n.Text(index, "markdown", text) for index, text in enumerate(sentences)]
 
 
-def save(name: str, catalog) -> None:
-    path = i18n.catalog_path(name, "zh")
+def save(name: str, catalog, course: Repository) -> None:
+    path = i18n.catalog_path(name, "zh", course)
     path.parent.mkdir(parents=True, exist_ok=True)
     catalog.save(str(path))
 
 
-def test_a_changed_sentence_is_reported_with_its_old_translation_kept(catalogs):
+def test_a_changed_sentence_is_reported_with_its_old_translation_kept(course):
     old = texts("Nodes form a graph.", "A pass rewrites a graph in place.")
-    save("chapter", i18n.merged_catalog("chapter", "zh", old))
-    i18n.fill("chapter", "zh", {"Nodes form a graph.": "节点构成图。"})
-    i18n.fill("chapter", "zh", {"A pass rewrites a graph in place.": "pass 原地改写图。"})
-    assert i18n.problems("chapter", "zh", old) == []
+    save("chapter", i18n.merged_catalog("chapter", "zh", old, course), course)
+    i18n.fill("chapter", "zh", {"Nodes form a graph.": "节点构成图。"}, course)
+    i18n.fill("chapter", "zh", {"A pass rewrites a graph in place.": "pass 原地改写图。"}, course)
+    assert i18n.problems("chapter", "zh", old, course) == []
 
     new = texts("Nodes form a graph.", "A pass rewrites a graph, often in place.", "New text.")
-    save("chapter", i18n.merged_catalog("chapter", "zh", new))
-    problems = i18n.problems("chapter", "zh", new)
+    save("chapter", i18n.merged_catalog("chapter", "zh", new, course), course)
+    problems = i18n.problems("chapter", "zh", new, course)
     assert len(problems) == 2, problems
     assert "fuzzy" in problems[0] and "A pass rewrites a graph, often" in problems[0]
     assert "missing" in problems[1] and "New text." in problems[1]
-    entry = {e.msgid: e for e in i18n.load_catalog("chapter", "zh")}
+    entry = {e.msgid: e for e in i18n.load_catalog("chapter", "zh", course)}
     assert entry["A pass rewrites a graph, often in place."].msgstr == "pass 原地改写图。"
-    assert i18n.lookup_of("chapter", "zh") == {"Nodes form a graph.": "节点构成图。"}
+    assert i18n.lookup_of("chapter", "zh", course) == {"Nodes form a graph.": "节点构成图。"}
 
 
-def test_a_text_moved_to_another_document_keeps_its_translation(catalogs):
-    save("old", i18n.merged_catalog("old", "zh", texts("Guards decide recompiles.")))
-    i18n.fill("old", "zh", {"Guards decide recompiles.": "守卫决定是否重新编译。"})
-    moved = i18n.merged_catalog("new", "zh", texts("Guards decide recompiles."))
+def test_a_text_moved_to_another_document_keeps_its_translation(course):
+    save(
+        "old", i18n.merged_catalog("old", "zh", texts("Guards decide recompiles."), course), course
+    )
+    i18n.fill("old", "zh", {"Guards decide recompiles.": "守卫决定是否重新编译。"}, course)
+    moved = i18n.merged_catalog("new", "zh", texts("Guards decide recompiles."), course)
     assert [e.msgstr for e in moved] == ["守卫决定是否重新编译。"]
 
 
-def test_a_string_literal_must_stay_a_literal_with_its_placeholders(catalogs):
+def test_a_string_literal_must_stay_a_literal_with_its_placeholders(course):
     literal = 'f"you returned {got!r}, want {want!r}"'
     found = [i18n.Text(3, "string", literal)]
-    save("chapter", i18n.merged_catalog("chapter", "zh", found))
-    i18n.fill("chapter", "zh", {literal: 'f"你返回了 {got!r}，应为 {wanted}"'})
-    assert "with the same {...}" in " ".join(i18n.problems("chapter", "zh", found))
-    i18n.fill("chapter", "zh", {literal: 'f"你返回了 {got!r}，应为 {want!r}"'})
-    assert i18n.problems("chapter", "zh", found) == []
+    save("chapter", i18n.merged_catalog("chapter", "zh", found, course), course)
+    i18n.fill("chapter", "zh", {literal: 'f"你返回了 {got!r}，应为 {wanted}"'}, course)
+    assert "with the same {...}" in " ".join(i18n.problems("chapter", "zh", found, course))
+    i18n.fill("chapter", "zh", {literal: 'f"你返回了 {got!r}，应为 {want!r}"'}, course)
+    assert i18n.problems("chapter", "zh", found, course) == []
 
 
 def test_extraction_finds_prose_comments_and_checkpoint_messages():
@@ -164,16 +167,13 @@ def test_a_break_that_shows_as_a_space_is_found_and_joined(broken, joined):
     assert i18n.joined_lines(broken) == joined
 
 
-def test_a_glossary_row_can_hold_in_the_catalogs_where_its_english_has_that_sense(
-    tmp_path, monkeypatch
-):
+def test_a_glossary_row_can_hold_in_the_catalogs_where_its_english_has_that_sense(tmp_path):
     from courseware.i18n import vocabulary
 
     row = "scale|scales\t缩放因子\t缩放系数\t11_quantization|08_practice\n"
     (tmp_path / "zh").mkdir()
     (tmp_path / "zh" / "glossary.tsv").write_text(row, encoding="utf-8")
-    monkeypatch.setattr(vocabulary.catalogs, "LOCALES", tmp_path)
-    [term] = vocabulary.glossary("zh")
+    [term] = vocabulary.glossary("zh", Repository(tmp_path, catalogs=tmp_path))
     assert term.catalogs == ("11_quantization", "08_practice")
     assert term.holds_in("08_practice") and not term.holds_in("01_tracing")
     assert i18n.term_problems('"scales"', '"缩放系数"', [term])  # where it holds, it is checked
@@ -323,7 +323,7 @@ def test_a_translated_verify_module_keeps_its_code(document):
 def test_a_chinese_learner_reads_the_exercise_checks_in_chinese():
     import importlib.util
 
-    path = authoring.CHAPTERS / "zh" / "exercises" / "ex1_sigmoid_to_tanh" / "verify.py"
+    path = HERE.chapters / "zh" / "exercises" / "ex1_sigmoid_to_tanh" / "verify.py"
     spec = importlib.util.spec_from_file_location("verify_zh", path)
     verify = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(verify)
@@ -339,8 +339,8 @@ def test_validate_explains_a_wrong_answer_in_chinese(tmp_path):
     import sys
 
     exercise = tmp_path / "ex2_node_dump"
-    shutil.copytree(authoring.CHAPTERS / "zh" / "exercises" / exercise.name, exercise)
-    config = f"load_subconfig({str(authoring.ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+    shutil.copytree(HERE.chapters / "zh" / "exercises" / exercise.name, exercise)
+    config = f"load_subconfig({str(HERE.root / 'nbgrader_config.py')!r})  # noqa: F821\n"
     (tmp_path / "nbgrader_config.py").write_text(config)
     path = exercise / "ex2_node_dump.ipynb"
     nb = nbformat.read(path, as_version=4)
@@ -378,9 +378,28 @@ WRONG_DUMP = """return [
 
 def test_the_staleness_check_covers_the_translated_verify_modules():
     derived = authoring.translated_files("zh")
-    modules = sorted(authoring.CHAPTERS.glob("zh/exercises/*/verify.py"))
+    modules = sorted(HERE.chapters.glob("zh/exercises/*/verify.py"))
     assert len(modules) == 3, modules
     for path in modules:
         assert path in derived, f"{path} is not derived: a hand edit would go unnoticed"
-        english = authoring.CHAPTERS / "exercises" / path.parent.name / "verify.py"
+        english = HERE.chapters / "exercises" / path.parent.name / "verify.py"
         assert derived[path] != english.read_text(), f"{path}: not translated"
+
+
+@pytest.mark.parametrize(
+    "written, quoted",
+    [
+        ('抛出 "Data dependent operator"。', "抛出“Data dependent operator”。"),  # and no gap
+        ('见 `print("a b")` 一行', '见 `print("a b")` 一行'),  # code keeps its quotes
+        ('见 [页](https://x.org/a "标题")', '见 [页](https://x.org/a "标题")'),  # so does a link
+        ('<img alt="图" src="a.png">', '<img alt="图" src="a.png">'),  # and an HTML attribute
+    ],
+)
+def test_prose_quotes_english_in_the_languages_own_marks(written, quoted):
+    import polib
+
+    entry = polib.POEntry(msgid="x", msgstr=written)
+    entry.comment = KIND_NOTES["markdown"]
+    assert i18n.joined_entry(entry, languages.get("zh").quotes) == quoted
+    entry.comment = KIND_NOTES["string"]  # a string literal's quotes are code
+    assert i18n.joined_entry(entry, languages.get("zh").quotes) == i18n.closed_spaces(written)

@@ -15,10 +15,10 @@ import nbformat
 import pytest
 
 from courseware import authoring, edition, i18n, website
-from courseware.i18n import catalogs
+from courseware.repository import HERE, Repository
 from fxcourse import languages, messages, workspace
 
-ROOT = authoring.ROOT
+ROOT = HERE.root
 FRENCH = languages.Language("fr", "Français", "fr", lab_locale="fr_FR")
 KERNEL_HINT = "this kernel lacks the course's packages: Kernel > Change Kernel > {kernel}"
 
@@ -48,40 +48,40 @@ def test_a_locale_picks_its_course_language(locale, code):
 def french(tmp_path, monkeypatch):
     """French registered, with the catalogs (copies of courseware/locale/ and fxcourse/locale/)
     in a temporary folder: the repository's own files are never written."""
-    locales, runtime = tmp_path / "locale", tmp_path / "runtime-locale"
-    shutil.copytree(catalogs.LOCALES, locales)
-    shutil.copytree(messages.LOCALES, runtime)
+    course = Repository(HERE.root, tmp_path / "locale", tmp_path / "runtime-locale")
+    shutil.copytree(HERE.locales, course.locales)
+    shutil.copytree(HERE.runtime_locales, course.runtime_locales)
     monkeypatch.setattr(languages, "TRANSLATIONS", (*languages.TRANSLATIONS, FRENCH))
-    monkeypatch.setattr(catalogs, "LOCALES", locales)
-    monkeypatch.setattr(messages, "LOCALES", runtime)
+    # fxcourse's messages, at run time, read the learner package's catalog (the copy's)
+    monkeypatch.setattr(messages, "LOCALES", course.runtime_locales)
     messages._catalog.cache_clear()
-    yield locales
+    yield course
     messages._catalog.cache_clear()
 
 
 @pytest.mark.end_to_end
 def test_a_third_language_flows_through_translations_and_chapters(french, capsys):
-    assert i18n.main(["update"]) == 0  # `make translations`
-    assert (french / "fr" / "01_symbolic_tracing.po").exists()
+    assert i18n.main(["update"], french) == 0  # `make translations`
+    assert (french.locales / "fr" / "01_symbolic_tracing.po").exists()
     assert "fr/fxcourse.po" in capsys.readouterr().out
-    assert (messages.LOCALES / "fr" / "fxcourse.po").exists()  # the learner package's catalog
-    title = i18n.texts_of(nbformat.read(authoring.SOURCES / "02_fx_ir.ipynb", as_version=4))
+    assert (french.runtime_locales / "fr" / "fxcourse.po").exists()  # the learner package's
+    title = i18n.texts_of(nbformat.read(HERE.sources / "02_fx_ir.ipynb", as_version=4))
     english_title = next(text.text for text in title if text.kind == "markdown")
-    i18n.fill("02_fx_ir", "fr", {english_title: "# Chapitre 2 : l'IR de FX"})
-    i18n.fill("fxcourse", "fr", {KERNEL_HINT: "il manque au noyau les paquets du cours"})
+    i18n.fill("02_fx_ir", "fr", {english_title: "# Chapitre 2 : l'IR de FX"}, french)
+    i18n.fill("fxcourse", "fr", {KERNEL_HINT: "il manque au noyau les paquets du cours"}, french)
 
-    derived = authoring.derived_files()  # `make chapters`
-    chapter = nbformat.reads(derived[authoring.CHAPTERS / "fr" / "02_fx_ir.ipynb"], as_version=4)
+    derived = authoring.derived_files(french)  # `make chapters`
+    chapter = nbformat.reads(derived[HERE.chapters / "fr" / "02_fx_ir.ipynb"], as_version=4)
     assert chapter.cells[0].source.startswith("# Chapitre 2 : l'IR de FX")
     assert "il manque au noyau les paquets du cours" in chapter.cells[1].source
     assert 'use_language("fr")' in chapter.cells[2].source
-    answers = json.loads(derived[authoring.ANSWERS.with_suffix(".fr.json")])
-    assert answers.keys() == json.loads(derived[authoring.ANSWERS]).keys()
-    starters = [p for p in derived if p.parent.parent == authoring.CHAPTERS / "fr" / "exercises"]
-    released = {p.parent.name for p in (authoring.CHAPTERS / "exercises").glob("*/*.ipynb")}
+    answers = json.loads(derived[HERE.answers.with_suffix(".fr.json")])
+    assert answers.keys() == json.loads(derived[HERE.answers]).keys()
+    starters = [p for p in derived if p.parent.parent == HERE.chapters / "fr" / "exercises"]
+    released = {p.parent.name for p in (HERE.chapters / "exercises").glob("*/*.ipynb")}
     assert {p.parent.name for p in starters} == released and released
-    assert authoring.CHAPTERS / "zh" / "02_fx_ir.ipynb" in derived  # the others still there
-    assert any("fr" in problem for problem in i18n.all_problems("fr"))  # the rest is to do
+    assert HERE.chapters / "zh" / "02_fx_ir.ipynb" in derived  # the others still there
+    assert any("fr" in problem for problem in i18n.all_problems("fr", french))  # the rest to do
 
 
 def test_a_third_language_gets_a_site_edition_and_a_place_in_every_switch(french, tmp_path):
@@ -124,28 +124,22 @@ TESTISH_WORDS = {TINY_TITLE: "# Ze tiny chapter", TINY_PRINTED: '"ze graph of tw
 def testish(tmp_path, monkeypatch):
     """A course of one chapter in tmp_path/course (and its README), the throw-away language in
     the registry, empty catalog folders: the tools read these instead of the repository's."""
-    course = tmp_path / "course"
+    course = Repository(tmp_path / "course")
     chapter = nbformat.v4.new_notebook()
     chapter.cells = [
         nbformat.v4.new_markdown_cell(TINY_TITLE),
         nbformat.v4.new_code_cell(f"print({TINY_PRINTED})"),
     ]
-    (course / "solutions").mkdir(parents=True)
-    nbformat.write(chapter, course / "solutions" / "01_tiny.ipynb")
-    for folder in ("chapters/exercises", "fxcourse", "courseware", "grader/safegrade"):
-        (course / folder).mkdir(parents=True)
-    (course / "env" / "student-edition").mkdir(parents=True)
-    (course / "env" / "student-edition" / "README.md").write_text("# The course\n")
+    course.sources.mkdir(parents=True)
+    nbformat.write(chapter, course.sources / "01_tiny.ipynb")
+    for folder in (course.exercises, course.package, course.root / "courseware"):
+        folder.mkdir(parents=True)
+    (course.root / "grader" / "safegrade").mkdir(parents=True)
+    course.edition_templates.mkdir(parents=True)
+    (course.edition_templates / "README.md").write_text("# The course\n")
     monkeypatch.setattr(languages, "TRANSLATIONS", (*languages.TRANSLATIONS, TESTISH))
-    monkeypatch.setattr(catalogs, "LOCALES", tmp_path / "locale")
-    monkeypatch.setattr(messages, "LOCALES", tmp_path / "runtime-locale")
-    for name, value in [("ROOT", course), ("SOURCES", course / "solutions")]:
-        monkeypatch.setattr(authoring, name, value)
-        monkeypatch.setattr(website, name, value)
-    monkeypatch.setattr(authoring, "CHAPTERS", course / "chapters")
-    monkeypatch.setattr(authoring, "ANSWERS", course / "fxcourse" / "answers.json")
-    monkeypatch.setattr(authoring, "REFERENCES", course / "fxcourse" / "references.json")
-    monkeypatch.setattr(website, "EXERCISES", course / "chapters" / "exercises")
+    # fxcourse's messages, at run time, read the learner package's catalog (the course's)
+    monkeypatch.setattr(messages, "LOCALES", course.runtime_locales)
     messages._catalog.cache_clear()
     yield course
     messages._catalog.cache_clear()
@@ -153,28 +147,29 @@ def testish(tmp_path, monkeypatch):
 
 
 def test_a_throwaway_language_gets_a_workspace_and_a_site(testish, tmp_path):
-    document = i18n.Document("01_tiny", testish / "solutions" / "01_tiny.ipynb")
-    catalog = i18n.merged_catalog(document.name, "xx", document.texts())  # its one catalog
+    document = i18n.Document("01_tiny", testish.sources / "01_tiny.ipynb", repository=testish)
+    catalog = i18n.merged_catalog(document.name, "xx", document.texts(), testish)  # its one
     assert {entry.msgid for entry in catalog} == set(TESTISH_WORDS)
     for entry in catalog:
         entry.msgstr = TESTISH_WORDS[entry.msgid]
-    i18n.catalog_path(document.name, "xx").parent.mkdir(parents=True)
-    catalog.save(str(i18n.catalog_path(document.name, "xx")))
+    path = i18n.catalog_path(document.name, "xx", testish)
+    path.parent.mkdir(parents=True)
+    catalog.save(str(path))
 
-    authoring.build()  # `make chapters`
+    authoring.build(testish)  # `make chapters`
     mine = tmp_path / "workspace-xx"
     # `make lab LANG=xx`
-    workspace.sync(mine, testish, language="xx", exchange=tmp_path / "exchange")
+    workspace.sync(mine, testish.root, language="xx", exchange=tmp_path / "exchange")
     chapter = nbformat.read(mine / "01_tiny.ipynb", as_version=4)
     assert chapter.cells[0].source == "# Ze tiny chapter"
     assert 'use_language("xx")' in chapter.cells[2].source
     assert 'print("ze graph of two nodes")' in chapter.cells[3].source
 
     build, out = tmp_path / "build", tmp_path / "site"  # `make site`, the new edition
-    website.write_sources(build / "src", "xx")
-    command = website.sphinx_command(build / "src", out, build, "xx")
+    website.write_sources(build / "src", "xx", testish)
+    command = website.sphinx_command(build / "src", out, build, "xx", testish)
     env = {**os.environ, messages.LANGUAGE_VARIABLE: "xx"}
-    done = subprocess.run(command, cwd=testish, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=testish.root, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     page = (out / "01_tiny.html").read_text(encoding="utf-8")
     assert "Ze tiny chapter" in page and 'lang="xx"' in page

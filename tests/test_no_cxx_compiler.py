@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from notebook_runner import error_outputs, execute
 
-from courseware import authoring
+from courseware.repository import HERE
 
 SKIPPED = "Skipped: no C++ compiler found"
 
@@ -27,7 +27,7 @@ def test_chapter_9_skips_what_needs_a_cpp_compiler_and_runs_the_rest(
     tmp_path, monkeypatch, record_property
 ):
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
-    executed, seconds = execute(authoring.CHAPTERS / "09_fx_inside_the_compiler.ipynb")
+    executed, seconds = execute(HERE.chapters / "09_fx_inside_the_compiler.ipynb")
     record_property("notebook_seconds", seconds)
     assert not error_outputs(executed), error_outputs(executed)
     skipped = [index for index, cell in enumerate(executed.cells) if SKIPPED in printed(cell)]

@@ -11,8 +11,8 @@ import textwrap
 import nbformat
 import pytest
 
-from courseware import authoring
 from courseware.i18n import extract
+from courseware.repository import HERE
 from fxcourse import languages, messages, shown_source
 
 FUNCTIONS = [
@@ -61,7 +61,7 @@ def test_a_docstring_keeps_its_indentation_and_quotes():
 
 def test_chapters_print_fxcourse_functions_through_source():
     """inspect.getsource on a name imported from fxcourse would print its English docstring."""
-    for path in sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(HERE.sources.glob("[0-9][0-9]_*.ipynb")):
         code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
         trees = [ast.parse(text) for text in code] if "getsource" in "".join(code) else []
         ours = {

@@ -11,9 +11,10 @@ import nbformat
 import pytest
 
 from courseware import authoring
+from courseware.repository import HERE
 from fxcourse import stamps
 
-ROOT = authoring.ROOT
+ROOT = HERE.root
 NOTE = re.compile(
     r"Generated from (.+?) by `(make [a-z.-]+)`; course maintainers: edit (?:that file|those), not"
 )

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from courseware import authoring, edition
+from courseware.repository import HERE
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKED_REGION = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.DOTALL)
@@ -87,7 +88,7 @@ def test_edition_holds_the_learner_course_and_nothing_secret(tmp_path, answers):
         ]
     )
     chapters = sorted(p.name for p in (out / "chapters").glob("[0-9][0-9]_*.ipynb"))
-    assert chapters == sorted(p.name for p in authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
+    assert chapters == sorted(p.name for p in HERE.sources.glob("[0-9][0-9]_*.ipynb"))
     assert (out / "fxcourse" / "answers.json").exists() == answers
     assert (out / "fxcourse" / "answers.zh.json").exists() == answers
     zh = sorted(p.name for p in (out / "chapters" / "zh").glob("[0-9][0-9]_*.ipynb"))

@@ -35,11 +35,12 @@ import pytest
 from notebook_runner import error_outputs, execute, unreadable_graphs
 
 from courseware import authoring
+from courseware.repository import HERE
 from fxcourse import messages
 from fxcourse.tryit import MIN_CASES
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted(authoring.SOURCES.glob("[0-9][0-9]_*.ipynb"))
+SOURCES = sorted(HERE.sources.glob("[0-9][0-9]_*.ipynb"))
 # How often the checkpoint judges the answer and each mistake, each time on fresh cases.
 ANSWER_RUNS = int(os.environ.get("FXCOURSE_ANSWER_RUNS", "1"))
 MISTAKE_RUNS = int(os.environ.get("FXCOURSE_MISTAKE_RUNS", "1"))
@@ -125,7 +126,7 @@ def run_notebook(nb: nbformat.NotebookNode, tmp_path: Path, name: str, record_pr
     wall time goes into pytest's summary of notebook times."""
     path = tmp_path / name
     nbformat.write(nb, path)
-    executed, seconds = execute(path, cwd=authoring.CHAPTERS)
+    executed, seconds = execute(path, cwd=HERE.chapters)
     record_property("notebook_seconds", seconds)
     return executed
 
@@ -154,7 +155,7 @@ def chapter(source: Path):
 def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
     source, tmp_path, record_property
 ):
-    learner = nbformat.read(authoring.CHAPTERS / source.name, as_version=4)
+    learner = nbformat.read(HERE.chapters / source.name, as_version=4)
     again = random.choice(sorted(authoring.tryits(learner)))
     record_property("answer_judged_twice", again)
     probe = with_mistakes_and_answers(learner, nbformat.read(source, as_version=4), again)
@@ -197,8 +198,8 @@ def test_checkpoints_say_not_yet_to_blanks_and_mistakes_and_pass_the_answer(
 def test_a_chinese_learner_chapter_says_not_yet_in_chinese_per_tryit(tmp_path, record_property):
     """One translated chapter (they share code with the English ones, which all run above)."""
     name = "02_fx_ir.ipynb"
-    learner = nbformat.read(authoring.CHAPTERS / "zh" / name, as_version=4)
-    expected = sorted(authoring.tryits(nbformat.read(authoring.CHAPTERS / name, as_version=4)))
+    learner = nbformat.read(HERE.chapters / "zh" / name, as_version=4)
+    expected = sorted(authoring.tryits(nbformat.read(HERE.chapters / name, as_version=4)))
     executed = run_notebook(learner, tmp_path, name, record_property)
     assert not error_outputs(executed), error_outputs(executed)
     verdicts = [v for cell in executed.cells for v in checkpoint_verdicts(cell, "zh")]

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from courseware import website
+from courseware.repository import HERE
 
 # Part of `make test-site` (each build starts a kernel: about half a minute in all).
 pytestmark = [
@@ -35,7 +36,7 @@ def build(tmp_path, index: str, cell: str = "print(1 + 1)", language: str = "en"
         nb.cells.append(answer)
     nbformat.write(nb, src / "chapter.ipynb")
     command = website.sphinx_command(src, tmp_path / "out", tmp_path / "build", language)
-    return subprocess.run(command, capture_output=True, text=True, cwd=website.ROOT)
+    return subprocess.run(command, capture_output=True, text=True, cwd=HERE.root)
 
 
 def test_a_clean_page_builds(tmp_path):

@@ -6,10 +6,12 @@
     python -m courseware.i18n check    exit 1 naming every entry that is missing or fuzzy, departs
                                      from the glossary (locale/<lang>/glossary.tsv) or breaks a
                                      line that Markdown shows as a stray space (between two CJK
-                                     characters, or after CJK punctuation)
+                                     characters, or after CJK punctuation) or quotes prose in
+                                     ASCII quotes where the language has its own (“…”)
     python -m courseware.i18n todo NAME [LANG]         what NAME.po still needs, as JSON
     python -m courseware.i18n fill NAME F.json [LANG]  set translations from {english: translation}
-    python -m courseware.i18n join-lines        join those msgstr lines
+    python -m courseware.i18n join-lines        join those msgstr lines (and quote prose with the
+                                                language's own quotation marks: “…” in Chinese)
 
 A notebook's texts are its Markdown blocks (a cell split at blank lines, fenced code kept whole),
 the comments in its code, the strings its code shows (printed, raised, drawn, hinted: see
@@ -54,6 +56,7 @@ from courseware.i18n.vocabulary import (
     term_problems,
     vocabulary_problems,
 )
+from courseware.repository import HERE, Repository
 
 __all__ = [
     "BREAK_BETWEEN_CJK",
@@ -87,7 +90,7 @@ __all__ = [
 ]
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], repository: Repository = HERE) -> int:
     from courseware.i18n.command import main as command
 
-    return command(argv)
+    return command(argv, repository)

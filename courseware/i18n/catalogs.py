@@ -13,27 +13,27 @@ import re
 from pathlib import Path
 
 from courseware.i18n.extract import Text
-from fxcourse import messages
+from courseware.repository import HERE, Repository
 
-LOCALES = Path(__file__).resolve().parents[1] / "locale"
 RUNTIME = "fxcourse"  # the catalog of fxcourse's own `_()` messages
 
 
-def catalog_path(name: str, language: str) -> Path:
-    folder = messages.LOCALES if name == RUNTIME else LOCALES
+def catalog_path(name: str, language: str, repository: Repository = HERE) -> Path:
+    folder = repository.runtime_locales if name == RUNTIME else repository.locales
     return folder / language / f"{name}.po"
 
 
-def catalog_paths(language: str) -> list[Path]:
+def catalog_paths(language: str, repository: Repository = HERE) -> list[Path]:
     """Every catalog of the language, the author's and the learner's helpers'."""
-    found = sorted((LOCALES / language).glob("*.po"))
-    return found + [path for path in [catalog_path(RUNTIME, language)] if path.exists()]
+    found = sorted((repository.locales / language).glob("*.po"))
+    runtime = catalog_path(RUNTIME, language, repository)
+    return found + [path for path in [runtime] if path.exists()]
 
 
-def load_catalog(name: str, language: str):
+def load_catalog(name: str, language: str, repository: Repository = HERE):
     import polib
 
-    path = catalog_path(name, language)
+    path = catalog_path(name, language, repository)
     if path.exists():
         return polib.pofile(str(path), wrapwidth=0)
     catalog = polib.POFile(wrapwidth=0)
@@ -45,11 +45,11 @@ def load_catalog(name: str, language: str):
     return catalog
 
 
-def lookup_of(name: str, language: str) -> dict[str, str]:
+def lookup_of(name: str, language: str, repository: Repository = HERE) -> dict[str, str]:
     """English -> translation for the entries that are translated and not fuzzy."""
     return {
         entry.msgid: entry.msgstr
-        for entry in load_catalog(name, language)
+        for entry in load_catalog(name, language, repository)
         if entry.msgstr and "fuzzy" not in entry.flags and not entry.obsolete
     }
 
@@ -62,25 +62,26 @@ KIND_NOTES = {
 }
 
 
-def translation_memory(language: str) -> dict:
+def translation_memory(language: str, repository: Repository = HERE) -> dict:
     """Every translated entry of every catalog of the language, so a text that moves to another
     chapter keeps its translation."""
     import polib
 
     memory = {}
-    for path in catalog_paths(language):
+    for path in catalog_paths(language, repository):
         for entry in polib.pofile(str(path), wrapwidth=0):
             if entry.msgstr and "fuzzy" not in entry.flags and not entry.obsolete:
                 memory.setdefault(entry.msgid, entry)
     return memory
 
 
-def merged_catalog(name: str, language: str, texts: list[Text]):
+def merged_catalog(name: str, language: str, texts: list[Text], repository: Repository = HERE):
     """The catalog for texts: translations kept, changed texts fuzzy with the old translation."""
     import polib
 
-    old = load_catalog(name, language)
-    done = translation_memory(language) | {e.msgid: e for e in old if e.msgstr and not e.obsolete}
+    old = load_catalog(name, language, repository)
+    done = translation_memory(language, repository)
+    done |= {e.msgid: e for e in old if e.msgstr and not e.obsolete}
     catalog = polib.POFile(wrapwidth=0)
     catalog.metadata = old.metadata
     seen: dict[str, polib.POEntry] = {}
@@ -100,9 +101,11 @@ def merged_catalog(name: str, language: str, texts: list[Text]):
     return catalog
 
 
-def problems(name: str, language: str, texts: list[Text]) -> list[str]:
+def problems(
+    name: str, language: str, texts: list[Text], repository: Repository = HERE
+) -> list[str]:
     """Entries missing or stale (fuzzy), and translated strings that would break the code."""
-    catalog = {e.msgid: e for e in load_catalog(name, language) if not e.obsolete}
+    catalog = {e.msgid: e for e in load_catalog(name, language, repository) if not e.obsolete}
     found = []
     for text in dict.fromkeys(texts):
         entry = catalog.get(text.text)
@@ -134,18 +137,20 @@ def same_placeholders(english: str, translated: str) -> bool:
     return sorted(placeholders.findall(english)) == sorted(placeholders.findall(translated))
 
 
-def export_todo(name: str, language: str) -> list[dict]:
+def export_todo(name: str, language: str, repository: Repository = HERE) -> list[dict]:
     """The entries of one catalog still to translate (missing or fuzzy), as JSON-able dicts."""
     return [
         {"english": e.msgid, "kind": e.comment, "draft": e.msgstr}
-        for e in load_catalog(name, language)
+        for e in load_catalog(name, language, repository)
         if not e.msgstr or "fuzzy" in e.flags
     ]
 
 
-def fill(name: str, language: str, translations: dict[str, str]) -> int:
+def fill(
+    name: str, language: str, translations: dict[str, str], repository: Repository = HERE
+) -> int:
     """Set translations (English -> text) in one catalog, clearing their fuzzy flag."""
-    catalog = load_catalog(name, language)
+    catalog = load_catalog(name, language, repository)
     count = 0
     for entry in catalog:
         if translations.get(entry.msgid):
@@ -153,5 +158,5 @@ def fill(name: str, language: str, translations: dict[str, str]) -> int:
             entry.flags = [flag for flag in entry.flags if flag != "fuzzy"]
             entry.previous_msgid = None
             count += 1
-    catalog.save(str(catalog_path(name, language)))
+    catalog.save(str(catalog_path(name, language, repository)))
     return count

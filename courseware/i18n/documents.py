@@ -3,7 +3,7 @@ beside them, the learner README, the helpers' messages, the grader's messages to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import nbformat
@@ -19,9 +19,8 @@ from courseware.i18n.extract import (
     shown_source_texts,
     texts_of,
 )
+from courseware.repository import HERE, Repository
 from fxcourse import stamps
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -37,6 +36,7 @@ class Document:
     # More packages whose `_()` messages share the catalog (the author's tools speak through
     # fxcourse.messages too: the site's labels, the student edition's README note).
     also: tuple[Path, ...] = ()
+    repository: Repository = HERE  # where its catalog is
 
     def read(self) -> nbformat.NotebookNode | str:
         """The document, without the stamp of a derived file (a released verify.py's)."""
@@ -60,7 +60,7 @@ class Document:
         return list(texts_of(content, self.asserts))
 
     def translated(self, language: str) -> nbformat.NotebookNode | str:
-        content, lookup = self.read(), lookup_of(self.name, language)
+        content, lookup = self.read(), lookup_of(self.name, language, self.repository)
         if self.path.suffix == ".py":
             for text in dict.fromkeys(t.text for t in self.texts()):
                 if lookup.get(text):
@@ -71,38 +71,43 @@ class Document:
         return translate_notebook(content, lookup, self.asserts)
 
 
-def documents(root: Path = ROOT) -> list[Document]:
+def documents(repository: Repository = HERE) -> list[Document]:
     """Chapter sources (answers included, mistakes not), exercise starters and the modules beside
     them (verify.py), the learner README, the messages of fxcourse and courseware, the messages of
     each exercise's hidden tests (its checks.py: grader=True) and the grader's own messages to a
     learner (grader/safegrade/wording.py)."""
-    chapters = sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
-    starters = sorted((root / "chapters" / "exercises").glob("*/*.ipynb"))
+    root, sources = repository.root, repository.sources
+    chapters = sorted(sources.glob("[0-9][0-9]_*.ipynb"))
+    starters = sorted(repository.exercises.glob("*/*.ipynb"))
     beside = [path for starter in starters for path in sorted(starter.parent.glob("*.py"))]
-    checks = [root / "solutions" / starter.parent.name / "checks.py" for starter in starters]
-    return (
+    checks = [sources / starter.parent.name / "checks.py" for starter in starters]
+    found = (
         [Document(path.stem, path) for path in chapters]
         + [Document(path.stem, path, asserts=True) for path in starters]
         + [Document(f"{path.parent.name}.{path.stem}", path, asserts=True) for path in beside]
-        + [Document("README", root / "env" / "student-edition" / "README.md")]
-        + [Document("fxcourse", root / "fxcourse", also=(root / "courseware",))]
+        + [Document("README", repository.edition_templates / "README.md")]
+        + [Document("fxcourse", repository.package, also=(root / "courseware",))]
         + [Document(f"{p.parent.name}.checks", p, True, grader=True) for p in checks if p.is_file()]
         + [Document("safegrade", root / "grader" / "safegrade")]
     )
+    return [replace(document, repository=repository) for document in found]
 
 
-def update(language: str, names: list[str] | None = None) -> None:
-    for document in documents():
+def update(language: str, names: list[str] | None = None, repository: Repository = HERE) -> None:
+    for document in documents(repository):
         if names and document.name not in names:
             continue
-        catalog = merged_catalog(document.name, language, document.texts())
-        path = catalog_path(document.name, language)
+        catalog = merged_catalog(document.name, language, document.texts(), repository)
+        path = catalog_path(document.name, language, repository)
         path.parent.mkdir(parents=True, exist_ok=True)
         catalog.save(str(path))
         todo = sum(1 for e in catalog if not e.msgstr or "fuzzy" in e.flags)
-        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        print(f"{shown}: {len(catalog)} entries, {todo} to translate")
+        print(f"{repository.shown(path)}: {len(catalog)} entries, {todo} to translate")
 
 
-def all_problems(language: str) -> list[str]:
-    return [p for doc in documents() for p in problems(doc.name, language, doc.texts())]
+def all_problems(language: str, repository: Repository = HERE) -> list[str]:
+    return [
+        problem
+        for doc in documents(repository)
+        for problem in problems(doc.name, language, doc.texts(), repository)
+    ]

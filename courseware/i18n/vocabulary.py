@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from courseware.i18n import catalogs
 from courseware.i18n.catalogs import load_catalog
+from courseware.repository import HERE, Repository
+from fxcourse import languages
 
 CODE_OR_LINK = re.compile(r"```.*?```|`[^`\n]*`|\]\([^)]*\)|https?://\S+", re.S)
 BRACKETED = re.compile(r"（[^（）]*）|\([^()]*\)")
@@ -28,6 +30,9 @@ SPACE_BESIDE_FULL_WIDTH = re.compile(
     rf"(?<={HAN})[ \t](?![ \t])(?=[“‘「『（《])|(?<=[”’」』）》])[ \t](?![ \t])(?={HAN})"
 )
 CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
+# Words quoted in prose (an English message, a title): "…"; code, links and HTML tags keep theirs.
+ASCII_QUOTED = re.compile(r'"([^"\n]*)"')
+QUOTES_KEPT = re.compile(f"({CODE_OR_LINK.pattern}|<[^<>\n]+>)", re.S)
 FENCED = re.compile(r"(```.*?```)", re.S)
 # A line break between code or Latin text and Chinese shows as a space too, where the house style
 # has none (before full-width punctuation): "`forward`\n运行", "GraphModule\n（返回",
@@ -99,10 +104,10 @@ def terms_said(english: str, terms: list[Term]) -> list[Term]:
     return [term for term, found in spans.items() if any(not hidden(term, s) for s in found)]
 
 
-def glossary(language: str) -> list[Term]:
+def glossary(language: str, repository: Repository = HERE) -> list[Term]:
     """courseware/locale/<language>/glossary.tsv: one translation per English term (none yet for a
     language that has no glossary)."""
-    path = catalogs.LOCALES / language / "glossary.tsv"
+    path = repository.locales / language / "glossary.tsv"
     if not path.exists():
         return []
     terms = []
@@ -114,12 +119,13 @@ def glossary(language: str) -> list[Term]:
     return terms
 
 
-ENGLISH_TITLE = re.compile(r"(?<!\*)\*[^*]+\*(?!\*)|\"[^\"\n]+\"")
+ENGLISH_TITLE = re.compile(r"(?<!\*)\*[^*]+\*(?!\*)|\"[^\"\n]+\"|“[^”\n]+”")
 
 
 def prose(text: str) -> str:
     """What a reader reads as words: code spans, fenced code, link targets and the titles of
-    papers and pages (italic or quoted text with no CJK character in it) taken out."""
+    papers and pages, and quoted messages (italic or quoted text with no CJK character in it)
+    taken out."""
     text = CODE_OR_LINK.sub(" ", text)
     return ENGLISH_TITLE.sub(lambda m: m[0] if re.search(CJK, m[0]) else " ", text)
 
@@ -174,13 +180,13 @@ def reference_problems(english: str, translated: str) -> list[str]:
     return found
 
 
-def vocabulary_problems(language: str) -> list[str]:
+def vocabulary_problems(language: str, repository: Repository = HERE) -> list[str]:
     """Every catalog entry whose translation uses another word than the glossary's."""
-    terms = glossary(language)
+    terms = glossary(language, repository)
     found = []
-    for path in catalogs.catalog_paths(language):
+    for path in catalogs.catalog_paths(language, repository):
         held = [term for term in terms if term.holds_in(path.stem)]
-        for entry in load_catalog(path.stem, language):
+        for entry in load_catalog(path.stem, language, repository):
             if entry.msgstr and not entry.obsolete:
                 short = entry.msgid.replace("\n", " ")[:60]
                 for problem in term_problems(entry.msgid, entry.msgstr, held):
@@ -234,9 +240,22 @@ def entry_lines_joined(entry) -> str:
     return joined_lines(entry.msgstr, read_as_prose(entry))
 
 
-def joined_entry(entry) -> str:
-    """entry_lines_joined, with the spaces between Chinese characters closed too."""
-    return closed_spaces(entry_lines_joined(entry))
+def joined_entry(entry, quotes: str = "") -> str:
+    """entry_lines_joined, with the spaces between Chinese characters closed too, and the
+    language's quotation marks (`quotes`) around words a Markdown entry quotes."""
+    text = entry_lines_joined(entry)
+    if quotes and entry.comment == catalogs.KIND_NOTES["markdown"]:
+        text = quoted_as(text, quotes)
+    return closed_spaces(text)
+
+
+def quoted_as(text: str, quotes: str) -> str:
+    """ASCII-quoted words in prose ("Data dependent operator") in the language's marks."""
+    opening, closing = quotes
+    parts = QUOTES_KEPT.split(text)
+    return "".join(
+        p if i % 2 else ASCII_QUOTED.sub(rf"{opening}\1{closing}", p) for i, p in enumerate(parts)
+    )
 
 
 def closed_spaces(text: str) -> str:
@@ -250,29 +269,33 @@ def closed_prose_spaces(text: str) -> str:
     return SPACE_BESIDE_FULL_WIDTH.sub("", SPACE_BETWEEN_CJK.sub(r"\1\2", text))
 
 
-def line_break_problems(language: str) -> list[str]:
+def line_break_problems(language: str, repository: Repository = HERE) -> list[str]:
     """Entries with a line break, or a space, that shows as a stray space between two CJK
-    characters."""
+    characters, or prose quoted with ASCII quotes where the language has its own."""
+    quotes = languages.get(language).quotes
     found = []
-    for path in catalogs.catalog_paths(language):
-        for entry in load_catalog(path.stem, language):
+    for path in catalogs.catalog_paths(language, repository):
+        for entry in load_catalog(path.stem, language, repository):
             short = entry.msgid.replace("\n", " ")[:60]
             if entry_lines_joined(entry) != entry.msgstr:
                 found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
             if closed_spaces(entry.msgstr) != entry.msgstr:
                 found.append(f"{path.name}: a stray space beside Chinese text: {short!r}")
+            if joined_entry(entry, quotes) != closed_spaces(entry_lines_joined(entry)):
+                found.append(f"{path.name}: ASCII quotes in prose (use {quotes}): {short!r}")
     return found
 
 
-def join_lines(language: str) -> int:
+def join_lines(language: str, repository: Repository = HERE) -> int:
     """Join every line broken, and close every space, between two CJK characters in the
-    language's catalogs."""
+    language's catalogs, and quote prose with the language's quotation marks."""
+    quotes = languages.get(language).quotes
     count = 0
-    for path in catalogs.catalog_paths(language):
-        catalog = load_catalog(path.stem, language)
-        changed = [e for e in catalog if joined_entry(e) != e.msgstr]
+    for path in catalogs.catalog_paths(language, repository):
+        catalog = load_catalog(path.stem, language, repository)
+        changed = [e for e in catalog if joined_entry(e, quotes) != e.msgstr]
         for entry in changed:
-            entry.msgstr = joined_entry(entry)
+            entry.msgstr = joined_entry(entry, quotes)
         if changed:
             catalog.save(str(path))
         count += len(changed)

@@ -25,16 +25,13 @@ import nbformat
 import polib
 
 from courseware import i18n
-from courseware.authoring import SOURCES, tryit_of
+from courseware.authoring import tryit_of
 from courseware.notebooks import clean
+from courseware.repository import HERE, Repository
 from fxcourse import languages
 from fxcourse.messages import LANGUAGE_VARIABLE, _, speaking, use_language
 
-ROOT = Path(__file__).resolve().parents[2]
-CONF = Path(__file__).with_name("conf.py").parent
-BUILD = ROOT / "build" / "site"
-EXERCISES = ROOT / "chapters" / "exercises"
-PACKAGE = ROOT / "fxcourse"
+CONF = Path(__file__).with_name("conf.py").parent  # the site's Sphinx configuration: code, here
 # The themes' message catalogs that the editions' own words replace (courseware.website.conf).
 THEME_CATALOGS = ("sphinx", "booktheme")
 
@@ -93,15 +90,16 @@ def with_page_links(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def helpers_digest(language: str) -> str:
+def helpers_digest(language: str, repository: Repository = HERE) -> str:
     """What a chapter's outputs depend on besides its code: the course's helpers (fxcourse's
     modules, the reference answers a checkpoint box shows) and their messages in `language`."""
-    files = sorted(PACKAGE.rglob("*.py"))  # the learner's package: the site's own code is not in it
-    files += sorted(PACKAGE.glob("answers*.json"))
-    files += sorted((PACKAGE / "locale" / language).glob("fxcourse.po"))
+    package = repository.package  # the learner's package: the site's own code is not in it
+    files = sorted(package.rglob("*.py"))
+    files += sorted(package.glob("answers*.json"))
+    files += sorted((package / "locale" / language).glob("fxcourse.po"))
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -151,14 +149,17 @@ def write_if_changed(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def chapter_sources(language: str) -> dict[str, nbformat.NotebookNode]:
+def chapter_sources(
+    language: str, repository: Repository = HERE
+) -> dict[str, nbformat.NotebookNode]:
     """Chapter sources (answers included) in `language`, by file name."""
+    sources = repository.sources
     if language == languages.SOURCE.code:
-        return {p.name: nbformat.read(p, as_version=4) for p in SOURCES.glob("[0-9][0-9]_*.ipynb")}
+        return {p.name: nbformat.read(p, as_version=4) for p in sources.glob("[0-9][0-9]_*.ipynb")}
     return {
         document.path.name: in_language(document.translated(language), language)
-        for document in i18n.documents(ROOT)
-        if document.path.parent == SOURCES and document.path.suffix == ".ipynb"
+        for document in i18n.documents(repository)
+        if document.path.parent == sources and document.path.suffix == ".ipynb"
     }
 
 
@@ -170,14 +171,14 @@ def in_language(nb: nbformat.NotebookNode, language: str) -> nbformat.NotebookNo
     return nb
 
 
-def write_sources(src: Path, language: str) -> list[Path]:
+def write_sources(src: Path, language: str, repository: Repository = HERE) -> list[Path]:
     """Every page of the site in `language` under src; returns the pages written."""
     use_language(language)
     source = language == languages.SOURCE.code
-    starters = EXERCISES if source else ROOT / "chapters" / language / "exercises"
+    starters = repository.exercises if source else repository.chapters / language / "exercises"
     pages: dict[Path, str] = {}
-    chapters = dict(sorted(chapter_sources(language).items()))
-    digest = helpers_digest(language)
+    chapters = dict(sorted(chapter_sources(language, repository).items()))
+    digest = helpers_digest(language, repository)
     for name, nb in chapters.items():
         pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb, digest))) + "\n"
     exercises = sorted(starters.glob("*/*.ipynb"))
@@ -272,17 +273,19 @@ def language_switch(language: str) -> list[dict]:
     ]
 
 
-def search_words(build_dir: Path, language: str) -> Path:
+def search_words(build_dir: Path, language: str, repository: Repository = HERE) -> Path:
     """A word list for jieba, which splits the Chinese pages into the words search finds: the
     glossary's terms stay whole (else 图中断 is indexed only as 图 and 中断, and a reader who
     searches for it finds nothing)."""
-    words = sorted({term.translation for term in i18n.glossary(language)})
+    words = sorted({term.translation for term in i18n.glossary(language, repository)})
     path = build_dir / "search-words.txt"
     write_if_changed(path, "".join(f"{word} 100000\n" for word in words))
     return path
 
 
-def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list[str]:
+def sphinx_command(
+    src: Path, out: Path, build_dir: Path, language: str, repository: Repository = HERE
+) -> list[str]:
     """Sphinx with warnings as errors; conf.py links every edition from every page."""
     options = {
         "language": languages.get(language).sphinx,
@@ -290,7 +293,7 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
         **site_names(language),
     }
     if languages.get(language).search_words:
-        options["html_search_options.dict"] = str(search_words(build_dir, language))
+        options["html_search_options.dict"] = str(search_words(build_dir, language, repository))
     if catalogs := theme_catalogs(build_dir, language):
         options["locale_dirs"] = str(catalogs)
     defines = [arg for key, value in options.items() for arg in ("-D", f"{key}={value}")]
@@ -303,29 +306,33 @@ def sphinx_command(src: Path, out: Path, build_dir: Path, language: str) -> list
     ]
 
 
-def build(out: Path, build_dir: Path = BUILD) -> int:
+def build(out: Path, repository: Repository = HERE) -> int:
     """The English site in out, each translation in out/<code>; returns the first failing
     Sphinx's exit status, else 0. The editions build side by side, each in its own Sphinx with
-    its own execution cache: executing the chapters is most of the time, one kernel at a time."""
+    its own execution cache (build/site/<code>): executing the chapters is most of the time, one
+    kernel at a time."""
     commands = []
     for language in languages.codes():
-        folder, target = build_dir / language, out / languages.get(language).site_folder
-        write_sources(folder / "src", language)  # one at a time: it switches the language
-        commands.append(sphinx_command(folder / "src", target, folder, language))
+        folder = repository.build / "site" / language
+        target = out / languages.get(language).site_folder
+        write_sources(folder / "src", language, repository)  # one at a time: switches language
+        commands.append(sphinx_command(folder / "src", target, folder, language, repository))
     builds = [
-        subprocess.Popen(command, cwd=ROOT, env={**os.environ, LANGUAGE_VARIABLE: language})
+        subprocess.Popen(
+            command, cwd=repository.root, env={**os.environ, LANGUAGE_VARIABLE: language}
+        )
         for language, command in zip(languages.codes(), commands, strict=True)
     ]
     statuses = [sphinx.wait() for sphinx in builds]
     return next((status for status in statuses if status), 0)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, repository: Repository = HERE) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["build"])
-    parser.add_argument("--out", type=Path, default=ROOT / "dist" / "site")
+    parser.add_argument("--out", type=Path, default=repository.dist / "site")
     args = parser.parse_args(argv)
-    status = build(args.out)
+    status = build(args.out, repository)
     if status == 0:
         print(f"wrote {args.out}: open {args.out / 'index.html'} in a browser")
     return status

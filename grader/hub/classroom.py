@@ -28,23 +28,11 @@ import sys
 import time
 from pathlib import Path
 
-from grader.course import Course
+from grader.course import SETTINGS, Course, settings
 from grader.hub.settings import PROXY_PID_FILE, Settings
 from grader.instructor import copy_course
 
 RECORD = "classroom.json"  # in the state folder: what setup created, and the demo passwords
-HUB_NBGRADER_CONFIG = '''\
-"""Written by `make hub` (grader/hub/classroom.py); rewritten on every start, do not edit.
-
-The course's nbgrader settings, with nbgrader's exchange shared by the class hub.
-"""
-
-import os
-
-here = os.path.dirname(__file__)
-load_subconfig(os.path.join(here, "grader", "nbgrader_config.py"))  # noqa: F821
-c.Exchange.root = {exchange!r}  # noqa: F821
-'''
 
 
 class SetupError(RuntimeError):
@@ -133,11 +121,13 @@ def create_account(deployment: Settings, name: str, record: dict) -> None:
 
 
 def write_course_folder(course: Path, exchange_root: Path) -> None:
-    """Copy the course's nbgrader sources and grader configuration into `course`, and write its
-    nbgrader_config.py. Runs as the instructor: root never writes into an account's home."""
+    """Copy the course's nbgrader sources and grader configuration into `course`, its course.json
+    naming the shared exchange: the copy's Course (Course.configured) is then on that exchange,
+    and its nbgrader configuration follows the Course. Runs as the instructor: root never writes
+    into an account's home."""
     copy_course(course)
-    config = HUB_NBGRADER_CONFIG.format(exchange=str(exchange_root))
-    (course / "nbgrader_config.py").write_text(config)
+    named = settings(course) | {"exchange": str(exchange_root)}
+    (course / SETTINGS).write_text(json.dumps(named, indent=2) + "\n")
 
 
 def refresh_course_folder(deployment: Settings, instructor: str) -> Path:

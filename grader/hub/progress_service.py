@@ -24,11 +24,14 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlparse
 
 from fxcourse.progress import AS_OF_KINDS, ExerciseState
 from fxcourse.workspace import course_notebooks
+from grader.course import Course
 from grader.report_model import course_tryits, own_tryits
 from grader.safegrade.grading_limits import LIMITS
 
@@ -36,11 +39,34 @@ RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 TIME_LIMIT_S = LIMITS.progress_time
 MAX_OUTPUT = LIMITS.progress_output_bytes
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-CHAPTERS = [name for name in course_notebooks() if not name.startswith("exercises/")]
-ASSIGNMENTS = {Path(name).stem for name in course_notebooks() if name.startswith("exercises/")}
-TRYITS = course_tryits()  # try-it id -> its chapter
-# how many try-its each chapter has: a learner's copy that lost a try-it's cells has not passed it
-PER_CHAPTER = Counter(TRYITS.values())
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a learner's progress may name: the course's chapters, exercises and try-its."""
+
+    chapters: tuple[str, ...]  # the workspace's chapter notebooks ("01_symbolic_tracing.ipynb")
+    assignments: frozenset[str]
+    tryits: dict[str, str]  # try-it id -> its chapter
+
+    @classmethod
+    def of(cls, course: Course) -> Shape:
+        notebooks = course_notebooks(course.root)
+        chapters = tuple(name for name in notebooks if not name.startswith("exercises/"))
+        exercises = (Path(name).stem for name in notebooks if name.startswith("exercises/"))
+        return cls(chapters, frozenset(exercises), course_tryits())
+
+    @property
+    def per_chapter(self) -> Counter:
+        """How many try-its each chapter has: a learner's copy that lost a try-it's cells has
+        not passed it."""
+        return Counter(self.tryits.values())
+
+
+@cache
+def course_shape() -> Shape:
+    """The configured course's shape, read once, when the service first needs it."""
+    return Shape.of(Course.configured())
 
 
 def learners(unix_group: str) -> list[str]:
@@ -100,22 +126,26 @@ def run_capped(command: list[str], environment: dict) -> tuple[int, bytes] | str
     return returncode, output
 
 
-def checked(output: bytes) -> dict | str:
+def checked(output: bytes, shape: Shape | None = None) -> dict | str:
     """fxcourse.progress's JSON as this course can have it, or a reason it is not."""
+    shape = shape or course_shape()
     if len(output) > MAX_OUTPUT:
         return "could not be read (too large)"
     try:
         claim = json.loads(output)
-        tryits = {name: booleans(name, claim["tryits"][name]) for name in CHAPTERS}  # None: unread
+        tryits = {  # None: unread
+            name: booleans(name, claim["tryits"][name], shape) for name in shape.chapters
+        }
         exercises = {
             name: state
             for name, (state, _copy) in claim["exercises"].items()
-            if name in ASSIGNMENTS and state in set(ExerciseState)
+            if name in shape.assignments and state in set(ExerciseState)
         }
+        named = {*shape.chapters, *shape.assignments}
         as_of = {
             name: (kind, when)
             for name, (kind, when) in claim.get("as_of", {}).items()
-            if name in CHAPTERS + sorted(ASSIGNMENTS) and kind in AS_OF_KINDS and is_when(when)
+            if name in named and kind in AS_OF_KINDS and is_when(when)
         }
     except (ValueError, KeyError, TypeError, AttributeError):
         return "could not be read (not the course's progress)"
@@ -134,28 +164,30 @@ def as_of_note(row: dict, name: str) -> str:
     return f"<br><small>{html.escape(f'{kind} {when[:10]} {when[11:16]} UTC')}</small>"
 
 
-def booleans(chapter: str, marks: dict | None) -> dict[str, bool] | None:
+def booleans(chapter: str, marks: dict | None, shape: Shape) -> dict[str, bool] | None:
     """A chapter's try-it marks with the course's own ids of that chapter only (a learner's
     process could claim any id: one of 5,000 digits broke the class report)."""
     if marks is None:
         return None
-    return own_tryits(chapter, {t: ok for t, ok in marks.items() if isinstance(ok, bool)}, TRYITS)
+    kept = {t: ok for t, ok in marks.items() if isinstance(ok, bool)}
+    return own_tryits(chapter, kept, shape.tryits)
 
 
-def page(rows: dict[str, dict | str]) -> str:
+def page(rows: dict[str, dict | str], shape: Shape | None = None) -> str:
     """The HTML page: one row per learner, a column per chapter (try-its passed) and exercise."""
-    exercises = sorted(ASSIGNMENTS)
-    head = "".join(f"<th>{html.escape(name.split('_')[0])}</th>" for name in CHAPTERS)
+    shape = shape or course_shape()
+    chapters, exercises, per_chapter = shape.chapters, sorted(shape.assignments), shape.per_chapter
+    head = "".join(f"<th>{html.escape(name.split('_')[0])}</th>" for name in chapters)
     head += "".join(f"<th>{html.escape(name)}</th>" for name in exercises)
     body = []
     for account, row in rows.items():
         cells = f"<td>{html.escape(account)}</td>"
         if isinstance(row, str):
-            cells += f'<td colspan="{len(CHAPTERS) + len(exercises)}">{html.escape(row)}</td>'
+            cells += f'<td colspan="{len(chapters) + len(exercises)}">{html.escape(row)}</td>'
         else:
-            for name in CHAPTERS:
+            for name in chapters:
                 marks = row["tryits"][name]
-                total = PER_CHAPTER[name.removesuffix(".ipynb")]
+                total = per_chapter[name.removesuffix(".ipynb")]
                 shown = "unreadable" if marks is None else f"{sum(marks.values())}/{total}"
                 cells += f"<td>{shown}{as_of_note(row, name)}</td>"
             cells += "".join(

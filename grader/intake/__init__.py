@@ -22,7 +22,7 @@ file-name pattern, never from file dates.
 
 nbgrader's exchange (`make collect`, the formgrader's Collect) is read by the same rules, except
 who and when: grader/intake/exchange.py. Parts: names.py (who and what a file is),
-files.py (reading a folder or zip), grader/safegrade/files.py (the no-follow reader),
+uploads.py (reading a folder or zip), grader/safegrade/files.py (the no-follow reader),
 grader/safegrade/grading_limits.py (every cap).
 """
 
@@ -40,18 +40,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from grader.intake.files import (
-    COPY_ERRORS,
-    TIME_FORMAT,
-    TIMESTAMP_FILE,
-    Found,
-    IntakeError,
-    existing_time,
-    read_timestamp,
-    read_zip,
-    strip_zip_root,
-    walk_folder,
-)
 from grader.intake.names import (
     FileNamePattern,
     Locator,
@@ -62,6 +50,18 @@ from grader.intake.names import (
     safe_name,
     shown,
     student_problem,
+)
+from grader.intake.uploads import (
+    COPY_ERRORS,
+    TIME_FORMAT,
+    TIMESTAMP_FILE,
+    Found,
+    IntakeError,
+    existing_time,
+    read_timestamp,
+    read_zip,
+    strip_zip_root,
+    walk_folder,
 )
 from grader.safegrade.files import open_regular
 from grader.safegrade.grading_limits import LIMITS

@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.intake import OverCap, Report, install
-from grader.intake.files import (
+from grader.intake.names import Place, safe_name, shown
+from grader.intake.uploads import (
     COPY_ERRORS,
     TIME_FORMAT,
     TIMESTAMP_FILE,
     read_timestamp,
     walk_folder,
 )
-from grader.intake.names import Place, safe_name, shown
 from grader.safegrade.grading_limits import LIMITS
 
 # nbgrader's exchange: inbound/<student>+<assignment>+<time>[+<random>]/ (nbgrader.exchange)

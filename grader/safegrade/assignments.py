@@ -6,9 +6,11 @@ assignment's language), with the standard library and fxcourse.languages only.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 
+@cache
 def catalogs() -> Path:
     """courseware.i18n's catalogs, found without importing it: the installed course's, so that a
     course copy (which holds no courseware/: instructor.copy_course) reads the same ones."""
@@ -19,9 +21,6 @@ def catalogs() -> Path:
     return (
         Path(found[0] if found else Path(__file__).resolve().parents[2] / "courseware") / "locale"
     )
-
-
-CATALOGS = catalogs()
 
 
 def translated(exercise: str, language: str) -> str:
@@ -39,7 +38,7 @@ def languages_of(exercise: str) -> list[str]:
     return [
         code
         for code in languages.translation_codes()
-        if all((CATALOGS / code / f"{name}.po").is_file() for name in needed)
+        if all((catalogs() / code / f"{name}.po").is_file() for name in needed)
     ]
 
 

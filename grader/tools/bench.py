@@ -23,11 +23,8 @@ from pathlib import Path
 
 import nbformat
 
-from grader import exercises
 from grader.course import Course
 from grader.instructor import copy_course
-
-ROOT = Path(__file__).resolve().parents[2]
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
@@ -79,7 +76,7 @@ def scores(gradebook: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=8, help="submissions (default 8)")
-    first = exercises.names(ROOT)[0]
+    first = Course.configured().exercises[0]
     parser.add_argument("--assignment", default=first, help=f"an exercise (default {first})")
     parser.add_argument("--workers", type=int, default=0, help="sandboxes (default: cores)")
     args = parser.parse_args(argv)

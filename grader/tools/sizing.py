@@ -29,10 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxcourse.workspace import course_kernel
-from grader import exercises
+from grader.course import Course
 from grader.tools.bench import make_course
-
-REPO = Path(__file__).resolve().parents[2]
 
 # A learner's heaviest step: chapter 4 traces and runs ResNet-18.
 LEARNER_KERNEL = """
@@ -128,7 +126,7 @@ def rss_mib(pid: int) -> float:
 
 def grading_cost(n: int, base: Path) -> Cost:
     """Per submission: the sandboxed grader on n submissions of the first exercise, one worker."""
-    assignment = exercises.names(REPO)[0]
+    assignment = Course.configured().exercises[0]
     course = make_course(base, assignment, n)
     command = [sys.executable, "-m", "grader.safegrade", "autograde", assignment]
     command += ["--workers=1", "--force"]

@@ -1,7 +1,8 @@
 """nbgrader for an instructor on the class hub: the course folder in their home.
 
-`make hub` (classroom.py) keeps that folder's copy of the course up to date and writes its
-nbgrader_config.py, which loads the course's own settings and points them at the shared exchange.
+`make hub` (classroom.py) keeps that folder's copy of the course up to date, its course.json naming
+the shared exchange; its nbgrader_config.py is the course's own, which takes the exchange from the
+Course (grader/course.py).
 """
 
 import os
