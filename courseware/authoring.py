@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from courseware import i18n, reference_solutions
-from courseware.notebooks import KERNELSPEC, clean
+from courseware.notebooks import clean, kernelspec
 from courseware.reference_solutions import solution_module
 from courseware.repository import HERE, Repository
 from fxcourse import languages, stamps
@@ -52,14 +52,15 @@ if not (importlib.util.find_spec("torch") and importlib.util.find_spec("fxcourse
     )"""
 
 
-def kernel_check(language: str) -> str:
-    """The kernel check in `language` (its words from fxcourse/locale/<language>/fxcourse.po)."""
+def kernel_check(language: str, repository: Repository = HERE) -> str:
+    """The kernel check in `language` (its words from fxcourse/locale/<language>/fxcourse.po),
+    naming the kernel of the course in `repository`."""
     with speaking(language):
         comment = _(
             "a kernel without the course's packages stops here, saying which kernel to pick"
         )
         hint = _("this kernel lacks the course's packages: Kernel > Change Kernel > {kernel}")
-        hint = hint.format(kernel=KERNELSPEC["display_name"])
+        hint = hint.format(kernel=kernelspec(repository.root)["display_name"])
     return KERNEL_CHECK.format(comment=comment, hint=hint)
 
 
@@ -102,7 +103,9 @@ def problems(nb: nbformat.NotebookNode, chapter: str) -> list[str]:
 
 
 def learner_version(
-    nb: nbformat.NotebookNode, language: str = languages.SOURCE.code
+    nb: nbformat.NotebookNode,
+    language: str = languages.SOURCE.code,
+    repository: Repository = HERE,
 ) -> nbformat.NotebookNode:
     """The chapter as learners get it: no answers, no mistakes, no outputs, the kernel check
     first."""
@@ -112,11 +115,11 @@ def learner_version(
         for cell in learner.cells
         if (marker := tryit_of(cell)) is None or marker[1] in LEARNER_ROLES
     ]
-    check = kernel_check(language)
+    check = kernel_check(language, repository)
     first_code = next(i for i, cell in enumerate(learner.cells) if cell.cell_type == "code")
     # a fixed id: the derived chapter is the same on every build
     learner.cells.insert(first_code, nbformat.v4.new_code_cell(check, id="fxcourse-kernel-check"))
-    return clean(learner)
+    return clean(learner, repository.root)
 
 
 def answers_of(nb: nbformat.NotebookNode, chapter: str) -> dict[str, dict[str, str]]:
@@ -158,7 +161,9 @@ def derived_files(repository: Repository = HERE) -> dict[Path, str]:
     for source in sorted(sources.glob("[0-9][0-9]_*.ipynb")):
         nb = nbformat.read(source, as_version=4)
         errors += problems(nb, source.stem)
-        learner = stamps.stamp_notebook(learner_version(nb), [shown(source)], "make chapters")
+        learner = stamps.stamp_notebook(
+            learner_version(nb, repository=repository), [shown(source)], "make chapters"
+        )
         derived[repository.chapters / source.name] = nbformat.writes(learner) + "\n"
         answers.update(answers_of(nb, source.stem))
         references.update(references_of(nb))
@@ -207,7 +212,7 @@ def translated_files(language: str, repository: Repository = HERE) -> dict[Path,
         elif document.path.parent == repository.sources:
             i18n.add_language_cell(translated, language)
             learner = stamps.stamp_notebook(
-                learner_version(translated, language), origin, "make chapters"
+                learner_version(translated, language, repository), origin, "make chapters"
             )
             derived[folder / document.path.name] = nbformat.writes(learner)
             answers.update(answers_of(translated, document.name))

@@ -11,15 +11,21 @@ from pathlib import Path
 
 import nbformat
 
+from courseware.repository import HERE
 from fxcourse.workspace import course_kernel
 
-KERNELSPEC = {**course_kernel(), "language": "python"}  # course.json's kernel
 RUNTIME_CELL_KEYS = ("execution", "collapsed", "scrolled")
 
 
-def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Strip run-time state in place; nbgrader's cell metadata and tags are kept."""
-    nb.metadata.kernelspec = nbformat.NotebookNode(KERNELSPEC)
+def kernelspec(root: Path = HERE.root) -> dict[str, str]:
+    """The notebook kernelspec of the course at `root`: its course.json's kernel."""
+    return {**course_kernel(root), "language": "python"}
+
+
+def clean(nb: nbformat.NotebookNode, root: Path = HERE.root) -> nbformat.NotebookNode:
+    """Strip run-time state in place, the kernel set to that of the course at `root`;
+    nbgrader's cell metadata and tags are kept."""
+    nb.metadata.kernelspec = nbformat.NotebookNode(kernelspec(root))
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for key in RUNTIME_CELL_KEYS:
@@ -30,10 +36,11 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def problems(nb: nbformat.NotebookNode) -> list[str]:
-    found = []
-    if nb.metadata.get("kernelspec", {}).get("name") != KERNELSPEC["name"]:
-        found.append(f"kernel is not {KERNELSPEC['name']!r}")
+def problems(nb: nbformat.NotebookNode, root: Path = HERE.root) -> list[str]:
+    """What keeps a notebook of the course at `root` from being clean."""
+    found, kernel = [], course_kernel(root)["name"]
+    if nb.metadata.get("kernelspec", {}).get("name") != kernel:
+        found.append(f"kernel is not {kernel!r}")
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and cell.outputs:
             found.append(f"cell {index} has outputs")

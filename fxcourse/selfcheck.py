@@ -19,8 +19,7 @@ import nbformat
 
 from fxcourse.workspace import course_kernel
 
-ROOT = Path(__file__).resolve().parents[1]
-KERNEL = course_kernel()["name"]
+ROOT = Path(__file__).resolve().parents[1]  # the learner's own checkout
 
 
 def errors_in(nb: nbformat.NotebookNode) -> list[str]:
@@ -32,23 +31,24 @@ def errors_in(nb: nbformat.NotebookNode) -> list[str]:
     ]
 
 
-def run_chapter(path: Path) -> tuple[list[str], float]:
-    """Execute a copy of `path` with the chapters folder as working folder: (errors, seconds)."""
+def run_chapter(path: Path, kernel: str) -> tuple[list[str], float]:
+    """Execute a copy of `path` in `kernel` from a scratch folder: (errors, seconds)."""
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory() as scratch:
         client = nbclient.NotebookClient(
-            nb, kernel_name=KERNEL, timeout=600, resources={"metadata": {"path": scratch}}
+            nb, kernel_name=kernel, timeout=600, resources={"metadata": {"path": scratch}}
         )
         start = time.perf_counter()
         client.execute()
     return errors_in(nb), time.perf_counter() - start
 
 
-def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-    failed = 0
+def main(argv: list[str], root: Path = ROOT) -> int:
+    """Run the chapters named in `argv`, or every chapter of the course at `root`, in its kernel."""
+    paths = [Path(a) for a in argv] or sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    kernel, failed = course_kernel(root)["name"], 0
     for path in paths:
-        errors, seconds = run_chapter(path)
+        errors, seconds = run_chapter(path, kernel)
         verdict = "ok" if not errors else f"{len(errors)} error(s)"
         print(f"{path.name}: {verdict} ({seconds:.0f} s)", flush=True)
         for line in errors:

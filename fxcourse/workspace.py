@@ -286,10 +286,10 @@ def sync_notebook(
     return update.outcome
 
 
-def course_kernel() -> dict[str, str]:
-    """The course's Jupyter kernel ({"name", "display_name"}): the one env/setup.sh installs into
-    this environment, named in this course's course.json."""
-    return course_file.settings(ROOT)["kernel"]
+def course_kernel(root: Path = ROOT) -> dict[str, str]:
+    """The Jupyter kernel ({"name", "display_name"}) of the course at `root` (by default the
+    learner's own checkout): the one env/setup.sh installs, named in its course.json."""
+    return course_file.settings(root)["kernel"]
 
 
 def exchange_root(root: Path = ROOT, environ: Mapping[str, str] | None = None) -> Path:

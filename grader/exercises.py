@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from traitlets import List, TraitError, Unicode, validate
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from grader.safegrade.assignments import languages_of, split, translated
 
@@ -50,9 +50,8 @@ def names(course: Path) -> tuple[str, ...]:
 
 
 def of_course(course: Path) -> tuple[str, ...]:
-    """The exercises of the course at `course`, found in its solutions/; this repository's for
-    a folder without one (a scratch folder of submissions only)."""
-    return names(course if (course / SOURCE).is_dir() else Path(__file__).resolve().parents[1])
+    """The exercises of the course at `course`, found in its solutions/ (none without one)."""
+    return names(course)
 
 
 def translations_of(exercise: str) -> tuple[str, ...]:
@@ -88,14 +87,15 @@ class ClassLanguages(Configurable):
 
 def class_languages(course: Path) -> tuple[str, ...]:
     """The translations the class at `course` is given (ClassLanguages in the nbgrader
-    configuration of the course, or of this repository for a folder without one)."""
+    configuration of the course; none for a folder without one)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     from fxcourse.languages import translation_codes
 
-    if not (course / "nbgrader_config.py").is_file():
-        course = Path(__file__).resolve().parents[1]
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    if (course / "nbgrader_config.py").is_file():
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    else:  # a scratch folder of submissions only: a class that reads English
+        config = Config()
     try:
         named = ClassLanguages(config=config).languages
     except TraitError as error:  # a slip in the instructor's configuration: say it, no traceback

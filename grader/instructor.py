@@ -92,7 +92,7 @@ def release(course: Course | Path, publish_to: Path | None = None) -> list[Path]
         for module in target.glob("*.py"):  # each says where it comes from (fxcourse.stamps)
             origin = [f"{SOURCE.as_posix()}/{assignment}/{module.name}"]
             module.write_text(stamp_python(module.read_text(), origin, "make release"))
-        notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4))
+        notebook = clean(nbformat.read(released / f"{assignment}.ipynb", as_version=4), course.root)
         origin = [f"solutions/{assignment}/{assignment}.ipynb"]
         notebook = stamp_notebook(exercises.one_folder_deeper(notebook), origin, "make release")
         nbformat.write(notebook, target / f"{assignment}.ipynb")

@@ -36,9 +36,10 @@ from grader.course import Course
 from grader.safegrade.data import inert_text
 from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.jsontext import json_values
-from grader.safegrade.result_files import GRADER_FAILED, load
+from grader.safegrade.result_files import State
 from grader.similarity_page import page, write_csv
 from grader.similarity_records import Compared, Pair
+from grader.standings import verdict_of
 
 NOISE_TOKENS = 25  # copydetect's k: matches shorter than this are noise
 GUARANTEE_TOKENS = 30  # matches this long are always found (winnowing's window)
@@ -146,10 +147,10 @@ def learners(course: Course, assignment: str) -> list[str]:
 
 def not_graded(course: Course, student: str, assignment: str) -> str:
     """Why a learner has no autograded notebook of the exercise."""
-    result = load(course.results / assignment / f"{student}.json")
+    result = verdict_of(course, student, assignment)
     if result is None:
         return "not graded yet: run make autograde"
-    if result.status == GRADER_FAILED:
+    if result.status == State.GRADER_FAILED:
         return "the grader failed on it: run make autograde again"
     return result.reason
 

@@ -66,6 +66,12 @@ class Standing:
         return self.verdict.messages() if self.verdict is not None else {}
 
 
+def verdict_of(course: Course, student: str, assignment: str) -> SubmissionResult | None:
+    """What the grader recorded of one submission, as a Standing holds it, without the
+    gradebook (make similarity asks why a learner has no autograded notebook)."""
+    return recorded(course.results, student, assignment)
+
+
 class ClassBook:
     """A class's gradebook and the grader's records, opened once (a context manager): every
     learner's Standing and each assignment's graded cells."""
@@ -130,7 +136,7 @@ class ClassBook:
 
     def standing(self, assignment: str, student: str) -> Standing:
         submitted = self.submitted is not None and (self.submitted / student / assignment).is_dir()
-        verdict = recorded(self.results, student, assignment)
+        verdict = recorded(self.results, student, assignment)  # as verdict_of reads it
         return Standing(student, assignment, self.grade(assignment, student), verdict, submitted)
 
     def grade(self, assignment: str, student: str) -> Grade | None:

@@ -12,7 +12,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from courseware import authoring, reference_solutions
-from courseware.notebooks import KERNELSPEC
+from courseware.notebooks import kernelspec
 from courseware.repository import HERE
 from fxcourse import stamps
 from grader.safegrade.staging import GRADER_ONLY
@@ -85,7 +85,7 @@ def test_a_kernel_without_the_course_stops_at_the_first_cell_and_says_which_to_p
     # -S: no site-packages, so neither torch nor fxcourse, as in a kernel of another Python
     bare = [sys.executable, "-I", "-S", "-c", first.source]
     run = subprocess.run(bare, cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert run.returncode != 0 and KERNELSPEC["display_name"] in run.stderr, run.stderr
+    assert run.returncode != 0 and kernelspec()["display_name"] in run.stderr, run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("ModuleNotFoundError: ")
     course = subprocess.run([sys.executable, "-c", first.source], cwd=tmp_path, timeout=60)
     assert course.returncode == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,23 @@ def test_ruff_lint_and_format_pass_on_code_and_notebooks():
     for command in (["check", "."], ["format", "--check", "."]):
         result = subprocess.run([RUFF, *command], cwd=ROOT, capture_output=True, text=True)
         assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
+
+
+def test_a_course_of_another_tree_gets_its_own_kernel_everywhere(tmp_path):
+    """The kernel is read from the course given (its course.json), not from this checkout's at
+    import: cleaning, a chapter's kernel check, selfcheck and the site's Sphinx command."""
+    from courseware import authoring, website
+    from courseware.repository import Repository
+    from fxcourse import selfcheck
+
+    kernel = {"name": "other-course", "display_name": "Python 3 (other course)"}
+    settings = {"course_id": "other", "classdata": "data", "kernel": kernel}
+    (tmp_path / "course.json").write_text(json.dumps(settings))
+    other = Repository(tmp_path)
+    cleaned = notebooks.clean(nbformat.v4.new_notebook(), tmp_path)
+    assert cleaned.metadata.kernelspec["name"] == "other-course"
+    assert notebooks.problems(cleaned, tmp_path) == [] and notebooks.problems(cleaned)
+    assert "Python 3 (other course)" in authoring.kernel_check("en", other)
+    command = website.sphinx_command(tmp_path, tmp_path, tmp_path, "en", other)
+    assert "nb_kernel_rgx_aliases..*=other-course" in command
+    assert selfcheck.main([], tmp_path) == 0  # a tree without chapters: nothing to run

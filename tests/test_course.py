@@ -33,7 +33,7 @@ def test_the_class_data_is_where_course_json_or_the_environment_puts_it(tmp_path
 def test_a_folder_without_course_json_is_this_repositorys_course(tmp_path):
     bare, here = Course.configured(tmp_path, environ={}), Course.configured(REPOSITORY, environ={})
     assert bare.course_id == here.course_id and bare.classdata == here.classdata
-    assert bare.exercises == here.exercises  # a scratch folder of submissions only
+    assert bare.exercises == () and here.exercises  # its exercises are its solutions/' only
 
 
 def test_the_learners_side_finds_the_instructors_course_and_exchange(tmp_path, monkeypatch):

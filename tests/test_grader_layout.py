@@ -12,6 +12,8 @@ import re
 import shutil
 from pathlib import Path
 
+from import_walk import imported_names
+
 from fxcourse.validate import ValidateLimits
 from fxcourse.workspace import NBGRADER_CONFIG
 from grader.safegrade.grading_limits import LIMITS, GradingLimits
@@ -27,20 +29,12 @@ def module_name(path: Path, root: Path = ROOT) -> str:
 
 
 def imported_modules(path: Path, known: set[str], root: Path = ROOT) -> set[str]:
-    """The `known` modules `path` imports, at its top or inside a function."""
+    """The `known` modules `path` imports, at its top or inside a function, by import statement
+    or by importlib.import_module with a literal name."""
     name, found = module_name(path, root), set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *filter(None, [node.module])])
-            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
+        targets = imported_names(node, package)
         found |= {target for target in targets if target in known and target != name}
     return found
 
@@ -169,6 +163,37 @@ def test_layers_that_handle_the_same_thing_read_the_same_limit():
     assert ValidateLimits().cell_timeout >= LIMITS.cell_timeout
 
 
+def second_names_of_limits(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """`module: NAME = LIMITS.limit` for each module-level name that is a limit under another
+    name (a limit derived from one, `8 * LIMITS.data_items`, or a message naming it is not)."""
+    found = []
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            value = getattr(node, "value", None)
+            if not (
+                isinstance(node, (ast.Assign, ast.AnnAssign))
+                and isinstance(value, ast.Attribute)
+                and isinstance(value.value, ast.Name)
+                and value.value.id == "LIMITS"
+            ):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found += [f"{module_name(path, root)}: {n} = LIMITS.{value.attr}" for n in names]
+    return sorted(found)
+
+
+def test_no_module_gives_a_limit_a_second_name(tmp_path):
+    """A limit is read as LIMITS.<its name> where it is used: a module-level alias (TIME_LIMIT_S
+    for the report's time in one hub service and the progress reader's in another) is a second
+    name for it."""
+    assert second_names_of_limits(sorted(GRADER.rglob("*.py"))) == []
+    (tmp_path / "grader").mkdir()
+    (tmp_path / "grader" / "service.py").write_text("TIME_LIMIT_S = LIMITS.report_time\n")
+    found = second_names_of_limits([tmp_path / "grader" / "service.py"], tmp_path)
+    assert found == ["grader.service: TIME_LIMIT_S = LIMITS.report_time"]
+
+
 def test_every_validate_reads_the_one_validate_timeout(tmp_path):
     """A learner's workspace, the student edition and the course's chapters/exercises/ (an
     instructor's Validate, the tests') give nbgrader fxcourse.validate's timeout, and none
@@ -284,6 +309,34 @@ def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
     assert unlisted == ["grader.report -> fxcourse", "grader.report -> fxcourse.cases"]
 
 
+def test_an_import_by_import_module_counts_as_an_import(tmp_path):
+    """importlib.import_module("name") imports as much as an import statement: the sandbox
+    reaching up for the command line that way, or the author's tools for the grader, fail."""
+    files = {
+        "grader/__init__.py": "",
+        "grader/course_grader.py": "",
+        "grader/course.py": "",
+        "grader/safegrade/__init__.py": "",
+        "grader/safegrade/cgroup.py": (
+            "import importlib\n\n\ndef sneak():\n"
+            '    return importlib.import_module("grader.course_grader")\n'
+        ),
+        "courseware/__init__.py": "",
+        "courseware/notebooks.py": (
+            'from importlib import import_module\n\nimport_module("grader.course")\n'
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = import_graph(("courseware", "grader"), tmp_path)
+    assert upward_imports({m: t for m, t in graph.items() if m.startswith("grader")}) == [
+        "grader.safegrade.cgroup -> grader.course_grader"
+    ]
+    upward, _ = imports_between_top_folders(graph)
+    assert upward == ["courseware.notebooks -> grader.course"]
+
+
 # File names Jupyter and Python fix (one per folder that needs it).
 SHARED_NAMES = {"__init__.py", "__main__.py", "jupyter_server_config.py", "nbgrader_config.py"}
 
@@ -323,6 +376,39 @@ def test_export_and_report_read_results_only_through_the_typed_record(tmp_path):
     assert gradebook_users([tmp_path / "grader" / "report.py"], tmp_path) == {"grader.report"}
 
 
+# What reads one submission's result files (safegrade/result_files.py): the grader's own layer,
+# and above it only grader/standings.py, which every reader of a learner's result goes through.
+RESULT_FILE_READS = {"load", "load_tests", "recorded", "read_result", "result_path", "tests_path"}
+
+
+def result_file_readers(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """The modules among `paths`, outside safegrade, that use result_files' readers."""
+    found = set()
+    for path in paths:
+        module = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            used = set()
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("result_files"):
+                used = {alias.name for alias in node.names}
+            elif (
+                isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "result_files"
+            ):
+                used = {node.attr}
+            if used & RESULT_FILE_READS and not module.startswith("grader.safegrade"):
+                found.add(module)
+    return found
+
+
+def test_only_the_standings_read_a_submissions_result_files(tmp_path):
+    assert result_file_readers(sorted(GRADER.rglob("*.py"))) == {"grader.standings"}
+    (tmp_path / "grader").mkdir()  # the check sees a reader with its own path and load
+    own = "from grader.safegrade.result_files import load\n"
+    (tmp_path / "grader" / "similarity.py").write_text(own)
+    assert result_file_readers([tmp_path / "grader" / "similarity.py"], tmp_path) == {
+        "grader.similarity"
+    }
+
+
 # Where the author's tools and the grader find a folder from a module's own location, at import:
 # "this checkout" once per side (the default every function's Repository or Course falls back to),
 # and folders of code beside the module (not the course's folders). Anything else takes a
@@ -353,13 +439,92 @@ def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str
     return found
 
 
+# Functions of the author's tools and the grader that find a folder from their own file: the
+# command line's default course (the course its script is in), a script that runs itself, the
+# code's own makefiles. Not a course's exercises or configuration: those come from the Course.
+LOCATED_IN_FUNCTIONS = {
+    "grader.course_grader.course_root",
+    "grader.hub.classroom.refresh_course_folder",
+    "grader.make_variables.known_names",
+    "grader.safegrade.assignments.catalogs",  # courseware's catalogs when it is not installed
+}
+
+
+def located_in_functions(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """module.function for each function that uses its module's own location (__file__)."""
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node)
+            ):
+                found.add(f"{module_name(path, root)}.{node.name}")
+    return found
+
+
+def test_no_function_falls_back_to_this_checkouts_course(tmp_path):
+    """A course's exercises and class languages are its own: a folder without solutions/ or
+    nbgrader_config.py has none, not this checkout's."""
+    paths = sorted(
+        p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
+    )
+    assert located_in_functions(paths) == LOCATED_IN_FUNCTIONS
+    (tmp_path / "grader").mkdir()
+    fallback = "def of_course(course):\n    return names(Path(__file__).resolve().parents[1])\n"
+    (tmp_path / "grader" / "exercises.py").write_text(fallback)
+    found = located_in_functions([tmp_path / "grader" / "exercises.py"], tmp_path)
+    assert found == {"grader.exercises.of_course"}
+
+
+# What reads a course's identity or folders (its course.json, its solutions/, its catalogs): called
+# at a module's top level, it fixes one course (this checkout's) for every caller.
+COURSE_READS = {
+    "course_kernel", "settings", "configured", "of_course", "assignments_of", "catalogs",
+    "classdata", "shared_exchange", "course_notebooks", "exchange_root",
+}  # fmt: skip
+
+
+def course_read_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the names its top level sets by calling one of COURSE_READS."""
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            targets += [node.target] if isinstance(node, ast.AnnAssign) else []
+            calls = [n.func for n in ast.walk(node) if isinstance(n, ast.Call)]
+            called = {getattr(f, "attr", getattr(f, "id", "")) for f in calls}
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if called & COURSE_READS and names:
+                found.setdefault(module_name(path, root), set()).update(names)
+    return found
+
+
+# The learner's package finds its own checkout (the learner's course) and files of its own.
+LEARNER_LOCATED_AT_IMPORT = {
+    "fxcourse.course_file": {"THIS_COURSE"},  # the learner's checkout, the default of each reader
+    "fxcourse.workspace": {"ROOT"},
+    "fxcourse.selfcheck": {"ROOT"},
+    "fxcourse.messages": {"LOCALES"},  # the package's own catalogs and answers
+    "fxcourse.reference": {"REFERENCES_FILE"},
+    "fxcourse.tryit": {"ANSWERS_FILE"},
+}
+
+
 def test_no_module_of_the_tools_or_the_grader_finds_the_courses_folders_in_a_global(tmp_path):
     paths = sorted(
         p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
     )
     assert located_at_import(paths) == LOCATED_AT_IMPORT
+    learners = sorted((ROOT / "fxcourse").rglob("*.py"))
+    assert located_at_import(learners) == LEARNER_LOCATED_AT_IMPORT
+    # nor reads a course's identity at import (only nbgrader's configuration, loaded in one)
+    assert course_read_at_import([*paths, *learners]) == {"grader.nbgrader_config": {"course"}}
     (tmp_path / "courseware").mkdir()  # the check sees the globals the tools had
     old = 'ROOT = Path(__file__).resolve().parents[1]\nSOURCES = ROOT / "solutions"\n'
     (tmp_path / "courseware" / "authoring.py").write_text(old)
     found = located_at_import([tmp_path / "courseware" / "authoring.py"], tmp_path)
     assert found == {"courseware.authoring": {"ROOT"}}
+    kernel = 'KERNELSPEC = {**course_kernel(), "language": "python"}\n'
+    (tmp_path / "courseware" / "notebooks.py").write_text(kernel)
+    found = course_read_at_import([tmp_path / "courseware" / "notebooks.py"], tmp_path)
+    assert found == {"courseware.notebooks": {"KERNELSPEC"}}

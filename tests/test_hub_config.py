@@ -28,6 +28,7 @@ from fxcourse.workspace import START_PAGE
 from grader.course import Course
 from grader.hub import classroom, progress_service
 from grader.hub.settings import INSTRUCTORS_GROUP, LEARNERS_GROUP, Settings
+from grader.safegrade.grading_limits import LIMITS
 
 ROLE_CONFIG = Settings.from_environ({}).role_config
 
@@ -300,7 +301,7 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
     assert row["exercises"] == {"ex1_sigmoid_to_tanh": "passed"}  # the course's, in known states
     assert row["as_of"] == {"ex1_sigmoid_to_tanh": ("checks ran", "2026-01-31T12:05:00Z")}
     del claim["tryits"][chapters[-1]]
-    for bad in (b"not json", json.dumps(claim).encode(), b" " * (progress_service.MAX_OUTPUT + 1)):
+    for bad in (b"not json", json.dumps(claim).encode(), b" " * (LIMITS.progress_output_bytes + 1)):
         assert progress_service.checked(bad).startswith("could not be read")
     shown = progress_service.page({"<script>ann": row, "ben": "no chapters yet"})
     per_chapter = (
@@ -318,7 +319,7 @@ def test_the_progress_page_shows_what_learners_claim_only_as_checked_escaped_dat
 def test_the_progress_reader_is_stopped_at_the_output_cap_not_after_it_ends(monkeypatch):
     """A reader that prints past the cap and then never ends is stopped at the cap: the service
     holds no more than the cap, and does not wait out the time limit."""
-    monkeypatch.setattr(progress_service, "TIME_LIMIT_S", 60)
+    monkeypatch.setattr(LIMITS, "progress_time", 60)
     endless = "import sys, time; sys.stdout.buffer.write(b'x' * (1 << 20)); sys.stdout.flush(); "
     endless += "time.sleep(3600)"
     env = {"PATH": os.environ["PATH"]}
@@ -327,7 +328,7 @@ def test_the_progress_reader_is_stopped_at_the_output_cap_not_after_it_ends(monk
     )
     small = [sys.executable, "-c", "print('{}'); raise SystemExit(2)"]
     assert progress_service.run_capped(small, env) == (2, b"{}\n")
-    monkeypatch.setattr(progress_service, "TIME_LIMIT_S", 0.5)
+    monkeypatch.setattr(LIMITS, "progress_time", 0.5)
     silent = [sys.executable, "-c", "import time; time.sleep(3600)"]
     assert progress_service.run_capped(silent, env) == "not read within 0.5 s"
 

@@ -67,7 +67,16 @@ def refused(report: intake.Report) -> dict[str, str]:
 
 @pytest.fixture
 def course(tmp_path: Path) -> Path:
-    return tmp_path / "course"
+    """A scratch course that has this repository's exercises (each an empty notebook in its
+    solutions/): the names intake places submissions under."""
+    return course_of_exercises(tmp_path / "course")
+
+
+def course_of_exercises(root: Path) -> Path:
+    for name in ASSIGNMENTS:
+        (root / "solutions" / name).mkdir(parents=True)
+        (root / "solutions" / name / f"{name}.ipynb").write_text("{}")
+    return root
 
 
 def test_nbgrader_layout_arrives_whole_with_its_timestamp(tmp_path: Path, course: Path):
@@ -114,7 +123,7 @@ def test_what_cannot_be_placed_is_listed_and_the_command_fails(tmp_path, course,
     status = course_grader.main(["--course", str(course), "collect", str(upload), "--lms", "plain"])
     out = capsys.readouterr().out
     assert status == 1, out
-    reasons = refused(collect(upload, tmp_path / "again"))
+    reasons = refused(collect(upload, course_of_exercises(tmp_path / "again")))
     assert set(reasons) == {"notes.txt", "carol_ex9.ipynb", "dave/ex9/ex9.ipynb"}
     assert "'ex9' is not an assignment of this course" in reasons["dave/ex9/ex9.ipynb"]
     assert "LMS=plain" in reasons["notes.txt"]
@@ -170,7 +179,7 @@ def test_a_zip_gives_what_its_folder_gives(tmp_path: Path):
 
 
 def arrived_after(upload: Path, course: Path) -> dict[str, bytes]:
-    report = collect(upload, course)
+    report = collect(upload, course_of_exercises(course))
     assert report.refused == [], report.refused
     return arrived(course)
 

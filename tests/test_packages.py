@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from import_walk import imported_names
+
 from fxcourse import languages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,23 +30,12 @@ def first_party() -> set[str]:
 
 
 def imports_of(path: Path, package: str) -> set[str]:
-    """Every module `path` imports, at its top or inside a function, by import statement or by
-    importlib.import_module with a literal name."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            found.add(package if node.level else node.module or "")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-        ):
-            found.add(str(node.args[0].value))
-    return found
+    """Every module `path` (a module of the top-level `package`) imports, at its top or inside a
+    function, by import statement or by importlib.import_module with a literal name."""
+    folder = path.parent.relative_to(ROOT / package).parts
+    own_package = ".".join([package, *folder])
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {name for node in ast.walk(tree) for name in imported_names(node, own_package)}
 
 
 def foreign_imports(package: str) -> list[str]:

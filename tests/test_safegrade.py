@@ -299,18 +299,39 @@ def test_a_check_process_that_reports_the_graders_failure_fails_the_grader():
         checking.verdict_of({"cell": 0, "grader_error": "checks.py could not be loaded"}, "")
 
 
-def test_the_kernel_runs_the_same_probe_and_check(tmp_path, monkeypatch):
+def test_the_kernel_runs_the_same_probe_and_check(tmp_path):
     (tmp_path / "probes.py").write_text("def test_x(ns, x):\n    return ns['f'](x)\n")
     checks = "def inputs(grade_id, seed):\n    return 1\n\n\n"
     checks += "def test_x(value, x):\n    assert value == 3, 'want 3'\n"
     (tmp_path / "checks.py").write_text(checks)
-    monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
-    kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x + 2})
+    kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x + 2}, source=tmp_path.parent)
     with pytest.raises(AssertionError, match="want 3"):
-        kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x})
+        kernel.run_check(tmp_path.name, "test_x", {"f": lambda x: x}, source=tmp_path.parent)
 
 
-def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkeypatch):
+def test_two_courses_configured_in_one_process_each_tell_their_kernel_their_own(tmp_path):
+    """configure() writes a course's source into its own configuration, not into this process's
+    environment: the kernel that each configuration's Execute starts gets that course's source,
+    whichever course was configured last."""
+    from nbconvert.preprocessors import ExecutePreprocessor
+    from traitlets.config import Config
+
+    first, second = Course(tmp_path / "a", "a", Path(".")), Course(tmp_path / "b", "b", Path("."))
+    configs = {first: Config(), second: Config()}
+    for course, config in configs.items():
+        preprocessors.configure(config, course)
+    assert kernel.SOURCE_VARIABLE not in os.environ
+    execute = preprocessors.ResilientExecute(config=configs[first])
+    execute._died_in, execute._not_run = None, set()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nprint(os.environ['SAFEGRADE_SOURCE'])")]
+    ExecutePreprocessor.preprocess(execute, nb, {"metadata": {"path": str(tmp_path)}})
+    assert nb.cells[0].outputs[0].text.strip() == str(first.source)
+    told = preprocessors.ResilientExecute(config=configs[second]).kernel_environment()
+    assert told[kernel.SOURCE_VARIABLE] == str(second.source)
+
+
+def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path):
     class BrokenChecks:
         seed = 7
 
@@ -325,9 +346,8 @@ def test_checks_that_cannot_make_inputs_are_the_graders_failure(tmp_path, monkey
         checking.inputs_of(record, "test_x")  # what the grading process makes of its record
     (tmp_path / "probes.py").write_text("def test_x(ns, inputs):\n    return 1\n")
     (tmp_path / "checks.py").write_text("def inputs(grade_id, seed):\n    return {}[grade_id]\n")
-    monkeypatch.setenv("SAFEGRADE_SOURCE", str(tmp_path.parent))
     with pytest.raises(kernel.GraderError, match="could not make the inputs of test_x"):
-        kernel.run_check(tmp_path.name, "test_x", {})
+        kernel.run_check(tmp_path.name, "test_x", {}, source=tmp_path.parent)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,24 @@ def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared
         assert serious_violations(tab) == []
         assert dialogs == []
         browser.close()
+
+
+def test_why_a_learner_has_no_notebook_is_the_graders_record_as_the_standings_read_it(tmp_path):
+    """make similarity reads the grader's verdict through grader/standings.py: a result file
+    that a later grading superseded (the formgrader's button writes only the tests' record) is
+    not what it reports."""
+    from grader.safegrade import result_files
+
+    course = Course(tmp_path, "c", Path("."))
+    assert similarity.not_graded(course, "ann", "ex1") == "not graded yet: run make autograde"
+    failed = result_files.SubmissionResult(
+        "ann", "ex1", result_files.State.GRADER_FAILED, None, 0, "x"
+    )
+    path = result_files.result_path(course.results, "ann", "ex1")
+    result_files.save(failed, path)
+    said = similarity.not_graded(course, "ann", "ex1")
+    assert said == "the grader failed on it: run make autograde again"
+    result_files.save_tests(course.results, "ann", "ex1", [])
+    record = result_files.tests_path(course.results, "ann", "ex1")
+    os.utime(record, ns=(path.stat().st_mtime_ns + 10**9,) * 2)  # written after the result file
+    assert similarity.not_graded(course, "ann", "ex1") != said

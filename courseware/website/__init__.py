@@ -30,6 +30,7 @@ from courseware.notebooks import clean
 from courseware.repository import HERE, Repository
 from fxcourse import languages
 from fxcourse.messages import LANGUAGE_VARIABLE, _, speaking, use_language
+from fxcourse.workspace import course_kernel
 
 CONF = Path(__file__).with_name("conf.py").parent  # the site's Sphinx configuration: code, here
 # The themes' message catalogs that the editions' own words replace (courseware.website.conf).
@@ -103,11 +104,13 @@ def helpers_digest(language: str, repository: Repository = HERE) -> str:
     return digest.hexdigest()[:16]
 
 
-def site_chapter(nb: nbformat.NotebookNode, digest: str = "") -> nbformat.NotebookNode:
+def site_chapter(
+    nb: nbformat.NotebookNode, digest: str = "", repository: Repository = HERE
+) -> nbformat.NotebookNode:
     """A chapter source as a site page: mistakes dropped, answers folded, a how-to-run note.
     The execution cache is keyed by the code: a hidden cell holding the helpers' digest re-runs
     the page when a helper changes what it shows (a picture's text alternative, a message)."""
-    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
+    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4), repository.root)
     cells = [page.cells[0], nbformat.v4.new_markdown_cell(how_to_run(), id="fxcourse-how-to-run")]
     if digest:
         helpers = nbformat.v4.new_code_cell(f"# fxcourse {digest}", id="fxcourse-helpers")
@@ -129,10 +132,12 @@ def site_chapter(nb: nbformat.NotebookNode, digest: str = "") -> nbformat.Notebo
     return page
 
 
-def site_exercise(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def site_exercise(
+    nb: nbformat.NotebookNode, repository: Repository = HERE
+) -> nbformat.NotebookNode:
     """An exercise starter as task text: shown as released, with the how-to-run note. The
     starter lives in exercises/<assignment>/, its page in exercises/: links one folder up."""
-    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4))
+    page = clean(nbformat.reads(nbformat.writes(nb), as_version=4), repository.root)
     for cell in page.cells:
         if cell.cell_type == "markdown":
             cell.source = cell.source.replace("](../../", "](../")
@@ -180,10 +185,12 @@ def write_sources(src: Path, language: str, repository: Repository = HERE) -> li
     chapters = dict(sorted(chapter_sources(language, repository).items()))
     digest = helpers_digest(language, repository)
     for name, nb in chapters.items():
-        pages[src / name] = nbformat.writes(with_page_links(site_chapter(nb, digest))) + "\n"
+        pages[src / name] = (
+            nbformat.writes(with_page_links(site_chapter(nb, digest, repository))) + "\n"
+        )
     exercises = sorted(starters.glob("*/*.ipynb"))
     for starter in exercises:
-        page = site_exercise(nbformat.read(starter, as_version=4))
+        page = site_exercise(nbformat.read(starter, as_version=4), repository)
         pages[src / "exercises" / starter.name] = nbformat.writes(page) + "\n"
     pages[src / "exercises" / "index.md"] = exercises_page([p.stem for p in exercises])
     pages[src / "index.md"] = start_page(
@@ -290,6 +297,8 @@ def sphinx_command(
     options = {
         "language": languages.get(language).sphinx,
         "nb_execution_cache_path": str(build_dir / "cache"),
+        # every notebook runs in the kernel of this repository's course (conf.py reads no course)
+        "nb_kernel_rgx_aliases..*": course_kernel(repository.root)["name"],
         **site_names(language),
     }
     if languages.get(language).search_words:

@@ -36,8 +36,6 @@ from grader.report_model import course_tryits, own_tryits
 from grader.safegrade.grading_limits import LIMITS
 
 RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
-TIME_LIMIT_S = LIMITS.progress_time
-MAX_OUTPUT = LIMITS.progress_output_bytes
 WHEN = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
@@ -97,9 +95,10 @@ def read_as(account: str, folder: str = "chapters") -> dict | str:
 
 
 def run_capped(command: list[str], environment: dict) -> tuple[int, bytes] | str:
-    """(exit status, stdout) of the command, its output read as it comes: past MAX_OUTPUT bytes
-    or TIME_LIMIT_S seconds it is stopped and a one-line reason returned instead (a learner's
-    notebooks can make the reader print without end; nothing more than the cap is ever held)."""
+    """(exit status, stdout) of the command, its output read as it comes: past the progress
+    output cap or time limit (LIMITS) it is stopped and a one-line reason returned instead (a
+    learner's notebooks can make the reader print without end; nothing more than the cap is ever
+    held)."""
     process = subprocess.Popen(
         command, cwd="/", env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
@@ -109,27 +108,27 @@ def run_capped(command: list[str], environment: dict) -> tuple[int, bytes] | str
         timed_out.set()
         process.kill()
 
-    timer = threading.Timer(TIME_LIMIT_S, stop)
+    timer = threading.Timer(LIMITS.progress_time, stop)
     timer.start()
     try:
-        output = process.stdout.read(MAX_OUTPUT + 1)
-        if len(output) > MAX_OUTPUT:
+        output = process.stdout.read(LIMITS.progress_output_bytes + 1)
+        if len(output) > LIMITS.progress_output_bytes:
             process.kill()
         returncode = process.wait()
     finally:
         timer.cancel()
         process.stdout.close()
-    if len(output) > MAX_OUTPUT:
+    if len(output) > LIMITS.progress_output_bytes:
         return "could not be read (too large)"
     if timed_out.is_set():
-        return f"not read within {TIME_LIMIT_S:g} s"
+        return f"not read within {LIMITS.progress_time:g} s"
     return returncode, output
 
 
 def checked(output: bytes, shape: Shape | None = None) -> dict | str:
     """fxcourse.progress's JSON as this course can have it, or a reason it is not."""
     shape = shape or course_shape()
-    if len(output) > MAX_OUTPUT:
+    if len(output) > LIMITS.progress_output_bytes:
         return "could not be read (too large)"
     try:
         claim = json.loads(output)

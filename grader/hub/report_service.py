@@ -26,9 +26,6 @@ from grader.hub.progress_service import RUNUSER, progress_of_everyone, serve
 from grader.report import CSP
 from grader.safegrade.grading_limits import LIMITS
 
-TIME_LIMIT_S = LIMITS.report_time
-MAX_PAGE = LIMITS.report_page_bytes
-
 
 def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: str) -> str:
     """The report page for `instructor`'s course folder, or a page saying why there is none."""
@@ -52,11 +49,11 @@ def report_of(instructor: str, course_folder: str, progress: dict, hub_prefix: s
             env=environment,
             input=json.dumps(progress).encode(),
             capture_output=True,
-            timeout=TIME_LIMIT_S,
+            timeout=LIMITS.report_time,
         )
     except subprocess.TimeoutExpired:
-        return message(f"the report was not built within {TIME_LIMIT_S:g} s")
-    if done.returncode != 0 or len(done.stdout) > MAX_PAGE:
+        return message(f"the report was not built within {LIMITS.report_time:g} s")
+    if done.returncode != 0 or len(done.stdout) > LIMITS.report_page_bytes:
         last = done.stderr.decode(errors="replace").strip().split("\n")[-1]
         return message(f"no report yet: {last or 'the report could not be built'}")
     return done.stdout.decode(errors="replace")

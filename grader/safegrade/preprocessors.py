@@ -32,9 +32,9 @@ from nbgrader.preprocessors import (
     GetGrades,
     NbGraderPreprocessor,
 )
-from traitlets import Bool, Instance, List
+from traitlets import Bool, Instance, List, Unicode
 
-from . import checking, result_files, wording
+from . import checking, kernel, result_files, wording
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
 from .grading_files import results_folder, secret_file
@@ -69,9 +69,9 @@ def configure(c, course) -> None:
     `course` (grader/course.py's Course: its source, results and secret): Autograde's Execute step
     replaced by SandboxExecute, deleted test cells put back, probes and checks never released,
     feedback without hidden tests, where the hidden part of each test cell finds the exercises'
-    probes and checks (SAFEGRADE_SOURCE, kernel.py), where the results and the grading secret are
-    (grading_files.py), and this interpreter's folder on PATH (for nbgrader's `alembic`). Limits:
-    GradingLimits' traits, set after this call."""
+    probes and checks (ResilientExecute.source, which its kernel gets), where the results and the
+    grading secret are (grading_files.py), and this interpreter's folder on PATH (for nbgrader's
+    `alembic`). Limits: GradingLimits' traits, set after this call."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.converters import Autograde
 
@@ -86,7 +86,7 @@ def configure(c, course) -> None:
     c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
     c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
     c.GradingFiles.results, c.GradingFiles.secret = str(course.results), str(course.secret)
-    os.environ["SAFEGRADE_SOURCE"] = str(course.source)
+    c.ResilientExecute.source = str(course.source)
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 
@@ -103,7 +103,26 @@ class ForgetDuplicates(NbGraderPreprocessor):
 
 class ResilientExecute(Execute):
     """nbgrader's Execute, except that a kernel that dies fails the cell it died in and every
-    later code cell instead of failing the whole submission."""
+    later code cell instead of failing the whole submission. Its kernel, which runs the hidden
+    part of each test cell (kernel.run_check), is told where the exercises' probes and checks
+    are in its own environment: `source`, from this course's configuration."""
+
+    source = Unicode(
+        "", help="The exercises' source folder (the Course's solutions/) for the kernel's checks"
+    ).tag(config=True)
+
+    def kernel_environment(self) -> dict[str, str]:
+        """The environment the kernel starts with: this process's, and the course's source."""
+        told = {kernel.SOURCE_VARIABLE: self.source} if self.source else {}
+        return {**os.environ, **told}
+
+    def start_new_kernel(self, **kwargs):
+        kwargs.setdefault("env", self.kernel_environment())
+        return super().start_new_kernel(**kwargs)
+
+    async def async_start_new_kernel(self, **kwargs):
+        kwargs.setdefault("env", self.kernel_environment())
+        return await super().async_start_new_kernel(**kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
         self._died_in: str | None = None

@@ -1,0 +1,37 @@
+"""What a module imports, read from its syntax tree: the one walker that the layout test
+(tests/test_grader_layout.py) and the package test (tests/test_packages.py) share, so an import
+one of them sees the other sees too."""
+
+from __future__ import annotations
+
+import ast
+
+
+def literal_import_module(node: ast.AST) -> str | None:
+    """The name in `importlib.import_module("name")` (or `import_module("name")` imported bare),
+    when `node` is such a call with a literal name; None for every other node."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    first = node.args[0]
+    if called != "import_module" or not isinstance(first, ast.Constant):
+        return None
+    return str(first.value) if isinstance(first.value, str) else None
+
+
+def imported_names(node: ast.AST, package: str) -> list[str]:
+    """The absolute module names one node imports: an import statement's modules (for
+    `from x import y`, both x and x.y, since y may be a module), or an import_module call's
+    literal name. `package` is the importing module's package, which relative imports count from."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")
+            anchor = parts[: len(parts) - node.level + 1]
+            base = ".".join([*anchor, *filter(None, [node.module])])
+        return [base] + [f"{base}.{alias.name}" for alias in node.names]
+    name = literal_import_module(node)
+    return [name] if name else []
