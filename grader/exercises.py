@@ -30,7 +30,7 @@ from pathlib import Path
 from traitlets import List, TraitError, Unicode, validate
 from traitlets.config import Config, Configurable
 
-from grader.safegrade.assignments import languages_of, split, translated
+from grader.safegrade.assignments import catalogs_of, languages_of, split, translated
 
 SOURCE = Path("solutions")  # solutions/<name>/<name>.ipynb: nbgrader's source layout
 HIDDEN_TESTS = """### BEGIN HIDDEN TESTS
@@ -46,7 +46,8 @@ def names(course: Path) -> tuple[str, ...]:
     folder = course / SOURCE
     found = (path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else ()
     found = [name for name in found if (folder / name / f"{name}.ipynb").is_file()]
-    return tuple(sorted(name for name in found if split(name)[0] == name))  # not translations
+    catalogs = catalogs_of(course)
+    return tuple(sorted(name for name in found if split(name, catalogs)[0] == name))
 
 
 def of_course(course: Path) -> tuple[str, ...]:
@@ -54,9 +55,10 @@ def of_course(course: Path) -> tuple[str, ...]:
     return names(course)
 
 
-def translations_of(exercise: str) -> tuple[str, ...]:
-    """The assignments that are `exercise` in another language."""
-    return tuple(translated(exercise, code) for code in languages_of(exercise))
+def translations_of(exercise: str, catalogs: Path | None = None) -> tuple[str, ...]:
+    """The assignments that are `exercise` in another language (of `catalogs`: catalogs_of the
+    course)."""
+    return tuple(translated(exercise, code) for code in languages_of(exercise, catalogs))
 
 
 class ClassLanguages(Configurable):
@@ -106,13 +108,13 @@ def class_languages(course: Path) -> tuple[str, ...]:
 def assignments_of(course: Path) -> tuple[str, ...]:
     """Every nbgrader assignment of the class at `course`: each exercise, then its translations
     into the class's languages (class_languages)."""
-    chosen = class_languages(course)
+    chosen, catalogs = class_languages(course), catalogs_of(course)
     return tuple(
         name
         for exercise in of_course(course)
         for name in (
             exercise,
-            *(translated(exercise, c) for c in languages_of(exercise) if c in chosen),
+            *(translated(exercise, c) for c in languages_of(exercise, catalogs) if c in chosen),
         )
     )
 
@@ -120,8 +122,11 @@ def assignments_of(course: Path) -> tuple[str, ...]:
 def possible_assignments(course: Path) -> tuple[str, ...]:
     """Every assignment the course can have, whatever its class's languages: each exercise and
     each translation its catalogs hold (the names an LMS download may carry)."""
+    catalogs = catalogs_of(course)
     return tuple(
-        name for exercise in of_course(course) for name in (exercise, *translations_of(exercise))
+        name
+        for exercise in of_course(course)
+        for name in (exercise, *translations_of(exercise, catalogs))
     )
 
 
@@ -133,9 +138,10 @@ def near_name(name: str, course: Path) -> str:
     return near_match(name, assignments_of(course)) or near_match(name, of_course(course))
 
 
-def exercise_of(assignment: str) -> str:
-    """The exercise an assignment is (itself, or the exercise it translates)."""
-    return split(assignment)[0]
+def exercise_of(assignment: str, catalogs: Path | None = None) -> str:
+    """The exercise an assignment is (itself, or the exercise it translates; `catalogs`:
+    catalogs_of the course)."""
+    return split(assignment, catalogs)[0]
 
 
 def write_translations(course: Path) -> tuple[str, ...]:
@@ -143,9 +149,9 @@ def write_translations(course: Path) -> tuple[str, ...]:
     those of the languages the class no longer has removed; returns the class's assignments."""
     import shutil
 
-    chosen = class_languages(course)
+    chosen, catalogs = class_languages(course), catalogs_of(course)
     for exercise in of_course(course):
-        for language in languages_of(exercise):
+        for language in languages_of(exercise, catalogs):
             if language in chosen:
                 write_translation(course, exercise, language)
             else:  # the formgrader lists every source folder as an assignment
@@ -164,6 +170,7 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
 
     from courseware.i18n import Document, add_language_cell, lookup_of, translate_notebook
 
+    repository = repository_of(course)
     source, name = course / SOURCE / exercise, translated(exercise, language)
     target = course / SOURCE / name
     shutil.rmtree(target, ignore_errors=True)
@@ -173,16 +180,29 @@ def write_translation(course: Path, exercise: str, language: str) -> Path:
             shutil.copy(source / module, target)
     # The catalog holds the released notebook's text, whose links are one folder deeper.
     notebook = one_folder_deeper(nbformat.read(source / f"{exercise}.ipynb", as_version=4))
-    notebook = translate_notebook(notebook, lookup_of(exercise, language), asserts=True)
+    notebook = translate_notebook(notebook, lookup_of(exercise, language, repository), asserts=True)
     add_language_cell(notebook, language, exercise=True)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = cell.source.replace("](../../", "](../")
     nbformat.write(notebook, target / f"{name}.ipynb")
     for module, grader in (("verify", False), ("checks", True)):
-        document = Document(f"{exercise}.{module}", source / f"{module}.py", True, grader=grader)
+        document = Document(
+            f"{exercise}.{module}",
+            source / f"{module}.py",
+            True,
+            grader=grader,
+            repository=repository,
+        )
         (target / f"{module}.py").write_text(document.translated(language), encoding="utf-8")
     return target
+
+
+def repository_of(course: Path):
+    """courseware's Repository of the course at `course`, reading its catalogs (catalogs_of)."""
+    from courseware.repository import Repository
+
+    return Repository(course, catalogs=catalogs_of(course))
 
 
 def is_test_cell(cell) -> bool:
@@ -263,16 +283,16 @@ def configure(c, release: Path) -> None:
     c.GenerateAssignment.post_convert_hook = RecordingVerify(release)
 
 
-def code_stub(exercise: str, language: str) -> dict[str, str]:
+def code_stub(exercise: str, language: str, course: Path) -> dict[str, str]:
     """nbgrader's stubs of answer cells with their comment in `language` (the exercise's
-    catalog translates it, as it does in the practice copy)."""
+    catalog of the course at `course` translates it, as it does in the practice copy)."""
     from nbgrader.preprocessors import ClearSolutions
 
     from courseware.i18n import lookup_of
 
     stub = ClearSolutions.class_traits()["code_stub"].default()["python"]
     comment = stub.partition("\n")[0].lstrip("# ")
-    said = lookup_of(exercise, language).get(comment) or comment
+    said = lookup_of(exercise, language, repository_of(course)).get(comment) or comment
     return {"python": stub.replace(comment, said)}
 
 
@@ -285,9 +305,10 @@ def generate(argv: list[str]) -> int:
     for name in (arg for arg in argv if not arg.startswith("-")):
         app = GenerateAssignmentApp()
         app.initialize([name, "--force", *options])
-        exercise, language = split(name)
+        course = Path(app.coursedir.root)
+        exercise, language = split(name, catalogs_of(course))
         if language:  # the stub in an answer cell ("YOUR CODE HERE") in the notebook's language
-            app.config.ClearSolutions.code_stub = code_stub(exercise, language)
+            app.config.ClearSolutions.code_stub = code_stub(exercise, language, course)
         try:
             app.start()
         except SystemExit as stop:

@@ -27,11 +27,12 @@ class Where:
     assignments: tuple[str, ...]  # every exercise of the course
     results: Path  # make autograde's result files: <results>/<assignment>/<student>.json
     sources: Path  # <sources>/<assignment>/<assignment>.ipynb
+    catalogs: Path | None = None  # the course's translation catalogs (assignments.catalogs_of)
 
     def of(self, exercise: str) -> tuple[str, ...]:
         """The exercise's assignments: itself and its translations (grader/exercises.py). A
         learner's submission of any is their grade of the exercise (the newest, if several)."""
-        return (exercise, *exercises.translations_of(exercise))
+        return (exercise, *exercises.translations_of(exercise, self.catalogs))
 
 
 def results(where: Where) -> tuple[dict[str, dict[str, Grade | None]], dict[str, list]]:

@@ -16,6 +16,7 @@ from grader import exercises, grades_export, intake
 from grader.course import SETTINGS, Course
 from grader.exercises import SOURCE
 from grader.intake import class_exchange
+from grader.safegrade.assignments import catalogs_of
 from grader.safegrade.data import inert_text
 from grader.safegrade.grading_limits import LIMITS
 from grader.safegrade.result_files import not_graded
@@ -211,6 +212,7 @@ def export_sources(course: Course | Path) -> grades_export.Where:
         assignments=course.exercises,
         results=course.results,
         sources=course.source,
+        catalogs=catalogs_of(course.root),
     )
 
 
@@ -224,7 +226,9 @@ def export(course: Course | Path, out: Path | None = None, assignments: Sequence
     says what each cell means). UsageError for an unknown name, or when nothing has been
     graded."""
     course = Course.of(course)
-    chosen = list(dict.fromkeys(map(exercises.exercise_of, check_assignments(assignments, course))))
+    catalogs = catalogs_of(course.root)
+    checked = check_assignments(assignments, course)
+    chosen = list(dict.fromkeys(exercises.exercise_of(name, catalogs) for name in checked))
     where = export_sources(course)
     if not grades_export.anything_to_export(where, chosen):
         raise UsageError(

@@ -162,7 +162,8 @@ def test_the_export_counts_either_language_as_the_exercise(class_graded):
 def test_the_grader_finds_each_exercises_translations_in_the_catalogs():
     from grader.safegrade import assignments
 
-    assert assignments.catalogs() == HERE.locales
+    assert assignments.installed_catalogs() == HERE.locales
+    assert assignments.catalogs_of(REPOSITORY) == HERE.locales
     assert exercises.languages_of(EX1) == ["zh"] and exercises.split(EX1_ZH) == (EX1, "zh")
     assert exercises.split(f"{EX1}-xx") == (f"{EX1}-xx", "")  # not a language of the course
 

@@ -238,6 +238,8 @@ def test_export_autograde_and_feedback_refuse_typos_and_empty_inputs(tmp_path, c
 
 def test_feedback_names_the_uploads_make_autograde_could_not_grade(tmp_path: Path, capsys):
     """Their typed results say why there is no feedback for them (nbgrader has none to render)."""
+    (tmp_path / "solutions" / EX1).mkdir(parents=True)  # the course's exercise: its source
+    (tmp_path / "solutions" / EX1 / f"{EX1}.ipynb").write_text("{}")
     results = Course.configured(tmp_path).results
     why = {"uma": ("error", "0: the grader could not grade this submission: NotJSONError")}
     why |= {"vic": ("grader-error", "not graded: the grader failed, not the submission; rerun")}

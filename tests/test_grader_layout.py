@@ -234,6 +234,7 @@ GRADER_USES_BELOW = {
     "grader.course -> fxcourse",
     "grader.course -> fxcourse.course_file",
     "grader.exercises -> courseware.i18n",
+    "grader.exercises -> courseware.repository",  # the Repository of the course graded
     "grader.exercises -> fxcourse",
     "grader.exercises -> fxcourse.languages",
     "grader.exercises -> fxcourse.results",
@@ -246,6 +247,7 @@ GRADER_USES_BELOW = {
     "grader.safegrade.assignments -> fxcourse",
     "grader.safegrade.assignments -> fxcourse.languages",
     "grader.safegrade.preprocessors -> courseware.i18n",
+    "grader.safegrade.preprocessors -> courseware.repository",
     "grader.tools.sizing -> fxcourse.workspace",
 }
 
@@ -446,7 +448,6 @@ LOCATED_IN_FUNCTIONS = {
     "grader.course_grader.course_root",
     "grader.hub.classroom.refresh_course_folder",
     "grader.make_variables.known_names",
-    "grader.safegrade.assignments.catalogs",  # courseware's catalogs when it is not installed
 }
 
 
@@ -479,8 +480,8 @@ def test_no_function_falls_back_to_this_checkouts_course(tmp_path):
 # What reads a course's identity or folders (its course.json, its solutions/, its catalogs): called
 # at a module's top level, it fixes one course (this checkout's) for every caller.
 COURSE_READS = {
-    "course_kernel", "settings", "configured", "of_course", "assignments_of", "catalogs",
-    "classdata", "shared_exchange", "course_notebooks", "exchange_root",
+    "course_kernel", "settings", "configured", "of_course", "assignments_of", "catalogs_of",
+    "installed_catalogs", "classdata", "shared_exchange", "course_notebooks", "exchange_root",
 }  # fmt: skip
 
 

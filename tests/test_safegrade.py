@@ -649,3 +649,89 @@ def test_the_seccomp_filter_is_well_formed():
     if program is None:
         pytest.skip("the seccomp filter is built for x86_64 only")
     assert len(program) % 8 == 0 and len(program) // 8 < 4096
+
+
+# ----------------------------------------------------------------------------- catalogs
+
+EX1 = "ex1_sigmoid_to_tanh"
+KERNEL_DIED = "the kernel died in this cell"  # one of the grader's messages safegrade.po tells
+
+
+def own_catalogs(course: Path, names: tuple[str, ...]) -> Path:
+    """The installed Chinese catalogs `names` copied into the course's own courseware/locale."""
+    import shutil
+
+    from grader.safegrade import assignments
+
+    own = course / "courseware" / "locale" / "zh"
+    own.mkdir(parents=True)
+    for name in names:
+        shutil.copy(assignments.installed_catalogs() / "zh" / f"{name}.po", own)
+    return own.parent
+
+
+def changed_translation(catalog: Path, english: str, said: str) -> None:
+    import polib
+
+    po = polib.pofile(str(catalog), wrapwidth=0)
+    po.find(english).msgstr = said
+    po.save()
+
+
+def a_message_of(module: Path) -> str:
+    """A translated message of the exercise's module (its catalog beside the installed ones)."""
+    from courseware.i18n import lookup_of
+
+    text = module.read_text(encoding="utf-8")
+    return next(english for english in lookup_of(f"{EX1}.{module.stem}", "zh") if english in text)
+
+
+def test_a_course_names_its_assignments_from_its_own_catalogs(tmp_path, class_languages):
+    """A course's translations are those of its own courseware/locale (assignments.catalogs_of),
+    not the installed courseware's: without its notebook's catalog, a class given Chinese has
+    no Chinese assignment of the exercise, and the export counts none."""
+    from grader import exercises, grades_export, instructor
+    from grader.safegrade import assignments
+
+    course = class_languages(instructor.copy_course(tmp_path / "course", [EX1]), "en", "zh")
+    assert assignments.catalogs_of(course) == assignments.installed_catalogs()  # a copy has none
+    assert exercises.assignments_of(course) == (EX1, exercises.translated(EX1, "zh"))
+    catalogs = own_catalogs(course, (f"{EX1}.verify", f"{EX1}.checks", "safegrade"))
+    assert assignments.catalogs_of(course) == catalogs
+    assert exercises.assignments_of(course) == (EX1,)
+    assert exercises.split(exercises.translated(EX1, "zh"), catalogs)[1] == ""
+    where = grades_export.Where("", "", (EX1,), course, course / "solutions", catalogs)
+    assert where.of(EX1) == (EX1,)
+
+
+def test_a_course_is_released_and_graded_with_its_own_changed_catalog(tmp_path, class_languages):
+    """A changed translation in the course's own catalogs is what its Chinese release says (its
+    verify.py) and what its grading tells a Chinese submission (the catalogs ResilientExecute
+    gets from preprocessors.configure)."""
+    from traitlets.config import Config
+
+    from grader import exercises, instructor
+
+    course = class_languages(instructor.copy_course(tmp_path / "course", [EX1]), "en", "zh")
+    catalogs = own_catalogs(course, (EX1, f"{EX1}.verify", f"{EX1}.checks", "safegrade"))
+    verify_po = catalogs / "zh" / f"{EX1}.verify.po"
+    changed_translation(
+        verify_po, a_message_of(course / "solutions" / EX1 / "verify.py"), "这门课自己的译文"
+    )
+    changed_translation(catalogs / "zh" / "safegrade.po", KERNEL_DIED, "这门课自己的说法")
+    written = exercises.write_translation(course, EX1, "zh") / "verify.py"
+    assert "这门课自己的译文" in written.read_text(encoding="utf-8")
+
+    config = Config()
+    preprocessors.configure(config, Course.configured(course))
+    execute = preprocessors.ResilientExecute(config=config)
+    assert Path(execute.catalogs) == catalogs
+
+    def died():
+        return [nbformat.v4.new_output("error", ename="DeadKernelError", evalue=KERNEL_DIED)]
+
+    in_chinese = exercises.translated(EX1, "zh")
+    told = preprocessors.in_language_of(in_chinese, execute.catalogs)(died())
+    assert told[0].evalue == "这门课自己的说法"
+    installed = preprocessors.in_language_of(in_chinese)(died())  # the installed catalogs'
+    assert installed[0].evalue not in (KERNEL_DIED, "这门课自己的说法")

@@ -35,6 +35,7 @@ from nbgrader.preprocessors import (
 from traitlets import Bool, Instance, List, Unicode
 
 from . import checking, kernel, result_files, wording
+from .assignments import catalogs_of, installed_catalogs, split
 from .checking import GraderFailure
 from .gradebook import ClearUnreadableUpload
 from .grading_files import results_folder, secret_file
@@ -87,6 +88,7 @@ def configure(c, course) -> None:
     c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
     c.GradingFiles.results, c.GradingFiles.secret = str(course.results), str(course.secret)
     c.ResilientExecute.source = str(course.source)
+    c.ResilientExecute.catalogs = str(catalogs_of(course.root))
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 
@@ -110,6 +112,9 @@ class ResilientExecute(Execute):
     source = Unicode(
         "", help="The exercises' source folder (the Course's solutions/) for the kernel's checks"
     ).tag(config=True)
+    catalogs = Unicode(
+        "", help="The course's translation catalogs (assignments.catalogs_of; default: installed)"
+    ).tag(config=True)
 
     def kernel_environment(self) -> dict[str, str]:
         """The environment the kernel starts with: this process's, and the course's source."""
@@ -128,7 +133,7 @@ class ResilientExecute(Execute):
         self._died_in: str | None = None
         self._not_run: set[int] = set()  # the index of each cell the dead kernel never ran
         nb, resources = super().preprocess(nb, resources, km)
-        told = in_language_of(resources["nbgrader"]["assignment"])
+        told = in_language_of(resources["nbgrader"]["assignment"], self.catalogs)
         for cell in (cell for cell in nb.cells if cell.cell_type == "code"):
             cell.outputs = told(cell.outputs)  # before the record, which the report reads
         record_tests(self.config, resources, nb, self._not_run)
@@ -164,18 +169,19 @@ def record_tests(config, resources, nb, not_run: set[int]) -> None:
     result_files.save_tests(results_folder(config), info["student"], info["assignment"], tests)
 
 
-def in_language_of(assignment: str):
+def in_language_of(assignment: str, catalogs: str | Path = ""):
     """The grader's own messages in a cell's outputs (wording.py) told in the language of
-    `assignment` (an exercise in another language, grader/exercises.py): a function of the
-    outputs. The checks' messages are already in it (its checks.py and verify.py are)."""
-    from grader.safegrade.assignments import split
-
-    language = split(assignment)[1]
+    `assignment` (an exercise in another language, grader/exercises.py; `catalogs`: the course's,
+    assignments.catalogs_of, the installed ones when empty): a function of the outputs. The
+    checks' messages are already in it (its checks.py and verify.py are)."""
+    catalogs = Path(catalogs) if catalogs else installed_catalogs()
+    language = split(assignment, catalogs)[1]
     if not language:
         return lambda found: found
     from courseware.i18n import lookup_of
+    from courseware.repository import Repository
 
-    lookup = lookup_of("safegrade", language)
+    lookup = lookup_of("safegrade", language, Repository(catalogs.parent.parent, catalogs))
 
     def told(found: list) -> list:
         errors = (o for o in found if o.output_type == "error" and o.ename in wording.GRADER_ERRORS)
@@ -231,7 +237,7 @@ class SandboxExecute(ResilientExecute):
         finally:
             if self.own_pool is not None:
                 self.own_pool.close()
-        told = in_language_of(info["assignment"])
+        told = in_language_of(info["assignment"], self.catalogs)
         for index, cell in enumerate(cells):
             cell.outputs = told(outputs(cell, records.get(index), missing, verdicts.get(index)))
         at = {id(cell): index for index, cell in enumerate(nb.cells)}
