@@ -121,7 +121,7 @@ class Steps(nn.Module):  # a chain of drawn steps (Linear, relu, cumsum, flip, a
 def _machines(on_accelerator) -> dict:
     """Which nodes run on the accelerator in the cases' machines: the chapter's and others."""
     return {
-        "modules, relu and add": on_accelerator,
+        "modules and the relu method": on_accelerator,
         "modules and cumsum": lambda node: node.op == "call_module" or node.target is torch.cumsum,
         "everything but flip": lambda node: node.target != "flip",
         "add only": lambda node: node.target is operator.add,
@@ -129,7 +129,7 @@ def _machines(on_accelerator) -> dict:
 
 
 def _machine_label(name: str) -> str:
-    labels = {"modules, relu and add": _("modules, relu and add")}
+    labels = {"modules and the relu method": _("modules and the relu method")}
     labels |= {"modules and cumsum": _("modules and cumsum")}
     labels |= {"everything but flip": _("everything but flip"), "add only": _("add only")}
     return labels[name]
