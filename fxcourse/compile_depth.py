@@ -108,11 +108,33 @@ def _recording(backend, seen: list) -> Callable:
     return recording_backend
 
 
+# Dynamo settings that decide whether and how a frame recompiles: serve_run restores their
+# defaults for its block, whatever an earlier cell set (a recompile_limit lowered to 1 there made
+# every answer's second compile run eagerly instead). A serve that sets one itself still has its
+# recompiles logged, and refused.
+RECOMPILE_SETTINGS = (
+    "recompile_limit",
+    "accumulated_recompile_limit",
+    "automatic_dynamic_shapes",
+    "assume_static_by_default",
+    "specialize_int",
+    "specialize_float",
+    "error_on_recompile",
+)
+
+
+def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
+    """torch._dynamo.config's defaults for `names` (its private table of entries)."""
+    table = torch._dynamo.config._config
+    return {name: table[name].default for name in names if name in table}
+
+
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
     which requests went through a compiled graph (their input or output is one of its tensors),
-    whatever the backend. It runs under the default stance: one an earlier cell left set
-    (force_eager, tried after 10.1) would stop every answer compiling, the reference's too."""
+    whatever the backend. It runs under the default stance and Dynamo's default recompile
+    settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
+    answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
     from unittest import mock
 
     from torch._dynamo import eval_frame
@@ -129,6 +151,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         unprofiled_guards(),
         warnings.catch_warnings(),
         torch.compiler.set_stance("default"),
+        torch._dynamo.config.patch(dynamo_defaults()),
     ):
         warnings.simplefilter("ignore")
         outputs = serve(scorer, inputs)
@@ -244,12 +267,16 @@ def minifier_case(make) -> MinifierCase:
     negation and a large constant, first (a summary of each output or of all of them, their
     sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
-    the values' places, such as sorted values, sees nothing wrong). A chain whose
-    result hides the planted error (a saturated tanh downstream) or reaches LARGEST is drawn
-    again."""
+    the values' places, such as sorted values, sees nothing wrong). In half the cases of every
+    run the graph also returns, second, a NaN output (the log of values below their mean, NaN
+    in eager as in every backend: a comparison that calls NaN != NaN a difference says so of a
+    healthy backend), and the same NaN after the result unless balanced (a comparison of the
+    largest difference, NaN there, sees nothing wrong). A chain whose result hides the planted
+    error (a saturated tanh downstream) or reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "balanced"])
     rolls = make.each([True, False])  # the wrong values moved to other places, or changed
+    nan = make.each(["a NaN output", "no NaN"]) == "a NaN output"
     others = [name for name in UNARY if name != wrong]
     while True:
         chain = [make.choice(others) for _ in range(make.integer(4, 7))]
@@ -258,10 +285,11 @@ def minifier_case(make) -> MinifierCase:
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
         bad = {"last": len(early), "first": 0, "middle": 1, "balanced": 0}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced")
+        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced", nan=nan)
         inputs = [make.tensor(width)]
         case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong], rolls))
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
+        bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
         moved = (result - wanted).abs().max()
         if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
@@ -275,20 +303,29 @@ def minifier_case(make) -> MinifierCase:
             return case
 
 
+def differs_from_itself(case: MinifierCase, results_differ: Callable) -> bool:
+    """What the predicate says of a backend that runs the graph as it is: a right predicate says
+    False. One that takes NaN != NaN for a difference says True where the graph computes NaN
+    (and then the minifier may keep the NaN output, or by luck the planted operator)."""
+    return bool(results_differ(copy.deepcopy(case.gm), case.inputs, lambda gm, _inputs: gm))
+
+
 BALANCE = 1e6  # the balanced output's constant: beside it, every value of the chain moves its
 LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's rtol
 
 
 def _traced_chain(
-    chain: list[str], width: int, early: list[int], bad: int, balanced: bool = False
+    chain: list[str], width: int, early: list[int], bad: int, balanced=False, nan=False
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
     wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
     or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
-    operator) and BALANCE in one vector."""
+    operator) and BALANCE in one vector; with `nan`, the log of the input minus its mean (NaN
+    wherever the input is below its mean) second, and after the result when not balanced."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
+        holes = torch.log(x - x.mean()) if nan else None  # no operator of UNARY: never planted
         outputs = []
         for index, op in enumerate(ops):
             for _repeat in range(early.count(index)):
@@ -297,7 +334,11 @@ def _traced_chain(
             x = y * 0.5 + x if index % 2 else y + 1
         if balanced:
             x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
+        elif nan:  # NaN beside the planted error too: its largest difference is NaN
+            x = torch.cat([x, holes])
         outputs.insert(bad, x)
+        if nan:
+            outputs.insert(1, holes)
         return tuple(outputs)
 
     return fx.experimental.proxy_tensor.make_fx(run)(torch.randn(width))

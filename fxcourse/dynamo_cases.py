@@ -4,8 +4,9 @@ compare the learner's answer with the reference answer, fxcourse.reference).
     for case in check.cases(drawn_models, count=5):      # try it 6.1: (model, x)
         (mine, ran), (wanted, ran_wanted) = counted_by_both(case)
     for case in check.cases(signed_inputs, count=8):     # try it 6.2: (x,)
-    for case in check.cases(planted_cases, count=5):     # try it 6.3: (PlantedCase,)
+    for case in check.cases(planted_cases, count=7):     # try it 6.3: (PlantedCase,)
         mine, wanted = case.both(blamed)
+        missed_fault(*case.objects())                    # a hint for a subtle fault's case
     graph_breaks(function, x)                            # try it 6.2: Dynamo's graphs of it
     unfilled(function)                                   # the try-it's function is still `...`
 
@@ -70,13 +71,28 @@ class Drawn(nn.Module):
         return self.body(x)
 
 
+class Gain(nn.Module):  # a parameter named neither weight nor bias
+    def __init__(self, width: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return x * self.gain
+
+    def extra_repr(self) -> str:
+        return str(self.gain.numel())
+
+
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     """A model of linear layers with and without bias; every run has each mix of a layer called
     twice (its weights arrive once) and a BatchNorm (buffers, not parameters), a model whose
     first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter),
-    and a batch x that requires grad (as for a saliency map: an input, not a weight)."""
+    a Gain after the first layer (a parameter named neither weight nor bias) and a batch x that
+    requires grad (as for a saliency map: an input, not a weight)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
+    if make.each(["a gain", "no gain"]) == "a gain":
+        layers.insert(1, Gain(widths[1]))
     shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
     if shared:
         twice = nn.Linear(widths[-1], widths[-1])
@@ -195,7 +211,7 @@ PLANTABLE = {  # operators Inductor decomposes, and the function that calls each
     aten.elu.default: torch._C._nn.elu,
     aten.softplus.default: torch._C._nn.softplus,
 }
-KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "aot crash")  # every run: each kind
+KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "aot crash", "dynamo off", "dynamo nan")
 ALREADY_COMPILED = "aot_eager_decomp_partition"
 
 
@@ -236,9 +252,10 @@ class PlantedCase:
 def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None, moved=1):
     """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
     (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
-    sorted values), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
-    allows), or (in_dynamo="break") breaks the graph after the activation: two graphs, nothing
-    wrong (a climb compiling with fullgraph=True blames eager for it)."""
+    sorted values), makes it 0.2 % off ("dynamo off") or NaN in a few places ("dynamo nan"),
+    or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size allows), or
+    (in_dynamo="break") breaks the graph after the activation: two graphs, nothing wrong (a
+    climb compiling with fullgraph=True blames eager for it)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
     if in_dynamo == "break":
@@ -254,19 +271,38 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
         if torch.compiler.is_compiling():
             if in_dynamo == "dynamo crash":
                 t = t.view(-1, t.numel() + 1)
-            return (activation(a * t + b) * c + t).roll(moved, -1)
+            return _wrong_in_dynamo(activation(a * t + b) * c + t, in_dynamo, moved)
         return activation(a * t + b) * c + t
 
     return fn
 
 
+def _wrong_in_dynamo(result: torch.Tensor, in_dynamo: str, moved: int) -> torch.Tensor:
+    if in_dynamo == "dynamo off":  # off everywhere, by less than a loose tolerance allows
+        return result * 1.002 + 0.002
+    if in_dynamo == "dynamo nan":  # NaN in a few places, as a log of a negative value would give
+        return torch.where(torch.arange(result.shape[-1]) % 97 == 5, float("nan"), result)
+    return result.roll(moved, -1)
+
+
+def missed_fault(case: PlantedCase) -> str:
+    """A hint for the learner's wrong verdict on a case whose fault is subtle; "" for others."""
+    hints = {
+        "dynamo off": _(" Here a stage is 0.2 % off: far more than rounding. How close is close?"),
+        "dynamo nan": _(" Here a stage returns NaN in a few places: does your comparison see it?"),
+    }
+    return hints.get(case.kind, "")
+
+
 def planted_cases(make) -> tuple[PlantedCase]:
-    """A new function and a fault planted for it; each run has every kind (KINDS). The wrong
-    values move (a roll: a summary such as the sum does not change) or differ (the operator's
-    input negated). A climb to the end of the ladder compiles three times on each side, one
-    stopped by Dynamo once, one by AOTAutograd twice: the kinds are chosen so that a run
-    compiles about twenty times. The note describes the function, not the stage at fault (that
-    is the answer)."""
+    """A new function and a fault planted for it; each run of seven has every kind (KINDS). The
+    wrong values move (a roll: a summary such as the sum does not change) or differ (the
+    operator's input negated); in Dynamo's graph they may also be a little off (0.2 %: far
+    beyond rounding, within a tolerance of 0.05) or NaN in a few places (a comparison such as
+    `diff.max() > tol` is False for NaN). A climb to the end of the ladder compiles three times
+    on each side, one stopped by Dynamo once, one by AOTAutograd twice: the kinds are chosen so
+    that a run compiles about twenty-five times. The note describes the function, not the stage
+    at fault (that is the answer)."""
     kind = make.each(KINDS)
     ops = make.rng.sample(list(PLANTABLE), 2)
     if kind == "healthy":  # silu rounds differently once decomposed; the fault is elsewhere

@@ -84,19 +84,39 @@ def gcd_pairs(make) -> list[tuple[int, int]]:
     return pairs
 
 
-def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int, int]:
-    """The exported program's result for (a, b), and how many times the bodies of its
-    while_loops ran (counted by a hook on each body's graph module)."""
+LOOP_LIMIT = 1000  # runs of a loop's body: Euclid takes fewer than 100 steps on any int64 pair
+
+
+class LoopRanTooLong(RuntimeError):
+    pass
+
+
+def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int]:
+    """The exported program's result for (a, b) (a float for a floating-point result; None when
+    its loops' bodies ran more than LOOP_LIMIT times, which stops the program: a subtraction per
+    run takes a / b runs), and how many times those bodies ran (counted by a hook on each
+    body's graph module)."""
     import torch
 
     module = program.module()
     runs = [0]
+
+    def count(_module, _args) -> None:
+        runs[0] += 1
+        if runs[0] > LOOP_LIMIT:
+            raise LoopRanTooLong(LOOP_LIMIT)
+
     for node in module.graph.find_nodes(
         op="call_function", target=torch.ops.higher_order.while_loop
     ):
-        body = getattr(module, node.args[1].target)
-        body.register_forward_pre_hook(lambda _module, _args: runs.__setitem__(0, runs[0] + 1))
-    return int(module(torch.tensor(a), torch.tensor(b))), runs[0]
+        getattr(module, node.args[1].target).register_forward_pre_hook(count)
+    try:
+        result = module(torch.tensor(a), torch.tensor(b))
+    except Exception:
+        if runs[0] > LOOP_LIMIT:  # however the loop passed the hook's error on
+            return None, runs[0]
+        raise
+    return (float if result.is_floating_point() else int)(result), runs[0]
 
 
 def steps_outside_loops(program) -> list[str]:

@@ -168,7 +168,10 @@ def bias_grids(quantizer: Quantizer, graph: fx.GraphModule, data: torch.Tensor) 
 
 # The kinds of a run's cases: one coarse linear under three floors (the highest above what clean
 # 8-bit layers reach), two coarse linears (the second worse) under two.
-DAMAGES = ((False, 12.0), (False, 20.0), (False, 45.0), (True, 12.0), (True, 20.0))
+# (two damaged layers?, floor in dB, where one layer's damage enters: its weights or its relu's
+# output, where an answer that looks only at linear nodes finds the linear after it)
+DAMAGES = ((False, 12.0, "weights"), (False, 20.0, "relu"), (False, 45.0, "weights"))
+DAMAGES += ((True, 12.0, "weights"), (True, 20.0, "weights"))
 
 
 def coarse_weight(levels: int) -> QuantizationSpec:
@@ -179,13 +182,21 @@ def coarse_weight(levels: int) -> QuantizationSpec:
     )
 
 
-class Planting(Quantizer):
-    """`base`'s annotations, with the weights of the linears numbered in `coarse` on coarser
-    grids."""
+def coarse_activation(levels: int) -> QuantizationSpec:
+    """A per-tensor uint8 activation spec with `levels` steps: a relu's output on it loses most
+    of what it carries."""
+    return QuantizationSpec(
+        torch.uint8, pt2e.MinMaxObserver, 0, levels - 1, torch.per_tensor_affine
+    )
 
-    def __init__(self, base: Quantizer, coarse: dict[int, int]):
+
+class Planting(Quantizer):
+    """`base`'s annotations, with the weights of the linears numbered in `coarse`, and the
+    outputs of the relus numbered in `relus`, on coarser grids."""
+
+    def __init__(self, base: Quantizer, coarse: dict[int, int], relus: dict | None = None):
         super().__init__()
-        self.base, self.coarse = base, coarse
+        self.base, self.coarse, self.relus = base, coarse, relus or {}
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         self.base.annotate(model)
@@ -193,6 +204,9 @@ class Planting(Quantizer):
         for index, levels in self.coarse.items():
             weights = linears[index].meta["quantization_annotation"].input_qspec_map
             weights[linears[index].args[1]] = coarse_weight(levels)
+        relus = nodes_calling(model, aten.relu.default)
+        for index, levels in self.relus.items():
+            relus[index].meta["quantization_annotation"].output_qspec = coarse_activation(levels)
         return model
 
     def validate(self, model: fx.GraphModule) -> None:
@@ -209,10 +223,11 @@ def _exported_mlp(depth: int, width: int) -> fx.GraphModule:
 
 def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
     """A case builder for 11.3: an MLP of ReLU-topped linears of one width, 8-bit as
-    `quantizer_class()` annotates it but for one linear on a far coarser grid (5 to 8 linears) or
-    two, the second worse and past the tenth (11 or 12 linears); a floor in dB from DAMAGES, every
-    kind in every run; the quantized graph's linear and relu nodes renamed (a quantized graph's
-    names need not be the float graph's). The width and the two depths are drawn once per run,
+    `quantizer_class()` annotates it but for one linear on a far coarser grid (5 to 8 linears),
+    or one relu's output (3 levels), or two linears, the second worse and past the tenth (11 or
+    12 linears); a floor in dB from DAMAGES, every kind in every run; the quantized graph's
+    linear and relu nodes renamed (a quantized graph's names need not be the float graph's).
+    The width and the two depths are drawn once per run,
     so that one export per architecture serves the run's cases, each with weights of its own.
     Conversion leaves the weights' quantize nodes unfolded: the numeric debugger finds the same
     values (the same first_loss on 30 drawn cases), and folding cost a third of a case's time."""
@@ -220,20 +235,25 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
     def damaged_mlps(make) -> tuple[fx.GraphModule, fx.GraphModule, torch.Tensor, float]:
         run = random.Random(f"{make.run_seed}:11.3")
         width, depths = run.randint(8, 12), (run.randint(5, 8), run.randint(11, 12))
-        two, floor_db = make.each(DAMAGES)
+        two, floor_db, enters = make.each(DAMAGES)
         depth = depths[two]
         first = make.integer(2, 8) if two else make.integer(2, depth - 3)
         coarse = {first: 5 if two else 3}
         if two:  # a worse one later, where sorting names as strings misplaces it
             coarse[make.choice([9, 10])] = 3
+        relus = {first: 3} if enters == "relu" else {}  # about 7 dB, the layers before 30 or more
+        coarse = {} if relus else coarse
         float_graph = copy.deepcopy(_exported_mlp(depth, width))
         make.parameters_of(float_graph)
         layers = f"{depth} x (nn.Linear({width}, {width}), nn.ReLU())"
         linears = ", ".join(f"linear_{i}" for i in sorted(coarse))
         note = _("{layers}; weights on a coarse grid in {linears}; floor_db={floor_db}")
-        make.note(note.format(layers=layers, linears=linears, floor_db=floor_db))
+        if relus:
+            note = _("{layers}; the output of relu_{first} on a coarse grid; floor_db={floor_db}")
+        make.note(note.format(layers=layers, linears=linears, first=first, floor_db=floor_db))
         data = make.tensor(64, width)
-        prepared = prepare_pt2e(copy.deepcopy(float_graph), Planting(quantizer_class(), coarse))
+        planting = Planting(quantizer_class(), coarse, relus)
+        prepared = prepare_pt2e(copy.deepcopy(float_graph), planting)
         prepared(data)  # calibrate
         quantized = convert_pt2e(prepared, fold_quantize=False)
         for node in quantized.graph.nodes:

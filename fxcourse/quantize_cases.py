@@ -136,25 +136,27 @@ class Branches(nn.Module):  # a trunk, then heads: some returned as they are, so
             if kind == "returned and read":
                 outputs += [y, y.softmax(-1)]
             else:
-                outputs.append(
-                    {"returned": y, "read by relu": y.relu(), "read by mul": y * 2}[kind]
-                )
+                reads = {"returned": y, "read by relu": y.relu(), "read by mul": y * 2}
+                reads["reshaped"] = y.reshape(-1)  # a view of y: computed from it, not y itself
+                outputs.append(reads[kind])
         return tuple(outputs)
 
 
 def branchy(make):
     """Trunks of 1 to 4 linears (each in every run), then heads: returned as they are, returned
-    and read by another op, or read before being returned (each as the last head in every run).
+    and read by another op, or read before being returned, by an op or as a reshaped view (each
+    as the last head in every run of five).
     Where the last head is returned, the trunk's last linear feeds the heads directly (no
     activation between): an observer on a quantized linear's output would quantize a returned
     linear's input."""
     widths = [make.integer(3, 10) for _i in range(make.each([2, 3, 4, 5]))]
-    kinds = ["returned", "returned and read", "read by relu", "read by mul"]
+    kinds = ["returned", "returned and read", "read by relu", "read by mul", "reshaped"]
     last = make.each(kinds)
     heads = [*(make.choice(kinds) for _i in range(make.integer(0, 2))), last]
     act, bare = make.choice(["relu", "tanh"]), last.startswith("returned")
     labels = {"returned": _("returned"), "returned and read": _("returned and read")}
     labels |= {"read by relu": _("read by relu"), "read by mul": _("read by mul")}
+    labels["reshaped"] = _("returned reshaped")
     make.note(
         _("trunk linears: {count}, each followed by {act}; heads: {heads}").format(
             count=len(widths) - 1, act=act, heads=[labels[head] for head in heads]

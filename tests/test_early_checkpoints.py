@@ -86,6 +86,61 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "3.5 a rule with torch.relu in a table without RULES' own rules (red team redC)": """
+def sigmoid_from_exp(x):
+    return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
+
+
+rules_with_sigmoid = {torch.sigmoid: sigmoid_from_exp}
+""",
+    "1.1 rows differenced in float64, cast back to x's dtype (red team redC)": """
+def row_steps(x):
+    return (x[1:].double() - x[:-1].double()).to(x.dtype)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "2.2 leaves listed by their type, Linear or Tanh (red team redC)": """
+def unused_modules(gm):
+    leaves = [name for name, m in gm.named_modules() if isinstance(m, (nn.Linear, nn.Tanh))]
+    targets = [n.target for n in gm.graph.nodes if n.op in ("call_module", "get_attr")]
+
+    def used(leaf):
+        inside = [t for t in targets if t.startswith(leaf + ".") or leaf.startswith(t + ".")]
+        return leaf in targets or bool(inside)
+
+    return sorted(leaf for leaf in leaves if not used(leaf))
+""",
+    "2.2 a parameter read below the top level not counted as a use (red team redC)": """
+def unused_modules(gm):
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    used = {n.target for n in gm.graph.nodes if n.op == "call_module"}
+    reads = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
+    used |= {target.split(".")[0] for target in reads if target.count(".") == 1}  # top level only
+
+    def uses(leaf):
+        return any(leaf == u or leaf.startswith(u + ".") for u in used)
+
+    return sorted(leaf for leaf in leaves if not uses(leaf))
+""",
+    "2.3 the output node counted when the graph returns one tensor (red team redC)": """
+from torch.fx.passes.shape_prop import TensorMetadata
+
+
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    kept = [n for n in gm.graph.nodes if n.op not in ("placeholder", "get_attr")]
+    metas = [n.meta.get("tensor_meta") for n in kept]
+    return sum(m.shape.numel() * m.dtype.itemsize for m in metas if isinstance(m, TensorMetadata))
+""",
+    "2.4 every path that ends with the path asked about (red team redC)": """
+def nodes_inside(gm, path):
+    return [
+        node.name
+        for node in gm.graph.nodes
+        if any(p.endswith(path) for p, _ in node.meta.get("nn_module_stack", {}).values())
+    ]
+""",
     "1.2 concrete_args on a function of one's own that only calls F.gelu (red team redA)": """
 def gelu_only(x, act, scale=None):
     return F.gelu(x)
@@ -358,6 +413,28 @@ def run_from(gm, known, *inputs):
 }
 
 HONEST = {
+    "3.5 the overflow-free sigmoid, written with torch.relu and abs (red team redC)": """
+def sigmoid_from_exp(x):
+    return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    # Tracer().trace, by hand, is the honest other route to symbolic_trace. A function of one's
+    # own that only calls F.gelu, traced that way with the same concrete_args, gives the very
+    # same graph and guards: nothing in the artifact tells them apart, so both pass (known 35).
+    "1.2 Tracer().trace(scaled_act) pinned by concrete_args, wrapped by hand (red team redC)": """
+tracer = fx.Tracer()
+graph = tracer.trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
+plain_gelu = fx.GraphModule(tracer.root, graph)
+""",
+    "1.1 an ATen operator called on the slices (red team redC)": """
+def row_steps(x):
+    return torch.ops.aten.sub.Tensor(x[1:], x[:-1])
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
     "3.2 an nn.Hardtanh(-1, 1) module call before each Linear, for it alone (red team redA)": """
 def clamp_linear_inputs(gm):
     for index, node in enumerate(list(gm.graph.find_nodes(op="call_module"))):
@@ -510,3 +587,37 @@ def test_an_interpreter_run_that_raises_in_a_checkpoint_writes_no_structured_tra
     with pytest.raises(TypeError):
         fx.Interpreter(gm).run(None)
     assert len(written) == 1  # only the run outside the checkpoint wrote to the trace
+
+
+def test_a_recorder_keyed_by_node_is_told_to_key_it_by_name(monkeypatch):
+    """5.2 compared the keys itself, and said its own line raised a TypeError (red team redC)."""
+    answer = """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        values = result if isinstance(result, tuple) else (result,)
+        tensors = [value for value in values if isinstance(value, torch.Tensor)]
+        if node.op != "placeholder" and tensors:
+            self.bytes_by_node[node] = sum(t.numel() * t.element_size() for t in tensors)
+        return result
+"""
+    problem = verdict("5.2", answer, 1, monkeypatch)
+    assert "['Node']" in problem and "node.name" in problem
+
+
+def test_a_rule_that_makes_a_tensor_of_its_own_is_told_why_its_graph_fails(monkeypatch):
+    """The code decompose generates cannot name a tensor made inside a rule: 3.5 said the
+    checkpoint's own line raised a NameError (red team redC)."""
+    answer = """
+def sigmoid_from_exp(x):
+    return 1 / (1 + torch.exp(-x) * torch.tensor(1.0))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+"""
+    problem = verdict("3.5", answer, 1, monkeypatch)
+    assert "torch.tensor(1.0)" in problem and "NameError" in problem

@@ -4,6 +4,7 @@ never runs it."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,24 @@ def test_the_reference_rewrite_and_other_refusals_are_unchanged(checks):
     judged(checks, "test_in_place", "x.sigmoid_()", checks.reference)
     with pytest.raises(Exception, match="never runs"):  # not a tanh: the builder's own refusal
         judged(checks, "test_torch_sigmoid", "torch.sigmoid", swapped({torch.sigmoid: torch.sin}))
+
+
+def by_name(gm):
+    """A pass that finds sigmoids by node name, not by op and target (red team redC)."""
+    for node in gm.graph.nodes:
+        if "sigmoid" in node.name or "expit" in node.name:
+            node.op, node.target = "call_function", torch.tanh
+    gm.recompile()
+    return gm
+
+
+def test_a_rewrite_by_node_name_is_refused_by_the_visible_cell_and_the_hidden_check(checks):
+    """test_graph_hygiene's cell runs check_rewrite on verify.misnamed() (a ReLU named sigmoid,
+    a sigmoid named gate); the grader sends the same graph."""
+    original = checks.verify.misnamed()
+    with pytest.raises(AssertionError, match=r"\['gate'\]"):
+        checks.verify.check_rewrite(original, by_name(copy.deepcopy(original)), "misnamed nodes")
+    checks.verify.check_rewrite(original, checks.reference(copy.deepcopy(original)), "misnamed")
+    with pytest.raises(AssertionError):
+        judged(checks, "test_graph_hygiene", "misnamed nodes", by_name)
+    judged(checks, "test_graph_hygiene", "misnamed nodes", checks.reference)

@@ -70,9 +70,12 @@ class Masked(nn.Module):  # chapter 7's
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
 
 
-def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespace:
+def masked_exported(
+    top: int | None, by_keyword: bool = False, any_width: bool = False
+) -> SimpleNamespace:
     """7.1's answer with its sizes bounded by `top` (None: the chapter's, unbounded), its
-    example passed positionally or (by_keyword) as kwargs."""
+    example passed positionally or (by_keyword) as kwargs, its features dynamic too
+    (any_width)."""
     batch, length = (
         (Dim("batch"), Dim("length"))
         if top is None
@@ -80,7 +83,7 @@ def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespac
     )
     shared = {0: batch, 1: length}
     example = (torch.randn(2, 5, 4), torch.ones(2, 5))
-    spec = {"tokens": shared, "mask": shared}
+    spec = {"tokens": {**shared, 2: Dim("features")} if any_width else shared, "mask": shared}
     args, kwargs = ((), dict(zip(spec, example, strict=True))) if by_keyword else (example, None)
     return SimpleNamespace(
         masked_exported=torch.export.export(Masked(), args, kwargs, dynamic_shapes=spec)
@@ -89,10 +92,12 @@ def masked_exported(top: int | None, by_keyword: bool = False) -> SimpleNamespac
 
 def judged_7_1(answer, drawn) -> bool:
     """Whether 7.1's checkpoint passes the answer on one run's cases."""
-    batches, lengths = export_cases.promised_ranges(answer.masked_exported)[:2]
+    batches, lengths, features = export_cases.promised_ranges(answer.masked_exported)
     if not (
         export_cases.every_size_from_one(batches) and export_cases.every_size_from_one(lengths)
     ):
+        return False
+    if features is not None:  # the prompt: the 4 features stay fixed
         return False
     return all(not isinstance(export_cases.run_program(answer, *inputs), str) for inputs in drawn)
 
@@ -103,6 +108,15 @@ def test_checkpoint_7_1_refuses_sizes_bounded_however_high_in_every_run():
     for run_seed, drawn in runs(export_cases.masked_inputs, 6, 20):
         assert judged_7_1(reference, drawn), run_seed
         assert not judged_7_1(wrong, drawn), run_seed
+
+
+def test_checkpoint_7_1_refuses_a_program_whose_features_are_dynamic():
+    """Known fault (s35, the red team's redD too): the prompt keeps the 4 features fixed, yet a
+    program that promised any width passed."""
+    any_width = masked_exported(None, any_width=True)
+    assert export_cases.promised_ranges(any_width.masked_exported)[2] is not None
+    for run_seed, drawn in runs(export_cases.masked_inputs, 6, 3):
+        assert not judged_7_1(any_width, drawn), run_seed
 
 
 def test_checkpoint_7_1_passes_a_program_exported_from_keyword_arguments():
@@ -320,3 +334,28 @@ def drawn_again(builder, run_seed: int, index: int, count: int = 5):
 def left_outside_core(answer, summary, joined, program) -> list:
     calls = summary(answer, program)[0]
     return [export_cases_late.operators_of(joined, calls, n)[1] for n in range(1, 6)]
+
+
+def test_checkpoint_7_4_tells_a_fake_kernel_whose_tensor_is_on_another_device():
+    """The red team's (redD) fake kernel made its tensor on the meta device, with the right shape
+    and dtype: the export's meta["val"] then says meta where the real kernel's result is on the
+    input's device, and the checkpoint compares devices too."""
+
+    def window_op(name: str, device: str | None) -> SimpleNamespace:
+        @torch.library.custom_op(f"fxcourse_redd::{name}", mutates_args=())
+        def op(x: torch.Tensor, k: int) -> torch.Tensor:
+            return x.unfold(-1, k, 1).amax(dim=-1)
+
+        @op.register_fake
+        def _(x, k):
+            shape = (*x.shape[:-1], x.shape[-1] - k + 1)
+            return torch.empty(shape, dtype=x.dtype, device=device or x.device)
+
+        return SimpleNamespace(window_max_op=op)
+
+    x = torch.randn(2, 7, dtype=torch.float64)
+    mine = export_cases.exported_window(window_op("on_meta", "meta"), 3, x)
+    wanted = export_cases.exported_window(window_op("on_input", None), 3, x)
+    assert mine[1:3] == wanted[1:3]  # the shape and the dtype are right
+    assert mine[3] != wanted[3] == [x.device]
+    torch.testing.assert_close(mine[4], wanted[4])

@@ -162,6 +162,18 @@ WRONG = {
             skip="not isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d))", copy="copy.deepcopy"
         ),
     ),
+    "4.2 conv and BatchNorm modules unshared only (red team redC)": (
+        "4.2",
+        UNSHARE.format(
+            skip="not isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d, "
+            "nn.BatchNorm2d, nn.BatchNorm3d))",
+            copy="copy.deepcopy",
+        ),
+    ),
+    "4.2 a shared module without parameters left shared (red team redC)": (
+        "4.2",
+        UNSHARE.format(skip="not list(module.parameters())", copy="copy.deepcopy"),
+    ),
     "4.2 only the last call of a shared module copied (red team s7)": (
         "4.2",
         """

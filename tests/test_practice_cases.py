@@ -192,19 +192,26 @@ def test_8_4_refuses_a_symmetric_clamp_in_every_run(run_seed):
     assert refused_8_4(functools.partial(int8_per_row, low=-127), run_seed)
 
 
-def returned_in_float(weight_spec: str, observe_outputs: bool = False):
+def returned_in_float(weight_spec: str, observe_outputs: bool = False, views: bool = False):
     """The chapter's quantizer, or one whose weights take `weight_spec`, or whose quantized
-    linears also observe their outputs (`observe_outputs`)."""
+    linears also observe their outputs (`observe_outputs`), or that also keeps float a linear
+    whose view or reshape is returned (`views`)."""
     from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, Quantizer
 
     config = x86_parts()[0]
+
+    def view_returned(node, output) -> bool:
+        shapes = ("view", "reshape")
+        return any(
+            any(s in str(u.target) for s in shapes) and output in u.users for u in node.users
+        )
 
     class ReturnedInFloatQuantizer(Quantizer):
         def annotate(self, model):
             (output,) = model.graph.find_nodes(op="output")
             linear = torch.ops.aten.linear.default
             for node in model.graph.find_nodes(op="call_function", target=linear):
-                if output in node.users:
+                if output in node.users or (views and view_returned(node, output)):
                     continue
                 specs = {node.args[0]: config.input_activation}
                 specs[node.args[1]] = getattr(config, weight_spec)
@@ -245,3 +252,68 @@ def test_8_5_refuses_observers_on_the_quantized_linears_outputs_in_every_run(run
         kept_float = kept_float or [False, False] in cases.observed(wanted)
         told_apart = told_apart or cases.observed(mine) != cases.observed(wanted)
     assert kept_float and told_apart, run_seed
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_5_refuses_keeping_float_a_linear_whose_view_is_returned_in_every_run(run_seed):
+    """The red team's (redD) quantizer also keeps float a linear whose reshaped view is returned:
+    a view is computed from the linear's result, so the prompt wants that linear quantized; every
+    run has such a head last in some case."""
+    chapter, wrong = returned_in_float("weight"), returned_in_float("weight", views=True)
+    drawn = [run_cases(cases.branchy, run_seed, count=5) for _side in (wrong, chapter)]
+    told_apart = False
+    for (graph, sample), (again, _sample) in zip(*drawn, strict=True):  # prepare_pt2e edits it
+        mine = cases.observed_inputs(wrong, graph, sample)
+        wanted = cases.observed_inputs(chapter, again, sample)
+        told_apart = told_apart or cases.observed(mine) != cases.observed(wanted)
+    assert told_apart, run_seed
+
+
+# ----------------------------------------------------------------------------- try it 11.3
+
+
+@functools.cache
+def chapter_11_quantizer():
+    """Chapter 11's FusingQuantizer, from its solution's cells up to the one defining it."""
+    from pathlib import Path
+
+    import nbformat
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "11_quantization_in_depth.ipynb"
+    namespace = {"__name__": "chapter"}
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code" and "tryit" not in cell.metadata:
+            exec(compile(cell.source, "chapter 11", "exec"), namespace)
+        if "FusingQuantizer" in namespace:
+            return namespace["FusingQuantizer"]
+    raise LookupError("FusingQuantizer")
+
+
+def first_loss(float_graph, quantized, data, floor_db, kind: str = ""):
+    """11.3's reference rule; kind="linear": the red team's (redD, and a known fault of s35)
+    answer, which looks only at the nodes whose name starts with it."""
+    from fxcourse.quant_depth import pt2e
+
+    logged = [pt2e.prepare_for_propagation_comparison(m) for m in (float_graph, quantized)]
+    with torch.no_grad():
+        for model in logged:
+            model(data)
+    results = pt2e.compare_results(*(pt2e.extract_results_from_loggers(m) for m in logged))
+    order = {node.name: index for index, node in enumerate(float_graph.graph.nodes)}
+    losses = [o.name for o, s in results.items() if s.results[0].sqnr.item() < floor_db]
+    return min((name for name in losses if name.startswith(kind)), key=order.__getitem__)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_11_3_refuses_an_answer_that_looks_only_at_linear_nodes_in_every_run(run_seed):
+    """Every run has a case whose damage enters at a relu's output: the first node below the
+    floor is that relu, and an answer that looks only at linears names the linear after it."""
+    from fxcourse import quant_depth
+
+    builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
+    entries = [
+        (first_loss(*made), first_loss(*made, kind="linear"))
+        for made in run_cases(builder, run_seed, 5)
+    ]
+    assert any(wanted.startswith("relu") for wanted, _linear_only in entries), entries
+    assert any(wanted != linear_only for wanted, linear_only in entries), entries

@@ -89,6 +89,7 @@ CASES = {
         "torch.sigmoid": lambda w: Wrap(torch.sigmoid, w),
         "a model without a sigmoid": lambda w: Wrap(torch.relu, w),
         "Mixed": Mixed,
+        "misnamed nodes": lambda w: verify.misnamed(),
     },
 }
 

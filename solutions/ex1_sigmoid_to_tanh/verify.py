@@ -28,6 +28,16 @@ class Wrap(nn.Module):
         return self.activation(self.lin(x)) * 2
 
 
+def misnamed() -> torch.fx.GraphModule:
+    """A graph whose names mislead, as a pass may name the nodes it makes: a ReLU node named
+    `sigmoid`, then a sigmoid named `gate`. A rewrite tells nodes apart by op and target."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    relu = graph.create_node("call_function", torch.relu, (x,), name="sigmoid")
+    graph.output(graph.create_node("call_function", torch.sigmoid, (relu,), name="gate"))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
 def check_returns_module(kind: str) -> None:
     """kind: the type name of what the pass returned."""
     assert kind == "GraphModule", f"return a GraphModule, not {kind}"

@@ -29,6 +29,16 @@ class Wrap(nn.Module):
         return self.activation(self.lin(x)) * 2
 
 
+def misnamed() -> torch.fx.GraphModule:
+    """一个名字会误导人的图，就像某个 pass 给自己新建的节点随意起名：一个名叫
+    `sigmoid` 的 ReLU 节点，后面是一个名叫 `gate` 的 sigmoid。重写时要靠 op 和 target 区分节点。"""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    relu = graph.create_node("call_function", torch.relu, (x,), name="sigmoid")
+    graph.output(graph.create_node("call_function", torch.sigmoid, (relu,), name="gate"))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
 def check_returns_module(kind: str) -> None:
     """kind：pass 返回的对象的类型名。"""
     assert kind == "GraphModule", f"应返回 GraphModule，而不是 {kind}"
