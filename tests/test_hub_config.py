@@ -21,6 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from nbgrader.api import Gradebook
 from traitlets.config.loader import PyFileConfigLoader
 
 from fxcourse import workspace
@@ -201,6 +202,8 @@ def test_the_instructors_course_folder_is_a_course_on_the_shared_exchange(tmp_pa
     assert config.CourseDirectory.root == str(course)
     assert config.CourseDirectory.course_id == Course.configured().course_id
     assert config.CourseDirectory.db_url == f"sqlite:///{course / 'classdata' / 'gradebook.db'}"
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        assert gradebook.assignments == []  # the formgrader's first read opens it
     sources = sorted(p.parent.name for p in (course / "solutions").glob("*/*.ipynb"))
     assert sources == list(ASSIGNMENTS)
     classroom.write_course_folder(course, exchange)  # again, as every `make hub` does

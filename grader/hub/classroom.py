@@ -128,6 +128,9 @@ def write_course_folder(course: Path, exchange_root: Path) -> None:
     copy_course(course)
     named = settings(course) | {"exchange": str(exchange_root)}
     (course / SETTINGS).write_text(json.dumps(named, indent=2) + "\n")
+    # The gradebook's folder: sqlite creates the file, not its folder, and the shared exchange
+    # no longer lies in the class data (whose creation used to make it).
+    Course.configured(course).data.mkdir(parents=True, exist_ok=True)
 
 
 def refresh_course_folder(deployment: Settings, instructor: str) -> Path:
