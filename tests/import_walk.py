@@ -5,19 +5,25 @@ one of them sees the other sees too."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 
 
 def literal_import_module(node: ast.AST) -> str | None:
-    """The name in `importlib.import_module("name")` (or `import_module("name")` imported bare),
-    when `node` is such a call with a literal name; None for every other node."""
+    """The module that `importlib.import_module("name")` (also with a literal package for a
+    relative name, or `import_module` imported bare) or `__import__("name")` loads, when `node`
+    is such a call with literal arguments; None for every other node."""
     if not isinstance(node, ast.Call) or not node.args:
         return None
     func = node.func
     called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-    first = node.args[0]
-    if called != "import_module" or not isinstance(first, ast.Constant):
+    name, *rest = [a.value if isinstance(a, ast.Constant) else None for a in node.args[:2]]
+    if called not in ("import_module", "__import__") or not isinstance(name, str):
         return None
-    return str(first.value) if isinstance(first.value, str) else None
+    anchor = rest[0] if called == "import_module" and rest and isinstance(rest[0], str) else None
+    try:
+        return importlib.util.resolve_name(name, anchor)
+    except (ImportError, ValueError, TypeError):  # a relative name without its package
+        return None
 
 
 def imported_names(node: ast.AST, package: str) -> list[str]:

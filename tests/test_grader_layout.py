@@ -312,8 +312,9 @@ def test_an_upward_import_between_top_folders_fails_the_check(tmp_path):
 
 
 def test_an_import_by_import_module_counts_as_an_import(tmp_path):
-    """importlib.import_module("name") imports as much as an import statement: the sandbox
-    reaching up for the command line that way, or the author's tools for the grader, fail."""
+    """importlib.import_module("name") (also relative, with its package) and __import__("name")
+    import as much as an import statement: the sandbox reaching up for the command line that way,
+    or the author's tools for the grader, fail."""
     files = {
         "grader/__init__.py": "",
         "grader/course_grader.py": "",
@@ -322,6 +323,10 @@ def test_an_import_by_import_module_counts_as_an_import(tmp_path):
         "grader/safegrade/cgroup.py": (
             "import importlib\n\n\ndef sneak():\n"
             '    return importlib.import_module("grader.course_grader")\n'
+        ),
+        "grader/safegrade/kernel.py": '__import__("grader.course_grader")\n',
+        "grader/safegrade/sandbox.py": (
+            'import importlib\n\nimportlib.import_module(".course", "grader")\n'
         ),
         "courseware/__init__.py": "",
         "courseware/notebooks.py": (
@@ -333,7 +338,9 @@ def test_an_import_by_import_module_counts_as_an_import(tmp_path):
         (tmp_path / name).write_text(text)
     graph = import_graph(("courseware", "grader"), tmp_path)
     assert upward_imports({m: t for m, t in graph.items() if m.startswith("grader")}) == [
-        "grader.safegrade.cgroup -> grader.course_grader"
+        "grader.safegrade.cgroup -> grader.course_grader",
+        "grader.safegrade.kernel -> grader.course_grader",
+        "grader.safegrade.sandbox -> grader.course",
     ]
     upward, _ = imports_between_top_folders(graph)
     assert upward == ["courseware.notebooks -> grader.course"]
