@@ -119,7 +119,7 @@ def collect_exchange(course: Course | Path, assignments: Sequence[str]) -> int:
     """Collect from nbgrader's exchange; prints the report. Exit status: 0 all collected, 1 some
     files or folders refused, 2 nothing to collect."""
     course = Course.of(course)
-    root, course_id = class_exchange.settings(course.root, course.course_id)
+    root, course_id = course.exchange, course.course_id  # as grader/nbgrader_config.py sets
     return class_exchange.collect_command(root, course_id, course.submitted, assignments)
 
 
@@ -128,7 +128,7 @@ def release_feedback(course: Course | Path, assignments: Sequence[str]) -> int:
     naming each folder that cannot be released. Exit status: 0 all released, 1 some not, 2 none
     to release."""
     course = Course.of(course)
-    root, course_id = class_exchange.settings(course.root, course.course_id)
+    root, course_id = course.exchange, course.course_id  # as grader/nbgrader_config.py sets
     pages, results = course.feedback, course.results  # results: names the ungraded
     return class_exchange.release_feedback_command(root / course_id, pages, assignments, results)
 

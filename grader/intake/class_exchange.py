@@ -50,14 +50,6 @@ def collect(exchange_root: Path, course_id: str, submitted: Path, assignments) -
     return intake_exchange.collect_inbound(inbound, submitted, assignments, owner_name)
 
 
-def settings(course: Path, default_course_id: str) -> tuple[Path, str]:
-    """The exchange root and course id of the course's nbgrader configuration."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
-    return Path(config.Exchange.root), config.CourseDirectory.course_id or default_course_id
-
-
 def collect_command(exchange_root: Path, course_id: str, submitted: Path, assignments) -> int:
     """`make collect`: collect, print the report. Exit status: 0 all collected, 1 some files or
     folders refused, 2 nothing to collect."""
