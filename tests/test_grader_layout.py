@@ -434,18 +434,26 @@ LOCATED_AT_IMPORT = {
 }
 
 
-def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
-    """module -> the names its top level sets from its own file's location (__file__)."""
+def top_level_names_set(paths: list[Path], root: Path, sets_them) -> dict[str, set[str]]:
+    """module -> the names its top level assigns in a statement for which sets_them(node)."""
     found: dict[str, set[str]] = {}
     for path in paths:
         for node in ast.parse(path.read_text()).body:
             targets = node.targets if isinstance(node, ast.Assign) else []
             targets += [node.target] if isinstance(node, ast.AnnAssign) else []
-            uses_file = any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
             names = {t.id for t in targets if isinstance(t, ast.Name)}
-            if uses_file and names:
+            if names and sets_them(node):
                 found.setdefault(module_name(path, root), set()).update(names)
     return found
+
+
+def located_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the names its top level sets from its own file's location (__file__)."""
+
+    def uses_file(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == "__file__" for n in ast.walk(node))
+
+    return top_level_names_set(paths, root, uses_file)
 
 
 # Functions of the author's tools and the grader that find a folder from their own file: the
@@ -494,17 +502,12 @@ COURSE_READS = {
 
 def course_read_at_import(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
     """module -> the names its top level sets by calling one of COURSE_READS."""
-    found: dict[str, set[str]] = {}
-    for path in paths:
-        for node in ast.parse(path.read_text()).body:
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            targets += [node.target] if isinstance(node, ast.AnnAssign) else []
-            calls = [n.func for n in ast.walk(node) if isinstance(n, ast.Call)]
-            called = {getattr(f, "attr", getattr(f, "id", "")) for f in calls}
-            names = {t.id for t in targets if isinstance(t, ast.Name)}
-            if called & COURSE_READS and names:
-                found.setdefault(module_name(path, root), set()).update(names)
-    return found
+
+    def reads_course(node: ast.AST) -> bool:
+        calls = [n.func for n in ast.walk(node) if isinstance(n, ast.Call)]
+        return bool({getattr(f, "attr", getattr(f, "id", "")) for f in calls} & COURSE_READS)
+
+    return top_level_names_set(paths, root, reads_course)
 
 
 # The learner's package finds its own checkout (the learner's course) and files of its own.
