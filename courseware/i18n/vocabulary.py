@@ -243,10 +243,14 @@ def entry_lines_joined(entry) -> str:
 def joined_entry(entry, quotes: str = "") -> str:
     """entry_lines_joined, with the spaces between Chinese characters closed too, and the
     language's quotation marks (`quotes`) around words a Markdown entry quotes."""
-    text = entry_lines_joined(entry)
+    return closed_spaces(quoted_prose(entry, entry_lines_joined(entry), quotes))
+
+
+def quoted_prose(entry, text: str, quotes: str) -> str:
+    """`text` with quoted_as applied when the entry is Markdown and the language has `quotes`."""
     if quotes and entry.comment == catalogs.KIND_NOTES["markdown"]:
-        text = quoted_as(text, quotes)
-    return closed_spaces(text)
+        return quoted_as(text, quotes)
+    return text
 
 
 def quoted_as(text: str, quotes: str) -> str:
@@ -281,7 +285,7 @@ def line_break_problems(language: str, repository: Repository = HERE) -> list[st
                 found.append(f"{path.name}: a line break beside Chinese text: {short!r}")
             if closed_spaces(entry.msgstr) != entry.msgstr:
                 found.append(f"{path.name}: a stray space beside Chinese text: {short!r}")
-            if joined_entry(entry, quotes) != closed_spaces(entry_lines_joined(entry)):
+            if quoted_prose(entry, entry.msgstr, quotes) != entry.msgstr:
                 found.append(f"{path.name}: ASCII quotes in prose (use {quotes}): {short!r}")
     return found
 
