@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -27,9 +27,11 @@ class Spelling:
     target: object  # the function, the method's name, or a factory of the module
     keywords: dict = field(default_factory=dict)  # constant keyword arguments
     label: str = ""
+    input_keyword: str = ""  # the input passed by this keyword (`torch.relu(input=x)`), if any
 
     def describe(self) -> str:
-        return self.label or _label(self.kind, self.target)
+        text = self.label or _label(self.kind, self.target)
+        return f"{text} ({self.input_keyword}=...)" if self.input_keyword else text
 
 
 def _label(kind: str, target: object) -> str:
@@ -48,6 +50,14 @@ def function(target: Callable, **keywords) -> Spelling:
 
 def method(name: str, **keywords) -> Spelling:
     return Spelling("method", name, keywords)
+
+
+def by_keyword(spelling: Spelling, name: str = "input") -> Spelling:
+    """`spelling` with its one input passed by keyword: `torch.relu(input=x)`, `act(input=x)`
+    (a traced node then holds it in `kwargs`, and `args` is empty). Not for a method."""
+    if spelling.kind == "method":
+        raise ValueError("a method's tensor is its self, never a keyword")
+    return replace(spelling, input_keyword=name)
 
 
 def module(factory: type[nn.Module], **kwargs) -> Spelling:
@@ -147,11 +157,15 @@ def _register(root: nn.Module, path: str, module: nn.Module) -> None:
 
 def _apply(root: nn.Module, step: Step, args: list):
     spelling = step.spelling
+    if spelling.input_keyword:  # a unary op whose input goes by keyword
+        args, keyword = [], {spelling.input_keyword: args[0]}
+    else:
+        keyword = {}
     if spelling.kind == "module":
-        return root.get_submodule(step.module)(*args)
+        return root.get_submodule(step.module)(*args, **keyword)
     if spelling.kind == "method":
         return getattr(args[0], spelling.target)(*args[1:], **spelling.keywords)
-    return spelling.target(*args, **spelling.keywords)
+    return spelling.target(*args, **keyword, **spelling.keywords)
 
 
 def input_width(model: nn.Module) -> int:

@@ -58,6 +58,7 @@ from fxcourse.case_models import (
     Residual,
     Spelling,
     Step,
+    by_keyword,
     function,
     input_width,
     method,
@@ -69,11 +70,11 @@ from fxcourse.messages import _, listing
 
 __all__ = [
     "BINARY", "LAYOUTS", "UNARY", "WORDS", "CaseMaker", "DrawnModel", "PathModel", "Residual",
-    "Spelling", "Step", "apply_weights", "built_once", "case_of", "early_reader", "erase_calls",
-    "extra_readers", "function", "hooked_or_overridden", "hooks_on", "laid_out", "method",
-    "module", "modules_run", "modules_swapped", "none_reached", "one_thread", "record_calls",
-    "rename_inputs", "rounding", "run_by_weights", "same_state", "seeds_of", "shared_state",
-    "side_by_side", "tag_modules", "tolerances", "trace_with_leaves",
+    "Spelling", "Step", "apply_weights", "built_once", "by_keyword", "case_of", "early_reader",
+    "erase_calls", "extra_readers", "function", "hooked_or_overridden", "hooks_on", "laid_out",
+    "method", "module", "modules_run", "modules_swapped", "none_reached", "one_thread",
+    "record_calls", "rename_inputs", "rounding", "run_by_weights", "same_state", "seeds_of",
+    "shared_state", "side_by_side", "tag_modules", "tolerances", "trace_with_leaves",
 ]  # fmt: skip
 
 # `one_thread` (from fxcourse.measure) is for checkpoints too: their cases are tiny, and on a busy

@@ -410,6 +410,73 @@ def run_from(gm, known, *inputs):
                 env[value] = None
     return Interpreter(gm).run(*inputs, initial_env=env)
 """,
+    "1.1 the differences written into the caller's x, a view of it returned (red team redE)": """
+def row_steps(x):
+    return x[1:].sub_(x[:-1].clone())
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "3.4 a matcher that checks every constant, not that 0.5 multiplies the erf's x (redE)": """
+import operator
+
+
+def use_gelu(gm):
+    graph = gm.graph
+    for erf in list(graph.find_nodes(op="call_function", target=torch.erf)):
+        div = erf.args[0]
+        if div.target is not operator.truediv or div.args[1] != math.sqrt(2.0):
+            continue
+        add = next(iter(erf.users))
+        if add.target is not operator.add or add.args != (1.0, erf) or len(add.users) != 1:
+            continue
+        outer = next(iter(add.users))
+        half = outer.args[0]
+        if outer.target is not operator.mul or not isinstance(half, fx.Node):
+            continue
+        if half.target is not operator.mul or 0.5 not in half.args:
+            continue
+        with graph.inserting_before(outer):
+            gelu = graph.call_function(F.gelu, (div.args[0],))
+        outer.replace_all_uses_with(gelu)
+        for dead in (outer, add, erf, div, half):
+            if not dead.users:
+                graph.erase_node(dead)
+    graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.1 sigmoids found by the node's name (red team redE)": """
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method") and "sigmoid" in node.name:
+            node.op, node.target = "call_function", F.hardsigmoid
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.1 sigmoids found by the end of the target's name (red team redE)": """
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        name = getattr(node.target, "__name__", node.target)
+        if node.op in ("call_function", "call_method") and str(name).endswith("sigmoid"):
+            node.op, node.target = "call_function", F.hardsigmoid
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "3.1 a new node of args[0]: a sigmoid called by keyword has none (red team redE)": """
+def use_hardsigmoid(gm):
+    for node in list(gm.graph.nodes):
+        if (node.op, node.target) in (("call_function", torch.sigmoid), ("call_method", "sigmoid")):
+            with gm.graph.inserting_after(node):
+                hard = gm.graph.call_function(F.hardsigmoid, (node.args[0],))
+            node.replace_all_uses_with(hard)
+            gm.graph.erase_node(node)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
 }
 
 HONEST = {
@@ -538,12 +605,24 @@ def row_steps(x):
 
 traced_row_steps = fx.symbolic_trace(row_steps)
 """,
+    "3.1 a new F.hardsigmoid node of the sigmoid's own args and kwargs (red team redE)": """
+def use_hardsigmoid(gm):
+    for node in list(gm.graph.nodes):
+        if (node.op, node.target) in (("call_function", torch.sigmoid), ("call_method", "sigmoid")):
+            with gm.graph.inserting_after(node):
+                hard = gm.graph.call_function(F.hardsigmoid, node.args, node.kwargs)
+            node.replace_all_uses_with(hard)
+            gm.graph.erase_node(node)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
     "3.1 an nn.Hardsigmoid module for each sigmoid": """
 def use_hardsigmoid(gm):
     for node in list(gm.graph.nodes):
         if (node.op, node.target) in (("call_function", torch.sigmoid), ("call_method", "sigmoid")):
             gm.add_submodule(f"{node.name}_hard", nn.Hardsigmoid())
-            node.op, node.target, node.kwargs = "call_module", f"{node.name}_hard", {}
+            node.op, node.target = "call_module", f"{node.name}_hard"  # input kept, even by keyword
     gm.graph.lint()
     gm.recompile()
     return gm
