@@ -168,12 +168,20 @@ def modules_run() -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def modules_swapped() -> Iterator[list[str]]:
+def modules_swapped(root: nn.Module | None = None) -> Iterator[list[str]]:
     """A list that fills, inside the block, with the name of every submodule that any module
     has set, replaced or deleted: an answer that swaps a module in for a run and puts it back
-    leaves its module as it found it, and only this list tells."""
+    leaves its module as it found it, and only this list tells. With `root`, every module call
+    inside the block also compares root's modules with those it held when the block began, which
+    catches a swap written straight into a `_modules` dict."""
     swapped: list[str] = []
     set_attr, del_attr = nn.Module.__setattr__, nn.Module.__delattr__
+    held = _held_modules(root) if root is not None else {}
+
+    def compare(module, args):
+        now = _held_modules(root)
+        changed = [p for p in sorted(held.keys() | now.keys()) if held.get(p) is not now.get(p)]
+        swapped.extend(path for path in changed if path not in swapped)
 
     def setting(module, name, value):
         if isinstance(value, nn.Module) or name in module._modules:
@@ -186,10 +194,25 @@ def modules_swapped() -> Iterator[list[str]]:
         del_attr(module, name)
 
     nn.Module.__setattr__, nn.Module.__delattr__ = setting, deleting
+    hook = None if root is None else nn.modules.module.register_module_forward_pre_hook(compare)
     try:
         yield swapped
     finally:
         nn.Module.__setattr__, nn.Module.__delattr__ = set_attr, del_attr
+        if hook is not None:
+            hook.remove()
+
+
+def _held_modules(root: nn.Module) -> dict[str, object]:
+    """Every submodule of `root` by path, as its `_modules` dicts hold them now."""
+    held, stack = {}, [("", root)]
+    while stack:
+        prefix, module = stack.pop()
+        for name, child in getattr(module, "_modules", {}).items():
+            path = f"{prefix}{name}"
+            held[path] = child
+            stack.append((f"{path}.", child))
+    return held
 
 
 def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:

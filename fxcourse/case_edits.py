@@ -4,6 +4,7 @@ keyword), users out of graph order, calls erased, inputs renamed. Each takes the
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -23,17 +24,20 @@ def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> N
 
 
 def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """Two more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
-    drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`)
-    and by keyword (`torch.add(a, other=b)`)."""
+    """Three more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
+    drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`),
+    by keyword (`torch.add(a, other=b)`), and a traced size inside a slice (`a[..., :b.size(-1)]`,
+    as tracing `x[:, :n]` records it)."""
     values = [node for node in gm.graph.nodes if node.op != "output"]
     first, second = make.choice(values), make.choice(values)
     with gm.graph.inserting_before(gm.graph.output_node()):
         listed = gm.graph.call_function(torch.cat, ([first, second],))
         keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
-    _outputs_with(gm, [listed, keyword])
-    said = _("{first} and {second} read inside a list and by keyword")
-    make.note(said.format(first=first.name, second=second.name))
+        width = gm.graph.call_method("size", (make.choice(values), -1))
+        sliced = gm.graph.call_function(operator.getitem, (first, (..., slice(None, width))))
+    _outputs_with(gm, [listed, keyword, sliced])
+    said = _("{first} and {second} read inside a list and by keyword; {width} inside a slice")
+    make.note(said.format(first=first.name, second=second.name, width=width.name))
     return gm
 
 

@@ -5,6 +5,7 @@ every drawn op reaches the output, and the learner's and the reference's sides n
 from __future__ import annotations
 
 import json
+import operator
 
 import pytest
 import torch
@@ -331,8 +332,13 @@ def test_extra_readers_and_early_reader_put_users_out_of_graph_order():
         x = make.input_for(model)
         read = cases.extra_readers(make, gm)(x)
         torch.testing.assert_close(
-            read[: len(read) - 2], model(x) if isinstance(model(x), tuple) else (model(x),)
+            read[: len(read) - 3], model(x) if isinstance(model(x), tuple) else (model(x),)
         )
+        sliced = [n for n in gm.graph.nodes if n.target is operator.getitem]
+        assert any(
+            size in sliced[-1].all_input_nodes
+            for size in gm.graph.find_nodes(op="call_method", target="size")
+        )  # a size read only inside a slice
         gm = cases.early_reader(make, gm)
         gm.graph.lint()
         targets = [n.target for n in gm.graph.nodes]

@@ -446,6 +446,66 @@ def use_gelu(gm):
     gm.recompile()
     return gm
 """,
+    "5.1 the module swapped for an nn.Identity in its parent's _modules, then put back (redE)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip: str):
+        super().__init__(module)
+        self.skip = skip
+
+    def run(self, *args, **kwargs):
+        parent, _, name = self.skip.rpartition(".")
+        owner = self.module.get_submodule(parent)
+        kept = owner._modules[name]
+        owner._modules[name] = nn.Identity()
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            owner._modules[name] = kept
+""",
+    "5.3 F.gelu of args[0]: a ReLU given its input by keyword has none (red team redE)": """
+class ReluToGelu(Interpreter):
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return F.gelu(args[0])
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return F.gelu(args[0])
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if isinstance(self.fetch_attr(target), nn.ReLU):
+            return F.gelu(args[0])
+        return super().call_module(target, args, kwargs)
+""",
+    "2.1 args and kwargs walked by hand, lists and tuples opened one level (red team redE)": """
+def last_reader(gm):
+    found = {}
+    for node in gm.graph.nodes:
+        for arg in [*node.args, *node.kwargs.values()]:
+            inside = arg if isinstance(arg, (list, tuple)) else [arg]
+            for value in inside:
+                if isinstance(value, fx.Node):
+                    found[value.name] = node.name
+    return found
+""",
+    "2.3 ShapeProp run, but the bytes counted in a run of an Interpreter of its own (redE)": """
+class ByteCounter(fx.Interpreter):
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node.op.startswith("call_"):
+            self.total += result.numel() * result.element_size()
+        return result
+
+
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    counter = ByteCounter(gm)
+    counter.total = 0
+    counter.run(example)
+    return counter.total
+""",
     "3.1 sigmoids found by the node's name (red team redE)": """
 def use_hardsigmoid(gm):
     for node in gm.graph.nodes:
@@ -700,3 +760,51 @@ rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """
     problem = verdict("3.5", answer, 1, monkeypatch)
     assert "torch.tensor(1.0)" in problem and "NameError" in problem
+
+
+# answers whose values are right but of another type: the message names the type (red team redE)
+OF_ANOTHER_TYPE = {
+    "2.1": (
+        """
+def last_reader(gm):
+    return {v: n for n in gm.graph.nodes for v in n.all_input_nodes}
+""",
+        "Node",
+    ),
+    "2.2": (
+        """
+def unused_modules(gm):
+    targets = [node.target for node in gm.graph.nodes if node.op in ("call_module", "get_attr")]
+
+    def used(name):
+        return any(t == name or t.startswith(name + ".") or name.startswith(t + ".") for t in
+                   targets)
+
+    return {name for name, m in gm.named_modules() if not list(m.children()) and not used(name)}
+""",
+        "set",
+    ),
+    "2.4": (
+        """
+def nodes_inside(gm, path):
+    stacks = [(n, n.meta.get("nn_module_stack", {}).values()) for n in gm.graph.nodes]
+    return [n for n, stack in stacks if path in [p for p, _ in stack]]
+""",
+        "Node",
+    ),
+    "2.5": (
+        """
+def clamp_bounds(gm):
+    clamps = [("call_function", torch.clamp), ("call_method", "clamp")]
+    return [None for n in gm.graph.nodes if (n.op, n.target) in clamps]
+""",
+        "None",
+    ),
+}
+
+
+@pytest.mark.parametrize("tryit_id", sorted(OF_ANOTHER_TYPE))
+def test_an_answer_of_another_type_is_told_the_type(tryit_id, monkeypatch):
+    answer, named = OF_ANOTHER_TYPE[tryit_id]
+    problem = verdict(tryit_id, answer, 1, monkeypatch)
+    assert named in problem and "raised" not in problem
