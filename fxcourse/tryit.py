@@ -317,9 +317,16 @@ def _describe(exc: BaseException, tb, cell_file: str = "") -> str:
     if isinstance(exc, NameError) and looked_for:
         return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
     where = _learners_frame(frames)
-    return _("running your code raised {name}: {error} ({where})").format(
-        name=type(exc).__name__, error=exc, where=where
-    )
+    # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
+    error = str(exc).split("\n\nWhile executing ")[0]
+    if isinstance(exc, TypeError | AttributeError) and "NoneType" in error:
+        said = _(
+            "running your code raised {name}: {error} ({where}): a None reached it where a value "
+            "belongs; does each function and override of yours return its value?"
+        )
+    else:
+        said = _("running your code raised {name}: {error} ({where})")
+    return said.format(name=type(exc).__name__, error=error, where=where)
 
 
 def _learners_frame(frames: traceback.StackSummary) -> str:

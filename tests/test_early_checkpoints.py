@@ -677,6 +677,17 @@ def use_hardsigmoid(gm):
     gm.recompile()
     return gm
 """,
+    "1.2 x given as fx.PH beside the pinned act and scale (red team redE)": """
+plain_gelu = fx.symbolic_trace(scaled_act, concrete_args={"x": fx.PH, "act": "gelu", "scale": None})
+""",
+    "3.5 an overflow-free rule that picks the branch with x.sign() (red team redE)": """
+def sigmoid_from_exp(x):
+    small = torch.exp(-x.abs())
+    return 0.5 + 0.5 * x.sign() * (1 - small) / (1 + small)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "3.1 an nn.Hardsigmoid module for each sigmoid": """
 def use_hardsigmoid(gm):
     for node in list(gm.graph.nodes):
@@ -808,3 +819,42 @@ def test_an_answer_of_another_type_is_told_the_type(tryit_id, monkeypatch):
     answer, named = OF_ANOTHER_TYPE[tryit_id]
     problem = verdict(tryit_id, answer, 1, monkeypatch)
     assert named in problem and "raised" not in problem
+
+
+@pytest.mark.parametrize(
+    "rule, told",
+    [
+        ("return x.neg_().exp_().add_(1).reciprocal_()", "writes into its input"),
+        ("y = 1 / (1 + torch.exp(-x))", "returned NoneType"),
+    ],
+)
+def test_a_rule_that_writes_into_its_input_or_returns_nothing_is_told_so(rule, told, monkeypatch):
+    """3.5 said such a rule 'does not change with its exp', or that decompose's own line raised
+    an AttributeError about NoneType (red team redE)."""
+    answer = f"""
+def sigmoid_from_exp(x):
+    {rule}
+
+
+rules_with_sigmoid = {{**RULES, torch.sigmoid: sigmoid_from_exp}}
+"""
+    assert told in verdict("3.5", answer, 1, monkeypatch)
+
+
+def test_an_override_that_returns_nothing_is_asked_about_its_return(monkeypatch):
+    """5.2's run_node without `return`: the next node got None, and the message was torch's
+    TypeError with the Interpreter's node dump and a pointer to tlparse (red team redE)."""
+    answer = """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        if node.op != "placeholder" and isinstance(result, torch.Tensor):
+            self.bytes_by_node[node.name] = result.nbytes
+"""
+    problem = verdict("5.2", answer, 1, monkeypatch)
+    assert "return its value" in problem
+    assert "While executing" not in problem and "tlparse" not in problem
