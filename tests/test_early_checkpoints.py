@@ -506,6 +506,13 @@ def activation_bytes(gm, example):
     counter.run(example)
     return counter.total
 """,
+    "1.2 scaled_act redefined to call F.gelu alone, traced with the same concrete_args": """
+def scaled_act(x, act, scale=None):
+    return F.gelu(x)
+
+
+plain_gelu = fx.symbolic_trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
+""",
     "3.1 sigmoids found by the node's name (red team redE)": """
 def use_hardsigmoid(gm):
     for node in gm.graph.nodes:
