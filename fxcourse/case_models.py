@@ -61,9 +61,10 @@ def by_keyword(spelling: Spelling, name: str = "input") -> Spelling:
 
 
 def module(factory: type[nn.Module], **kwargs) -> Spelling:
-    """A module spelling; each use makes a new module (a Linear is sized by the model)."""
-    if factory is nn.Linear:
-        return Spelling("module", nn.Linear, label="nn.Linear")
+    """A module spelling; each use makes a new module (a Linear, or a subclass of it, is sized
+    by the model)."""
+    if isinstance(factory, type) and issubclass(factory, nn.Linear):
+        return Spelling("module", factory, label=f"nn.{factory.__name__}")
     made = lambda: factory(**kwargs)  # noqa: E731
     made.__name__ = factory.__name__
     return Spelling("module", made)
@@ -203,8 +204,9 @@ class ModelDraft:
         if same_kind and make.coin(0.3):  # the same module object, called again
             path = make.choice(same_kind)
             return path, _("{op} '{path}' called again").format(op=spelling.describe(), path=path)
-        if spelling.target is nn.Linear:
-            module = make.parameters_of(nn.Linear(self.width, self.width, bias=make.coin(0.8)))
+        if isinstance(spelling.target, type) and issubclass(spelling.target, nn.Linear):
+            linear = spelling.target(self.width, self.width, bias=make.coin(0.8))
+            module = make.parameters_of(linear)
         else:
             module = spelling.target()
         module.fxcourse_op = op

@@ -513,6 +513,17 @@ def scaled_act(x, act, scale=None):
 
 plain_gelu = fx.symbolic_trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
 """,
+    "3.2 Linears found by type(module) is nn.Linear, which no subclass is (red team redE)": """
+def clamp_linear_inputs(gm):
+    for node in list(gm.graph.find_nodes(op="call_module")):
+        if type(gm.get_submodule(node.target)) is nn.Linear:
+            with gm.graph.inserting_before(node):
+                clamp = gm.graph.call_function(torch.clamp, (node.args[0], -1.0, 1.0))
+            node.replace_input_with(node.args[0], clamp)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
     "3.1 sigmoids found by the node's name (red team redE)": """
 def use_hardsigmoid(gm):
     for node in gm.graph.nodes:
