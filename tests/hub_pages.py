@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 SPAWN_TIMEOUT_MS = 240_000  # a server imports the lab and nbgrader: slow on a busy machine
 GRADING_TIMEOUT_MS = 300_000  # the formgrader's autograde runs the notebook, torch included
+UI_WAIT_MS = 60_000  # a page that has loaded catching up with its state, on a busy machine
 # What the lab and the formgrader show when something is wrong (toasts, nbgrader's list errors).
 WARNING_SELECTORS = (
     ".Toastify__toast--error",
@@ -77,7 +78,7 @@ class HubUser(BrowserSteps):
         expect(tab).to_have_attribute("title", re.compile("^Name: "))  # set once it has loaded
         named = re.compile(f"^Name: {re.escape(expected)}$", re.MULTILINE)
         try:
-            expect(tab).to_have_attribute("title", named)
+            expect(tab).to_have_attribute("title", named, timeout=UI_WAIT_MS)
         except AssertionError:
             pass  # the caller's assert says which document is current instead
         return tab.get_attribute("title").splitlines()[0].removeprefix("Name: ")
