@@ -246,8 +246,8 @@ GRADER_USES_BELOW = {
     "grader.report_model -> fxcourse.tryit",
     "grader.safegrade.assignments -> fxcourse",
     "grader.safegrade.assignments -> fxcourse.languages",
-    "grader.safegrade.preprocessors -> courseware.i18n",
-    "grader.safegrade.preprocessors -> courseware.repository",
+    "grader.safegrade.feedback_summary -> courseware.i18n",  # the grader's words, translated
+    "grader.safegrade.feedback_summary -> courseware.repository",
     "grader.tools.sizing -> fxcourse.workspace",
 }
 
