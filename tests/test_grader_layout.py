@@ -359,21 +359,24 @@ def test_no_two_modules_of_the_course_share_a_name():
 
 
 # The modules that write grades while grading (the sandbox's bookkeeping) may use nbgrader's
-# gradebook; everything that reads a learner's result (export, report, feedback, the hub) reads
-# the typed record grader/standings.py builds from the gradebook and the grader's result file.
+# gradebook; everything that reads a learner's result (export, report, feedback, the hub, the
+# bench) reads the typed record grader/standings.py builds from the gradebook and the grader's
+# result file. Raw database access (sqlite3, SQLAlchemy) counts as opening the gradebook.
 GRADEBOOK_READERS = {"grader.standings"}
 GRADEBOOK_WRITERS = {"grader.safegrade.bookkeeping", "grader.safegrade.gradebook"}
+GRADEBOOK_MODULES = ("nbgrader.api", "sqlite3", "sqlalchemy")
 
 
 def gradebook_users(paths: list[Path], root: Path = ROOT) -> set[str]:
-    """The modules among `paths` that import nbgrader's gradebook (nbgrader.api)."""
+    """The modules among `paths` that import nbgrader's gradebook (nbgrader.api) or a database
+    driver, by import statement or import_module/__import__, at the top or in a function."""
     found = set()
     for path in paths:
+        package = module_name(path, root).rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            if any(name == "nbgrader.api" or name.startswith("nbgrader.api.") for name in names):
-                found.add(module_name(path, root))
+            for name in imported_names(node, package):
+                if any(name == m or name.startswith(f"{m}.") for m in GRADEBOOK_MODULES):
+                    found.add(module_name(path, root))
     return found
 
 
@@ -383,6 +386,22 @@ def test_export_and_report_read_results_only_through_the_typed_record(tmp_path):
     (tmp_path / "grader").mkdir()  # the check sees a reader that opens the gradebook itself
     (tmp_path / "grader" / "report.py").write_text("def f():\n    from nbgrader.api import X\n")
     assert gradebook_users([tmp_path / "grader" / "report.py"], tmp_path) == {"grader.report"}
+
+
+def test_raw_sql_on_a_gradebook_outside_the_standings_fails_the_check(tmp_path):
+    """The bench once summed the gradebook's points with its own SQL (sqlite3): each way a
+    module can reach the database without nbgrader's API is caught."""
+    (tmp_path / "grader" / "tools").mkdir(parents=True)
+    raw = {
+        "bench": "import sqlite3\n",
+        "sizing": "def f():\n    from sqlite3 import connect\n",
+        "load": "import importlib\nimportlib.import_module('sqlite3')\n",
+        "engine": "from sqlalchemy import create_engine\n",
+    }
+    for name, source in raw.items():
+        (tmp_path / "grader" / "tools" / f"{name}.py").write_text(source)
+    paths = sorted((tmp_path / "grader" / "tools").glob("*.py"))
+    assert gradebook_users(paths, tmp_path) == {f"grader.tools.{name}" for name in raw}
 
 
 # What reads one submission's result files (safegrade/result_files.py): the grader's own layer,
