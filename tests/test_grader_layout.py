@@ -558,3 +558,62 @@ def test_no_module_of_the_tools_or_the_grader_finds_the_courses_folders_in_a_glo
     (tmp_path / "courseware" / "notebooks.py").write_text(kernel)
     found = course_read_at_import([tmp_path / "courseware" / "notebooks.py"], tmp_path)
     assert found == {"courseware.notebooks": {"KERNELSPEC"}}
+
+
+# The functions that may take this checkout's course without being told (Course.configured() with
+# no folder, or this checkout's Repository/REPOSITORY used in a body, not as a visible default):
+# the command lines and services whose course is the one they were started in. Every other
+# function is given its course (or the folders it reads) by its caller.
+THIS_CHECKOUT = {"HERE", "REPOSITORY", "THIS_COURSE"}
+CHECKOUT_READERS = {
+    "grader.report.main",  # --course, default: the course it is run in
+    "grader.similarity.main",
+    "grader.instructor.copy_course",  # origin: default, this code's course
+    "grader.hub.progress_service.course_shape",  # the service's own course
+    "grader.hub.settings.from_environ",  # the hub's settings: the checkout it runs in, unless given
+    "grader.hub.classroom.service_unit",  # the checkout the unit runs `make hub` in
+    "grader.tools.bench.main",  # the bench and the sizing measure this code's grader
+    "grader.tools.sizing.grading_cost",
+}
+
+
+def hidden_checkout_reads(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """module.function for each function whose body takes this checkout's course unasked: calls
+    `configured()` with no argument, or names one of THIS_CHECKOUT (a default parameter is seen
+    by every caller and is not counted)."""
+    found = set()
+    for path in paths:
+        module = module_name(path, root)
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in (n for statement in function.body for n in ast.walk(statement)):
+                bare_call = (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "attr", getattr(node.func, "id", "")) == "configured"
+                    and not node.args
+                    and not any(k.arg == "root" for k in node.keywords)
+                )
+                if bare_call or (isinstance(node, ast.Name) and node.id in THIS_CHECKOUT):
+                    found.add(f"{module}.{function.name}")
+    return found
+
+
+def test_no_function_reads_this_checkouts_course_behind_its_callers_back(tmp_path):
+    """similarity once counted this checkout's published starters and chapters as given code in
+    any course it compared (a folder of LMS submissions, another course): the course it reads is
+    its caller's. Both ways it was written are caught."""
+    paths = sorted(
+        p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
+    )
+    assert hidden_checkout_reads(paths) == CHECKOUT_READERS
+    (tmp_path / "grader").mkdir()
+    old = (
+        "def starters(course, assignment):\n    home = Course.configured()\n"
+        "def boilerplate(course):\n    return Course.configured().source.glob('*')\n"
+        "def sources(course):\n    return REPOSITORY / 'solutions'\n"
+        "def told(course=Course.configured(), root=REPOSITORY):\n    return course\n"
+    )
+    (tmp_path / "grader" / "similarity.py").write_text(old)
+    found = hidden_checkout_reads([tmp_path / "grader" / "similarity.py"], tmp_path)
+    assert found == {f"grader.similarity.{f}" for f in ("starters", "boilerplate", "sources")}
