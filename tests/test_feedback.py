@@ -65,7 +65,7 @@ def summary_rows(page: str) -> dict[str, tuple[str, str]]:
     """test -> (status, message) as a reader sees the page's summary table."""
     found = re.search(rf'<div class="{SUMMARY_CLASS}">(.*?)</div>', page, re.S)
     assert found, "the feedback page has no summary of the recorded tests"
-    cells = r"<tr><td>(.*?)</td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>"
+    cells = r"<tr><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>"
     rows = re.findall(cells, found[1], re.S)
     seen = lambda cell: html.unescape(re.sub(r"<[^>]+>", "", cell))  # noqa: E731
     return {seen(name): (seen(status), seen(message)) for name, status, message in rows}

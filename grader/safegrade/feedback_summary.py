@@ -34,6 +34,8 @@ STATUS_WORDS = {
 }
 NOT_RUN_NOTE = _("not run: the notebook stopped before this test's cell ran")
 SUMMARY_CLASS = "recorded-tests"  # the summary's <div>, for tests and styles
+CELL = 'style="padding:0.2em 1.5em 0.2em 0;text-align:left;vertical-align:top"'
+MESSAGE_CELL = CELL[:-1] + ';white-space:pre-wrap"'  # a message keeps its lines
 
 
 def messages_in_language_of(assignment: str, catalogs: str | Path = "") -> Mapping[str, str]:
@@ -61,16 +63,16 @@ def summary_html(tests: list[TestResult], words: Mapping[str, str]) -> str:
         message = test.message or (NOT_RUN_NOTE if test.status == Outcome.NOT_RUN else "")
         shown = say(message) if message == NOT_RUN_NOTE else html.escape(message, quote=True)
         return (
-            f"<tr><td><code>{html.escape(test.name, quote=True)}</code></td>"
-            f'<td class="status-{html.escape(test.status.value)}">'
+            f"<tr><td {CELL}><code>{html.escape(test.name, quote=True)}</code></td>"
+            f'<td class="status-{html.escape(test.status.value)}" {CELL}>'
             f"{say(STATUS_WORDS[test.status])}</td>"
-            f'<td style="white-space:pre-wrap">{shown.replace(chr(10), "&#10;")}</td></tr>'
+            f"<td {MESSAGE_CELL}>{shown.replace(chr(10), '&#10;')}</td></tr>"
         )
 
-    head = "".join(f'<th scope="col">{say(column)}</th>' for column in COLUMNS)
+    head = "".join(f'<th scope="col" {CELL}>{say(column)}</th>' for column in COLUMNS)
     rows = "".join(row(test) for test in tests)
     return (
-        f'<div class="{SUMMARY_CLASS}"><h2>{say(HEADING)}</h2><table>'
+        f'<div class="{SUMMARY_CLASS}"><h3>{say(HEADING)}</h3><table>'
         f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
     ).replace("\r", "")
 
