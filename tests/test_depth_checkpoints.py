@@ -174,6 +174,35 @@ class Gcd(nn.Module):
         found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
         return found.float()
 """,
+    # the red team's (redF): a loop of a count fixed in advance (100 runs: enough for any int64
+    # pair) and Stein's binary gcd (shifts and differences, no a mod b); both were refused only
+    # because the run counter's hooks piled up on the loop body that every program.module()
+    # shares, and stopped a later pair with a raw LoopRanTooLong
+    "12.2 runs its loop a fixed number of times": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(i, a, b):
+            safe = torch.where(b == 0, torch.ones_like(b), b)
+            return i + 1, torch.where(b == 0, a, b), torch.where(b == 0, b, a % safe)
+
+        _, found, _ = torch.while_loop(lambda i, a, b: i < 100, step, (torch.zeros_like(a), a, b))
+        return found
+""",
+    "12.2 takes binary gcd steps": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(a, b, k):
+            both, a_even, b_even = ((a | b) & 1) == 0, (a & 1) == 0, (b & 1) == 0
+            odd_a = torch.where(b_even, a, torch.minimum(a, b))
+            odd_b = torch.where(b_even, b >> 1, (a - b).abs())
+            na = torch.where(both | a_even, a >> 1, odd_a)
+            nb = torch.where(both, b >> 1, torch.where(a_even, b, odd_b))
+            zero = na == 0
+            return torch.where(zero, nb, na), torch.where(zero, 0, nb), torch.where(both, k + 1, k)
+
+        found, _, k = torch.while_loop(lambda a, b, k: b != 0, step, (a, b, torch.zeros_like(a)))
+        return found << k
+""",
     "10.3 takes NaN for a difference": """
 def results_differ(gm, inputs, backend):  # the red team's (redD): allclose without equal_nan
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -405,6 +434,19 @@ def test_a_request_served_eagerly_is_noted():
     torch.manual_seed(seed)
     run = compile_depth.serve_run(first_only, compile_depth.ReferenceScorer(), requests)
     assert run.uncompiled == list(range(2, len(requests) + 1))
+
+
+def test_counting_a_loops_runs_leaves_no_hook_behind():
+    """Every program.module() shares the loop bodies of its program: a counting hook left on one
+    counted the runs of every later pair too, and stopped the tenth 90-step pair (redF)."""
+    from fxcourse.export_depth import LOOP_LIMIT, gcd_with_loop_runs
+
+    namespace: dict = {"torch": torch, "nn": torch.nn}
+    exec(compile(reference_answer("12.2"), "answer", "exec"), namespace)
+    program = torch.export.export(namespace["Gcd"](), (torch.tensor(12), torch.tensor(18)))
+    longest = (7540113804746346429, 4660046610375530309)  # 90 steps
+    for _ in range(LOOP_LIMIT // 90 + 2):
+        assert gcd_with_loop_runs(program, *longest) == (1, 90)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
