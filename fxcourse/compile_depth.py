@@ -86,7 +86,7 @@ class ServeRun:
     outputs: list
     compiles: int
     recompiles: list[str]
-    uncompiled: list[int]  # 1-based requests whose input and output no compiled graph touched
+    uncompiled: list[int]  # 1-based requests whose output no compiled graph returned
 
 
 def _recording(backend, seen: list) -> Callable:
@@ -132,7 +132,8 @@ def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
 
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
-    which requests went through a compiled graph (their input or output is one of its tensors),
+    which requests' outputs a compiled graph returned (the same storage: an output computed
+    eagerly from a compiled part, a compiled Linear say, is not; it could never recompile),
     whatever the backend. It runs under the default stance and Dynamo's default recompile
     settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
     answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
@@ -160,13 +161,17 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
     outputs = list(outputs) if outputs is not None else []
-    seen_ids = {id(t) for t in seen}
+    returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
     uncompiled = [
         number
-        for number, ((x, _), out) in enumerate(zip(inputs, outputs, strict=False), start=1)
-        if id(x) not in seen_ids and id(out) not in seen_ids
+        for number, out in enumerate(outputs, start=1)
+        if not isinstance(out, torch.Tensor) or _storage(out) not in returned
     ]
     return ServeRun(outputs, compiles, reasons, uncompiled)
+
+
+def _storage(value) -> int | None:
+    return value.untyped_storage().data_ptr() if isinstance(value, torch.Tensor) else None
 
 
 class ReferenceScorer(nn.Module):

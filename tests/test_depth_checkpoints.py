@@ -203,6 +203,17 @@ class Gcd(nn.Module):
         found, _, k = torch.while_loop(lambda a, b, k: b != 0, step, (a, b, torch.zeros_like(a)))
         return found << k
 """,
+    "10.2 compiles only the Linear": """
+def serve(scorer, requests):  # the red team's (redF): the rest runs eagerly, nothing recompiles
+    linear = torch.compile(scorer.linear, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        logits = linear(x) / temperature
+        if logits.abs().max() > 4:
+            logits = logits.clamp(-4, 4)
+        outputs.append(logits.softmax(-1))
+    return outputs
+""",
     "10.3 takes NaN for a difference": """
 def results_differ(gm, inputs, backend):  # the red team's (redD): allclose without equal_nan
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
