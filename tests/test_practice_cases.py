@@ -120,6 +120,11 @@ RESHAPES = {
         lambda a, b: (a.numel(), len(a), a[0]) == (b.numel(), len(b), b[0])
     ),
     "the same sorted sizes": dropping_if(lambda a, b: sorted(a) == sorted(b)),
+    # the red team's (redF): two features together, the number of dims and the last size
+    "dims and last dim": dropping_if(lambda a, b: (len(a), a[-1]) == (len(b), b[-1])),
+    "everything but the order": dropping_if(
+        lambda a, b: (len(a), a[0], a[-1], sorted(a)) == (len(b), b[0], b[-1], sorted(b))
+    ),
     # the red team's (redB): users redirected, the node left for dead_code to take out
     "never erased": dropping_if(lambda a, b: a == b, erase=False),
 }
@@ -143,6 +148,8 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["the same last dim"], run_seed)
     assert refused_8_3(RESHAPES["numel, dims and first dim"], run_seed)
     assert refused_8_3(RESHAPES["the same sorted sizes"], run_seed)
+    assert refused_8_3(RESHAPES["dims and last dim"], run_seed)
+    assert refused_8_3(RESHAPES["everything but the order"], run_seed)
     assert refused_8_3(RESHAPES["never erased"], run_seed)
 
 
