@@ -456,6 +456,26 @@ def test_a_request_served_eagerly_is_noted():
     assert run.uncompiled == list(range(2, len(requests) + 1))
 
 
+DONE_FLAG_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(a, b, done):  # one step per run; the last run only sees that b is 0
+            stop = b == 0
+            remainder = a % torch.where(stop, torch.ones_like(b), b)
+            return torch.where(stop, a, b), torch.where(stop, b, remainder), stop
+
+        found, _, _ = torch.while_loop(lambda a, b, done: ~done, step, (a, b, b < 0))
+        return found
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_12_2_accepts_a_loop_that_notices_the_end_in_a_run_of_its_own(seed, monkeypatch):
+    """Its body runs once more than Euclid takes steps: still one step per run (the bound on
+    the runs that refuses a count fixed in advance leaves room for it)."""
+    assert verdict("12.2", DONE_FLAG_12_2, seed, monkeypatch) is None
+
+
 def test_counting_a_loops_runs_leaves_no_hook_behind():
     """Every program.module() shares the loop bodies of its program: a counting hook left on one
     counted the runs of every later pair too, and stopped the tenth 90-step pair (redF)."""
