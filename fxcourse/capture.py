@@ -9,6 +9,9 @@
 `torch._logging.set_logs` (a documented function in a private module), collects every record
 torch logs into `logs` instead of stderr, and on leaving puts torch's log settings and handlers
 back as they were, so no later cell keeps printing.
+`logs.shape_events()` cuts the `dynamic` log's symbol and guard lines into their parts (what
+happened, the user's code, its function, the torch function behind it); `logs.guards_added()`
+keeps the guards' expressions.
 
 `inductor_code(fn, *args)` compiles `fn` with the default backend (Inductor) in a temporary
 cache folder, runs it once and returns the Python module Inductor generated (its C++ kernel
@@ -36,6 +39,7 @@ import copy
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +48,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -71,8 +76,38 @@ class LogCapture:
     def sources(self) -> list[str]:
         return sorted({source for source, _ in self.records})
 
+    def shape_events(self) -> list[ShapeEvent]:
+        """The `dynamic` log's symbols created and guards added, each with the line behind it."""
+        found = (_SHAPE_EVENT.match(line) for line in self.text().splitlines())
+        return [ShapeEvent(*match.groups()) for match in found if match]
+
+    def guards_added(self) -> list[str]:
+        """The expressions of the `dynamic` log's guards, in the order they were added."""
+        return [
+            event.what[len("eval ") : -len(" [guard added]")]
+            for event in self.shape_events()
+            if event.what.endswith("[guard added]")
+        ]
+
     def __repr__(self) -> str:
         return self.text() or "(nothing was logged)"
+
+
+# "eval s77 <= 8 [guard added] if x.shape[0] > 8:  # f.py:5 in pick_rows (_dynamo/variables/
+# tensor.py:2849 in evaluate_expr), for more info ..."; a create_symbol line's first part ends in
+# "int_oo]". The user's code is missing when Python has no source for it (stdin).
+_SHAPE_EVENT = re.compile(r"(.*?(?:\[guard added\]|int_oo\])) ?(.*?)  # (\S+) in (\w+) \((.*?)\)")
+
+
+class ShapeEvent(NamedTuple):
+    """One line of the `dynamic` log: what happened, the user's code that caused it, where that
+    code is (file:line), the user function it is in, and the torch function that made it."""
+
+    what: str
+    code: str
+    location: str
+    function: str
+    inside_torch: str
 
 
 class _Collector(logging.Handler):

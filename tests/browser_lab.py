@@ -43,6 +43,10 @@ RUN_ALL_COMMAND = "runmenu:run-all"  # the Run menu's "Run All Cells"
 # test clicks like a learner and uses the app only to read state (models, kernels, commands).
 JS_CURRENT_NOTEBOOK = """
 (path) => {
+  // Straight after a page load the app object is not there yet: not ready, not an error.
+  if (!window.jupyterapp || !window.jupyterapp.shell) {
+    return null;
+  }
   const widget = window.jupyterapp.shell.currentWidget;
   if (!widget || !widget.context || widget.context.path !== path || !widget.content.model) {
     return null;

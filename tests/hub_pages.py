@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 SPAWN_TIMEOUT_MS = 240_000  # a server imports the lab and nbgrader: slow on a busy machine
 GRADING_TIMEOUT_MS = 300_000  # the formgrader's autograde runs the notebook, torch included
+UI_WAIT_MS = 60_000  # a page that has loaded catching up with its state, on a busy machine
 # What the lab and the formgrader show when something is wrong (toasts, nbgrader's list errors).
 WARNING_SELECTORS = (
     ".Toastify__toast--error",
@@ -69,10 +70,17 @@ class HubUser(BrowserSteps):
         shown = self.page.locator(".jp-LauncherCard:visible, .jp-NotebookPanel:visible")
         shown.first.wait_for(timeout=SPAWN_TIMEOUT_MS)
 
-    def current_document(self) -> str:
-        """The name of the document in the main area's current tab ("Name: ..." in its title)."""
+    def current_document(self, expected: str) -> str:
+        """The name of the document in the main area's current tab ("Name: ..." in its title),
+        once it is `expected` or the wait is over: the lab first restores the tabs of its last
+        session (one of them current), then opens the one its URL names."""
         tab = self.page.locator('li.lm-TabBar-tab.lm-mod-current[data-type="document-title"]').first
         expect(tab).to_have_attribute("title", re.compile("^Name: "))  # set once it has loaded
+        named = re.compile(f"^Name: {re.escape(expected)}$", re.MULTILINE)
+        try:
+            expect(tab).to_have_attribute("title", named, timeout=UI_WAIT_MS)
+        except AssertionError:
+            pass  # the caller's assert says which document is current instead
         return tab.get_attribute("title").splitlines()[0].removeprefix("Name: ")
 
     def open_progress(self):

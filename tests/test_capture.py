@@ -94,6 +94,33 @@ runner = Runner(partitions=[])
 """
 
 
+def halved_when_long(x):
+    if x.shape[0] > 8:
+        x = x[: x.shape[0] // 2]
+    return x * 2
+
+
+def test_shape_events_name_each_symbol_and_guard_with_the_line_behind_it(no_torch_logs_env):
+    torch.compiler.reset()
+    compiled = torch.compile(halved_when_long, backend="eager")
+    with capture.torch_logs(dynamic=logging.INFO) as logs:
+        for batch in (4, 6, 12):
+            compiled(torch.ones(batch, 3))
+    events = logs.shape_events()
+    assert [e.what.split()[0] for e in events] == ["create_symbol", "eval"] * 2 + ["eval"]
+    assert all(
+        e.function == "halved_when_long" and "test_capture.py:" in e.location for e in events
+    )
+    assert events[-1].code == "x = x[: x.shape[0] // 2]"
+    assert "_compute_slice_index" in events[-1].inside_torch
+    assert logs.guards_added() == ["s77 <= 8", "s77 > 8", "((s77//2)) <= s77"]
+
+
+def test_shape_events_skip_the_other_lines_of_the_log():
+    logs = capture.LogCapture([("dynamic", "create_env"), ("dynamic", "produce_guards")])
+    assert logs.shape_events() == [] and logs.guards_added() == []
+
+
 def test_kernels_and_call_are_cut_out_of_the_generated_module():
     code = capture.InductorCode(GENERATED, 0.0, None)
     assert code.kernels().startswith("#include <torch/csrc/inductor/cpp_prefix.h>")

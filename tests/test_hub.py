@@ -478,7 +478,8 @@ def check_course_update_reaches_an_opened_chapter(hub: ClassHub, ada: HubUser) -
             ada.page.locator("#stop").wait_for(state="hidden", timeout=GRADING_TIMEOUT_MS)
             ada.page.locator("#start", has_text="Start My Server").click()
             ada.wait_for_lab()
-            assert ada.current_document() == START_PAGE, ada.current_document()
+            shown = ada.current_document(START_PAGE)
+            assert shown == START_PAGE, shown
             ada.page.locator(".jp-Notebook").get_by_text(UPDATE_MARKER).wait_for()
             # she never sees the sync's output: the chapter itself says that it changed
             ada.page.locator(".jp-RenderedMarkdown").get_by_text("Course update (").first.wait_for()
@@ -507,7 +508,8 @@ def add_learner_while_running(hub: ClassHub, browser, artifacts: Path) -> None:
         with person.step("50-new-learner"):
             person.start_login()
             person.wait_for_lab()
-            assert person.current_document() == START_PAGE, person.current_document()
+            shown = person.current_document(START_PAGE)
+            assert shown == START_PAGE, shown
             person.shot("50-new-learner")
     finally:
         person.close()
