@@ -476,6 +476,23 @@ def test_12_2_accepts_a_loop_that_notices_the_end_in_a_run_of_its_own(seed, monk
     assert verdict("12.2", DONE_FLAG_12_2, seed, monkeypatch) is None
 
 
+PYTHON_WHILE_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        while b.item() != 0:
+            a, b = b, a % b
+        return a
+"""
+
+
+def test_12_2_says_not_yet_when_export_cannot_capture_the_loop(monkeypatch):
+    """Known fault (s35e): a Python while on .item() got torch's raw guard error; the checkpoint
+    now says what export cannot capture."""
+    problem = verdict("12.2", PYTHON_WHILE_12_2, 1, monkeypatch)
+    assert problem is not None and "could not capture Gcd" in problem, problem
+    assert "GuardOnDataDependentSymNode" in problem  # export's own error, its first line
+
+
 def test_counting_a_loops_runs_leaves_no_hook_behind():
     """Every program.module() shares the loop bodies of its program: a counting hook left on one
     counted the runs of every later pair too, and stopped the tenth 90-step pair (redF)."""
