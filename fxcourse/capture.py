@@ -9,9 +9,8 @@
 `torch._logging.set_logs` (a documented function in a private module), collects every record
 torch logs into `logs` instead of stderr, and on leaving puts torch's log settings and handlers
 back as they were, so no later cell keeps printing.
-`logs.shape_events()` cuts the `dynamic` log's symbol and guard lines into their parts (what
-happened, the user's code, its function, the torch function behind it); `logs.guards_added()`
-keeps the guards' expressions.
+`logs.shape_events()` splits the `dynamic` log's symbol and guard lines into their parts
+(`ShapeEvent`); `logs.guards_added()` keeps the guards' expressions.
 
 `inductor_code(fn, *args)` compiles `fn` with the default backend (Inductor) in a temporary
 cache folder, runs it once and returns the Python module Inductor generated (its C++ kernel

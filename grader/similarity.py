@@ -1,6 +1,6 @@
 """Copied work, found (`make similarity`): pairs of submissions whose answers are unusually alike.
 
-    python -m grader.similarity [--course DIR] [--out DIR] [--top N]
+    python -m grader.similarity [--course DIR] [--out DIR] [--top N] [--given COURSE ...]
 
 For each exercise, every submission's own code is read from its autograded notebook (as JSON,
 never run: the notebook `make autograde` graded, already repaired, renamed and converted): every
@@ -11,9 +11,12 @@ silently; one notebook's failure stops no other. The code is fingerprinted by co
 winnowing of MOSS: comments, layout and names are normalised away (every variable is the same
 token, every function name another), so renaming, reformatting and commenting do not hide a copy.
 The starter code and the course's own code (every code cell of the chapters, try-it answers
-included) are boilerplate: a fingerprint found there counts for nobody. Every pair is scored by
-the share of each answer's fingerprints found in the other; the page ranks the pairs, shows the
-two answers side by side with the matching parts marked, and escapes every character of them.
+included) are boilerplate: a fingerprint found there counts for nobody. They are the course's
+(its release, its published starters, its solutions/ chapters) and those of each course named by
+--given (a folder of LMS submissions has no course of its own: name the one its learners had).
+Every pair is scored by the share of each answer's fingerprints found in the other; the page
+ranks the pairs, shows the two answers side by side with the matching parts marked, and escapes
+every character of them.
 
 A high score says two answers share long runs of the same code structure that neither the
 starter nor the course gave them. It does not say who copied whom, or that anyone did: short
@@ -30,6 +33,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.course import Course
@@ -99,30 +103,42 @@ def notebook_code(path: Path) -> str:
     return "\n\n".join(source_text(c["source"]) for c in cells if c["cell_type"] == "code")
 
 
-def starters(course: Course, assignment: str) -> list[Path]:
-    """The exercise's released starter: the course's, and the one this code's course publishes
-    (a scratch course of submissions only has none of its own)."""
-    home = Course.configured()
-    found = (
-        root / assignment / f"{assignment}.ipynb"
-        for root in (course.release, home.student_versions)
-    )
-    return [path for path in found if path.exists()]
+@dataclass(frozen=True)
+class GivenCode:
+    """The code the learners were given, which counts for nobody: the exercises' starters
+    (folders of <assignment>/<assignment>.ipynb) and the course's chapters (folders of
+    NN_*.ipynb), from the courses named, never from this code's own checkout."""
+
+    starter_folders: tuple[Path, ...]
+    chapter_folders: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, *courses: Course) -> GivenCode:
+        """What the learners of `courses` got: each one's released and published starters and
+        the chapters in its sources."""
+        starters = tuple(f for c in courses for f in (c.release, c.student_versions))
+        return cls(starters, tuple(course.source for course in courses))
+
+    def starters(self, assignment: str) -> list[Path]:
+        found = (folder / assignment / f"{assignment}.ipynb" for folder in self.starter_folders)
+        return [path for path in found if path.exists()]
+
+    def chapters(self) -> list[Path]:
+        return sorted(p for f in self.chapter_folders for p in f.glob("[0-9][0-9]_*.ipynb"))
 
 
-def starter_cells(course: Course, assignment: str) -> set[str]:
+def starter_cells(given: GivenCode, assignment: str) -> set[str]:
     """The code cells of the exercise's starter, as learners got them."""
-    cells = (c for path in starters(course, assignment) for c in read_notebook(path)["cells"])
+    cells = (c for path in given.starters(assignment) for c in read_notebook(path)["cells"])
     return {source_text(c.get("source", "")).strip() for c in cells if c.get("cell_type") == "code"}
 
 
-def boilerplate_hashes(course: Course, assignment: str):
+def boilerplate_hashes(given: GivenCode, assignment: str):
     """Fingerprints of the starter code and of the course's own code."""
     import numpy
     from copydetect import CodeFingerprint
 
-    chapters = sorted(Course.configured().source.glob("[0-9][0-9]_*.ipynb"))  # this code's course
-    texts = [notebook_code(path) for path in chapters + starters(course, assignment)]
+    texts = [notebook_code(path) for path in given.chapters() + given.starters(assignment)]
     hashes = set().union(*(fingerprint(text, CodeFingerprint).hashes for text in texts))
     return numpy.array(sorted(hashes), dtype=numpy.int64)
 
@@ -155,11 +171,13 @@ def not_graded(course: Course, student: str, assignment: str) -> str:
     return result.reason
 
 
-def answers(course: Course, assignment: str) -> tuple[dict[str, str], dict[str, str]]:
-    """student -> their own code, for every submission of the exercise that has some; and
-    student -> why their notebook was not compared."""
+def answers(
+    course: Course, assignment: str, given: GivenCode
+) -> tuple[dict[str, str], dict[str, str]]:
+    """student -> their own code (not the `given` starter's), for every submission of the
+    exercise that has some; and student -> why their notebook was not compared."""
     found, left_out = {}, {}
-    starter = starter_cells(course, assignment)
+    starter = starter_cells(given, assignment)
     for student in learners(course, assignment):
         path = course.autograded / student / assignment / f"{assignment}.ipynb"
         try:
@@ -179,13 +197,13 @@ def answers(course: Course, assignment: str) -> tuple[dict[str, str], dict[str, 
     return found, left_out
 
 
-def compare(course: Course, assignment: str) -> Compared:
+def compare(course: Course, assignment: str, given: GivenCode) -> Compared:
     """Every pair of the exercise's submissions, most alike first; the answers; what was not
-    compared, and why."""
+    compared, and why. What the learners were `given` counts for nobody."""
     from copydetect import CodeFingerprint, compare_files
 
-    codes, left_out = answers(course, assignment)
-    boilerplate = boilerplate_hashes(course, assignment)
+    codes, left_out = answers(course, assignment, given)
+    boilerplate = boilerplate_hashes(given, assignment)
     prints = {s: fingerprint(code, CodeFingerprint, boilerplate) for s, code in codes.items()}
     pairs = []
     for first, second in itertools.combinations(sorted(prints), 2):
@@ -220,11 +238,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--top", type=int, default=LIMITS.shown_pairs, help="pairs shown per exercise"
     )
+    parser.add_argument(
+        "--given",
+        type=Path,
+        action="append",
+        default=[],
+        help="a course whose starters and chapters the learners were given, besides COURSE's "
+        "own (a folder of LMS submissions has none: name the course here); repeatable",
+    )
     args = parser.parse_args(argv)
     course = Course.configured(args.course.resolve()) if args.course else Course.configured()
+    given = GivenCode.of(course, *(Course.configured(root.resolve()) for root in args.given))
     # An exercise in another language (grader/exercises.py) is compared among its own learners,
     # and shown only when someone submitted it.
-    found = {assignment: compare(course, assignment) for assignment in course.assignments}
+    found = {assignment: compare(course, assignment, given) for assignment in course.assignments}
     exercises = course.exercises
     found = {a: c for a, c in found.items() if a in exercises or c.codes or c.left_out}
     for assignment, compared in found.items():

@@ -155,6 +155,11 @@ class ClassBook:
             timestamp=submission.timestamp,
         )
 
+    def scores(self, assignment: str) -> dict[str, float]:
+        """Each student with a graded submission of `assignment` -> its score (Grade.score)."""
+        grades = {student: self.grade(assignment, student) for student in self.students()}
+        return {student: grade.score for student, grade in grades.items() if grade is not None}
+
     def newest_grade(self, assignments: Sequence[str], student: str) -> Grade | None:
         """The student's newest graded submission of any of `assignments` (an exercise in its
         languages), or None."""

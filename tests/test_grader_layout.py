@@ -246,8 +246,8 @@ GRADER_USES_BELOW = {
     "grader.report_model -> fxcourse.tryit",
     "grader.safegrade.assignments -> fxcourse",
     "grader.safegrade.assignments -> fxcourse.languages",
-    "grader.safegrade.preprocessors -> courseware.i18n",
-    "grader.safegrade.preprocessors -> courseware.repository",
+    "grader.safegrade.feedback_summary -> courseware.i18n",  # the grader's words, translated
+    "grader.safegrade.feedback_summary -> courseware.repository",
     "grader.tools.sizing -> fxcourse.workspace",
 }
 
@@ -359,21 +359,24 @@ def test_no_two_modules_of_the_course_share_a_name():
 
 
 # The modules that write grades while grading (the sandbox's bookkeeping) may use nbgrader's
-# gradebook; everything that reads a learner's result (export, report, feedback, the hub) reads
-# the typed record grader/standings.py builds from the gradebook and the grader's result file.
+# gradebook; everything that reads a learner's result (export, report, feedback, the hub, the
+# bench) reads the typed record grader/standings.py builds from the gradebook and the grader's
+# result file. Raw database access (sqlite3, SQLAlchemy) counts as opening the gradebook.
 GRADEBOOK_READERS = {"grader.standings"}
 GRADEBOOK_WRITERS = {"grader.safegrade.bookkeeping", "grader.safegrade.gradebook"}
+GRADEBOOK_MODULES = ("nbgrader.api", "sqlite3", "sqlalchemy")
 
 
 def gradebook_users(paths: list[Path], root: Path = ROOT) -> set[str]:
-    """The modules among `paths` that import nbgrader's gradebook (nbgrader.api)."""
+    """The modules among `paths` that import nbgrader's gradebook (nbgrader.api) or a database
+    driver, by import statement or import_module/__import__, at the top or in a function."""
     found = set()
     for path in paths:
+        package = module_name(path, root).rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            if any(name == "nbgrader.api" or name.startswith("nbgrader.api.") for name in names):
-                found.add(module_name(path, root))
+            for name in imported_names(node, package):
+                if any(name == m or name.startswith(f"{m}.") for m in GRADEBOOK_MODULES):
+                    found.add(module_name(path, root))
     return found
 
 
@@ -383,6 +386,22 @@ def test_export_and_report_read_results_only_through_the_typed_record(tmp_path):
     (tmp_path / "grader").mkdir()  # the check sees a reader that opens the gradebook itself
     (tmp_path / "grader" / "report.py").write_text("def f():\n    from nbgrader.api import X\n")
     assert gradebook_users([tmp_path / "grader" / "report.py"], tmp_path) == {"grader.report"}
+
+
+def test_raw_sql_on_a_gradebook_outside_the_standings_fails_the_check(tmp_path):
+    """The bench once summed the gradebook's points with its own SQL (sqlite3): each way a
+    module can reach the database without nbgrader's API is caught."""
+    (tmp_path / "grader" / "tools").mkdir(parents=True)
+    raw = {
+        "bench": "import sqlite3\n",
+        "sizing": "def f():\n    from sqlite3 import connect\n",
+        "load": "import importlib\nimportlib.import_module('sqlite3')\n",
+        "engine": "from sqlalchemy import create_engine\n",
+    }
+    for name, source in raw.items():
+        (tmp_path / "grader" / "tools" / f"{name}.py").write_text(source)
+    paths = sorted((tmp_path / "grader" / "tools").glob("*.py"))
+    assert gradebook_users(paths, tmp_path) == {f"grader.tools.{name}" for name in raw}
 
 
 # What reads one submission's result files (safegrade/result_files.py): the grader's own layer,
@@ -539,3 +558,62 @@ def test_no_module_of_the_tools_or_the_grader_finds_the_courses_folders_in_a_glo
     (tmp_path / "courseware" / "notebooks.py").write_text(kernel)
     found = course_read_at_import([tmp_path / "courseware" / "notebooks.py"], tmp_path)
     assert found == {"courseware.notebooks": {"KERNELSPEC"}}
+
+
+# The functions that may take this checkout's course without being told (Course.configured() with
+# no folder, or this checkout's Repository/REPOSITORY used in a body, not as a visible default):
+# the command lines and services whose course is the one they were started in. Every other
+# function is given its course (or the folders it reads) by its caller.
+THIS_CHECKOUT = {"HERE", "REPOSITORY", "THIS_COURSE"}
+CHECKOUT_READERS = {
+    "grader.report.main",  # --course, default: the course it is run in
+    "grader.similarity.main",
+    "grader.instructor.copy_course",  # origin: default, this code's course
+    "grader.hub.progress_service.course_shape",  # the service's own course
+    "grader.hub.settings.from_environ",  # the hub's settings: the checkout it runs in, unless given
+    "grader.hub.classroom.service_unit",  # the checkout the unit runs `make hub` in
+    "grader.tools.bench.main",  # the bench and the sizing measure this code's grader
+    "grader.tools.sizing.grading_cost",
+}
+
+
+def hidden_checkout_reads(paths: list[Path], root: Path = ROOT) -> set[str]:
+    """module.function for each function whose body takes this checkout's course unasked: calls
+    `configured()` with no argument, or names one of THIS_CHECKOUT (a default parameter is seen
+    by every caller and is not counted)."""
+    found = set()
+    for path in paths:
+        module = module_name(path, root)
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in (n for statement in function.body for n in ast.walk(statement)):
+                bare_call = (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "attr", getattr(node.func, "id", "")) == "configured"
+                    and not node.args
+                    and not any(k.arg == "root" for k in node.keywords)
+                )
+                if bare_call or (isinstance(node, ast.Name) and node.id in THIS_CHECKOUT):
+                    found.add(f"{module}.{function.name}")
+    return found
+
+
+def test_no_function_reads_this_checkouts_course_behind_its_callers_back(tmp_path):
+    """similarity once counted this checkout's published starters and chapters as given code in
+    any course it compared (a folder of LMS submissions, another course): the course it reads is
+    its caller's. Both ways it was written are caught."""
+    paths = sorted(
+        p for package in ("courseware", "grader") for p in (ROOT / package).rglob("*.py")
+    )
+    assert hidden_checkout_reads(paths) == CHECKOUT_READERS
+    (tmp_path / "grader").mkdir()
+    old = (
+        "def starters(course, assignment):\n    home = Course.configured()\n"
+        "def boilerplate(course):\n    return Course.configured().source.glob('*')\n"
+        "def sources(course):\n    return REPOSITORY / 'solutions'\n"
+        "def told(course=Course.configured(), root=REPOSITORY):\n    return course\n"
+    )
+    (tmp_path / "grader" / "similarity.py").write_text(old)
+    found = hidden_checkout_reads([tmp_path / "grader" / "similarity.py"], tmp_path)
+    assert found == {f"grader.similarity.{f}" for f in ("starters", "boilerplate", "sources")}

@@ -92,9 +92,67 @@ def requirements() -> set[str]:
     return {name for name in names if name and not name.startswith("#")}
 
 
-def test_each_language_s_python_packages_are_in_the_requirements_and_no_other_s():
+def locked(lock_text: str) -> set[str]:
+    """The packages a lock (uv pip compile's output) pins, by name."""
+    lines = (line for line in lock_text.splitlines() if line[:1].isalnum())
+    return {re.split(r"[<>=!~;\[ ]", line)[0].lower().replace("_", "-") for line in lines}
+
+
+def missing_requirements(
+    language: languages.Language, requirements_in: str, lock: str
+) -> list[str]:
+    """What `language` needs that the environment lacks: a requirement line env/requirements.in
+    does not hold, a package the lock does not pin, JupyterLab's pack for its lab_locale."""
+    lines = {line.strip() for line in requirements_in.splitlines()}
+    missing = [
+        f"{line!r}: add it to env/requirements.in"
+        for line in language.requirements
+        if line not in lines
+    ]
+    pinned = locked(lock)
+    missing += [
+        f"{name}: not pinned in env/requirements.lock: run `make lock`"
+        for name in language.python_packages()
+        if name not in pinned
+    ]
+    pack = f"jupyterlab-language-pack-{language.lab_locale.lower().replace('_', '-')}"
+    if language.lab_locale and pack not in language.python_packages():
+        missing.append(f"{pack}: JupyterLab's pack for {language.lab_locale}: add it")
+    return missing
+
+
+def environment_files() -> tuple[str, str]:
+    env = ROOT / "env"
+    return tuple(
+        (env / name).read_text(encoding="utf-8")
+        for name in ("requirements.in", "requirements.lock")
+    )
+
+
+def test_each_language_s_requirements_are_in_the_requirements_and_the_lock():
+    requirements_in, lock = environment_files()
+    for language in languages.all_languages():
+        assert missing_requirements(language, requirements_in, lock) == [], language.code
     wanted = {package for lang in languages.all_languages() for package in lang.python_packages()}
     assert "jupyterlab-language-pack-zh-cn" in wanted and "jieba" in wanted
-    assert wanted <= requirements()
     packs = {name for name in requirements() if name.startswith("jupyterlab-language-pack-")}
     assert packs <= wanted, "a language pack of no language in fxcourse/languages.py"
+
+
+def test_a_new_language_fails_the_check_until_its_lines_are_added_and_locked():
+    """A real third language (Japanese: its lab pack, a word splitter) registered without its
+    lines fails; with them in requirements.in but the lock not re-resolved, it still fails; once
+    locked, it passes. Without its lab pack among its requirements, it fails too."""
+    lines = ("janome", "jupyterlab-language-pack-ja-jp")
+    japanese = languages.Language("ja", "日本語", "ja", lab_locale="ja_JP", requirements=lines)
+    requirements_in, lock = environment_files()
+    found = missing_requirements(japanese, requirements_in, lock)
+    assert len(found) == 4 and all("janome" in n or "ja-jp" in n for n in found), found
+    added = requirements_in + "janome\njupyterlab-language-pack-ja-jp\n"
+    found = missing_requirements(japanese, added, lock)
+    assert len(found) == 2 and all("make lock" in note for note in found), found
+    relocked = lock + "janome==0.5.0\n    # via -r env/requirements.in\n"
+    relocked += "jupyterlab-language-pack-ja-jp==4.5.post1\n"
+    assert missing_requirements(japanese, added, relocked) == []
+    no_pack = languages.Language("ja", "日本語", "ja", lab_locale="ja_JP", requirements=lines[:1])
+    assert ["ja-jp" in n for n in missing_requirements(no_pack, added, relocked)] == [True]

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests" / "hostile"))
 import hostile_cases  # noqa: E402
 import tiny_course  # noqa: E402
 
+from grader.course import Course  # noqa: E402
 from grader.safegrade import worker  # noqa: E402
 from grader.safegrade.records import read_records  # noqa: E402
 from grader.safegrade.visibility import python_folders  # noqa: E402
@@ -57,6 +58,11 @@ def autograde(course: Path, *args: str, **popen) -> subprocess.CompletedProcess:
     env = popen.pop("env", None) or dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-c", MEASURED, "autograde", *args]
     return subprocess.run(command, cwd=course, env=env, capture_output=True, text=True, **popen)
+
+
+def graded_scores(course: Path) -> dict[str, float]:
+    """student -> the gradebook's score of their tiny submission (read as the bench reads it)."""
+    return scores(Course(course, "tiny-course", Path(".")), tiny_course.ASSIGNMENT)
 
 
 def tree_digest(path: Path) -> dict[str, str]:
@@ -152,7 +158,7 @@ def test_nothing_outside_the_submissions_changed(hostile):
         assert tree_digest(course / name) == digest, f"{name}/ changed"
     assert not (course / "CANARY").exists()
     expected = {case.name: case.score for case in hostile["cases"]}
-    recorded = scores(course / "gradebook.db")
+    recorded = graded_scores(course)
     assert {s: recorded.get(s, 0.0) for s in expected} == expected
 
 
@@ -300,7 +306,7 @@ def test_nbgrader_feedback_release_and_the_formgraders_autograde(hostile, feedba
         [sys.executable, "-c", button], cwd=course, capture_output=True, text=True
     )
     assert done.stdout.strip().endswith("True"), done.stdout[-2000:] + done.stderr[-2000:]
-    assert scores(course / "gradebook.db")["wrong"] == 0
+    assert graded_scores(course)["wrong"] == 0
 
 
 SNOOP = """
@@ -395,13 +401,13 @@ def test_failures_are_put_where_they_belong(tmp_path):
     folder = tiny_course.add_submission(course, "s", tiny_course.with_answer(tiny_course.CORRECT))
     assert autograde(course).returncode == 0
     tiny_course.nbgrader(course, "generate_feedback", "tiny")
-    assert scores(course / "gradebook.db") == {"s": 10.0}
+    assert graded_scores(course) == {"s": 10.0}
     (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
     assert autograde(course).returncode == 0
     got = result(course, "s")
     assert got["reason"].startswith("could not be graded: the notebook is cut off or corrupt")
     assert "NotJSONError" in got["detail"] or "JSONDecodeError" in got["detail"], got
-    assert scores(course / "gradebook.db").get("s", 0) == 0
+    assert graded_scores(course).get("s", 0) == 0
     for kept in ("feedback", "autograded"):
         assert not (course / kept / "s" / "tiny").exists(), kept
     tiny_course.nbgrader(course, "export")
@@ -413,7 +419,7 @@ def test_failures_are_put_where_they_belong(tmp_path):
     (folder / tiny_course.NOTEBOOK).write_text(json.dumps(correct))
     for step in (["autograde", "tiny", "--force"], ["generate_feedback", "tiny", "--force"]):
         tiny_course.nbgrader(course, *step)
-    assert scores(course / "gradebook.db") == {"s": 10.0}
+    assert graded_scores(course) == {"s": 10.0}
     (folder / tiny_course.NOTEBOOK).write_bytes(b"{not json")
     failed = subprocess.run(
         [sys.executable, "-m", "nbgrader", "autograde", "tiny", "--force"],
@@ -423,7 +429,7 @@ def test_failures_are_put_where_they_belong(tmp_path):
         timeout=600,
     )
     assert failed.returncode != 0 and "JSONDecodeError" in failed.stderr, failed.stderr[-2000:]
-    earlier = scores(course / "gradebook.db").get("s", 0)
+    earlier = graded_scores(course).get("s", 0)
     assert earlier == 0, f"the earlier upload's grade outlived it: {earlier}"
     for kept in ("feedback", "autograded"):
         assert not (course / kept / "s" / "tiny").exists(), kept
@@ -450,7 +456,7 @@ def test_a_student_folder_named_like_a_pattern_is_never_handed_to_nbgrader(tmp_p
         tiny_course.add_submission(course, student, tiny_course.with_answer(answer))
     run = autograde(course, "--workers=1")
     assert run.returncode == 0, run.stderr[-3000:]
-    assert scores(course / "gradebook.db") == {"ann": 10.0, "bob": 10.0}
+    assert graded_scores(course) == {"ann": 10.0, "bob": 10.0}
     for student in ("[a-c]*", "dee [ta]", "eve?"):
         got = result(course, student)
         assert got["status"] == "error" and "reads as a file pattern: rename" in got["reason"]
@@ -661,7 +667,7 @@ def test_honest_styles_get_plain_nbgraders_scores(one_sandbox, tmp_path):
     for case in honest:
         tiny_course.add_submission(course, case.name, case.submission)
     tiny_course.nbgrader(course, "autograde", "tiny", "--SandboxExecute.unsandboxed=True")
-    plain = scores(course / "gradebook.db")
+    plain = graded_scores(course)
     sandboxed = scores(one_sandbox["course"] / "gradebook.db")
     assert {case.name: plain.get(case.name) for case in honest} == {
         case.name: sandboxed.get(case.name) for case in honest
@@ -708,4 +714,4 @@ def test_an_interrupted_batch_resumes_without_losing_or_redoing(tmp_path, how):
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"{len(kept)} unchanged (kept)" in again.stdout
     assert all(path.read_bytes() == data for path, data in kept.items()), "a grade was redone"
-    assert scores(course / "gradebook.db") == dict.fromkeys(STUDENTS, 10.0)
+    assert graded_scores(course) == dict.fromkeys(STUDENTS, 10.0)

@@ -107,7 +107,7 @@ def compared(released_course, tmp_path_factory) -> Path:
     graded = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=1500)
     assert graded.returncode == 0, graded.stderr[-3000:]
     command = [sys.executable, "-m", "grader.similarity", "--course", str(course)]
-    command += ["--out", str(course / "out")]
+    command += ["--out", str(course / "out"), "--given", str(ROOT)]  # the chapters: ROOT's
     found = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert found.returncode == 0, found.stderr[-3000:]
     (course / "out" / "stderr.txt").write_text(found.stderr)
@@ -167,7 +167,8 @@ def test_a_notebook_that_breaks_the_reader_stops_no_other(tmp_path, monkeypatch)
         return real(found, starter)
 
     monkeypatch.setattr(similarity, "own_code", breaks_on_ben)
-    codes, left_out = similarity.answers(course, HIDDEN_IN)
+    given = similarity.GivenCode.of(Course.configured(ROOT))
+    codes, left_out = similarity.answers(course, HIDDEN_IN, given)
     assert set(codes) == {"ann", "cid"} and "KeyError" in left_out["ben"]
 
 
@@ -227,3 +228,21 @@ def test_why_a_learner_has_no_notebook_is_the_graders_record_as_the_standings_re
     record = result_files.tests_path(course.results, "ann", "ex1")
     os.utime(record, ns=(path.stat().st_mtime_ns + 10**9,) * 2)  # written after the result file
     assert similarity.not_graded(course, "ann", "ex1") != said
+
+
+def test_the_code_learners_were_given_comes_from_the_courses_named(tmp_path):
+    """A folder of LMS submissions has no course of its own: nothing counts as given until the
+    course its learners had is named (--given); this checkout's starters are never read unasked."""
+    scratch = Course(tmp_path, "lms", Path("."))
+    alone = similarity.GivenCode.of(scratch)
+    assert alone.starters(HIDDEN_IN) == [] and alone.chapters() == []
+    given = similarity.GivenCode.of(scratch, Course.configured(ROOT))
+    assert ROOT / STUDENT_VERSIONS / HIDDEN_IN / f"{HIDDEN_IN}.ipynb" in given.starters(HIDDEN_IN)
+    assert given.chapters() and {path.parent for path in given.chapters()} == {ROOT / "solutions"}
+    folder = scratch.autograded / "ann" / HIDDEN_IN
+    folder.mkdir(parents=True)
+    nbformat.write(starter(HIDDEN_IN), folder / f"{HIDDEN_IN}.ipynb")  # the starter, unchanged
+    codes, left_out = similarity.answers(scratch, HIDDEN_IN, given)
+    assert codes == {} and "no code of its own" in left_out["ann"]
+    codes, left_out = similarity.answers(scratch, HIDDEN_IN, alone)
+    assert "ann" in codes and left_out == {}

@@ -35,8 +35,9 @@ from nbgrader.preprocessors import (
 from traitlets import Bool, Instance, List, Unicode
 
 from . import checking, kernel, result_files, wording
-from .assignments import catalogs_of, installed_catalogs, split
+from .assignments import catalogs_of
 from .checking import GraderFailure
+from .feedback_summary import RecordedTests, messages_in_language_of
 from .gradebook import ClearUnreadableUpload
 from .grading_files import results_folder, secret_file
 from .pool import Pool
@@ -84,11 +85,12 @@ def configure(c, course) -> None:
     c.OverwriteCells.add_missing_cells = True
     c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
     c.CourseDirectory.ignore += GRADER_ONLY
-    c.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests]
+    steps = [GetGrades, CSSHTMLHeaderPreprocessor, HideHiddenTests, RecordedTests]
+    c.GenerateFeedback.preprocessors = steps
     c.Autograde.pre_convert_hook = ClearUnreadableUpload(c)
     c.GradingFiles.results, c.GradingFiles.secret = str(course.results), str(course.secret)
     c.ResilientExecute.source = str(course.source)
-    c.ResilientExecute.catalogs = str(catalogs_of(course.root))
+    c.ResilientExecute.catalogs = c.RecordedTests.catalogs = str(catalogs_of(course.root))
     # nbgrader's gradebook runs the `alembic` command; make and `make lab` do not activate the venv.
     os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 
@@ -174,14 +176,9 @@ def in_language_of(assignment: str, catalogs: str | Path = ""):
     `assignment` (an exercise in another language, grader/exercises.py; `catalogs`: the course's,
     assignments.catalogs_of, the installed ones when empty): a function of the outputs. The
     checks' messages are already in it (its checks.py and verify.py are)."""
-    catalogs = Path(catalogs) if catalogs else installed_catalogs()
-    language = split(assignment, catalogs)[1]
-    if not language:
+    lookup = messages_in_language_of(assignment, catalogs)
+    if not lookup:
         return lambda found: found
-    from courseware.i18n import lookup_of
-    from courseware.repository import Repository
-
-    lookup = lookup_of("safegrade", language, Repository(catalogs.parent.parent, catalogs))
 
     def told(found: list) -> list:
         errors = (o for o in found if o.output_type == "error" and o.ename in wording.GRADER_ERRORS)

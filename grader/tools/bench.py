@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ import nbformat
 
 from grader.course import Course
 from grader.instructor import copy_course
+from grader.standings import ClassBook
 
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 
@@ -62,15 +62,11 @@ def make_course(base: Path, assignment: str, count: int) -> Path:
     return course.root
 
 
-def scores(gradebook: Path) -> dict[str, float]:
-    """student id -> the sum of their auto-graded points."""
-    with sqlite3.connect(gradebook) as db:
-        rows = db.execute(
-            "select s.student_id, sum(coalesce(g.auto_score, 0)) from grade g "
-            "join submitted_notebook n on g.notebook_id = n.id "
-            "join submitted_assignment s on n.assignment_id = s.id group by s.student_id"
-        ).fetchall()
-    return dict(rows)
+def scores(course: Course, assignment: str) -> dict[str, float]:
+    """student id -> the gradebook's score of their submission of `assignment`, read as every
+    reader of the gradebook reads it (grader/standings.py)."""
+    with ClassBook.of(course) as book:
+        return book.scores(assignment)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         t_safe = run([*command, f"--workers={args.workers}"], sandboxed)
         print(f"  make autograde (sandbox): {t_safe:7.1f} s  ({args.n / t_safe:.2f} per s)")
         print(f"  throughput ratio: {t_plain / t_safe:.2f}x")
-        a, b = (scores(Course.configured(root).gradebook) for root in (plain, sandboxed))
+        a, b = (scores(Course.configured(root), args.assignment) for root in (plain, sandboxed))
         differ = sorted(s for s in a.keys() | b.keys() if a.get(s) != b.get(s))
         print(f"  same score for every student: {not differ} ({len(a)} students)")
         for student in differ:
