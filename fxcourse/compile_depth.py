@@ -17,6 +17,7 @@ import contextlib
 import copy
 import io
 import logging
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ class ServeRun:
     outputs: list
     compiles: int
     recompiles: list[str]
-    uncompiled: list[int]  # 1-based requests whose input and output no compiled graph touched
+    uncompiled: list[int]  # 1-based requests whose output no compiled graph returned
 
 
 def _recording(backend, seen: list) -> Callable:
@@ -131,7 +132,8 @@ def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
 
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
-    which requests went through a compiled graph (their input or output is one of its tensors),
+    which requests' outputs a compiled graph returned (the same storage: an output computed
+    eagerly from a compiled part, a compiled Linear say, is not; it could never recompile),
     whatever the backend. It runs under the default stance and Dynamo's default recompile
     settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
     answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
@@ -159,13 +161,17 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
     outputs = list(outputs) if outputs is not None else []
-    seen_ids = {id(t) for t in seen}
+    returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
     uncompiled = [
         number
-        for number, ((x, _), out) in enumerate(zip(inputs, outputs, strict=False), start=1)
-        if id(x) not in seen_ids and id(out) not in seen_ids
+        for number, out in enumerate(outputs, start=1)
+        if not isinstance(out, torch.Tensor) or _storage(out) not in returned
     ]
     return ServeRun(outputs, compiles, reasons, uncompiled)
+
+
+def _storage(value) -> int | None:
+    return value.untyped_storage().data_ptr() if isinstance(value, torch.Tensor) else None
 
 
 class ReferenceScorer(nn.Module):
@@ -214,30 +220,40 @@ UNARY = {
 }
 
 
-class _Planted(fx.Interpreter):
-    """Runs a graph node by node, adding 1 to what every call of `target` returns, or (rolls)
-    moving its values one place along the last dimension."""
+FAULTS = ("plus one", "rolled", "NaN")  # what a planted backend does to its operator's result
 
-    def __init__(self, gm: fx.GraphModule, target, rolls: bool = False):
+
+class _Planted(fx.Interpreter):
+    """Runs a graph node by node, doing `fault` (FAULTS) to what every call of `target` returns:
+    adding 1, moving its values one place along the last dimension, or making its first value
+    NaN."""
+
+    def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one"):
         super().__init__(gm)
-        self.target, self.rolls = target, rolls
+        self.target, self.fault = target, fault
 
     def call_function(self, target, args, kwargs):
         result = super().call_function(target, args, kwargs)
         if target is not self.target:
             return result
-        return result.roll(1, -1) if self.rolls else result + 1
+        if self.fault == "rolled":
+            return result.roll(1, -1)
+        if self.fault == "NaN":
+            return torch.cat([torch.full_like(result[..., :1], float("nan")), result[..., 1:]], -1)
+        return result + 1
 
 
-def planted_backend(target, rolls: bool = False) -> Callable:
+def planted_backend(target, fault: str = "plus one") -> Callable:
     """A backend with a planted bug: it runs the graph it is given, except that every call of
-    the ATen operator `target` also adds 1 to its result, or (rolls) returns its values moved
+    the ATen operator `target` also adds 1 to its result; or ("rolled") returns its values moved
     one place, as a wrong stride would: the same values, so the same sum, mean, norm and sorted
-    values. Right wherever `target` is absent. (It interprets the graph: a copy recompiled for
-    each of the minifier's queries cost a third of checkpoint 10.3's time.)"""
+    values; or ("NaN") returns NaN in its first place, where the graph computes a number (a
+    comparison that skips every NaN, or zeroes them, sees nothing wrong). Right wherever
+    `target` is absent. (It interprets the graph: a copy recompiled for each of the minifier's
+    queries cost a third of checkpoint 10.3's time.)"""
 
     def backend(gm: fx.GraphModule, example_inputs) -> Callable:
-        return lambda *args: _Planted(gm, target, rolls).run(*args)
+        return lambda *args: _Planted(gm, target, fault).run(*args)
 
     return backend
 
@@ -251,6 +267,7 @@ class MinifierCase:
     inputs: list[torch.Tensor]
     wrong_op: object
     backend: Callable
+    fault: str = "plus one"  # what the backend does to wrong_op's result (FAULTS)
 
     @property
     def wrong_name(self) -> str:
@@ -267,7 +284,10 @@ def minifier_case(make) -> MinifierCase:
     negation and a large constant, first (a summary of each output or of all of them, their
     sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
-    the values' places, such as sorted values, sees nothing wrong). In half the cases of every
+    the values' places, such as sorted values, sees nothing wrong), and some put NaN in its
+    first place where the graph computes a number (a comparison that skips NaN, or zeroes it,
+    sees nothing wrong; never in a balanced output, whose summaries it would change). In half
+    the cases of every
     run the graph also returns, second, a NaN output (the log of values below their mean, NaN
     in eager as in every backend: a comparison that calls NaN != NaN a difference says so of a
     healthy backend), and the same NaN after the result unless balanced (a comparison of the
@@ -275,7 +295,8 @@ def minifier_case(make) -> MinifierCase:
     error (a saturated tanh downstream) or reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(["last", "first", "middle", "balanced"])
-    rolls = make.each([True, False])  # the wrong values moved to other places, or changed
+    fault = make.each(list(FAULTS))  # the wrong values changed, moved, or NaN
+    fault = "plus one" if fault == "NaN" and kind == "balanced" else fault
     nan = make.each(["a NaN output", "no NaN"]) == "a NaN output"
     others = [name for name in UNARY if name != wrong]
     while True:
@@ -287,20 +308,29 @@ def minifier_case(make) -> MinifierCase:
         width = make.integer(3, 8)
         gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced", nan=nan)
         inputs = [make.tensor(width)]
-        case = MinifierCase(gm, inputs, UNARY[wrong], planted_backend(UNARY[wrong], rolls))
+        backend = planted_backend(UNARY[wrong], fault)
+        case = MinifierCase(gm, inputs, UNARY[wrong], backend, fault)
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
         bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
-        moved = (result - wanted).abs().max()
-        if moved > 1e-2 and max(result.abs().max(), wanted.abs().max()) < LARGEST:
-            said = (
-                _("{chain}; {wrong} rolled; output {number} of {outputs}")
-                if rolls
-                else _("{chain}; {wrong} + 1; output {number} of {outputs}")
-            )
+        moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made: moved
+        largest = max(result.nan_to_num(nan=0.0).abs().max(), wanted.abs().max())
+        if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all():
+            said = {
+                "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
+                "plus one": _("{chain}; {wrong} + 1; output {number} of {outputs}"),
+                "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
+            }[fault]
             chain_text = " -> ".join(chain)
             make.note(said.format(chain=chain_text, wrong=wrong, number=bad + 1, outputs=len(want)))
             return case
+
+
+def missed_fault(case: MinifierCase) -> str:
+    """A hint for a predicate that found no difference in the whole graph, by the case's fault."""
+    if case.fault == "NaN":
+        return _(" Here the backend makes NaN where gm has a number: does your predicate see it?")
+    return ""
 
 
 def differs_from_itself(case: MinifierCase, results_differ: Callable) -> bool:

@@ -145,23 +145,30 @@ def pick(answer, table: torch.Tensor, row: torch.Tensor):
 ARGUMENTS = ("x", "tokens", "features", "inputs", "batch", "values")
 
 
-def writer_model(make, buffers: list[str], written: list[str], argument: str | None):
+def writer_model(
+    make, buffers: list[str], written: list[str], argument: str | None, kept: str | None = None
+):
     """A model with the buffers `buffers`; forward adds to those in `written` and, when
-    `argument` is given, multiplies its input (named `argument`) in place."""
+    `argument` is given, multiplies its input (named `argument`) in place. The buffer `kept`
+    (the first, when given) is written too, as a running minimum that starts far below any
+    input: the write leaves its values as they were (running the model shows no change)."""
     name = argument or make.choice(ARGUMENTS)
     body = [f"def forward(self, {name}):", f"    value = {name}"]
     if argument:
         body.insert(1, f"    {name}.mul_(2)")
     for buffer in buffers:
-        if buffer in written:
+        if buffer == kept:
+            body.append(f"    self.{buffer}.copy_(torch.minimum(self.{buffer}, value.min()))")
+        elif buffer in written:
             body.append(f"    self.{buffer}.add_(value.mean())")
         body.append(f"    value = value + self.{buffer}")
     body.append("    return value")
-    scope: dict = {}
+    scope: dict = {"torch": torch}
     exec("\n".join(body), scope)  # noqa: S102 - a forward whose argument name is drawn
     model = type(make.word().title(), (nn.Module,), {"forward": scope["forward"]})()
     for buffer in buffers:
-        model.register_buffer(buffer, make.tensor(3))
+        start = make.tensor(3) - (1000.0 if buffer == kept else 0.0)
+        model.register_buffer(buffer, start)
     return model
 
 
@@ -170,7 +177,8 @@ def stateful_models(make):
     in every run of five a BatchNorm in training mode, whose aten.batch_norm writes its running
     statistics without a trailing underscore, and one in eval mode, which writes none of its
     buffers (listing a norm layer's buffers whatever its mode is refused), maybe with a
-    LayerNorm; names drawn."""
+    LayerNorm; names drawn. The model that writes buffers only writes its first one with the
+    values it holds: a write all the same, which running the program cannot show."""
     kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
     kind = make.each(kinds)
     if kind in ("training batchnorm", "norm"):
@@ -186,12 +194,18 @@ def stateful_models(make):
     if kind == "buffers only" and not written:
         written = [make.choice(buffers)]
     argument = make.choice(ARGUMENTS) if kind != "buffers only" else None
-    model = writer_model(make, buffers, written, argument)
+    kept = buffers[0] if kind == "buffers only" else None  # a write that changes no value
+    written = [*dict.fromkeys([kept, *written])] if kept else written
+    model = writer_model(make, buffers, written, argument, kept)
     make.note(
         _("buffers {names}, of which forward writes {written}, argument {argument}").format(
             names=buffers, written=written, argument=argument
         )
     )
+    if kept:
+        make.note(
+            _("{name} is written with the values it holds (a running minimum)").format(name=kept)
+        )
     return model, make.tensor(make.integer(1, 4), 3)
 
 

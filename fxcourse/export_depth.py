@@ -95,7 +95,8 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int
     """The exported program's result for (a, b) (a float for a floating-point result; None when
     its loops' bodies ran more than LOOP_LIMIT times, which stops the program: a subtraction per
     run takes a / b runs), and how many times those bodies ran (counted by a hook on each
-    body's graph module)."""
+    body's graph module, removed after the call: every program.module() shares its bodies, so a
+    hook left there would count, and stop, the calls for later pairs too)."""
     import torch
 
     module = program.module()
@@ -106,16 +107,18 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int
         if runs[0] > LOOP_LIMIT:
             raise LoopRanTooLong(LOOP_LIMIT)
 
-    for node in module.graph.find_nodes(
-        op="call_function", target=torch.ops.higher_order.while_loop
-    ):
-        getattr(module, node.args[1].target).register_forward_pre_hook(count)
+    loops = module.graph.find_nodes(op="call_function", target=torch.ops.higher_order.while_loop)
+    bodies = [getattr(module, node.args[1].target) for node in loops]
+    hooks = [body.register_forward_pre_hook(count) for body in bodies]
     try:
         result = module(torch.tensor(a), torch.tensor(b))
     except Exception:
         if runs[0] > LOOP_LIMIT:  # however the loop passed the hook's error on
             return None, runs[0]
         raise
+    finally:
+        for hook in hooks:
+            hook.remove()
     return (float if result.is_floating_point() else int)(result), runs[0]
 
 

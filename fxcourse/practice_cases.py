@@ -218,14 +218,17 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
 
 # every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
 # <-> pairs the last dim, flat <-> split neither, and lifted <-> column the number of dims, the
-# first dim, the number of elements and the sorted sizes (a test on any of those sees no change)
-SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs")
+# first dim, the number of elements and the sorted sizes (a test on any of those sees no change);
+# wide -> deep keeps all of those and the last dim too, and swaps two middle sizes (a test on
+# any combination of those sees no change)
+SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs", "wide", "deep")
 
 
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
-    the shape (among them one that keeps the number of dims, one that keeps the last dim and one
-    that keeps the first dim and the sorted sizes) and one drawn freely, which keeps the shape
+    the shape (among them one that keeps the number of dims, one that keeps the last dim, one
+    that keeps the first dim and the sorted sizes, and one that keeps all of those and swaps two
+    middle sizes) and one drawn freely, which keeps the shape
     at one step at least (a pass that leaves such a step in its graph is seen in every run);
     dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
@@ -236,10 +239,13 @@ def reshape_chains(make):
         "lifted": [(rows, 1, cols), (rows, 1, -1)],
         "column": [(rows, cols, 1), (-1, cols, 1)],
     }
+    free = list(forms)  # what a drawn chain picks from
+    forms |= {
+        "wide": [(rows, 1, cols // 2, 2), (rows, 1, -1, 2)],
+        "deep": [(rows, cols // 2, 1, 2), (-1, cols // 2, 1, 2)],
+    }
     settled = make.each([True, False])
-    names = (
-        list(SETTLED) if settled else [make.choice(list(forms)) for _ in range(make.integer(4, 5))]
-    )
+    names = list(SETTLED) if settled else [make.choice(free) for _ in range(make.integer(4, 5))]
     if not settled and all(a != b for a, b in zip(["flat", *names], names, strict=False)):
         at = make.integer(1, len(names) - 1)  # a drawn chain keeps the shape somewhere, always
         names[at] = names[at - 1]

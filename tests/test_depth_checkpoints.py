@@ -174,6 +174,46 @@ class Gcd(nn.Module):
         found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
         return found.float()
 """,
+    # the red team's (redF): a loop of a count fixed in advance (100 runs: enough for any int64
+    # pair) and Stein's binary gcd (shifts and differences, no a mod b); both were refused only
+    # because the run counter's hooks piled up on the loop body that every program.module()
+    # shares, and stopped a later pair with a raw LoopRanTooLong
+    "12.2 runs its loop a fixed number of times": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(i, a, b):
+            safe = torch.where(b == 0, torch.ones_like(b), b)
+            return i + 1, torch.where(b == 0, a, b), torch.where(b == 0, b, a % safe)
+
+        _, found, _ = torch.while_loop(lambda i, a, b: i < 100, step, (torch.zeros_like(a), a, b))
+        return found
+""",
+    "12.2 takes binary gcd steps": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(a, b, k):
+            both, a_even, b_even = ((a | b) & 1) == 0, (a & 1) == 0, (b & 1) == 0
+            odd_a = torch.where(b_even, a, torch.minimum(a, b))
+            odd_b = torch.where(b_even, b >> 1, (a - b).abs())
+            na = torch.where(both | a_even, a >> 1, odd_a)
+            nb = torch.where(both, b >> 1, torch.where(a_even, b, odd_b))
+            zero = na == 0
+            return torch.where(zero, nb, na), torch.where(zero, 0, nb), torch.where(both, k + 1, k)
+
+        found, _, k = torch.while_loop(lambda a, b, k: b != 0, step, (a, b, torch.zeros_like(a)))
+        return found << k
+""",
+    "10.2 compiles only the Linear": """
+def serve(scorer, requests):  # the red team's (redF): the rest runs eagerly, nothing recompiles
+    linear = torch.compile(scorer.linear, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        logits = linear(x) / temperature
+        if logits.abs().max() > 4:
+            logits = logits.clamp(-4, 4)
+        outputs.append(logits.softmax(-1))
+    return outputs
+""",
     "10.3 takes NaN for a difference": """
 def results_differ(gm, inputs, backend):  # the red team's (redD): allclose without equal_nan
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -183,6 +223,15 @@ def results_differ(gm, inputs, backend):  # the red team's (redD): allclose with
 def results_differ(gm, inputs, backend):  # the red team's (redD): NaN > tol is False
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
     return any(bool((g - w).abs().max() > 1e-5) for g, w in zip(got, want))
+""",
+    "10.3 skips every place where a side is NaN": """
+def results_differ(gm, inputs, backend):  # the red team's (redF): NaN on one side is no difference
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    for g, w in zip(got, want):
+        finite = torch.isfinite(g) & torch.isfinite(w)
+        if not torch.allclose(g[finite], w[finite]):
+            return True
+    return False
 """,
     "10.3 compares with torch.equal": """
 def results_differ(gm, inputs, backend):  # NaN != NaN for torch.equal too
@@ -405,6 +454,56 @@ def test_a_request_served_eagerly_is_noted():
     torch.manual_seed(seed)
     run = compile_depth.serve_run(first_only, compile_depth.ReferenceScorer(), requests)
     assert run.uncompiled == list(range(2, len(requests) + 1))
+
+
+DONE_FLAG_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(a, b, done):  # one step per run; the last run only sees that b is 0
+            stop = b == 0
+            remainder = a % torch.where(stop, torch.ones_like(b), b)
+            return torch.where(stop, a, b), torch.where(stop, b, remainder), stop
+
+        found, _, _ = torch.while_loop(lambda a, b, done: ~done, step, (a, b, b < 0))
+        return found
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_12_2_accepts_a_loop_that_notices_the_end_in_a_run_of_its_own(seed, monkeypatch):
+    """Its body runs once more than Euclid takes steps: still one step per run (the bound on
+    the runs that refuses a count fixed in advance leaves room for it)."""
+    assert verdict("12.2", DONE_FLAG_12_2, seed, monkeypatch) is None
+
+
+PYTHON_WHILE_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        while b.item() != 0:
+            a, b = b, a % b
+        return a
+"""
+
+
+def test_12_2_says_not_yet_when_export_cannot_capture_the_loop(monkeypatch):
+    """Known fault (s35e): a Python while on .item() got torch's raw guard error; the checkpoint
+    now says what export cannot capture."""
+    problem = verdict("12.2", PYTHON_WHILE_12_2, 1, monkeypatch)
+    assert problem is not None and "could not capture Gcd" in problem, problem
+    assert "GuardOnDataDependentSymNode" in problem  # export's own error, its first line
+
+
+def test_counting_a_loops_runs_leaves_no_hook_behind():
+    """Every program.module() shares the loop bodies of its program: a counting hook left on one
+    counted the runs of every later pair too, and stopped the tenth 90-step pair (redF)."""
+    from fxcourse.export_depth import LOOP_LIMIT, gcd_with_loop_runs
+
+    namespace: dict = {"torch": torch, "nn": torch.nn}
+    exec(compile(reference_answer("12.2"), "answer", "exec"), namespace)
+    program = torch.export.export(namespace["Gcd"](), (torch.tensor(12), torch.tensor(18)))
+    longest = (7540113804746346429, 4660046610375530309)  # 90 steps
+    for _ in range(LOOP_LIMIT // 90 + 2):
+        assert gcd_with_loop_runs(program, *longest) == (1, 90)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

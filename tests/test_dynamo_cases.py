@@ -106,6 +106,25 @@ WRONG["fullgraph"] = climb(torch.allclose, whole=True)  # the red team's (redB):
 # the red team's (redD): a tolerance far above rounding, and a comparison that NaN passes
 WRONG["loose tolerance"] = climb(lambda r, e: torch.allclose(r, e, atol=0.05))
 WRONG["blind to NaN"] = climb(lambda r, e: not bool((r - e).abs().max() > 1e-4))
+# known fault s35e: a tolerance near 0.01 was judged differently from run to run
+WRONG["tolerance of 0.01"] = climb(lambda r, e: torch.allclose(r, e, atol=0.01))
+
+
+def test_6_3_judges_a_tolerance_the_same_way_in_every_run():
+    """The "dynamo off" fault is OFF * min(1, |value|) and every sample has values below and
+    above 1 in size: a tolerance whose atol + rtol reaches OFF misses it in every run, one well
+    below catches it in every run (the fault used to grow with the largest value drawn)."""
+    for run_seed in random.Random().sample(range(10**6), 60):
+        drawn = {
+            case.kind: case for make in makers(run_seed, 7) for case in cases.planted_cases(make)
+        }
+        off = drawn["dynamo off"]
+        eager = off.fn(off.sample)
+        wrong = cases._wrong_in_dynamo(eager, "dynamo off", 0)
+        for loose in ({"atol": 0.01}, {"rtol": 0.01}, {"atol": 0.004, "rtol": 0.004}):
+            assert torch.allclose(wrong, eager, **loose), (run_seed, loose)
+        for tight in ({}, {"rtol": 1e-3, "atol": 1e-4}, {"atol": 0.002}, {"rtol": 0.002}):
+            assert not torch.allclose(wrong, eager, **tight), (run_seed, tight)
 
 
 def test_every_run_of_6_3_moves_values_in_dynamos_graph():

@@ -65,6 +65,34 @@ def test_checkpoint_7_3_refuses_a_norm_layers_buffers_listed_whatever_its_mode_i
         assert every_norm_buffer_written(program) != wanted, run_seed
 
 
+def changed_by_running(program: torch.export.ExportedProgram) -> list[str]:
+    """The red team's (redF) answer: run the program on its example inputs and list the buffers
+    and inputs whose values changed; it never reads what the program writes."""
+    import copy
+
+    from torch.export.graph_signature import InputKind
+
+    module = program.module()
+    args, kwargs = copy.deepcopy(program.example_inputs)
+    before = {name: buffer.clone() for name, buffer in module.named_buffers()}
+    arguments = [a.clone() for a in args]
+    module(*args, **kwargs)
+    names = [n for n, b in module.named_buffers() if not torch.equal(b, before[n])]
+    inputs = program.graph_signature.input_specs
+    users = [spec.arg.name for spec in inputs if spec.kind == InputKind.USER_INPUT]
+    names += [n for n, a, b in zip(users, args, arguments, strict=True) if not torch.equal(a, b)]
+    return sorted(names)
+
+
+def test_checkpoint_7_3_refuses_judging_writes_by_running_the_program_in_every_run():
+    """Every run has a buffer written with the values it already holds: a write that running
+    the program cannot show, which the signature lists all the same."""
+    for run_seed, drawn in runs(export_cases.stateful_models, 5, EXPORT_RUNS):
+        cases = [SimpleNamespace(objects=lambda pair=pair: pair) for pair in drawn]
+        _joined, program = export_cases.joined_program(cases, named=True)
+        assert changed_by_running(program) != written(program), run_seed
+
+
 class Masked(nn.Module):  # chapter 7's
     def forward(self, tokens, mask):
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
