@@ -42,12 +42,11 @@ import html
 import json
 import secrets
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxcourse import reference
+from fxcourse import raised, reference
 from fxcourse.cases import CaseMaker, seeds_of
 from fxcourse.messages import _, language, listing
 from fxcourse.quiet import without_structured_trace
@@ -303,39 +302,7 @@ def show_case(tryit_id: str, seed: int, number: int) -> tuple:
 
 
 def _describe(exc: BaseException, tb, cell_file: str = "") -> str:
-    if isinstance(exc, NotYet):
-        return str(exc)
-    if isinstance(exc, reference.ReferenceFailed | reference.ReferenceMissing):
-        return _(
-            "the course's reference answer failed here ({error}): a bug in the course, not in "
-            "your answer; please report it"
-        ).format(error=exc)
-    frames = traceback.extract_tb(tb)
-    # a name the checkpoint looked for is missing; one missing inside the learner's own code
-    # (a module not imported) is an error of that code, reported as any other
-    looked_for = frames and frames[-1].filename in (cell_file, reference.__file__)
-    if isinstance(exc, NameError) and looked_for:
-        return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
-    where = _learners_frame(frames)
-    # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
-    error = str(exc).split("\n\nWhile executing ")[0]
-    if isinstance(exc, TypeError | AttributeError) and "NoneType" in error:
-        said = _(
-            "running your code raised {name}: {error} ({where}): a None reached it where a value "
-            "belongs; does each function and override of yours return its value?"
-        )
-    else:
-        said = _("running your code raised {name}: {error} ({where})")
-    return said.format(name=type(exc).__name__, error=error, where=where)
-
-
-def _learners_frame(frames: traceback.StackSummary) -> str:
-    """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
-    libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
-    mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
-    frame = (mine or list(frames))[-1]
-    shown = _("line {line}").format(line=frame.lineno)
-    return f"{shown}: {frame.line}" if frame.line else shown
+    return str(exc) if isinstance(exc, NotYet) else raised.described(exc, tb, cell_file)
 
 
 def _display(result: CheckpointResult) -> None:

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from courseware import authoring
-from fxcourse import compile_depth, tryit
+from fxcourse import compile_depth, serve_cases, tryit
 from fxcourse.capture import structured_trace, tlparse, what_each_call_compiled
 from fxcourse.cases import CaseMaker, makers_of
 
@@ -388,7 +388,7 @@ def test_a_balanced_output_hides_the_planted_error_from_every_summary():
 def test_a_stance_left_by_an_earlier_cell_does_not_reach_serve():
     """The red team (redB) left torch.compiler.set_stance("eager_on_recompile") set by one cell;
     the next run of 10.2 told the reference answer that nothing was compiled."""
-    requests, seed = compile_depth.request_stream(CaseMaker(2, 2))
+    requests, seed = serve_cases.request_stream(CaseMaker(2, 2))
 
     def serve(scorer, requests):
         compiled = torch.compile(scorer, backend="eager", dynamic=True)
@@ -397,7 +397,7 @@ def test_a_stance_left_by_an_earlier_cell_does_not_reach_serve():
     torch.manual_seed(seed)
     torch.compiler.set_stance("force_eager")
     try:
-        run = compile_depth.serve_run(serve, compile_depth.ReferenceScorer(), requests)
+        run = serve_cases.serve_run(serve, serve_cases.ReferenceScorer(), requests)
     finally:
         torch.compiler.set_stance("default")
     assert run.compiles > 0 and not run.uncompiled
@@ -418,15 +418,15 @@ def test_a_recompile_limit_lowered_by_an_earlier_cell_does_not_reach_serve(monke
         return [compiled(x) for x, _temperature in requests]
 
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)  # as an earlier cell did
-    run = compile_depth.serve_run(lowering, compile_depth.ReferenceScorer(), requests)
-    assert limits == [compile_depth.dynamo_defaults()["recompile_limit"]] == [8]
+    run = serve_cases.serve_run(lowering, serve_cases.ReferenceScorer(), requests)
+    assert limits == [serve_cases.dynamo_defaults()["recompile_limit"]] == [8]
     assert run.recompiles
     assert torch._dynamo.config.recompile_limit == 1  # the earlier cell's value, back
 
 
 def test_every_request_stream_has_a_request_that_needs_clamping():
     for index in range(10):
-        requests, _ = compile_depth.request_stream(CaseMaker(index, index))
+        requests, _ = serve_cases.request_stream(CaseMaker(index, index))
         assert any(x.abs().max() > 10 for x, _ in requests)
 
 
@@ -441,7 +441,7 @@ def test_a_predicate_that_raises_is_not_taken_for_a_refusal():
 
 
 def test_a_request_served_eagerly_is_noted():
-    requests, seed = compile_depth.request_stream(CaseMaker(1, 1))
+    requests, seed = serve_cases.request_stream(CaseMaker(1, 1))
 
     def first_only(scorer, requests):
         compiled = torch.compile(scorer, backend="eager", dynamic=True)
@@ -452,7 +452,7 @@ def test_a_request_served_eagerly_is_noted():
         return outputs
 
     torch.manual_seed(seed)
-    run = compile_depth.serve_run(first_only, compile_depth.ReferenceScorer(), requests)
+    run = serve_cases.serve_run(first_only, serve_cases.ReferenceScorer(), requests)
     assert run.uncompiled == list(range(2, len(requests) + 1))
 
 

@@ -668,7 +668,7 @@ def test_honest_styles_get_plain_nbgraders_scores(one_sandbox, tmp_path):
         tiny_course.add_submission(course, case.name, case.submission)
     tiny_course.nbgrader(course, "autograde", "tiny", "--SandboxExecute.unsandboxed=True")
     plain = graded_scores(course)
-    sandboxed = scores(one_sandbox["course"] / "gradebook.db")
+    sandboxed = graded_scores(one_sandbox["course"])
     assert {case.name: plain.get(case.name) for case in honest} == {
         case.name: sandboxed.get(case.name) for case in honest
     }

@@ -1,0 +1,167 @@
+"""Try it 10.2's checkpoint (chapter 10): the requests it draws fresh from a seed at every run
+(fxcourse.tryit's `check.cases`), a run of the learner's `serve` measured under Dynamo's default
+settings, and what the chapter's Scorer computes. The checkpoint cell words the messages.
+
+    request_stream(make)                     requests (batch sizes, temperatures) and weights
+    serve_run(serve, scorer, requests)       outputs, compiles, recompile reasons, eager requests
+    reference_outputs(scorer, requests)      what the chapter's Scorer computes for them
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from fxcourse.capture import torch_logs, unprofiled_guards
+
+
+def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
+    """(requests, weights seed): 5 to 7 (x, temperature) pairs whose batch sizes and temperatures
+    change and come back; now and then inputs large enough to be clamped. Batch sizes are 5 or
+    more: a batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
+    sizes = [make.integer(5, 40) for _ in range(3)]
+    temperatures = [round(make.integer(20, 400) / 100, 2) for _ in range(3)]
+    count = make.integer(5, 7)
+    clamped = make.integer(0, count - 1)  # at least one request large enough to be clamped
+    requests = []
+    for index in range(count):
+        scale = 20.0 if index == clamped else make.choice((1.0, 1.0, 20.0))
+        requests.append(
+            (make.tensor(make.choice(sizes), 4, scale=scale), make.choice(temperatures))
+        )
+    make.note(f"{[tuple(x.shape)[0] for x, _ in requests]}, {[t for _, t in requests]}")
+    return requests, make.integer(0, 10**6)
+
+
+@dataclass
+class ServeRun:
+    """What one call of a learner's `serve` did: its outputs, how many frames Dynamo compiled
+    (first compiles and recompiles), and the reason of each recompile."""
+
+    outputs: list
+    compiles: int
+    recompiles: list[str]
+    uncompiled: list[int]  # 1-based requests whose output no compiled graph returned
+
+
+def _recording(backend, seen: list) -> Callable:
+    """`backend` (a name or a callable), whose compiled graphs record the tensors they are given
+    and return, so that a request served eagerly can be told apart."""
+    from torch._dynamo.backends.registry import lookup_backend
+
+    inner = lookup_backend(backend)
+
+    def recording_backend(gm, example_inputs, **kwargs):
+        compiled = inner(gm, example_inputs, **kwargs)
+
+        def run(*args):
+            result = compiled(*args)
+            seen.extend(torch.utils._pytree.tree_leaves((args, result)))
+            return result
+
+        return run
+
+    return recording_backend
+
+
+# Dynamo settings that decide whether and how a frame recompiles: serve_run restores their
+# defaults for its block, whatever an earlier cell set (a recompile_limit lowered to 1 there made
+# every answer's second compile run eagerly instead). A serve that sets one itself still has its
+# recompiles logged, and refused.
+RECOMPILE_SETTINGS = (
+    "recompile_limit",
+    "accumulated_recompile_limit",
+    "automatic_dynamic_shapes",
+    "assume_static_by_default",
+    "specialize_int",
+    "specialize_float",
+    "error_on_recompile",
+)
+
+
+def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
+    """torch._dynamo.config's defaults for `names` (its private table of entries)."""
+    table = torch._dynamo.config._config
+    return {name: table[name].default for name in names if name in table}
+
+
+def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
+    """Call serve(scorer, requests) from an empty cache, counting Dynamo's compiles and noting
+    which requests' outputs a compiled graph returned (the same storage: an output computed
+    eagerly from a compiled part, a compiled Linear say, is not; it could never recompile),
+    whatever the backend. It runs under the default stance and Dynamo's default recompile
+    settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
+    answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
+    from unittest import mock
+
+    from torch._dynamo import eval_frame
+    from torch._dynamo.utils import counters
+
+    torch.compiler.reset()
+    before = counters["frames"]["ok"]
+    seen: list = []
+    inputs = [(x.clone(), t) for x, t in requests]
+    real = eval_frame.get_compiler_fn
+    with (
+        mock.patch.object(eval_frame, "get_compiler_fn", lambda fn: real(_recording(fn, seen))),
+        torch_logs(recompiles=True) as logs,
+        unprofiled_guards(),
+        warnings.catch_warnings(),
+        torch.compiler.set_stance("default"),
+        torch._dynamo.config.patch(dynamo_defaults()),
+    ):
+        warnings.simplefilter("ignore")
+        outputs = serve(scorer, inputs)
+    compiles = counters["frames"]["ok"] - before
+    reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
+    torch.compiler.reset()
+    outputs = list(outputs) if outputs is not None else []
+    returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
+    uncompiled = [
+        number
+        for number, out in enumerate(outputs, start=1)
+        if not isinstance(out, torch.Tensor) or _storage(out) not in returned
+    ]
+    return ServeRun(outputs, compiles, reasons, uncompiled)
+
+
+def _storage(value) -> int | None:
+    return value.untyped_storage().data_ptr() if isinstance(value, torch.Tensor) else None
+
+
+class ReferenceScorer(nn.Module):
+    """Chapter 10's `Scorer` as the chapter defines it: the outputs a fixed `serve` must keep."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.temperature = 1.0
+
+    def forward(self, x):
+        logits = self.linear(x) / self.temperature
+        if logits.abs().max() > 4:
+            logits = logits.clamp(-4, 4)
+        return logits.softmax(-1)
+
+
+def reference_outputs(scorer: nn.Module, requests: list) -> list[torch.Tensor]:
+    """What the chapter's Scorer, with `scorer`'s weights, computes for each request, eagerly."""
+    reference = ReferenceScorer()
+    reference.load_state_dict(scorer.state_dict())
+    outputs = []
+    with torch.no_grad():
+        for x, temperature in requests:
+            reference.temperature = temperature
+            outputs.append(reference(x))
+    return outputs
+
+
+def same_outputs(got: Sequence, want: Sequence) -> bool:
+    return len(got) == len(want) and all(
+        isinstance(g, torch.Tensor) and g.shape == w.shape and torch.allclose(g, w, atol=1e-6)
+        for g, w in zip(got, want, strict=True)
+    )
