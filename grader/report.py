@@ -33,7 +33,7 @@ from grader.report_model import (
     ABSENT,
     GRADED,
     GRADER_FAILED,
-    NOT_GRADED,
+    NOT_GRADABLE,
     STATES,
     WAITING,
     Exercise,
@@ -52,7 +52,7 @@ from grader.standings import ClassBook, Standing
 
 # the report's public names, wherever they are defined
 __all__ = [
-    "ABSENT", "CSP", "GRADED", "GRADER_FAILED", "NOT_GRADED", "STATES", "Exercise", "Submission",
+    "ABSENT", "CSP", "GRADED", "GRADER_FAILED", "NOT_GRADABLE", "STATES", "Exercise", "Submission",
     "WAITING", "build", "counts", "inert", "learner_csv", "main", "page", "test_rows",
     "tests_csv", "write_csv",
 ]  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 from grader.safegrade.result_files import State
 
 # What a submission of an exercise came to (the result files' vocabulary); GRADED alone has a score.
-GRADED, NOT_GRADED, GRADER_FAILED = State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED
+GRADED, NOT_GRADABLE, GRADER_FAILED = State.GRADED, State.NOT_GRADABLE, State.GRADER_FAILED
 WAITING, ABSENT = State.WAITING, State.ABSENT
 STATES = tuple(State)
 

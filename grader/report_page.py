@@ -11,7 +11,7 @@ import io
 
 from grader.report_model import (
     GRADER_FAILED,
-    NOT_GRADED,
+    NOT_GRADABLE,
     STATES,
     Column,
     Exercise,
@@ -81,7 +81,7 @@ def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: s
         parts.append(f'<img src="{data}" alt="{html.escape(alt)}" width="600" height="260">')
     parts.append(tests_table(exercise))
     parts.append(learners_table(exercise, progress, link_base))
-    problems = [s for s in exercise.submissions if s.state in (NOT_GRADED, GRADER_FAILED)]
+    problems = [s for s in exercise.submissions if s.state in (NOT_GRADABLE, GRADER_FAILED)]
     if problems:
         items = "".join(f"<li>{problem_item(s)}</li>" for s in problems)
         parts.append(f"<h3>Not graded, and why</h3><ul class='problems'>{items}</ul>")
@@ -90,7 +90,7 @@ def exercise_section(exercise: Exercise, progress: dict[str, dict], link_base: s
 
 def problem_item(s: Submission) -> str:
     """A submission the grader did not grade: who, why in plain words, the error one click away."""
-    reason = s.reason.removeprefix(f"{NOT_GRADED.label}: ")
+    reason = s.reason.removeprefix(f"{NOT_GRADABLE.label}: ")
     item = f"<strong>{html.escape(s.student)}</strong> ({s.state.label}): {html.escape(reason)}"
     if s.detail:
         item += (

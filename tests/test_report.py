@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import report
-from grader.report import ABSENT, GRADED, GRADER_FAILED, NOT_GRADED, Exercise, Submission
+from grader.report import ABSENT, GRADED, GRADER_FAILED, NOT_GRADABLE, Exercise, Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '<script>alert("id")</script>'
@@ -34,7 +34,7 @@ def made_up_class() -> list[Exercise]:
             {"test_a": 5.0, "test_b": 0.0},
             {"test_b": MESSAGE},
         ),
-        Submission("=HYPERLINK(1)", NOT_GRADED, reason=f"0: could not grade {HOSTILE}"),
+        Submission("=HYPERLINK(1)", NOT_GRADABLE, reason=f"0: could not grade {HOSTILE}"),
         Submission("dan", GRADER_FAILED, reason="0: not graded: the grader failed"),
         Submission("eve", ABSENT),
     ]
@@ -48,7 +48,7 @@ def test_numbers_per_test_and_state():
     assert found["test_b"].passed == 1 and found["test_b"].mean_points == pytest.approx(5 / 3)
     assert found["test_b"].messages == [(MESSAGE, 2)]
     counts = report.counts(exercise)
-    assert counts == {GRADED: 3, NOT_GRADED: 1, GRADER_FAILED: 1, report.WAITING: 0, ABSENT: 1}
+    assert counts == {GRADED: 3, NOT_GRADABLE: 1, GRADER_FAILED: 1, report.WAITING: 0, ABSENT: 1}
 
 
 def test_learner_text_is_escaped_in_the_page_and_inert_in_the_csv(tmp_path):
@@ -166,7 +166,7 @@ def wide_class() -> list[Exercise]:
             )
             for i in range(4)
         ]
-        rows.append(Submission("dave", NOT_GRADED, reason=CUT_OFF, detail=NOT_JSON))
+        rows.append(Submission("dave", NOT_GRADABLE, reason=CUT_OFF, detail=NOT_JSON))
         exercises.append(Ex(exercise, tests, top, rows))
     return exercises
 
