@@ -555,9 +555,92 @@ def use_hardsigmoid(gm):
     gm.recompile()
     return gm
 """,
+    "2.1 get_attr values left out, as weights a planner never frees (red team redG)": """
+def last_reader(gm):
+    found = {}
+    for node in gm.graph.nodes:
+        for value in node.all_input_nodes:
+            if value.op != "get_attr":
+                found[value.name] = node.name
+    return found
+""",
+    "2.2 a read of a module's own parameter taken as a use of its children (red team redG)": """
+def unused_modules(gm):
+    used = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    used += [n.target.rpartition(".")[0] for n in gm.graph.nodes if n.op == "get_attr"]
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(leaf for leaf in leaves if not any(
+        leaf == u or leaf.startswith(u + ".") for u in used))
+""",
+    "2.2 parameters only: a leaf used through a buffer read is listed (red team redG)": """
+def unused_modules(gm):
+    owner = {}
+    for path, module in gm.named_modules():
+        for name, _ in module.named_parameters(recurse=False):
+            owner[f"{path}.{name}" if path else name] = path
+    used = [n.target for n in gm.graph.nodes if n.op == "call_module"]
+    used += [owner[n.target] for n in gm.graph.nodes if n.op == "get_attr" and n.target in owner]
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(leaf for leaf in leaves if not any(
+        leaf == u or leaf.startswith(u + ".") for u in used))
+""",
+    "2.2 a get_attr target that merely begins with a leaf's name uses it (red team redG)": """
+def unused_modules(gm):
+    targets = [n.target for n in gm.graph.nodes if n.op in ("call_module", "get_attr")]
+
+    def used(leaf):
+        return any(t == leaf or leaf.startswith(t + ".")
+                   or (t.startswith(leaf) and "." in t[len(leaf):]) for t in targets)
+
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(leaf for leaf in leaves if not used(leaf))
+""",
+    "3.5 computed in float32 whatever the input's dtype (red team redG)": """
+def sigmoid_from_exp(x):
+    low = x.to(torch.float32)
+    return (1 / (1 + torch.exp(-low))).type_as(x)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 rounded to 1.0 above 9.5, within float32's tolerance (red team redG)": """
+def sigmoid_from_exp(x):
+    return torch.where(x > 9.5, torch.ones_like(x), 1 / (1 + torch.exp(-x)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 the input clamped to [-12, 12]: sigmoid(-20) 3000 times too large (red team redG)": """
+def sigmoid_from_exp(x):
+    return 1 / (1 + torch.exp(-x.clamp(-12, 12)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 0.5 + x / 4 near 0 (red team redG)": """
+def sigmoid_from_exp(x):
+    return torch.where(x.abs() < 0.01, 0.5 + x / 4, 1 / (1 + torch.exp(-x)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
 }
 
 HONEST = {
+    "3.5 1 - 1 / (1 + exp(x)): off by float64's absolute rounding only (red team redG)": """
+def sigmoid_from_exp(x):
+    return 1 - 1 / (1 + torch.exp(x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 a stable where over both branches (red team redG)": """
+def sigmoid_from_exp(x):
+    return torch.where(x >= 0, 1 / (1 + torch.exp(-x)), torch.exp(x) / (1 + torch.exp(x)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "3.5 the overflow-free sigmoid, written with torch.relu and abs (red team redC)": """
 def sigmoid_from_exp(x):
     return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
