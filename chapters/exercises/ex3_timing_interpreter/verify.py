@@ -11,6 +11,7 @@ import torch
 import torch.fx
 
 TIMED_OPS = ("call_function", "call_method", "call_module")
+MOST_SECONDS = 60  # no node of the tests' small models takes a minute
 
 
 def target_text(node: torch.fx.Node) -> str:
@@ -70,6 +71,12 @@ def times_problem(name: str, times, calls: int) -> str | None:
         return (
             f"{name}: each time is the seconds a node took (time.perf_counter() after minus "
             f"before, >= 0), not {wrong[0]!r}"
+        )
+    slow = [t for t in times if t > MOST_SECONDS]
+    if slow:
+        return (
+            f"{name}: {slow[0]!r} for one node of a small model: is that seconds "
+            "(time.perf_counter()), or nanoseconds (time.perf_counter_ns())?"
         )
     return None
 

@@ -12,6 +12,7 @@ import torch
 import torch.fx
 
 TIMED_OPS = ("call_function", "call_method", "call_module")
+MOST_SECONDS = 60  # 测试用的小模型里，没有哪个节点会花上一分钟
 
 
 def target_text(node: torch.fx.Node) -> str:
@@ -69,6 +70,11 @@ def times_problem(name: str, times, calls: int) -> str | None:
     if wrong:
         return (
             f"{name}：每个时间都是一个节点所用的秒数（之后的 time.perf_counter() 减去之前的，>= 0），而不是 {wrong[0]!r}"
+        )
+    slow = [t for t in times if t > MOST_SECONDS]
+    if slow:
+        return (
+            f"{name}：小模型的一个节点用了 {slow[0]!r}：这是秒（time.perf_counter()），还是纳秒（time.perf_counter_ns()）？"
         )
     return None
 

@@ -1,0 +1,52 @@
+"""Exercise 3's checks (solutions/ex3_timing_interpreter/verify.py, which the visible cells and the
+grader share) on times that are not seconds: a timer in nanoseconds gave ints, which passed as a
+number of seconds >= 0 (red team redG)."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch import fx, nn
+
+VERIFY = Path(__file__).resolve().parents[1] / "solutions" / "ex3_timing_interpreter" / "verify.py"
+
+
+@pytest.fixture(scope="module")
+def verify():
+    spec = importlib.util.spec_from_file_location("ex3_verify", VERIFY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def timings_with(clock, verify) -> tuple[dict, fx.GraphModule]:
+    """One run of a small traced model, each timed node timed with `clock`."""
+    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+    timings: dict = {}
+
+    class Timed(fx.Interpreter):
+        def run_node(self, node):
+            if node.op not in verify.TIMED_OPS:
+                return super().run_node(node)
+            start = clock()
+            value = super().run_node(node)
+            timings.setdefault(node.name, []).append(clock() - start)
+            return value
+
+    Timed(gm).run(torch.randn(2, 4))
+    return timings, gm
+
+
+def test_times_in_nanoseconds_are_refused_with_the_reason(verify):
+    timings, gm = timings_with(time.perf_counter_ns, verify)
+    with pytest.raises(AssertionError, match="nanoseconds"):
+        verify.check_timed(timings, gm, calls=1)
+
+
+def test_times_in_seconds_still_pass(verify):
+    timings, gm = timings_with(time.perf_counter, verify)
+    verify.check_timed(timings, gm, calls=1)
