@@ -624,6 +624,18 @@ def sigmoid_from_exp(x):
 
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
+    "3.2 node.args[0]: a Linear given its input by keyword has none (red team redG)": """
+def clamp_linear_inputs(gm):
+    for node in gm.graph.find_nodes(op="call_module"):
+        if isinstance(gm.get_submodule(node.target), nn.Linear):
+            source = node.args[0]
+            with gm.graph.inserting_before(node):
+                clamp = gm.graph.call_function(torch.clamp, (source,), {"min": -1.0, "max": 1.0})
+            node.replace_input_with(source, clamp)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
 }
 
 HONEST = {
@@ -669,8 +681,8 @@ def clamp_linear_inputs(gm):
         if isinstance(gm.get_submodule(node.target), nn.Linear):
             gm.add_submodule(f"clamp_{index}", nn.Hardtanh(-1.0, 1.0))
             with gm.graph.inserting_before(node):
-                clamp = gm.graph.call_module(f"clamp_{index}", (node.args[0],))
-            node.replace_input_with(node.args[0], clamp)
+                clamp = gm.graph.call_module(f"clamp_{index}", (node.all_input_nodes[0],))
+            node.replace_input_with(node.all_input_nodes[0], clamp)
     gm.graph.lint()
     gm.recompile()
     return gm
