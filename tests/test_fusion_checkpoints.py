@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import random
 
@@ -339,3 +340,45 @@ def test_one_thread_computes_on_one_thread_and_gives_the_learners_setting_back()
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(saved)
+
+
+def test_a_folded_weight_of_another_shape_is_named_not_raised(chapter, monkeypatch):
+    """4.1 applied such a weight with F.conv1d and said its own line raised 'Expected
+    4-dimensional input' (a fold written for Conv2d only; red team redG)."""
+    answer = """
+def fold_pre_bn(bn, conv):
+    scale, shift = fusion.bn_scale_and_shift(bn)
+    weight = conv.weight.detach()
+    per_in = (1, -1) + (1,) * (weight.dim() - 2)
+    fused = copy.deepcopy(conv)
+    fused.weight = nn.Parameter((weight * scale.reshape(per_in)).unsqueeze(0))
+    seen = (weight * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))
+    bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(seen)
+    fused.bias = nn.Parameter(bias + seen)
+    return fused
+"""
+    shown = problem(chapter, "4.1", answer, RUN_SEEDS[0], monkeypatch)
+    assert "weight has shape" in shown and "raised" not in shown, shown
+
+
+def test_folded_linears_of_another_dtype_are_named_not_raised(chapter, monkeypatch):
+    """4.3 applied float32 weights to a float64 model with F.linear and said its own line raised
+    'mat1 and mat2 must have the same dtype' (red team redG)."""
+    reference = json.loads((HERE.root / "fxcourse" / "answers.json").read_text())["4.3"]["code"]
+    answer = (
+        reference
+        + """
+
+_reference_fuse = fuse_linear_bn
+
+
+def fuse_linear_bn(gm, example):
+    fused = _reference_fuse(gm, example)
+    for module in fused.modules():
+        if isinstance(module, nn.Linear):
+            module.float()
+    return fused
+"""
+    )
+    shown = problem(chapter, "4.3", answer, RUN_SEEDS[0], monkeypatch)
+    assert "torch.float32" in shown and "raised" not in shown, shown
