@@ -260,17 +260,19 @@ class Residual(nn.Module):
 class PathModel(nn.Module):
     """Holds `modules` at their dotted paths; its forward follows `plan`, a list of (kind, path):
     ("call", path) calls the module at `path` on the running value, which may be a grandchild
-    called straight from the root; ("read", path) adds the sum of the parameter at `path` (a
-    `get_attr` node once traced; the default tracer bakes a buffer in as a constant instead).
-    Modules the plan never names stay unused."""
+    called straight from the root; ("call input=", path) the same with the value by keyword
+    (`module(input=x)`: the traced node's args are empty); ("read", path) adds the sum of the
+    parameter at `path` (a `get_attr` node once traced; the default tracer bakes a buffer in as
+    a constant instead). Modules the plan never names stay unused."""
 
     def __init__(self, modules: dict[str, nn.Module], plan: Sequence[tuple[str, str]]):
         super().__init__()
         for path, module in modules.items():
             _register(self, path, module)
-        unknown = [(kind, path) for kind, path in plan if kind not in ("call", "read")]
+        kinds = ("call", "call input=", "read")
+        unknown = [(kind, path) for kind, path in plan if kind not in kinds]
         if unknown:
-            raise ValueError(f"a plan step is ('call', path) or ('read', path), not {unknown}")
+            raise ValueError(f"a plan step is (one of {kinds}, path), not {unknown}")
         self.plan = list(plan)
 
     def forward(self, x):
@@ -278,6 +280,8 @@ class PathModel(nn.Module):
             owner, _, name = path.rpartition(".")
             if kind == "call":
                 x = self.get_submodule(path)(x)
+            elif kind == "call input=":
+                x = self.get_submodule(path)(input=x)
             else:  # the tracer records a parameter it meets as a get_attr node
                 x = x + getattr(self.get_submodule(owner), name).sum()
         return x

@@ -321,6 +321,9 @@ def test_a_path_model_calls_grandchildren_reads_parameters_and_leaves_the_rest_u
     torch.testing.assert_close(whole(x), model(x))
     with pytest.raises(ValueError, match="a plan step"):
         cases.PathModel(modules, [("run", "box")])
+    by_keyword = fx.symbolic_trace(cases.PathModel(modules, [("call input=", "box.0")]))
+    (call,) = by_keyword.graph.find_nodes(op="call_module")
+    assert (call.target, call.args, list(call.kwargs)) == ("box.0", (), ["input"])
 
 
 def test_extra_readers_and_early_reader_put_users_out_of_graph_order():

@@ -636,6 +636,17 @@ def clamp_linear_inputs(gm):
     gm.recompile()
     return gm
 """,
+    "5.1 args[0]: a call that gives the module its input by keyword has none (red team redG)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def call_module(self, target, args, kwargs):
+        if target == self.skip:
+            return args[0]
+        return super().call_module(target, args, kwargs)
+""",
 }
 
 HONEST = {
