@@ -57,7 +57,20 @@ def check_values(rows, key: str, want: dict) -> None:
         assert name in found, f"no record for the node {name!r}"
         assert key in found[name], f"{name}: the record has no {key!r}"
         got = found[name][key]
-        assert got == value, f"{name}: want the {key} {value!r}, got {got!r}"
+        nodes = " (Node objects, which print as their names: give node.name)" * holds_nodes(got)
+        assert got == value, f"{name}: want the {key} {value!r}, got {got!r}{nodes}"
+
+
+def holds_nodes(value) -> bool:
+    """Whether `value` holds a torch.fx.Node at any depth: a Node prints as its name, so a
+    message that shows it looks like the names it should hold."""
+    if isinstance(value, torch.fx.Node):
+        return True
+    if isinstance(value, dict):
+        return any(holds_nodes(key) or holds_nodes(item) for key, item in value.items())
+    if isinstance(value, slice):
+        value = (value.start, value.stop, value.step)
+    return isinstance(value, list | tuple | set) and any(holds_nodes(item) for item in value)
 
 
 def kind_of(value) -> str:

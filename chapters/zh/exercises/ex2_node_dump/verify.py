@@ -56,7 +56,19 @@ def check_values(rows, key: str, want: dict) -> None:
         assert name in found, f"没有节点 {name!r} 的记录"
         assert key in found[name], f"{name}：记录中没有 {key!r}"
         got = found[name][key]
-        assert got == value, f"{name}：{key} 应为 {value!r}，实际得到 {got!r}"
+        nodes = "（这些是 Node 对象，打印出来就是它们的名字：请给出 node.name）" * holds_nodes(got)
+        assert got == value, f"{name}：{key} 应为 {value!r}，实际得到 {got!r}{nodes}"
+
+
+def holds_nodes(value) -> bool:
+    """`value` 是否在任意深度上含有 torch.fx.Node：Node 打印出来就是它的名字，所以显示它的消息看起来就像它本该包含的那些名字。"""
+    if isinstance(value, torch.fx.Node):
+        return True
+    if isinstance(value, dict):
+        return any(holds_nodes(key) or holds_nodes(item) for key, item in value.items())
+    if isinstance(value, slice):
+        value = (value.start, value.stop, value.step)
+    return isinstance(value, list | tuple | set) and any(holds_nodes(item) for item in value)
 
 
 def kind_of(value) -> str:
