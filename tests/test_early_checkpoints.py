@@ -647,6 +647,16 @@ class SkipModule(Interpreter):
             return args[0]
         return super().call_module(target, args, kwargs)
 """,
+    "2.3 tensor_meta read on every call node: x.size(0)'s int has none (red team redG)": """
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    total = 0
+    for node in gm.graph.nodes:
+        if node.op.startswith("call_"):
+            meta = node.meta["tensor_meta"]
+            total += meta.shape.numel() * meta.dtype.itemsize
+    return total
+""",
 }
 
 HONEST = {
