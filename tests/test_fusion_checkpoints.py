@@ -115,7 +115,7 @@ def fuse_linear_bn(gm, example):
     ShapeProp(gm).propagate(example)
     calls = Counter({counted} for n in gm.graph.find_nodes(op="call_module"))
     for bn_node in gm.graph.find_nodes(op="call_module"):
-        source, bn = bn_node.args[0], gm.get_submodule(bn_node.target)
+        source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
         if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
             continue
         linear = gm.get_submodule(source.target)
@@ -203,6 +203,12 @@ def unshare_modules(gm):
             tracked="bn.running_mean is not None",
         ),
     ),  # fmt: skip
+    "4.3 bn_node.args[0]: a BatchNorm given its input by keyword has none (red team redG)": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT).replace(
+            "bn_node.all_input_nodes[0]", "bn_node.args[0]"
+        ),
+    ),
     "4.3 a BatchNorm without running statistics folded": (
         "4.3",
         FUSE_LINEAR_BN.format(**{**BY_OBJECT, "tracked": "True"}, root=RIGHT_ROOT).replace(
