@@ -677,6 +677,14 @@ class ReluToGelu(Interpreter):
             return F.gelu(*args, **kwargs)
         return super().call_method(target, args, kwargs)
 """,
+    "1.1 rows flattened by x.view, which a column-major x refuses (red team redG)": """
+def row_steps(x):
+    flat = x.view(x.size(0), -1)
+    return (flat[1:] - flat[:-1]).view(x[1:].shape)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
 }
 
 HONEST = {
