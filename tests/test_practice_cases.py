@@ -166,6 +166,22 @@ RESHAPES = {
 }
 
 
+def dropping_what_asks_for_the_input_shape(gm):  # the red team's (redH): the sizes asked for
+    removed = 0
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target in ("reshape", "view"):
+            if tuple(node.args[1:]) == tuple(node.args[0].meta["val"].shape):
+                node.replace_all_uses_with(node.args[0])
+                gm.graph.erase_node(node)
+                removed += 1
+    return PassResult(gm, removed > 0)
+
+
+RESHAPES["the sizes asked for"] = SimpleNamespace(
+    drop_noop_reshapes=dropping_what_asks_for_the_input_shape
+)
+
+
 def refused_8_3(answer, run_seed: int) -> bool:
     tidy = cases.tidied(shape_pass, dead_code)
     for model, x in run_cases(cases.reshape_chains, run_seed):
@@ -187,6 +203,7 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["dims and last dim"], run_seed)
     assert refused_8_3(RESHAPES["everything but the order"], run_seed)
     assert refused_8_3(RESHAPES["never erased"], run_seed)
+    assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
