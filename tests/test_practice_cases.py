@@ -373,7 +373,30 @@ def test_11_3_refuses_an_answer_that_looks_only_at_linear_nodes_in_every_run(run
     builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
     entries = [
         (first_loss(*made), first_loss(*made, kind="linear"))
-        for made in run_cases(builder, run_seed, 5)
+        for made in run_cases(builder, run_seed, 6)
     ]
     assert any(wanted.startswith("relu") for wanted, _linear_only in entries), entries
     assert any(wanted != linear_only for wanted, linear_only in entries), entries
+
+
+def first_sudden_drop(float_graph, quantized, data, floor_db, drop_db=3.0):
+    """The red team's (redH): the first node below the floor that also lies `drop_db` under
+    the node before it (a sudden drop, as one damaged layer shows)."""
+    from fxcourse import quant_depth
+
+    compared = quant_depth.sqnrs_in_order(float_graph, quantized, data)
+    for (_, before), (name, sqnr) in zip([("", float("inf")), *compared], compared, strict=False):
+        if sqnr < floor_db and before - sqnr > drop_db:
+            return name
+    return None
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_11_3_refuses_an_answer_that_waits_for_a_sudden_drop_in_every_run(run_seed):
+    """Every run has a floor between the clean layers' own SQNRs: the first node below it is a
+    clean one, a dB or two under the node before it."""
+    from fxcourse import quant_depth
+
+    builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
+    made_all = run_cases(builder, run_seed, 6)
+    assert any(first_sudden_drop(*made) != first_loss(*made) for made in made_all)
