@@ -386,8 +386,25 @@ def test_checkpoint_7_4_tells_a_fake_kernel_whose_tensor_is_on_another_device():
     mine = export_cases.exported_window(window_op("on_meta", "meta"), 3, x)
     wanted = export_cases.exported_window(window_op("on_input", None), 3, x)
     assert mine[1:3] == wanted[1:3]  # the shape and the dtype are right
-    assert mine[3] != wanted[3] == [x.device]
+    assert mine[3] != wanted[3] == [torch.device("meta"), x.device]
     torch.testing.assert_close(mine[4], wanted[4])
+
+
+def test_checkpoint_7_4_tells_a_fake_kernel_that_names_the_cpu():
+    """The red team's (redH) fake kernel made its tensor on the CPU whatever the input's device:
+    right for every CPU input, wrong for an input elsewhere (the meta export shows it)."""
+
+    @torch.library.custom_op("fxcourse_redh::on_cpu", mutates_args=())
+    def on_cpu(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.unfold(-1, k, 1).amax(dim=-1)
+
+    @on_cpu.register_fake
+    def _(x, k):
+        return torch.empty((*x.shape[:-1], x.shape[-1] - k + 1), dtype=x.dtype, device="cpu")
+
+    x = torch.randn(3, 6)
+    devices = export_cases.exported_window(SimpleNamespace(window_max_op=on_cpu), 2, x)[3]
+    assert devices == [torch.device("cpu")] * 2
 
 
 def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch):
