@@ -187,9 +187,11 @@ def chains_on(on_accelerator):
 
 def split_by_runs(answer, gm: fx.GraphModule, root: nn.Module, x, on_device):
     """split_module on the answer's numbers: (partitions, the names of those that mix devices,
-    the split model's output); split_module's refusal as a string; None for no dict."""
+    the split model's output); split_module's refusal as a string; None for no dict, or one
+    keyed by anything but the graph's nodes (names: split_module's lookup raised a bare
+    KeyError)."""
     runs = answer.device_runs(gm, on_device)
-    if not isinstance(runs, dict):
+    if not isinstance(runs, dict) or not all(isinstance(key, fx.Node) for key in runs):
         return None
     try:
         by_device = split_module(gm, root, lambda node: runs[node])

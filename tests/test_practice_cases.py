@@ -87,6 +87,18 @@ def one_each(gm, on_device) -> dict:  # every node a partition of its own: valid
     return {node: index for index, node in enumerate(gm.graph.nodes)}
 
 
+def test_8_2_a_dict_keyed_by_node_names_hears_what_to_return():
+    """The red team's (redH) dict keyed by node names: split_module's lookup raised a bare
+    KeyError, shown with the checkpoint's own line; now the checkpoint says what to return."""
+
+    def by_names(gm, on_device) -> dict:
+        return {node.name: number for node, number in device_runs(gm, on_device).items()}
+
+    model, root, x, on_device = run_cases(cases.chains_on(on_accelerator), RUN_SEEDS[0])[0]
+    answer = SimpleNamespace(device_runs=by_names)
+    assert cases.split_by_runs(answer, model, root, x, on_device) is None
+
+
 def refused_8_2(answer, run_seed: int, fewer: list | None = None) -> bool:
     """Whether 8.2's checkpoint refuses the answer on a run: split_module's refusal, a partition
     mixing devices, or more partitions than the stretches of same-device nodes."""
