@@ -79,12 +79,21 @@ def other_constant(body: str) -> str:
     return f"{head}{float(number) + 1.25}{tail}"
 
 
+def fresh_body(rng: random.Random, used: set) -> str:
+    """A body unlike every one in `used` (then added to it): exchanging two rules' replacements,
+    or removing a rule, must change what the rules compute, not only how they are listed."""
+    while (body := rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5)))) in used:
+        pass
+    used.add(body)
+    return body
+
+
 def draw_rules(make) -> RuleCase:
     """A rule set of one to three rules, and one edit of each kind (a rule removed, and two
     rules' replacements exchanged, when it has more than one)."""
-    rng, rules = make.rng, []
+    rng, rules, used = make.rng, [], set()
     for number in range(make.each((1, 2, 3))):  # every run: sets of two and three rules
-        bodies = [rng.choice(BODIES).format(c=rng.choice((2, 3, 0.5, 1.5))) for _ in "sr"]
+        bodies = [fresh_body(rng, used) for _ in "sr"]
         names = (f"find_{number}", f"make_{number}")
         rules.append((names[0], bodies[0], names[1], bodies[1]))
     swap = lambda body: one_swap(body, rng)  # noqa: E731
