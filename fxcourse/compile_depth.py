@@ -132,7 +132,9 @@ def minifier_case(make) -> MinifierCase:
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
     the values' places, such as sorted values, sees nothing wrong), and some put NaN in its
     first place where the graph computes a number (a comparison that skips NaN, or zeroes it,
-    sees nothing wrong; never in a balanced output, whose summaries it would change). In half
+    sees nothing wrong; never in a balanced output, whose summaries it would change), where the
+    graph then makes its result's first value 0 (a comparison that turns NaN into 0 on both sides
+    sees nothing wrong). In half
     the cases of every
     run the graph also returns, second, a NaN output (the log of values below their mean, NaN
     in eager as in every backend: a comparison that calls NaN != NaN a difference says so of a
@@ -152,7 +154,8 @@ def minifier_case(make) -> MinifierCase:
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
         bad = {"last": len(early), "first": 0, "middle": 1, "balanced": 0}[kind]
         width = make.integer(3, 8)
-        gm = _traced_chain(chain, width, early, bad, balanced=kind == "balanced", nan=nan)
+        zeroed = fault == "NaN"  # its first place 0 in gm: NaN made 0 on both sides is unseen
+        gm = _traced_chain(chain, width, early, bad, kind == "balanced", nan, zeroed)
         inputs = [make.tensor(width)]
         backend = planted_backend(UNARY[wrong], fault)
         case = MinifierCase(gm, inputs, UNARY[wrong], backend, fault)
@@ -191,13 +194,20 @@ LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's
 
 
 def _traced_chain(
-    chain: list[str], width: int, early: list[int], bad: int, balanced=False, nan=False
+    chain: list[str],
+    width: int,
+    early: list[int],
+    bad: int,
+    balanced=False,
+    nan=False,
+    zeroed=False,
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
     wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
     or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
     operator) and BALANCE in one vector; with `nan`, the log of the input minus its mean (NaN
-    wherever the input is below its mean) second, and after the result when not balanced."""
+    wherever the input is below its mean) second, and after the result when not balanced; with
+    `zeroed`, the result's first value multiplied by 0 (0 in gm, NaN where the backend made NaN)."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
@@ -208,6 +218,8 @@ def _traced_chain(
                 outputs.append(x * float(len(outputs) + 1))
             y = op(x)
             x = y * 0.5 + x if index % 2 else y + 1
+        if zeroed:
+            x = torch.cat([x[:1] * 0.0, x[1:]])
         if balanced:
             x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
         elif nan:  # NaN beside the planted error too: its largest difference is NaN

@@ -71,28 +71,30 @@ class Drawn(nn.Module):
         return self.body(x)
 
 
-class Gain(nn.Module):  # a parameter named neither weight nor bias
-    def __init__(self, width: int):
+class Gain(nn.Module):  # a parameter named neither weight nor bias; width None: a 0-dim one
+    def __init__(self, width: int | None):
         super().__init__()
-        self.gain = nn.Parameter(torch.ones(width))
+        self.gain = nn.Parameter(torch.ones(() if width is None else width))
 
     def forward(self, x):
         return x * self.gain
 
     def extra_repr(self) -> str:
-        return str(self.gain.numel())
+        return str(self.gain.numel()) if self.gain.dim() else "scalar"
 
 
 def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     """A model of linear layers with and without bias; every run has each mix of a layer called
     twice (its weights arrive once) and a BatchNorm (buffers, not parameters), a model whose
     first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter),
-    a Gain after the first layer (a parameter named neither weight nor bias) and a batch x that
-    requires grad (as for a saliency map: an input, not a weight)."""
+    a Gain after the first layer (a parameter named neither weight nor bias), one of 0 dims (a
+    scalar gain: one element all the same) and a batch x that requires grad (as for a saliency
+    map: an input, not a weight)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
-    if make.each(["a gain", "no gain"]) == "a gain":
-        layers.insert(1, Gain(widths[1]))
+    gain = make.each(["a gain", "a scalar gain", "no gain"])
+    if gain != "no gain":
+        layers.insert(1, Gain(widths[1] if gain == "a gain" else None))
     shared, norm = make.each([(s, n) for s in (True, False) for n in (True, False)])
     if shared:
         twice = nn.Linear(widths[-1], widths[-1])

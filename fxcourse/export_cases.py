@@ -299,8 +299,9 @@ def _custom_nodes(program: torch.export.ExportedProgram) -> list:
 
 def exported_window(answer, k: int, x: torch.Tensor):
     """Export of a model calling the answer's window_max_op: the custom operators its graph
-    calls, their fake values' shapes, dtypes and devices, and the program's output; None when
-    export found no fake kernel."""
+    calls, their fake values' shapes, dtypes and devices (the devices of an export of x on the
+    meta device first: a fake kernel that names a device of its own, such as the CPU, says so
+    there), and the program's output; None when export found no fake kernel."""
     # Fake tensors cache kernels' results across exports; a fake kernel defined again in this
     # session must not be answered from that cache (the cache is private).
     torch._subclasses.fake_tensor.FakeTensorMode.cache_clear()
@@ -313,5 +314,6 @@ def exported_window(answer, k: int, x: torch.Tensor):
     nodes = _custom_nodes(program)
     shapes = [tuple(node.meta["val"].shape) for node in nodes]
     dtypes = [node.meta["val"].dtype for node in nodes]
-    devices = [node.meta["val"].device for node in nodes]
+    on_meta = torch.export.export(CallsOp(answer.window_max_op, k), (x.to("meta"),))
+    devices = [node.meta["val"].device for node in [*_custom_nodes(on_meta), *nodes]]
     return [str(node.target) for node in nodes], shapes, dtypes, devices, program.module()(x)

@@ -69,16 +69,18 @@ while len(FIBONACCI) < 92:  # the last, 4660046610375530309, still fits in an in
 def gcd_pairs(make) -> list[tuple[int, int]]:
     """Pairs to run: consecutive Fibonacci numbers (the most steps for their size; one pair
     needs 85 steps or more, more than any unrolled copy would hold), multiples, a zero on one
-    side, and random pairs."""
+    side, random pairs, and multiples of a factor past 2**32, whose gcd an int32 or narrower
+    result cannot hold."""
     start = make.integer(20, 37)
     longest = make.integer(86, len(FIBONACCI) - 2)
-    factor = make.integer(2, 50)
+    factor, wide = make.integer(2, 50), make.integer(2**33, 2**40)
     pairs = [
         (FIBONACCI[start + 1], FIBONACCI[start]),
         make.choice([(make.integer(1, 99), 0), (0, make.integer(1, 99))]),
         (factor * make.integer(1, 1000), factor * make.integer(1, 1000)),
         (make.integer(0, 10**6), make.integer(1, 10**6)),
         (FIBONACCI[longest], FIBONACCI[longest + 1]),
+        (wide * make.integer(1, 1000), wide * make.integer(1, 1000)),
     ]
     make.note(f"{pairs}")
     return pairs
@@ -123,11 +125,33 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int
 
 
 def steps_outside_loops(program) -> list[str]:
-    """The division and remainder nodes of the program's top-level graph: a Euclid step there
-    is an unrolled copy, outside any loop."""
+    """The division and remainder nodes outside every while_loop: in the top-level graph and in
+    the subgraphs of other operators (a torch.cond's branches, a map's body), where a Euclid step
+    is an unrolled copy. A while_loop's condition and body are not searched."""
     import torch
 
     aten = torch.ops.aten
     steps = {aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar}
     steps |= {aten.floor_divide.default, aten.div.Tensor_mode, aten.div.Tensor}
-    return [node.name for node in program.graph.nodes if node.target in steps]
+    found, searched = [], set()
+
+    def search(graph_module) -> None:
+        for node in graph_module.graph.nodes:
+            if node.target in steps:
+                found.append(node.name)
+            if node.target is torch.ops.higher_order.while_loop:
+                continue
+            for arg in node.args:  # a subgraph arrives as a get_attr of a GraphModule
+                sub = getattr(graph_module, str(arg.target), None) if _is_get_attr(arg) else None
+                if isinstance(sub, torch.fx.GraphModule) and id(sub) not in searched:
+                    searched.add(id(sub))
+                    search(sub)
+
+    search(program.graph_module)
+    return found
+
+
+def _is_get_attr(arg) -> bool:
+    import torch
+
+    return isinstance(arg, torch.fx.Node) and arg.op == "get_attr"

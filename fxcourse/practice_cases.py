@@ -187,9 +187,11 @@ def chains_on(on_accelerator):
 
 def split_by_runs(answer, gm: fx.GraphModule, root: nn.Module, x, on_device):
     """split_module on the answer's numbers: (partitions, the names of those that mix devices,
-    the split model's output); split_module's refusal as a string; None for no dict."""
+    the split model's output); split_module's refusal as a string; None for no dict, or one
+    keyed by anything but the graph's nodes (names: split_module's lookup raised a bare
+    KeyError)."""
     runs = answer.device_runs(gm, on_device)
-    if not isinstance(runs, dict):
+    if not isinstance(runs, dict) or not all(isinstance(key, fx.Node) for key in runs):
         return None
     try:
         by_device = split_module(gm, root, lambda node: runs[node])
@@ -229,10 +231,12 @@ def reshape_chains(make):
     the shape (among them one that keeps the number of dims, one that keeps the last dim, one
     that keeps the first dim and the sorted sizes, and one that keeps all of those and swaps two
     middle sizes) and one drawn freely, which keeps the shape
-    at one step at least (a pass that leaves such a step in its graph is seen in every run);
-    dtypes drawn."""
+    at one step at least (a pass that leaves such a step in its graph is seen in every run),
+    one such step written with -1 (a pass that compares the sizes a call asks for with its
+    input's shape keeps it); dtypes drawn."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
-    forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)], "split": [(rows, cols // 2, 2)]}
+    forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)]}
+    forms["split"] = [(rows, cols // 2, 2), (rows, -1, 2)]
     forms |= {
         "tall": [(2 * rows, cols // 2), (-1, cols // 2)],
         "pairs": [(rows * cols // 2, 2), (-1, 2)],
@@ -250,6 +254,10 @@ def reshape_chains(make):
         at = make.integer(1, len(names) - 1)  # a drawn chain keeps the shape somewhere, always
         names[at] = names[at - 1]
     steps = [(make.choice(["reshape", "view"]), make.choice(forms[name])) for name in names]
+    if not settled:  # a step that keeps the shape asks for -1: its sizes are not the input's
+        before = ["flat", *names[:-1]]
+        at = next(i for i, name in enumerate(names) if name == before[i])
+        steps[at] = (steps[at][0], make.choice([f for f in forms[names[at]] if -1 in f]))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
     return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
 

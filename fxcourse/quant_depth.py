@@ -166,12 +166,40 @@ def bias_grids(quantizer: Quantizer, graph: fx.GraphModule, data: torch.Tensor) 
 
 # ----------------------------------------------------------------------------- try it 11.3
 
-# The kinds of a run's cases: one coarse linear under three floors (the highest above what clean
-# 8-bit layers reach), two coarse linears (the second worse) under two.
+# The kinds of a run's cases: one coarse linear under four floors (one above what clean 8-bit
+# layers reach; one, None, between the clean layers' own SQNRs, so that the first node below it
+# is a clean one a few dB under the node before it, where an answer that waits for a sudden drop
+# goes on to the damaged layer), two coarse linears (the second worse) under two.
 # (two damaged layers?, floor in dB, where one layer's damage enters: its weights or its relu's
 # output, where an answer that looks only at linear nodes finds the linear after it)
 DAMAGES = ((False, 12.0, "weights"), (False, 20.0, "relu"), (False, 45.0, "weights"))
-DAMAGES += ((True, 12.0, "weights"), (True, 20.0, "weights"))
+DAMAGES += ((False, None, "weights"), (True, 12.0, "weights"), (True, 20.0, "weights"))
+
+
+def sqnrs_in_order(float_graph, quantized, data) -> list[tuple[str, float]]:
+    """(name, SQNR) of each float-graph node the numeric debugger compares, in the graph's order."""
+    logged = [pt2e.prepare_for_propagation_comparison(m) for m in (float_graph, quantized)]
+    with torch.no_grad():
+        for model in logged:
+            model(data)
+    results = pt2e.compare_results(*(pt2e.extract_results_from_loggers(m) for m in logged))
+    by_name = {node.name: s.results[0].sqnr.item() for node, s in results.items()}
+    return [(n.name, by_name[n.name]) for n in float_graph.graph.nodes if n.name in by_name]
+
+
+def floor_among_clean(float_graph, quantized, data, first_damaged: str) -> float:
+    """A floor that a clean node (one before `first_damaged`, not the first) is the first to go
+    below: of the clean nodes whose SQNR is below every earlier one's, the one that lies the
+    least under the node before it; the floor halfway between it and the lowest earlier SQNR.
+    Above every SQNR (the first node is below it) when no clean node is a new low."""
+    compared = sqnrs_in_order(float_graph, quantized, data)
+    names = [name for name, _ in compared]
+    clean = [sqnr for _, sqnr in compared[: names.index(first_damaged)]]
+    lows = [i for i in range(1, len(clean)) if clean[i] < min(clean[:i])]
+    if not lows:
+        return 45.0
+    at = min(lows, key=lambda i: clean[i - 1] - clean[i])
+    return (clean[at] + min(clean[:at])) / 2
 
 
 def coarse_weight(levels: int) -> QuantizationSpec:
@@ -245,17 +273,20 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
         coarse = {} if relus else coarse
         float_graph = copy.deepcopy(_exported_mlp(depth, width))
         make.parameters_of(float_graph)
-        layers = f"{depth} x (nn.Linear({width}, {width}), nn.ReLU())"
-        linears = ", ".join(f"linear_{i}" for i in sorted(coarse))
-        note = _("{layers}; weights on a coarse grid in {linears}; floor_db={floor_db}")
-        if relus:
-            note = _("{layers}; the output of relu_{first} on a coarse grid; floor_db={floor_db}")
-        make.note(note.format(layers=layers, linears=linears, first=first, floor_db=floor_db))
         data = make.tensor(64, width)
         planting = Planting(quantizer_class(), coarse, relus)
         prepared = prepare_pt2e(copy.deepcopy(float_graph), planting)
         prepared(data)  # calibrate
         quantized = convert_pt2e(prepared, fold_quantize=False)
+        if floor_db is None:  # read before the renaming below: the debugger pairs nodes by handle
+            floor_db = floor_among_clean(float_graph, quantized, data, f"linear_{first}")
+        layers = f"{depth} x (nn.Linear({width}, {width}), nn.ReLU())"
+        linears = ", ".join(f"linear_{i}" for i in sorted(coarse))
+        note = _("{layers}; weights on a coarse grid in {linears}; floor_db={floor_db}")
+        if relus:
+            note = _("{layers}; the output of relu_{first} on a coarse grid; floor_db={floor_db}")
+        floor_text = f"{floor_db:.6g}"
+        make.note(note.format(layers=layers, linears=linears, first=first, floor_db=floor_text))
         for node in quantized.graph.nodes:
             if node.target in (aten.linear.default, aten.relu.default):
                 node._rename(f"int8_{node.name}")  # private Node method

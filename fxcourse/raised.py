@@ -34,6 +34,12 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
             "running your code raised {name}: {error} ({where}): a None reached it where a value "
             "belongs; does each function and override of yours return its value?"
         )
+    elif used_an_operator_for_an_overload(exc, error):
+        said = _(
+            "running your code raised {name}: {error} ({where}): one overload of an operator "
+            "belongs here, as a decomposition table's keys are, such as "
+            "torch.ops.aten.linear.default, not the operator itself (torch.ops.aten.linear)"
+        )
     else:
         said = _("running your code raised {name}: {error} ({where})")
     return said.format(name=type(exc).__name__, error=error, where=where)
@@ -46,3 +52,14 @@ def learners_frame(frames: traceback.StackSummary) -> str:
     frame = (mine or list(frames))[-1]
     shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown
+
+
+def used_an_operator_for_an_overload(exc: BaseException, error: str) -> bool:
+    """Whether `exc` comes of an operator with all its overloads (torch.ops.aten.linear) used
+    where one overload belongs (torch.ops.aten.linear.default): a table's missing key, or what a
+    custom table (torch.export.default_decompositions()) raises looking up the packet's name."""
+    if isinstance(exc, AttributeError):
+        return "has no overload name" in error
+    ops = sys.modules.get("torch._ops")
+    key = exc.args[0] if isinstance(exc, KeyError) and exc.args else None
+    return ops is not None and isinstance(key, ops.OpOverloadPacket)

@@ -14,6 +14,7 @@ import math
 import os
 import random
 import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -111,6 +112,35 @@ def test_9_1_accepts_other_honest_counts(run_seed):
 def test_9_1_refuses_wrong_counts_in_every_run(run_seed):
     for answer in (elements, four_bytes_each, inputs_too, chapter_example, finfo_bytes):
         assert refused_9_1(answer, run_seed), (run_seed, answer.__name__)
+
+
+def numpy_total(forward, backward):  # honest (redH): np.prod over a shape gives numpy's int64
+    import numpy as np
+
+    return sum(
+        np.prod(n.meta["val"].shape) * n.meta["val"].element_size() for n in kept(forward, backward)
+    )
+
+
+def test_checkpoint_9_1_takes_a_numpy_integer_for_the_number_it_is(monkeypatch):
+    """The check cell of 9.1, run with an answer whose total is numpy's int64: a number."""
+    import nbformat
+
+    from courseware import authoring
+    from fxcourse import tryit
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "09_fx_inside_the_compiler.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["9.1"]["check"]]
+    forward, backward = split_losses(RUN_SEEDS[0])[0]
+    namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
+    namespace |= {"saved_bytes": numpy_total, "forward": forward, "backward": backward}
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.problem is None, result.problem
 
 
 def test_9_1_every_run_has_each_dtype_and_both_partitioners():

@@ -139,6 +139,12 @@ def results_differ(gm, inputs, backend):
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
     return any(not torch.allclose(g.mean(), w.mean(), equal_nan=True) for g, w in zip(got, want))
 """,
+    # known fault (s35g): NaN made 0 on both sides, wrong only where gm computes 0 there
+    "10.3 turns NaN into 0 on both sides": """
+def results_differ(gm, inputs, backend):
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    return any(not torch.allclose(g.nan_to_num(), w.nan_to_num()) for g, w in zip(got, want))
+""",
     "10.3 compares each output's largest magnitude": """
 def results_differ(gm, inputs, backend):
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -202,6 +208,24 @@ class Gcd(nn.Module):
 
         found, _, k = torch.while_loop(lambda a, b, k: b != 0, step, (a, b, torch.zeros_like(a)))
         return found << k
+""",
+    # the red team's (redH): one Euclid step in a torch.cond's branch before the loop (a copy of a
+    # step outside it, in a subgraph), and the gcd narrowed to int32 (every drawn gcd was small)
+    "12.2 takes one step in a cond before the loop": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        def step(a, b):
+            return b.clone(), a % b
+
+        a, b = torch.cond(b != 0, step, lambda a, b: (a.clone(), b.clone()), (a, b))
+        found, _ = torch.while_loop(lambda a, b: b != 0, step, (a, b))
+        return found
+""",
+    "12.2 returns an int32 gcd": """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+        return found.int()
 """,
     "10.2 compiles only the Linear": """
 def serve(scorer, requests):  # the red team's (redF): the rest runs eagerly, nothing recompiles

@@ -222,6 +222,10 @@ def weights_and_biases(gm, inputs):  # the red team's (redD): parameters told by
     )
 
 
+def with_dimensions(gm, inputs):  # the red team's (redH): a 0-dim parameter left out
+    return sum(t.numel() for t in inputs if isinstance(t, nn.Parameter) and t.dim() > 0)
+
+
 def all_of_self(gm, inputs):  # every input read from the module: buffers too
     names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
@@ -230,7 +234,7 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
     refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
-    refused["only weight and bias names"] = False
+    refused["only weight and bias names"] = refused["0-dim parameters left out"] = False
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
@@ -242,6 +246,8 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         refused["x counted"] |= cases.counted(weights(by_type_or_grad), gm, inputs)[0] != wanted
         by_names = cases.counted(weights(weights_and_biases), gm, inputs)[0]
         refused["only weight and bias names"] |= by_names != wanted
+        with_dims = cases.counted(weights(with_dimensions), gm, inputs)[0]
+        refused["0-dim parameters left out"] |= with_dims != wanted
     assert all(refused.values()), refused
 
 

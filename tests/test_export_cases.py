@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import torch
@@ -385,5 +386,55 @@ def test_checkpoint_7_4_tells_a_fake_kernel_whose_tensor_is_on_another_device():
     mine = export_cases.exported_window(window_op("on_meta", "meta"), 3, x)
     wanted = export_cases.exported_window(window_op("on_input", None), 3, x)
     assert mine[1:3] == wanted[1:3]  # the shape and the dtype are right
-    assert mine[3] != wanted[3] == [x.device]
+    assert mine[3] != wanted[3] == [torch.device("meta"), x.device]
     torch.testing.assert_close(mine[4], wanted[4])
+
+
+def test_checkpoint_7_4_tells_a_fake_kernel_that_names_the_cpu():
+    """The red team's (redH) fake kernel made its tensor on the CPU whatever the input's device:
+    right for every CPU input, wrong for an input elsewhere (the meta export shows it)."""
+
+    @torch.library.custom_op("fxcourse_redh::on_cpu", mutates_args=())
+    def on_cpu(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.unfold(-1, k, 1).amax(dim=-1)
+
+    @on_cpu.register_fake
+    def _(x, k):
+        return torch.empty((*x.shape[:-1], x.shape[-1] - k + 1), dtype=x.dtype, device="cpu")
+
+    x = torch.randn(3, 6)
+    devices = export_cases.exported_window(SimpleNamespace(window_max_op=on_cpu), 2, x)[3]
+    assert devices == [torch.device("cpu")] * 2
+
+
+def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch):
+    """The red team's (redH) real kernel took the maxima in float32 and cast them back: within
+    a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly."""
+    import nbformat
+
+    from courseware import authoring
+    from fxcourse import tryit
+
+    root = Path(__file__).resolve().parents[1]
+    nb = nbformat.read(root / "solutions" / "07_torch_export.ipynb", as_version=4)
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    (setup,) = [source for source in code if source.startswith("def window_max(")]
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["7.4"]["check"]]
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
+    exec(compile(setup, "setup", "exec"), namespace)
+
+    @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
+    def rounded(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
+
+    @rounded.register_fake
+    def _(x, k):
+        return x.new_empty((*x.shape[:-1], x.shape[-1] - k + 1))
+
+    namespace["window_max_op"] = rounded
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.problem and "window_max(x, k)" in result.problem, result.problem

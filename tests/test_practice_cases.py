@@ -87,6 +87,18 @@ def one_each(gm, on_device) -> dict:  # every node a partition of its own: valid
     return {node: index for index, node in enumerate(gm.graph.nodes)}
 
 
+def test_8_2_a_dict_keyed_by_node_names_hears_what_to_return():
+    """The red team's (redH) dict keyed by node names: split_module's lookup raised a bare
+    KeyError, shown with the checkpoint's own line; now the checkpoint says what to return."""
+
+    def by_names(gm, on_device) -> dict:
+        return {node.name: number for node, number in device_runs(gm, on_device).items()}
+
+    model, root, x, on_device = run_cases(cases.chains_on(on_accelerator), RUN_SEEDS[0])[0]
+    answer = SimpleNamespace(device_runs=by_names)
+    assert cases.split_by_runs(answer, model, root, x, on_device) is None
+
+
 def refused_8_2(answer, run_seed: int, fewer: list | None = None) -> bool:
     """Whether 8.2's checkpoint refuses the answer on a run: split_module's refusal, a partition
     mixing devices, or more partitions than the stretches of same-device nodes."""
@@ -166,6 +178,22 @@ RESHAPES = {
 }
 
 
+def dropping_what_asks_for_the_input_shape(gm):  # the red team's (redH): the sizes asked for
+    removed = 0
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target in ("reshape", "view"):
+            if tuple(node.args[1:]) == tuple(node.args[0].meta["val"].shape):
+                node.replace_all_uses_with(node.args[0])
+                gm.graph.erase_node(node)
+                removed += 1
+    return PassResult(gm, removed > 0)
+
+
+RESHAPES["the sizes asked for"] = SimpleNamespace(
+    drop_noop_reshapes=dropping_what_asks_for_the_input_shape
+)
+
+
 def refused_8_3(answer, run_seed: int) -> bool:
     tidy = cases.tidied(shape_pass, dead_code)
     for model, x in run_cases(cases.reshape_chains, run_seed):
@@ -187,6 +215,7 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["dims and last dim"], run_seed)
     assert refused_8_3(RESHAPES["everything but the order"], run_seed)
     assert refused_8_3(RESHAPES["never erased"], run_seed)
+    assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
@@ -356,7 +385,30 @@ def test_11_3_refuses_an_answer_that_looks_only_at_linear_nodes_in_every_run(run
     builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
     entries = [
         (first_loss(*made), first_loss(*made, kind="linear"))
-        for made in run_cases(builder, run_seed, 5)
+        for made in run_cases(builder, run_seed, 6)
     ]
     assert any(wanted.startswith("relu") for wanted, _linear_only in entries), entries
     assert any(wanted != linear_only for wanted, linear_only in entries), entries
+
+
+def first_sudden_drop(float_graph, quantized, data, floor_db, drop_db=3.0):
+    """The red team's (redH): the first node below the floor that also lies `drop_db` under
+    the node before it (a sudden drop, as one damaged layer shows)."""
+    from fxcourse import quant_depth
+
+    compared = quant_depth.sqnrs_in_order(float_graph, quantized, data)
+    for (_, before), (name, sqnr) in zip([("", float("inf")), *compared], compared, strict=False):
+        if sqnr < floor_db and before - sqnr > drop_db:
+            return name
+    return None
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_11_3_refuses_an_answer_that_waits_for_a_sudden_drop_in_every_run(run_seed):
+    """Every run has a floor between the clean layers' own SQNRs: the first node below it is a
+    clean one, a dB or two under the node before it."""
+    from fxcourse import quant_depth
+
+    builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
+    made_all = run_cases(builder, run_seed, 6)
+    assert any(first_sudden_drop(*made) != first_loss(*made) for made in made_all)

@@ -226,3 +226,16 @@ def test_an_error_in_the_learners_code_points_at_the_learners_line(capsys):
     shown = capsys.readouterr().out
     assert "TraceError" in shown
     assert "line " in shown and "x if x.sum() > 0 else -x" in shown, shown
+
+
+def test_a_table_keyed_by_an_operator_not_its_overload_is_told_so(capsys):
+    """Known fault (7.7): `del table[torch.ops.aten.linear]` raised a bare AttributeError."""
+    import torch
+
+    from fxcourse.tryit import checkpoint
+
+    with checkpoint("9.9", "a goal"):
+        table = torch.export.default_decompositions()
+        del table[torch.ops.aten.linear]
+    shown = capsys.readouterr().out
+    assert "torch.ops.aten.linear.default, not the operator itself" in shown, shown
