@@ -117,8 +117,9 @@ def dump_nodes(gm: torch.fx.GraphModule) -> list[dict]:
         for node in gm.graph.nodes
     ]"""
 WRONG_SOLUTION_CELL = "dump_nodes"  # grade_id of the solution cell it replaces
-HINT_LITERAL = 'f"{name}: want the {key} {value!r}, got {got!r}"'  # verify.py's
+HINT_LITERAL = 'f"{name}: want the {key} {value!r}, got {got!r}{nodes}"'  # verify.py's
 HINT_VALUES = {"key": "target", "value": "operator.add", "got": "<built-in function add>"}
+HINT_VALUES |= {"nodes": ""}  # the note when Nodes stand where names belong: not for this answer
 
 # The exercise validated in nbgrader's dialog, and a learner's first try at it: only the
 # torch.sigmoid spelling, so the method and module spellings fail.
