@@ -5,21 +5,19 @@ itself unchanged)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
+
+from grader.safegrade import probing
 
 VERIFY = Path(__file__).resolve().parents[1] / "solutions" / "ex2_node_dump" / "verify.py"
 
 
 @pytest.fixture(scope="module")
 def verify():
-    spec = importlib.util.spec_from_file_location("ex2_verify", VERIFY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return probing.load(VERIFY)
 
 
 def test_users_given_as_nodes_are_named_as_nodes(verify):

@@ -4,7 +4,6 @@ number of seconds >= 0 (red team redG)."""
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
@@ -12,15 +11,14 @@ import pytest
 import torch
 from torch import fx, nn
 
+from grader.safegrade import probing
+
 VERIFY = Path(__file__).resolve().parents[1] / "solutions" / "ex3_timing_interpreter" / "verify.py"
 
 
 @pytest.fixture(scope="module")
 def verify():
-    spec = importlib.util.spec_from_file_location("ex3_verify", VERIFY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return probing.load(VERIFY)
 
 
 def timings_with(clock, verify) -> tuple[dict, fx.GraphModule]:
