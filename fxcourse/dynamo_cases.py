@@ -89,7 +89,8 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     first layer is frozen (requires_grad=False: still parameters, handed over as nn.Parameter),
     a Gain after the first layer (a parameter named neither weight nor bias), one of 0 dims (a
     scalar gain: one element all the same) and a batch x that requires grad (as for a saliency
-    map: an input, not a weight)."""
+    map: an input, not a weight), and models in float32 and in float64 (a parameter's elements,
+    not its bytes over 4)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
     gain = make.each(["a gain", "a scalar gain", "no gain"])
@@ -109,7 +110,10 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     body[0].requires_grad_(not frozen)
     if norm:
         make.trained_batchnorm(body[-1])
-    x = make.tensor(make.integer(2, 5), widths[0])
+    dtype = make.dtype()
+    make.note(str(dtype).removeprefix("torch."))
+    model.to(dtype)
+    x = make.tensor(make.integer(2, 5), widths[0], dtype=dtype)
     if make.each(["x needs grad", "x plain"]) == "x needs grad":  # a batch, still no weight
         x.requires_grad_()
     return model, x
@@ -194,6 +198,12 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
     said = _("x of shape {shape}, {dtype}, sum {total}")
     make.note(said.format(shape=tuple(x.shape), dtype=x.dtype, total=f"{x.sum().item():+.2g}"))
     return (x,)
+
+
+def called_with_input(answer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the answer's sign_dependent_no_break(x), x after the call): an in-place op on x (`x.sin_()`)
+    gives the right values and changes the caller's tensor, which sign_dependent never does."""
+    return answer.sign_dependent_no_break(x), x
 
 
 def graph_breaks(function, x: torch.Tensor) -> tuple[int, list[str]]:

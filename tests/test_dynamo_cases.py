@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -226,6 +227,10 @@ def with_dimensions(gm, inputs):  # the red team's (redH): a 0-dim parameter lef
     return sum(t.numel() for t in inputs if isinstance(t, nn.Parameter) and t.dim() > 0)
 
 
+def bytes_over_four(gm, inputs):  # the red team's (redJ): a parameter's bytes read as float32s
+    return sum(t.nbytes for t in inputs if isinstance(t, nn.Parameter)) // 4
+
+
 def all_of_self(gm, inputs):  # every input read from the module: buffers too
     names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
@@ -235,6 +240,7 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
     refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
     refused["only weight and bias names"] = refused["0-dim parameters left out"] = False
+    refused["bytes over 4"] = False
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
@@ -248,7 +254,16 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         refused["only weight and bias names"] |= by_names != wanted
         with_dims = cases.counted(weights(with_dimensions), gm, inputs)[0]
         refused["0-dim parameters left out"] |= with_dims != wanted
+        refused["bytes over 4"] |= cases.counted(weights(bytes_over_four), gm, inputs)[0] != wanted
     assert all(refused.values()), refused
+
+
+def test_checkpoint_6_1_draws_models_in_float32_and_in_float64():
+    """Elements, not bytes: every run's five cases hold models of both dtypes (redJ)."""
+    for run_seed in RUN_SEEDS:
+        drawn = [cases.drawn_models(make) for make in makers(run_seed)]
+        dtypes = {(next(model.parameters()).dtype, x.dtype) for model, x in drawn}
+        assert dtypes == {(torch.float32,) * 2, (torch.float64,) * 2}
 
 
 def breaks_unless_the_chapters_shape(x):
@@ -347,3 +362,28 @@ def test_checkpoint_6_2_refuses_a_smooth_blend_of_the_branches(steepness):
     for run_seed in random.Random().sample(range(10**6), 100):
         drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 6)]
         assert any(not torch.allclose(blended(x), chosen(x)) for x in drawn), run_seed
+
+
+def test_checkpoint_6_2_refuses_an_answer_that_writes_into_x(monkeypatch):
+    """The red team's (redJ) answer: the right values and one graph, from `x.sin_()`, which
+    changes the caller's tensor (sign_dependent never does)."""
+    import nbformat
+
+    from courseware import authoring
+    from fxcourse import tryit
+
+    def writes_into_x(x):
+        other = torch.cos(x) - 1
+        return torch.where(x.sum() > 0, x.sin_() * 2, other)
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "06_torch_compile.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["6.2"]["check"]]
+    namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
+    namespace["sign_dependent_no_break"] = writes_into_x
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.problem and "wrote into its input x" in result.problem, result.problem
