@@ -92,21 +92,22 @@ ROW_COUNTS = {  # a table's rows by the kind of row asked: a constant bound fail
 
 
 def row_picks(make):
-    """Tables of drawn lengths; in every run of six, the first row, the last row, a row between,
-    the first past the end, one further past, and a negative one (a bound off by one, either
-    way, at either end, refuses a row x has or accepts one it lacks in every run). The last
-    row asked lies past the end of the tables asked about rows past their end, so a bound
-    written as a number (the example's 5 rows, any other) fails in every run too."""
-    kinds = ["first", "last", "inside", "first past the end", "past the end", "negative"]
+    """Tables of drawn lengths; in every run of six, the first row, the last row, the first past
+    the end, one further past, row -1, and one further below (a bound off by one, either way, at
+    either end, refuses a row x has or accepts one it lacks in every run; so does a check that
+    refuses -1 alone, `row != -1`). The last row asked lies past the end of the tables asked
+    about rows past their end, so a bound written as a number (the example's 5 rows, any other)
+    fails in every run too."""
+    kinds = ["first", "last", "first past the end", "past the end", "minus one", "negative"]
     where = make.each(kinds)
     rows = make.integer(*ROW_COUNTS.get(where, (2, 12)))
     row = {
         "first": 0,
         "last": rows - 1,
-        "inside": make.integer(0, rows - 1),
         "first past the end": rows,
         "past the end": rows + make.integer(1, 2),
-        "negative": -make.integer(1, rows),  # unchecked, a row counted from the end, or none
+        "minus one": -1,  # unchecked, the last row
+        "negative": -make.integer(2, rows),  # unchecked, a row counted from the end, or none
     }[where]
     make.note(_("row {row} of a {rows}-row x").format(row=row, rows=rows))
     return make.tensor(rows, 2), torch.tensor(row)  # 2 columns, as in the chapter's export
@@ -281,14 +282,20 @@ def renamed_op(name: str):
 
 
 def windows(make):
-    """Inputs of 1 to 3 dimensions in two dtypes; every window length k from 1 to 5 in each run,
+    """Inputs of 1 to 3 dimensions in three dtypes (uint8 among them: a kernel that negates,
+    or rounds through a float, is wrong there); every window length k from 1 to 5 in each run,
     with one window, two, or many."""
     k = make.each([1, 2, 3, 4, 5])  # a shape right for one k meets the others
-    kinds = [(more, dtype) for more in (0, 1, None) for dtype in (torch.float32, torch.float64)]
+    f32, f64, u8 = torch.float32, torch.float64, torch.uint8
+    kinds = [(0, f32), (0, f64), (1, u8), (1, f64), (None, f32), (None, u8)]
     more, dtype = make.each(kinds)
     length = k + (make.integer(2, 9) if more is None else more)
     shape = (*[make.integer(1, 4) for _ in range(make.integer(0, 2))], length)
     make.note(_("an input of shape {shape}, {dtype}, k={k}").format(shape=shape, dtype=dtype, k=k))
+    if dtype == u8:  # bytes, each row starting at both ends: a window holds 0 beside 255
+        drawn = (make.tensor(*shape) * 80 + 128).round().clamp(0, 255).to(u8)
+        drawn[..., 0], drawn[..., 1] = 0, 255
+        return k, drawn
     return k, make.tensor(*shape, dtype=dtype)
 
 

@@ -223,6 +223,18 @@ class Resampled(nn.Module):
         return nn.functional.interpolate(x.unsqueeze(1), scale_factor=2.0, mode="linear")[:, 0]
 
 
+class Projected(nn.Module):
+    """x @ weight: aten.matmul, outside core ATen (a linear's product, without a linear's call),
+    which a backend that runs only linear and layer_norm must see lowered."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width, width))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
 LAYERS = {  # what a drawn model is made of, at width w
     "linear": lambda w: nn.Linear(w, w),
     "layer_norm": nn.LayerNorm,
@@ -235,6 +247,7 @@ LAYERS = {  # what a drawn model is made of, at width w
     "gelu": lambda w: nn.GELU(),
     "mish": lambda w: nn.Mish(),
     "elu": lambda w: nn.ELU(),
+    "matmul": Projected,
 }
 KEPT_OPS = (torch.ops.aten.linear.default, torch.ops.aten.layer_norm.default)
 # Operators outside core ATen named like the backend's (a norm, a linear interpolation): a rule
@@ -243,12 +256,13 @@ NAMESAKES = ("group_norm", "rms_norm", "resampled")
 
 
 def layer_stacks(make):
-    """Drawn layers, in every run each of the backend's two operators, each of four operators
-    outside core ATen, and each of three whose names are like the backend's but which it does
+    """Drawn layers, in every run each of the backend's two operators, each of five operators
+    outside core ATen (matmul among them: a table that keeps it as a linear fails), and each of
+    three whose names are like the backend's but which it does
     not run (NAMESAKES: GroupNorm, RMSNorm, a linear interpolation)."""
     width = make.integer(2, 8)
     kinds = [make.choice(list(LAYERS)) for _i in range(make.integer(0, 2))]
-    kinds.append(make.each(["silu", "hardswish", "hardsigmoid", "mish"]))
+    kinds.append(make.each(["silu", "hardswish", "hardsigmoid", "mish", "matmul"]))
     namesake = make.each(NAMESAKES)
     if namesake in LAYERS:
         kinds.append(namesake)

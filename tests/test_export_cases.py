@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import torch
 from torch import nn
 from torch.export import Dim
@@ -205,6 +206,29 @@ def test_checkpoint_7_2_refuses_a_bound_written_as_a_number_in_every_run():
     )
 
 
+def refusing_minus_one_alone():
+    """The red team's (redJ) `torch._check(row != -1)` beside the upper bound: -2 gets through."""
+
+    class PickRowChecked(nn.Module):
+        def forward(self, x, i):
+            row = i.item()
+            torch._check(row != -1)
+            torch._check(row < x.shape[0])
+            return x[row : row + 1] * 3
+
+    return SimpleNamespace(PickRowChecked=PickRowChecked)
+
+
+def test_checkpoint_7_2_asks_for_row_minus_one_and_one_further_below_every_time():
+    for run_seed, drawn in runs(export_cases.row_picks, 6):
+        rows = [int(row) for _table, row in drawn]
+        assert -1 in rows and any(row < -1 for row in rows), (run_seed, rows)
+
+
+def test_checkpoint_7_2_refuses_a_check_that_refuses_minus_one_alone_in_every_run():
+    refused_in_every_run({"row != -1": refusing_minus_one_alone()})
+
+
 class IndexSelected(nn.Module):  # the red team's (redB) rows refused by index_select, not a check
     def forward(self, x, i):
         return torch.index_select(x, 0, i.reshape(1)) * 3
@@ -318,6 +342,7 @@ def test_checkpoint_7_7_runs_a_norm_and_a_linear_the_backend_lacks_every_time():
     for run_seed, drawn in runs(export_cases_late.layer_stacks, 5, 100):
         held = set().union(*(kinds(model) for model, _x in drawn))
         assert {"GroupNorm", "RMSNorm", "Resampled", "Linear", "LayerNorm"} <= held, run_seed
+        assert "Projected" in held, run_seed  # aten.matmul: not core, not the backend's (redJ)
 
 
 def lower_keeping(rule):
@@ -344,6 +369,9 @@ def test_checkpoint_7_7_refuses_a_rule_keyed_on_the_names_norm_and_linear():
         "linear or norm": lower_keeping(lambda name: "linear" in name or "norm" in name),
         "linear or layer_norm": lower_keeping(
             lambda name: "linear" in name or "layer_norm" in name
+        ),
+        "linear, layer_norm and matmul (redJ)": lower_keeping(
+            lambda name: name.split(".")[1] in ("linear", "layer_norm", "matmul")
         ),
     }
     for run_seed in random.Random().sample(range(10**6), 1):  # 5 s: an export, three lowerings
@@ -407,9 +435,28 @@ def test_checkpoint_7_4_tells_a_fake_kernel_that_names_the_cpu():
     assert devices == [torch.device("cpu")] * 2
 
 
-def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch):
+def test_checkpoint_7_4_draws_bytes_every_time():
+    """uint8 inputs in every run: a kernel that negates (-(-x).amin) wraps there (redJ)."""
+    for run_seed, drawn in runs(export_cases.windows, 6, 50):
+        dtypes = {x.dtype for _k, x in drawn}
+        assert dtypes == {torch.float32, torch.float64, torch.uint8}, run_seed
+        rows = [x.reshape(-1, x.shape[-1]) for _k, x in drawn if x.dtype == torch.uint8]
+        assert all((row[:, :2] == torch.tensor([0, 255])).all() for row in rows), run_seed
+
+
+def negated(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redJ): -min(-x)
+    return -((-x).unfold(-1, k, 1).amin(dim=-1))
+
+
+def in_float32(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redH)
+    return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
+
+
+@pytest.mark.parametrize("kernel", [in_float32, negated])
+def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
     """The red team's (redH) real kernel took the maxima in float32 and cast them back: within
-    a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly."""
+    a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly; a
+    kernel that negates is wrong for bytes (redJ)."""
     import nbformat
 
     from courseware import authoring
@@ -425,7 +472,7 @@ def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch):
 
     @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
     def rounded(x: torch.Tensor, k: int) -> torch.Tensor:
-        return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
+        return kernel(x, k)
 
     @rounded.register_fake
     def _(x, k):
@@ -438,3 +485,27 @@ def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch):
     exec(compile(check, "check", "exec"), namespace)
     (result,) = shown
     assert result.problem and "window_max(x, k)" in result.problem, result.problem
+
+
+def test_checkpoint_7_5_tells_a_tuple_it_is_not_the_list_asked_for(monkeypatch):
+    """The red team's (redJ) right operators in a sorted tuple heard "which ops, how often?":
+    the message now names the type."""
+    import nbformat
+
+    from courseware import authoring
+    from fxcourse import tryit
+
+    root = Path(__file__).resolve().parents[1]
+    nb = nbformat.read(root / "solutions" / "07_torch_export.ipynb", as_version=4)
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    (setup,) = [source for source in code if source.startswith("class Block(nn.Module):")]
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["7.5"]["check"]]
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
+    exec(compile(setup, "setup", "exec"), namespace)
+    namespace["ops_inside"] = lambda program, path: tuple(unflattened_walk(program, path))
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.problem and "gave a tuple: return a sorted list" in result.problem
