@@ -28,6 +28,7 @@ from torch import nn
 from torch.fx.passes.infra.pass_base import PassResult
 from torch.fx.passes.infra.pass_manager import PassManager
 from torch.fx.passes.split_module import split_module
+from torchvision.models.feature_extraction import DualGraphModule
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
 
 from fxcourse.messages import _
@@ -75,12 +76,15 @@ def resnets(make):
 
 
 def probed(answer, model: nn.Module, images: torch.Tensor):
-    """The type of what the answer's probe_for returns, and the probe's output on images."""
+    """The type of what the answer's probe_for returns (DualGraphModule: built by
+    create_feature_extractor; GraphModule: a graph made some other way, such as a traced model
+    whose output was edited by hand), and the probe's output on images."""
     probe = answer.probe_for(model)
     if not isinstance(probe, fx.GraphModule):  # not a probe: nothing to run
         return type(probe), None
+    kind = DualGraphModule if isinstance(probe, DualGraphModule) else fx.GraphModule
     with torch.no_grad():
-        return type(probe), probe(images)
+        return kind, probe(images)
 
 
 # ----------------------------------------------------------------------------- try it 8.2
@@ -215,7 +219,7 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
     def forward(self, x):
         for method, shape in self.steps:
             x = getattr(x, method)(*shape)
-        return x * 2
+        return x.mul(2)  # a method that keeps the shape and is no reshape: a pass must leave it
 
 
 # every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
@@ -233,7 +237,8 @@ def reshape_chains(make):
     middle sizes) and one drawn freely, which keeps the shape
     at one step at least (a pass that leaves such a step in its graph is seen in every run),
     one such step written with -1 (a pass that compares the sizes a call asks for with its
-    input's shape keeps it); dtypes drawn."""
+    input's shape keeps it); dtypes drawn. Every chain ends in `x.mul(2)`, a call_method node
+    whose result has its input's shape: a pass that ignores the target removes it too."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)]}
     forms["split"] = [(rows, cols // 2, 2), (rows, -1, 2)]

@@ -36,6 +36,40 @@ def run_cases(builder, run_seed: int, count: int = 6) -> list:
 # ----------------------------------------------------------------------------- try it 8.2
 
 
+def probe_by_extractor(model):  # the chapter's answer
+    from torchvision.models.feature_extraction import create_feature_extractor
+
+    return create_feature_extractor(model, {"maxpool": "stem", "layer2": "mid", "fc": "logits"})
+
+
+def probe_by_hand(model):  # the red team's (redJ): a traced model, its output edited by hand
+    gm = fx.symbolic_trace(model)
+    called = [node for node in gm.graph.nodes if node.op == "call_module"]
+    stem = next(node for node in called if node.target == "maxpool")
+    mid = [node for node in called if node.target.startswith("layer2.")][-1]
+    logits = next(node for node in called if node.target == "fc")
+    (output,) = gm.graph.find_nodes(op="output")
+    output.args = ({"stem": stem, "mid": mid, "logits": logits},)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
+
+
+def test_8_1_tells_a_probe_built_without_create_feature_extractor():
+    """The right values from a graph edited by hand: the kind the checkpoint asks for is the
+    DualGraphModule that create_feature_extractor builds (redJ)."""
+    from torchvision.models.feature_extraction import DualGraphModule
+
+    model, images = run_cases(cases.resnets, RUN_SEEDS[0], 1)[0]
+    (kind, values), (hand_kind, hand_values) = (
+        cases.probed(SimpleNamespace(probe_for=answer), model, images)
+        for answer in (probe_by_extractor, probe_by_hand)
+    )
+    assert issubclass(kind, DualGraphModule) and not issubclass(hand_kind, DualGraphModule)
+    assert hand_kind.__name__ == "GraphModule"  # what the message names
+    assert all(torch.equal(values[key], hand_values[key]) for key in values)
+
+
 def on_accelerator(node: fx.Node) -> bool:  # the chapter's machine
     return node.op == "call_module" or node.target == "relu"
 
@@ -194,6 +228,22 @@ RESHAPES["the sizes asked for"] = SimpleNamespace(
 )
 
 
+def dropping_any_method_that_keeps_the_shape(gm):  # the red team's (redJ): target not read
+    removed = 0
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and isinstance(node.args[0], fx.Node):
+            if node.meta["val"].shape == node.args[0].meta["val"].shape:
+                node.replace_all_uses_with(node.args[0])
+                gm.graph.erase_node(node)
+                removed += 1
+    return PassResult(gm, removed > 0)
+
+
+RESHAPES["any method that keeps the shape"] = SimpleNamespace(
+    drop_noop_reshapes=dropping_any_method_that_keeps_the_shape
+)
+
+
 def refused_8_3(answer, run_seed: int) -> bool:
     tidy = cases.tidied(shape_pass, dead_code)
     for model, x in run_cases(cases.reshape_chains, run_seed):
@@ -216,6 +266,7 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["everything but the order"], run_seed)
     assert refused_8_3(RESHAPES["never erased"], run_seed)
     assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
+    assert refused_8_3(RESHAPES["any method that keeps the shape"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
