@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import linecache
+import logging
 import random
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ import torch
 import torch.fx as fx
 
 from fxcourse.messages import _
+from fxcourse.quiet import hushed
 
 PARTITIONERS = ("default_partition", "min_cut_rematerialization_partition")
 
@@ -49,6 +51,9 @@ MIXING = ("{} * x", "{} + w", "{} * torch.cos(w)")
 # what these save for the backward is not floating point: a bool mask, int64 indices
 SELECTING = ("torch.where(x > w, {}, 0.5 * w)", "torch.sort({}, dim=-1).values")
 LOSSES = ("({}).sum()", "({} * x).sum()", "({}).pow(2).mean()")
+# a loss whose gradient is the loss itself: the backward reads the forward's own output, a
+# tensor kept for the backward that the forward also returns (it counts: only inputs do not)
+OUTPUT_SAVED = "torch.exp(({}).mean())"
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,9 @@ class Loss:
     partition: str
 
 
-def loss_expression(rng: random.Random, selecting: bool = False) -> str:
-    """A drawn loss; `selecting`: one step (where, sort) saves a value that is not a float."""
+def loss_expression(rng: random.Random, selecting: bool = False, output_saved: bool = False) -> str:
+    """A drawn loss; `selecting`: one step (where, sort) saves a value that is not a float;
+    `output_saved`: the loss is exp of a mean, which its backward reads again."""
     expression = rng.choice(("x * w", "x + w", "torch.sin(x) * w", "x - torch.tanh(w)"))
     steps = rng.randint(2, 4)
     chosen = rng.randrange(steps) if selecting else -1
@@ -72,17 +78,21 @@ def loss_expression(rng: random.Random, selecting: bool = False) -> str:
         template = rng.choice(UNARY if pick < 0.5 else ROWWISE if pick < 0.8 else MIXING)
         template = rng.choice(SELECTING) if step == chosen else template
         expression = template.replace("{}", f"({expression})" if "{}." in template else expression)
-    return rng.choice(LOSSES).format(expression)
+    form = rng.choice(LOSSES)
+    return (OUTPUT_SAVED if output_saved else form).format(expression)
 
 
 def draw_loss(make) -> Loss:
     """A loss for `make` (an fxcourse.cases.CaseMaker): every run has each dtype, both
-    partitioners, and losses that save a bool or int64 value for the backward."""
+    partitioners, losses that save a bool or int64 value for the backward, and with each
+    partitioner a loss that saves its own output (the min-cut one saves it under the output's
+    own name)."""
     dtype = make.each([torch.float32, torch.float64, torch.bfloat16])
-    partition = make.each(list(PARTITIONERS))
+    partition, output_saved = make.each([(p, saved) for p in PARTITIONERS for saved in (1, 0)])
     selecting = make.each([True, False])
     shape = (make.integer(2, 9), make.integer(3, 17))
-    return Loss(loss_expression(make.rng, selecting), dtype, shape, make.coin(0.4), partition)
+    expression = loss_expression(make.rng, selecting, bool(output_saved))
+    return Loss(expression, dtype, shape, make.coin(0.4), partition)
 
 
 @functools.lru_cache(maxsize=32)
@@ -164,11 +174,14 @@ class Scores:
 
 # operands that carry lse_inputs' large, close pair (big/2, big/2 + 1) to the expression
 CLOSE = (("u", "v"), ("v", "u"), ("u", "v + 1"), ("v + 1", "u"))
+# an operand of fewer elements than the other (a row, an entry), which broadcasts against it
+BROADCAST = ("u[0]", "v[-1]", "u[:1]", "v[..., :1]")
 
 
 def lse_source(rng: random.Random) -> str:
-    """`scores(u, v)`: three to five terms, one of them the expression of operands that are
-    large and close for one pair of inputs."""
+    """`scores(u, v)`: four to six terms, one of them the expression of operands that are
+    large and close for one pair of inputs, one of them the expression of operands of different
+    shapes (broadcast, as a bias row added to a matrix: a replacement must broadcast too)."""
     terms, lines = [], []
     for index in range(rng.randint(2, 4)):
         a, b = rng.sample(OPERANDS, 2)
@@ -181,6 +194,9 @@ def lse_source(rng: random.Random) -> str:
         else:
             terms.append(rng.choice(LEFT_ALONE).format(a=a, b=b))
     a, b = rng.choice(CLOSE)
+    terms.insert(rng.randint(0, len(terms)), FOUND.format(a=a, b=b))
+    a, b = rng.choice(BROADCAST), rng.choice(("u", "v"))
+    a, b = (a, b) if rng.random() < 0.5 else (b, a)
     terms.insert(rng.randint(0, len(terms)), FOUND.format(a=a, b=b))
     body = "\n".join(lines + [f"    return ({', '.join(terms)},)"])
     return f"def scores(u, v):\n{body}\n"
@@ -261,6 +277,9 @@ class RulePasses:
             self.passes[pair] = PatternMatcherPass()
             example = [torch.empty(4), torch.empty(4)]
             register_replacement(*pair, example, self.trace, self.passes[pair])
-        found = self.passes[pair].apply(graph.graph)
+        # a replacement that raises at a place (one that cannot broadcast) raises here, after
+        # fake tensors logged the error at length: the checkpoint tells it in one line
+        with hushed("torch._subclasses.fake_tensor", level=logging.CRITICAL):
+            found = self.passes[pair].apply(graph.graph)
         graph.recompile()
         return found, graph(*inputs)

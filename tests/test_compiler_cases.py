@@ -83,6 +83,16 @@ def chapter_example(forward, backward) -> int:  # the chapter's softmax: 64 byte
     return 64 if "amax" in {node.name for node in kept(forward, backward)} else 512
 
 
+def user_outputs_left_out(forward, backward) -> int:  # (redJ) "the caller holds them anyway"
+    (output,) = forward.graph.find_nodes(op="output")
+    returned = {node.name for node in output.args[0][:1]}  # one loss: one user output
+    return sum(
+        node.meta["val"].numel() * node.meta["val"].element_size()
+        for node in kept(forward, backward)
+        if node.name not in returned
+    )
+
+
 @functools.cache
 def split_losses(run_seed: int) -> list[tuple[fx.GraphModule, fx.GraphModule]]:
     return [cases.split_loss(cases.draw_loss(make)) for make in makers(run_seed)]
@@ -110,7 +120,8 @@ def test_9_1_accepts_other_honest_counts(run_seed):
 
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_9_1_refuses_wrong_counts_in_every_run(run_seed):
-    for answer in (elements, four_bytes_each, inputs_too, chapter_example, finfo_bytes):
+    wrong = (elements, four_bytes_each, inputs_too, chapter_example, finfo_bytes)
+    for answer in (*wrong, user_outputs_left_out):
         assert refused_9_1(answer, run_seed), (run_seed, answer.__name__)
 
 
@@ -148,6 +159,15 @@ def test_9_1_every_run_has_each_dtype_and_both_partitioners():
     assert {loss.dtype for loss in drawn} == {torch.float32, torch.float64, torch.bfloat16}
     assert {loss.partition for loss in drawn} == set(cases.PARTITIONERS)
     assert drawn == [cases.draw_loss(make) for make in makers(11)]  # the same seed, the same cases
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_1_every_run_saves_a_loss_that_the_forward_also_returns(run_seed):
+    """In the first 5 cases, with each partitioner, a loss whose backward reads the loss itself
+    (exp of a mean): the min-cut partitioner saves it under the output's own name (redJ)."""
+    drawn = [cases.draw_loss(make) for make in makers(run_seed)[:5]]
+    saving = {loss.partition for loss in drawn if loss.expression.startswith("torch.exp((")}
+    assert saving == set(cases.PARTITIONERS)
 
 
 def test_9_1_each_caller_gets_a_split_of_its_own():
@@ -190,10 +210,11 @@ def rewritten(search, replace, scores: cases.Scores) -> tuple[int, tuple]:
 def refused_9_2(search, replace, run_seed: int) -> bool:
     for make in makers(run_seed):
         scores = cases.draw_scores(make)
-        (found, got), (want, terms) = (
-            rewritten(search, replace, scores),
-            rewritten(naive, stable, scores),
-        )
+        want, terms = rewritten(naive, stable, scores)
+        try:
+            found, got = rewritten(search, replace, scores)
+        except RuntimeError:  # a replacement that fails at a place: the checkpoint says Not yet
+            return True
         close = 1e-5 if terms[0].dtype == torch.float32 else 1e-10
         if found != want or any(
             g.dtype != t.dtype or not torch.allclose(g, t, rtol=close, atol=close, equal_nan=True)
@@ -208,7 +229,10 @@ HONEST_9_2 = {
         naive,
         lambda a, b: torch.maximum(a, b) + torch.log1p(torch.exp(-(a - b).abs())),
     ),
-    "logsumexp of a stack": (naive, lambda a, b: torch.logsumexp(torch.stack([a, b]), dim=0)),
+    "logsumexp of a stack": (
+        naive,
+        lambda a, b: torch.logsumexp(torch.stack(torch.broadcast_tensors(a, b)), dim=0),
+    ),
     "the search written b first": (swapped, stable),
 }
 WRONG_9_2 = {
@@ -222,6 +246,10 @@ WRONG_9_2 = {
         lambda a, b: torch.logsumexp(torch.cat([a.flatten(), b.flatten()]), 0).expand_as(a),
     ),
     "float32 whatever the input": (naive, lambda a, b: torch.logaddexp(a.float(), b.float())),
+    "a stack that cannot broadcast (redJ)": (
+        naive,
+        lambda a, b: torch.logsumexp(torch.stack([a, b]), dim=0),
+    ),
     "naive unless far apart": (
         naive,
         lambda a, b: torch.where((a - b).abs() > 30, torch.maximum(a, b), naive(a, b)),
@@ -239,6 +267,20 @@ def test_9_2_accepts_other_stable_formulas(run_seed):
 def test_9_2_refuses_wrong_rules_in_every_run(run_seed):
     for name, (search, replace) in WRONG_9_2.items():
         assert refused_9_2(search, replace, run_seed), (run_seed, name)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_9_2_every_case_holds_the_expression_of_operands_that_broadcast(run_seed):
+    """A replacement that cannot broadcast (a plain stack) raises in every case (redJ)."""
+    for make in makers(run_seed):
+        source = cases.draw_scores(make).source
+        forms = [
+            cases.FOUND.format(a=a, b=b)
+            for operand in cases.BROADCAST
+            for other in ("u", "v")
+            for a, b in ((operand, other), (other, operand))
+        ]
+        assert any(form in source for form in forms), source
 
 
 def test_9_2_every_run_has_both_dtypes_and_both_ranks():
