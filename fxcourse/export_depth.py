@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fxcourse.messages import _
+
 
 def draft_rows(program) -> list[tuple[str, str, str]]:
     """(failure kind, the expression or operator it concerns, the innermost line of your code
@@ -40,11 +42,14 @@ class RangeCase:
 
 def range_case(make) -> RangeCase:
     """The chapter's range 2..32 in a run's first case, then a fresh range of at least 3 sizes,
-    with two batches of 1 to 16 and one larger than the range's top (a batch bounded like n)."""
+    with two batches of 1 to 16 and one larger than the range's top (a batch bounded like n).
+    A fresh range starts at 3 or more: a program checks a min of 2 or less at no run (section
+    12.2), so n = low - 1 is refused by a bound of the program's own only from low = 3 on (the
+    checkpoint asks below the range only there)."""
     if make.index == 0:
         case = RangeCase(2, 32, 5, (3, 1, 9))
     else:
-        low = make.integer(2, 9)
+        low = make.integer(3, 9)
         high = make.integer(low + 2, 48)
         batches = (make.integer(1, 16), make.integer(1, 16), make.integer(high + 1, 4 * high))
         case = RangeCase(low, high, make.integer(low, high), batches)
@@ -93,10 +98,12 @@ class LoopRanTooLong(RuntimeError):
     pass
 
 
-def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int]:
+def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | None, int]:
     """The exported program's result for (a, b) (a float for a floating-point result; None when
     its loops' bodies ran more than LOOP_LIMIT times, which stops the program: a subtraction per
-    run takes a / b runs), and how many times those bodies ran (counted by a hook on each
+    run takes a / b runs; a str saying what came back when it is not one 0-dim tensor, such as
+    the loop's (a, b) pair or a tensor of shape (1,)), and how many times those bodies ran
+    (counted by a hook on each
     body's graph module, removed after the call: every program.module() shares its bodies, so a
     hook left there would count, and stop, the calls for later pairs too)."""
     import torch
@@ -121,6 +128,10 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | None, int
     finally:
         for hook in hooks:
             hook.remove()
+    if not isinstance(result, torch.Tensor):
+        return _("a {kind}").format(kind=type(result).__name__), runs[0]
+    if result.dim() != 0:
+        return _("a tensor of shape {shape}").format(shape=tuple(result.shape)), runs[0]
     return (float if result.is_floating_point() else int)(result), runs[0]
 
 
@@ -132,12 +143,14 @@ def steps_outside_loops(program) -> list[str]:
 
     aten = torch.ops.aten
     steps = {aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar}
-    steps |= {aten.floor_divide.default, aten.div.Tensor_mode, aten.div.Tensor}
+    steps |= {aten.floor_divide.default, aten.div.Tensor_mode}
     found, searched = [], set()
 
     def search(graph_module) -> None:
         for node in graph_module.graph.nodes:
-            if node.target in steps:
+            # a true division is a step when it divides by a tensor (a / b), not by a number
+            by_tensor = node.target is aten.div.Tensor and isinstance(node.args[1], torch.fx.Node)
+            if node.target in steps or by_tensor:
                 found.append(node.name)
             if node.target is torch.ops.higher_order.while_loop:
                 continue

@@ -534,3 +534,46 @@ def test_counting_a_loops_runs_leaves_no_hook_behind():
 def test_the_reference_answer_of_12_2_passes(seed, monkeypatch):
     """Within the loop's budget of runs, and one run per Euclid step (the redD checks)."""
     assert verdict("12.2", reference_answer("12.2"), seed, monkeypatch) is None
+
+
+PAIR_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        return torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+"""
+ROW_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+        return found.reshape(1)
+"""
+FLOAT_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+        return found / 1
+"""
+
+
+def test_12_2_tells_what_forward_returned_when_it_is_not_the_gcd_alone(monkeypatch):
+    """Known faults (reviewer, redH): the loop's (a, b) pair got an AttributeError from the
+    checkpoint's helper, and a result of shape (1,) passed; both now hear what came back."""
+    for source, returned in ((PAIR_12_2, "a tuple"), (ROW_12_2, "a tensor of shape (1,)")):
+        problem = verdict("12.2", source, 1, monkeypatch)
+        assert problem is not None and f"forward returned {returned}" in problem, problem
+
+
+def test_12_2_tells_a_float_result_by_its_dtype_not_as_a_step_outside_the_loop(monkeypatch):
+    """Known fault: `found / 1` (a true division by a number) was told "divide outside the
+    loop", and a float gcd heard "wrong gcd" first; it hears the dtype now."""
+    problem = verdict("12.2", FLOAT_12_2, 1, monkeypatch)
+    assert problem is not None and "not a float one" in problem, problem
+
+
+def test_12_1_asks_below_a_range_only_where_the_program_can_check_it():
+    """Known fault (reviewer): a program checks a min of 2 or less at no run, so n = 1 below the
+    chapter's 2..32 was refused only through y's derived width; fresh ranges start at 3."""
+    from fxcourse.export_depth import range_case
+
+    lows = {range_case(CaseMaker(seed, index)).low for seed in range(40) for index in range(1, 5)}
+    assert min(lows) == 3
