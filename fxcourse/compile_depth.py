@@ -66,13 +66,13 @@ UNARY = {
 }
 
 
-FAULTS = ("plus one", "rolled", "NaN")  # what a planted backend does to its operator's result
+FAULTS = ("plus one", "rolled", "NaN", "inf")  # what a planted backend does to an op's result
 
 
 class _Planted(fx.Interpreter):
     """Runs a graph node by node, doing `fault` (FAULTS) to what every call of `target` returns:
     adding 1, moving its values one place along the last dimension, or making its first value
-    NaN."""
+    NaN or inf."""
 
     def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one"):
         super().__init__(gm)
@@ -84,8 +84,9 @@ class _Planted(fx.Interpreter):
             return result
         if self.fault == "rolled":
             return result.roll(1, -1)
-        if self.fault == "NaN":
-            return torch.cat([torch.full_like(result[..., :1], float("nan")), result[..., 1:]], -1)
+        if self.fault in ("NaN", "inf"):
+            first = torch.full_like(result[..., :1], float(self.fault.lower()))
+            return torch.cat([first, result[..., 1:]], -1)
         return result + 1
 
 
@@ -94,7 +95,8 @@ def planted_backend(target, fault: str = "plus one") -> Callable:
     the ATen operator `target` also adds 1 to its result; or ("rolled") returns its values moved
     one place, as a wrong stride would: the same values, so the same sum, mean, norm and sorted
     values; or ("NaN") returns NaN in its first place, where the graph computes a number (a
-    comparison that skips every NaN, or zeroes them, sees nothing wrong). Right wherever
+    comparison that skips every NaN, or zeroes them, sees nothing wrong); or ("inf") returns inf
+    there (a comparison of the finite places only sees nothing wrong). Right wherever
     `target` is absent. (It interprets the graph: a copy recompiled for each of the minifier's
     queries cost a third of checkpoint 10.3's time.)"""
 
@@ -132,7 +134,8 @@ def minifier_case(make) -> MinifierCase:
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
     the values' places, such as sorted values, sees nothing wrong), and some put NaN in its
     first place where the graph computes a number (a comparison that skips NaN, or zeroes it,
-    sees nothing wrong; never in a balanced output, whose summaries it would change), where the
+    sees nothing wrong; never in a balanced output, whose summaries it would change) or inf
+    there (a comparison of the finite places only sees nothing wrong); for NaN the
     graph then makes its result's first value 0 (a comparison that turns NaN into 0 on both sides
     sees nothing wrong). In half
     the cases of every
@@ -142,9 +145,12 @@ def minifier_case(make) -> MinifierCase:
     largest difference, NaN there, sees nothing wrong). A chain whose result hides the planted
     error (a saturated tanh downstream) or reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
-    kind = make.each(["last", "first", "middle", "balanced"])
-    fault = make.each(list(FAULTS))  # the wrong values changed, moved, or NaN
-    fault = "plus one" if fault == "NaN" and kind == "balanced" else fault
+    kind = make.each(CHAIN_KINDS)
+    fault = make.each(list(FAULTS))  # the wrong values changed, moved, NaN or inf
+    fault = "plus one" if fault in ("NaN", "inf") and kind == "balanced" else fault
+    given_up = _fault_the_balanced_case_gives_up(make)
+    if make.index >= len(CHAIN_KINDS) and kind != "balanced" and given_up:
+        fault = given_up  # a repeat of an earlier kind: every run has each fault
     nan = make.each(["a NaN output", "no NaN"]) == "a NaN output"
     others = [name for name in UNARY if name != wrong]
     while True:
@@ -163,22 +169,46 @@ def minifier_case(make) -> MinifierCase:
         bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
         result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
         moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made: moved
-        largest = max(result.nan_to_num(nan=0.0).abs().max(), wanted.abs().max())
+        finite = result.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)  # the planted place aside
+        largest = max(finite.abs().max(), wanted.abs().max())
         if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all():
             said = {
                 "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
                 "plus one": _("{chain}; {wrong} + 1; output {number} of {outputs}"),
                 "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
+                "inf": _("{chain}; {wrong} inf in its first place; output {number} of {outputs}"),
             }[fault]
             chain_text = " -> ".join(chain)
             make.note(said.format(chain=chain_text, wrong=wrong, number=bad + 1, outputs=len(want)))
             return case
 
 
+CHAIN_KINDS = ["last", "first", "middle", "balanced"]  # where the wrong vector stands
+
+
+def _fault_the_balanced_case_gives_up(make) -> str | None:
+    """NaN or inf when the run's balanced case draws it (and takes "plus one" instead): the
+    cases after the first four repeat their kinds and faults, so one of them takes it up."""
+    import random
+
+    def drawn(options: list, index: int):  # what make.each gives the case `index` of this run
+        order = list(range(len(options)))
+        random.Random(f"{make.run_seed}:{len(options)}:{options!r}").shuffle(order)
+        return options[order[index % len(options)]]
+
+    for index in range(len(CHAIN_KINDS)):
+        if drawn(CHAIN_KINDS, index) == "balanced":
+            fault = drawn(list(FAULTS), index)
+            return fault if fault in ("NaN", "inf") else None
+    return None
+
+
 def missed_fault(case: MinifierCase) -> str:
     """A hint for a predicate that found no difference in the whole graph, by the case's fault."""
     if case.fault == "NaN":
         return _(" Here the backend makes NaN where gm has a number: does your predicate see it?")
+    if case.fault == "inf":
+        return _(" Here the backend makes inf where gm has a number: does your predicate see it?")
     return ""
 
 
