@@ -135,6 +135,18 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | Non
     return (float if result.is_floating_point() else int)(result), runs[0]
 
 
+def capture_failure(error: Exception) -> str:
+    """Export's refusal in one line: its type and the line that gives the reason (the first line
+    often says only that a loop was not captured whole: the reason, such as "Encountered
+    aliasing" or "torch.while_loop: unsupported cond_fn return type", comes later), followed by
+    torch's explanation when it gives one."""
+    lines = [line.strip() for line in str(error).strip().splitlines()] or [""]
+    heads = ("Encountered", "torch.while_loop:", "torch.cond:")
+    reasons = [line for line in lines if line.startswith(heads)] or lines[:1]
+    explained = [line for line in lines if line.startswith("Explanation:")]
+    return f"{type(error).__name__}: {' '.join(reasons[:1] + explained[:1])[:240]}"
+
+
 def steps_outside_loops(program) -> list[str]:
     """The division and remainder nodes outside every while_loop: in the top-level graph and in
     the subgraphs of other operators (a torch.cond's branches, a map's body), where a Euclid step

@@ -599,3 +599,28 @@ def test_12_1_asks_below_a_range_only_where_the_program_can_check_it():
 
     lows = {range_case(CaseMaker(seed, index)).low for seed in range(40) for index in range(1, 5)}
     assert min(lows) == 3
+
+
+COND_RETURNS_B_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(lambda a, b: b, lambda a, b: (b.clone(), a % b), (a, b))
+        return found
+"""
+COND_CLONES_B_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(
+            lambda a, b: b.clone(), lambda a, b: (b.clone(), a % b), (a, b)
+        )
+        return found
+"""
+
+
+def test_12_2_tells_why_export_refused_a_condition(monkeypatch):
+    """Known faults (reviewer): a cond_fn returning `b` itself was told only of the body, and one
+    returning `b.clone()` (no bool) heard only the error's first line, which names no reason."""
+    problem = verdict("12.2", COND_RETURNS_B_12_2, 1, monkeypatch)
+    assert problem is not None and "neither the condition nor the body" in problem, problem
+    problem = verdict("12.2", COND_CLONES_B_12_2, 1, monkeypatch)
+    assert problem is not None and "unsupported cond_fn return type" in problem, problem
