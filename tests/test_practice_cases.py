@@ -463,3 +463,43 @@ def test_11_3_refuses_an_answer_that_waits_for_a_sudden_drop_in_every_run(run_se
     builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
     made_all = run_cases(builder, run_seed, 6)
     assert any(first_sudden_drop(*made) != first_loss(*made) for made in made_all)
+
+
+def test_11_1_tells_that_prepare_pt2e_meets_the_inputs_in_the_dicts_order(monkeypatch):
+    """The red team's (redJ) annotation put the real spec last in input_qspec_map, the edges
+    sharing it first: prepare_pt2e meets a shared spec before its observer exists and fails.
+    The message now says that the order of the dict decides (it said "the first member it
+    meets", no more)."""
+    from pathlib import Path
+
+    import nbformat
+
+    from courseware import authoring
+    from fxcourse import tryit
+
+    path = Path(__file__).resolve().parents[1] / "solutions" / "11_quantization_in_depth.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    namespace = {"__name__": "chapter"}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "tryit" not in cell.metadata:
+            exec(compile(cell.source, "chapter 11", "exec"), namespace)
+        if {"SmallQuantizer", "activation_spec", "annotate"} <= namespace.keys():
+            break
+    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["11.1"]["check"]]
+    shared_spec = namespace["SharedQuantizationSpec"]
+
+    def real_spec_last(node):
+        inputs = node.all_input_nodes
+        edge = (inputs[0], node)
+        specs = {n: shared_spec(edge) for n in inputs[1:]}
+        specs[inputs[0]] = namespace["activation_spec"]
+        namespace["annotate"](node, specs, shared_spec(edge))
+
+    namespace["cat_with_one_grid"] = real_spec_last
+    namespace["checkpoint"] = tryit.checkpoint
+    shown = []
+    monkeypatch.setattr(tryit, "_display", shown.append)
+    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
+    exec(compile(check, "check", "exec"), namespace)
+    (result,) = shown
+    assert result.problem and "in the dict's order" in result.problem, result.problem
