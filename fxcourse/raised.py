@@ -15,6 +15,13 @@ from fxcourse.messages import _
 def described(exc: BaseException, tb, cell_file: str = "") -> str:
     """What a checkpoint says when the code it ran raised `exc` (traceback `tb`); `cell_file`: the
     checkpoint cell's file, where a missing name means an unfilled try-it."""
+    if isinstance(exc, reference.ReferenceFailed) and isinstance(exc.__cause__, NameError):
+        # the reference runs in a copy of the notebook's names: one the chapter defines above
+        # is missing when its cell was not run
+        return _(
+            "{error}: the course's reference answer uses the chapter's names too; run the cells "
+            "above this try-it first"
+        ).format(error=exc.__cause__)
     if isinstance(exc, reference.ReferenceFailed | reference.ReferenceMissing):
         return _(
             "the course's reference answer failed here ({error}): a bug in the course, not in "

@@ -41,3 +41,17 @@ def imported_names(node: ast.AST, package: str) -> list[str]:
         return [base] + [f"{base}.{alias.name}" for alias in node.names]
     name = literal_import_module(node)
     return [name] if name else []
+
+
+def unread_import_calls(tree: ast.AST) -> list[int]:
+    """The lines of import_module/__import__ calls whose module name is not a literal: imports
+    the walk above cannot see."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or literal_import_module(node):
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if called in ("import_module", "__import__"):
+            lines.append(node.lineno)
+    return lines

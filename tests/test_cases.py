@@ -115,6 +115,7 @@ def references(tmp_path, monkeypatch):
     table = {
         "9.1": {"code": "def double(x):\n    return 2 * x\nprint('shown')", "defines": ["double"]},
         "9.2": {"code": "def double(x):\n    raise ValueError('course bug')", "defines": []},
+        "9.3": {"code": "def double(x):\n    return factor_defined_above * x", "defines": []},
     }
     path = tmp_path / "references.json"
     path.write_text(json.dumps(table))
@@ -162,6 +163,12 @@ def test_not_yet_names_the_case_and_how_to_see_it_again_without_the_reference_va
 def test_a_failing_reference_is_the_course_s_bug_not_the_learner_s(references, capsys):
     result = run_checkpoint("9.2", lambda x: 2 * x, capsys)
     assert not result.passed and "a bug in the course" in result.problem
+
+
+def test_a_reference_missing_a_chapter_name_asks_for_the_cells_above(references, capsys):
+    result = run_checkpoint("9.3", lambda x: 2 * x, capsys)
+    assert not result.passed and "factor_defined_above" in result.problem
+    assert "run the cells above" in result.problem and "bug in the course" not in result.problem
 
 
 def test_the_reference_runs_first_on_objects_of_its_own(references, capsys):

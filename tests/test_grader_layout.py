@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from import_walk import imported_names
+from import_walk import imported_names, unread_import_calls
 
 from fxcourse.validate import ValidateLimits
 from fxcourse.workspace import NBGRADER_CONFIG
@@ -344,6 +344,41 @@ def test_an_import_by_import_module_counts_as_an_import(tmp_path):
     ]
     upward, _ = imports_between_top_folders(graph)
     assert upward == ["courseware.notebooks -> grader.course"]
+
+
+# Imports by a name computed at run time, which the import graph cannot see, each with its why.
+COMPUTED_IMPORTS = {
+    # the sandbox worker preloads the modules the grading limits list, before the submission
+    # runs (what it may import is the sandbox's business, not the layering's)
+    "grader/safegrade/worker.py": "preimport",
+}
+
+
+def test_every_import_of_the_course_names_its_module_literally():
+    """An import_module(name) with a computed name would hide an import from the layering test
+    above; only the listed functions may compute theirs."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            if lines := unread_import_calls(tree):
+                found[path.relative_to(ROOT).as_posix()] = enclosing_functions(tree, lines)
+    assert found == {path: {name} for path, name in COMPUTED_IMPORTS.items()}
+
+
+def enclosing_functions(tree: ast.AST, lines: list[int]) -> set[str]:
+    """The names of the functions holding `lines` ("<module>" for a line at the top)."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return {
+        next((f.name for f in functions if f.lineno <= line <= f.end_lineno), "<module>")
+        for line in lines
+    }
+
+
+def test_a_computed_import_is_seen():
+    tree = ast.parse("import importlib\n\ndef load(n):\n    return importlib.import_module(n)\n")
+    assert enclosing_functions(tree, unread_import_calls(tree)) == {"load"}
+    assert unread_import_calls(ast.parse('__import__("os")\n')) == []
 
 
 # File names Jupyter and Python fix (one per folder that needs it).
