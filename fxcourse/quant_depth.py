@@ -134,14 +134,17 @@ def one_grid_facts(quantizer: Quantizer, graph: fx.GraphModule, data: torch.Tens
 
 
 def mlps(make) -> tuple[fx.GraphModule, torch.Tensor, torch.qscheme]:
-    """An MLP of 2-4 linears (each followed by a ReLU) of other widths, data of another range,
+    """An MLP of 2-4 linears (each followed by a ReLU) of other widths, data of another range
+    (each of four in every run, one so small that the bias's scale falls below float32's eps),
     and the qscheme of its weights: every run has both per-tensor and per-channel weights."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 4))] + [3]
     layers = [nn.Linear(a, b) for a, b in zip(widths, widths[1:], strict=False)]
     model = make.parameters_of(nn.Sequential(*(m for layer in layers for m in (layer, nn.ReLU()))))
     weights = make.each([torch.per_tensor_symmetric, torch.per_channel_symmetric])
     make.note(f"{weights}; nn.Linear: " + " → ".join(map(str, widths)))
-    data = make.tensor(32, widths[0], scale=make.choice([0.5, 3.0, 20.0]))
+    # 1e-6: the activation's scale is the observer's eps, the bias's far below it (a bias scale
+    # clamped at eps too is refused)
+    data = make.tensor(32, widths[0], scale=make.each([0.5, 3.0, 20.0, 1e-6]))
     return exported(model, data), data, weights
 
 

@@ -503,3 +503,25 @@ def test_11_1_tells_that_prepare_pt2e_meets_the_inputs_in_the_dicts_order(monkey
     exec(compile(check, "check", "exec"), namespace)
     (result,) = shown
     assert result.problem and "in the dict's order" in result.problem, result.problem
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_11_2_every_run_has_a_bias_scale_below_float32s_eps(run_seed):
+    """The red team's (redJ) bias scale clamped at float32's eps passed: no drawn product of an
+    activation's and a weight's scale was that small. Every run now draws data so small that the
+    first linear's product is (its activation's scale is the observer's eps itself)."""
+    import torchao.quantization.pt2e as pt2e
+
+    from fxcourse import quant_depth
+
+    eps = torch.finfo(torch.float32).eps
+    products = []
+    for make in makers_of(run_seed, 6):
+        graph, data, _weights = quant_depth.mlps(make)
+        activation = pt2e.MinMaxObserver(torch.uint8)
+        activation(data)
+        weight = next(p for name, p in graph.named_parameters() if name.endswith("weight"))
+        observer = pt2e.MinMaxObserver(torch.int8, qscheme=torch.per_tensor_symmetric)
+        observer(weight.detach())
+        products.append(float(activation.calculate_qparams()[0] * observer.calculate_qparams()[0]))
+    assert min(products) < eps, products
