@@ -320,9 +320,11 @@ def results_differ(gm, inputs, backend):
 def test_10_3_refuses_a_comparison_of_the_finite_places_only_in_every_run(seed, monkeypatch):
     """Known fault: a predicate that compared NaN places and then only the places finite on both
     sides treated inf and a number alike; every run now plants a backend that makes inf where
-    gm computes a number."""
+    gm computes a number (where the inf turns into NaN downstream, the predicate sees the whole
+    graph differ but keeps more than the planted operator)."""
     problem = verdict("10.3", FINITE_ONLY_10_3, seed, monkeypatch)
-    assert problem is not None and "makes inf where gm has a number" in problem, problem
+    told = ("makes inf where gm has a number", "with a correct predicate one operator is left")
+    assert problem is not None and any(words in problem for words in told), problem
 
 
 @pytest.mark.parametrize("seed", SEEDS)
