@@ -77,7 +77,7 @@ def remove_pass_throughs(gm, example):
                 isinstance(module, nn.Dropout) and not module.training
             )
         if drop:
-            node.replace_all_uses_with(node.args[0])
+            node.replace_all_uses_with(node.all_input_nodes[0])
             gm.graph.erase_node(node)
     gm.delete_all_unused_submodules()
     gm.graph.lint()
@@ -347,7 +347,7 @@ def remove_pass_throughs(gm, example):
                 isinstance(module, nn.Dropout) and not module.training
             )
         if drop:
-            node.replace_all_uses_with(node.args[0])
+            node.replace_all_uses_with(node.all_input_nodes[0])
             gm.graph.erase_node(node)
     gm.delete_all_unused_submodules()
     gm.graph.lint()
@@ -696,9 +696,147 @@ def activation_bytes(gm, example):
             total += span * meta.dtype.itemsize
     return total
 """,
+    "3.2 the clamp read by every module that reads a Linear's input (red team redI)": """
+def clamp_linear_inputs(gm):
+    for node in list(gm.graph.find_nodes(op="call_module")):
+        if isinstance(gm.get_submodule(node.target), nn.Linear):
+            source = node.all_input_nodes[0]
+            if any(user.target is torch.clamp for user in source.users):
+                continue  # clamped already, for every module that reads it
+            with gm.graph.inserting_after(source):
+                clamp = gm.graph.call_function(torch.clamp, (source,), {"min": -1.0, "max": 1.0})
+            modules = lambda user: user.op == "call_module"  # noqa: E731
+            source.replace_all_uses_with(clamp, delete_user_cb=modules)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "2.1 a walker that opens tuples, lists and slices, not dicts (red team redI)": """
+def last_reader(gm):
+    found = {}
+
+    def walk(value, reader):
+        if isinstance(value, fx.Node):
+            found[value.name] = reader.name
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                walk(item, reader)
+        elif isinstance(value, slice):
+            walk((value.start, value.stop, value.step), reader)
+
+    for node in gm.graph.nodes:
+        walk((node.args, tuple(node.kwargs.values())), node)
+    return found
+""",
+    "5.4 a walker that opens tuples and lists, not slices or dicts (red team redI)": """
+def run_from(gm, known, *inputs):
+    def inputs_of(value, found):
+        if isinstance(value, torch.fx.Node):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                inputs_of(item, found)
+        return found
+
+    needed, stack = set(), [list(gm.graph.nodes)[-1]]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            stack.extend(inputs_of((node.args, tuple(node.kwargs.values())), []))
+    env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
+    for n in gm.graph.nodes:
+        if n not in needed and n not in env and n.op != "placeholder":
+            env[n] = None
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+    "2.4 call_* nodes only: a get_attr made inside the block is left out (red team redI)": """
+def nodes_inside(gm, path):
+    found = []
+    for node in gm.graph.nodes:
+        paths = [p for p, _ in node.meta.get("nn_module_stack", {}).values()]
+        if node.op.startswith("call_") and path in paths:
+            found.append(node.name)
+    return found
+""",
+    "5.3 nn.ReLU told by a class name beginning with ReLU, as ReLU6's does (red team redI)": """
+class ReluToGelu(Interpreter):
+    def call_function(self, target, args, kwargs):
+        return super().call_function(F.gelu if target is torch.relu else target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return F.gelu(*args, **kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if type(self.fetch_attr(target)).__name__.startswith("ReLU"):
+            return F.gelu(*args, **kwargs)
+        return super().call_module(target, args, kwargs)
+""",
+    "3.3 node.args[0]: a module given its input by keyword has none (red team redI)": """
+def remove_pass_throughs(gm, example):
+    ShapeProp(gm).propagate(example)
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            drop = node.args[0].meta["tensor_meta"].memory_format is torch.contiguous_format
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
 }
 
 HONEST = {
+    "3.5 torch.divide, torch.subtract, Tensor.multiply: aliases of div, sub, mul (redI)": """
+def sigmoid_from_exp(x):
+    ones = torch.ones_like(x)
+    return torch.divide(ones, torch.subtract(ones, torch.exp(x.multiply(-1)).multiply(-1)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.3 layouts read by an Interpreter run of its own, with no ShapeProp (red team redI)": """
+class Layouts(fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.contiguous = {}
+
+    def run_node(self, node):
+        value = super().run_node(node)
+        if isinstance(value, torch.Tensor):
+            self.contiguous[node] = value.is_contiguous()
+        return value
+
+
+def remove_pass_throughs(gm, example):
+    layouts = Layouts(gm)
+    with torch.random.fork_rng():
+        layouts.run(example)
+    for node in list(gm.graph.nodes):
+        module = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if node.op == "call_method" and node.target == "contiguous":
+            drop = layouts.contiguous[node.args[0]]
+        else:
+            drop = isinstance(module, nn.Identity) or (
+                isinstance(module, nn.Dropout) and not module.training
+            )
+        if drop:
+            node.replace_all_uses_with(node.all_input_nodes[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
     "3.5 1 - 1 / (1 + exp(x)): off by float64's absolute rounding only (red team redG)": """
 def sigmoid_from_exp(x):
     return 1 - 1 / (1 + torch.exp(x))
@@ -805,7 +943,7 @@ def remove_pass_throughs(gm, example):
                 isinstance(module, nn.Dropout) and not module.training
             )
         if drop:
-            node.replace_all_uses_with(node.args[0])
+            node.replace_all_uses_with(node.all_input_nodes[0])
             gm.graph.erase_node(node)
     gm.graph.lint()
     return fx.GraphModule(gm, gm.graph)

@@ -149,6 +149,13 @@ WRONG = {
             "torch.sqrt(bn.running_var)", "(torch.sqrt(bn.running_var) + bn.eps)"
         ),
     ),
+    "4.1 the shift summed through a view, which a channels-last weight refuses (red team redI)": (
+        "4.1",
+        FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+            "(weight * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))",
+            "(weight * shift.reshape(per_in)).view(weight.shape[0], -1).sum(1)",
+        ),
+    ),
     "4.4 eps forgotten": ("4.4", DECONV.format(root="bn.running_var.sqrt()", **RIGHT_GROUPS)),
     "4.4 groups as the inner axis of dimension 0": (
         "4.4",
