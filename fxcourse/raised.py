@@ -41,6 +41,13 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
             "running your code raised {name}: {error} ({where}): a None reached it where a value "
             "belongs; does each function and override of yours return its value?"
         )
+        if read_a_none_attribute(frames, error):
+            said = _(
+                "running your code raised {name}: {error} ({where}): inside {function}, a value it "
+                "reads from what you handed it is None: does that object hold one? (A BatchNorm "
+                "made with affine=False has no weight or bias, a layer made with bias=False no "
+                "bias.)"
+            )
     elif used_an_operator_for_an_overload(exc, error):
         said = _(
             "running your code raised {name}: {error} ({where}): one overload of an operator "
@@ -49,7 +56,21 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
         )
     else:
         said = _("running your code raised {name}: {error} ({where})")
-    return said.format(name=type(exc).__name__, error=error, where=where)
+    function = frames[-1].name if frames else ""
+    return said.format(name=type(exc).__name__, error=error, where=where, function=function)
+
+
+def read_a_none_attribute(frames: traceback.StackSummary, error: str) -> bool:
+    """Whether a library's own Python code (torch's fusion helpers, say) met a None in what the
+    learner handed it, as `bn.weight` of an affine=False BatchNorm, rather than a None the learner
+    returned: that one reaches an operator's argument check (`must be Tensor, not NoneType`) or
+    the Interpreter's call of a node's target."""
+    if not frames or "must be" in error:
+        return False
+    last = Path(frames[-1].filename)
+    libraries = (Path(sys.prefix), Path(sys.base_prefix))
+    inside = any(last.is_relative_to(library) for library in libraries)
+    return inside and last.parts[-2:] != ("fx", "interpreter.py")
 
 
 def learners_frame(frames: traceback.StackSummary) -> str:

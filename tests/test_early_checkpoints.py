@@ -793,9 +793,49 @@ def remove_pass_throughs(gm, example):
     gm.recompile()
     return gm
 """,
+    "5.2 a weight a get_attr node fetches recorded as an intermediate (red team redI)": """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        values = result if isinstance(result, (tuple, list)) else [result]
+        tensors = [value for value in values if isinstance(value, torch.Tensor)]
+        if node.op != "placeholder" and tensors:
+            self.bytes_by_node[node.name] = sum(t.numel() * t.element_size() for t in tensors)
+        return result
+""",
 }
 
 HONEST = {
+    "5.2 the three call_* overrides record what they return (red team redI)": """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        self.current = node.name
+        return super().run_node(node)
+
+    def record(self, result):
+        values = result if isinstance(result, tuple) else (result,)
+        tensors = [value for value in values if isinstance(value, torch.Tensor)]
+        if tensors:
+            self.bytes_by_node[self.current] = sum(t.nbytes for t in tensors)
+        return result
+
+    def call_function(self, target, args, kwargs):
+        return self.record(super().call_function(target, args, kwargs))
+
+    def call_method(self, target, args, kwargs):
+        return self.record(super().call_method(target, args, kwargs))
+
+    def call_module(self, target, args, kwargs):
+        return self.record(super().call_module(target, args, kwargs))
+""",
     "3.5 torch.divide, torch.subtract, Tensor.multiply: aliases of div, sub, mul (redI)": """
 def sigmoid_from_exp(x):
     ones = torch.ones_like(x)
