@@ -36,28 +36,44 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
     where = learners_frame(frames)
     # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
     error = str(exc).split("\n\nWhile executing ")[0]
+    said = said_for(exc, error, frames)
+    function = frames[-1].name if frames else ""
+    return said.format(name=type(exc).__name__, error=error, where=where, function=function)
+
+
+def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> str:
+    """The message, a template of {name}, {error}, {where} and {function}, for what was raised."""
     if isinstance(exc, TypeError | AttributeError) and "NoneType" in error:
-        said = _(
-            "running your code raised {name}: {error} ({where}): a None reached it where a value "
-            "belongs; does each function and override of yours return its value?"
-        )
         if read_a_none_attribute(frames, error):
-            said = _(
+            return _(
                 "running your code raised {name}: {error} ({where}): inside {function}, a value it "
                 "reads from what you handed it is None: does that object hold one? (A BatchNorm "
                 "made with affine=False has no weight or bias, a layer made with bias=False no "
                 "bias.)"
             )
-    elif used_an_operator_for_an_overload(exc, error):
-        said = _(
+        return _(
+            "running your code raised {name}: {error} ({where}): a None reached it where a value "
+            "belongs; does each function and override of yours return its value?"
+        )
+    if isinstance(exc, TypeError) and "must be Tensor, not tuple" in error:
+        return _(
+            "running your code raised {name}: {error} ({where}): a tuple reached it where a "
+            "tensor belongs; does an override of yours return `args`, the tuple of a call's "
+            "arguments, where one of them (`args[0]`) belongs?"
+        )
+    if isinstance(exc, AssertionError) and "Expected FunctionType" in error:
+        return _(
+            "running your code raised {name}: {error} ({where}): replace_pattern traces its "
+            "pattern and its replacement, so each must be a Python function (a def or a lambda "
+            "that calls F.gelu), not a function of torch's own such as F.gelu itself"
+        )
+    if used_an_operator_for_an_overload(exc, error):
+        return _(
             "running your code raised {name}: {error} ({where}): one overload of an operator "
             "belongs here, as a decomposition table's keys are, such as "
             "torch.ops.aten.linear.default, not the operator itself (torch.ops.aten.linear)"
         )
-    else:
-        said = _("running your code raised {name}: {error} ({where})")
-    function = frames[-1].name if frames else ""
-    return said.format(name=type(exc).__name__, error=error, where=where, function=function)
+    return _("running your code raised {name}: {error} ({where})")
 
 
 def read_a_none_attribute(frames: traceback.StackSummary, error: str) -> bool:

@@ -1209,3 +1209,37 @@ class MemoryRecorder(Interpreter):
     problem = verdict("5.2", answer, 1, monkeypatch)
     assert "return its value" in problem
     assert "While executing" not in problem and "tlparse" not in problem
+
+
+def test_a_skip_that_returns_the_args_tuple_is_told_to_return_one_argument(monkeypatch):
+    """5.1's skip handing on `args` itself: the next module raised 'must be Tensor, not tuple' at
+    the answer's super() line, with no word about the tuple returned (red team redI)."""
+    answer = """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def call_module(self, target, args, kwargs):
+        if target == self.skip:
+            return args
+        return super().call_module(target, args, kwargs)
+"""
+    problem = verdict("5.1", answer, 1, monkeypatch)
+    assert "a tuple reached it" in problem and "args[0]" in problem
+
+
+def test_f_gelu_itself_as_a_replacement_is_told_to_be_a_python_function(monkeypatch):
+    """3.4: replace_pattern(gm, pattern, F.gelu) raised torch's bare 'Expected FunctionType'
+    (red team redI)."""
+    answer = """
+def gelu_by_hand(x):
+    return x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def use_gelu(gm):
+    subgraph_rewriter.replace_pattern(gm, gelu_by_hand, F.gelu)
+    return gm
+"""
+    problem = verdict("3.4", answer, 1, monkeypatch)
+    assert "Expected FunctionType" in problem and "a def or a lambda" in problem

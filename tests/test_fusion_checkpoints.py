@@ -425,3 +425,22 @@ def test_torchs_helper_failing_on_an_affine_false_batchnorm_is_told_why(chapter,
     told = [p for p in problems if p and "NoneType" in p]
     assert told, problems
     assert all("affine=False" in p and "return its value" not in p for p in told), told
+
+
+def test_a_fold_in_float32_on_float64_cases_is_told_about_precision(chapter, monkeypatch):
+    """A fold computed in float32 and cast back was told to reconsider which of bn's numbers
+    count, when the numbers were right and their precision lost (red team redI)."""
+    answer = """
+def fold_pre_bn(bn, conv):
+    scale, shift = (value.float() for value in fusion.bn_scale_and_shift(bn))
+    weight = conv.weight.detach()
+    per_in = (1, -1) + (1,) * (weight.dim() - 2)
+    fused = copy.deepcopy(conv)
+    fused.weight = nn.Parameter((weight.float() * scale.reshape(per_in)).to(weight.dtype))
+    seen = (weight.float() * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))
+    bias = conv.bias.detach().float() if conv.bias is not None else torch.zeros_like(seen)
+    fused.bias = nn.Parameter((bias + seen).to(weight.dtype))
+    return fused
+"""
+    problems = [problem(chapter, "4.1", answer, seed, monkeypatch) for seed in range(2)]
+    assert all(p and "float64's precision" in p for p in problems), problems
