@@ -819,6 +819,12 @@ class SkipModule(Interpreter):
             return args[0] if args else kwargs["input"]
         return super().call_module(target, args, kwargs)
 """,
+    "3.3 contiguous when strides equal a fresh tensor's: size-1 dimensions' differ (redI)": (
+        PASS_THROUGHS
+    ).format(
+        propagated="example",
+        drop="tuple(meta.stride) == torch.empty(meta.shape).stride()",
+    ),
 }
 
 HONEST = {
