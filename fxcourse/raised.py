@@ -77,16 +77,16 @@ def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> 
 
 
 def read_a_none_attribute(frames: traceback.StackSummary, error: str) -> bool:
-    """Whether a library's own Python code (torch's fusion helpers, say) met a None in what the
+    """Whether torch.nn's own Python code (its fusion helpers, say) met a None in a module the
     learner handed it, as `bn.weight` of an affine=False BatchNorm, rather than a None the learner
-    returned: that one reaches an operator's argument check (`must be Tensor, not NoneType`) or
-    the Interpreter's call of a node's target."""
-    if not frames or "must be" in error:
+    returned: that one reaches an operator's argument check (`must be Tensor, not NoneType`), the
+    Interpreter's call of a node's target, or the compiler's code, none of them in torch.nn."""
+    if not frames or "unsupported operand" not in error:  # bn.weight * scale, say
         return False
     last = Path(frames[-1].filename)
     libraries = (Path(sys.prefix), Path(sys.base_prefix))
     inside = any(last.is_relative_to(library) for library in libraries)
-    return inside and last.parts[-2:] != ("fx", "interpreter.py")
+    return inside and "torch" in last.parts and "nn" in last.parts[last.parts.index("torch") :]
 
 
 def learners_frame(frames: traceback.StackSummary) -> str:
