@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from fxcourse.cases import CaseMaker
 
 
-def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> None:
+def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[object]) -> None:
     output = gm.graph.output_node()
     returned = output.args[0] if isinstance(output.args[0], tuple) else (output.args[0],)
     output.args = ((*returned, *extra),)
@@ -24,10 +24,11 @@ def _outputs_with(gm: torch.fx.GraphModule, extra: Sequence[torch.fx.Node]) -> N
 
 
 def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
-    """Three more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
+    """Four more outputs of `gm` (whose values share one shape, as a DrawnModel's do) that read
     drawn values where a loop over `node.args` does not look: inside a list (`torch.cat([a, b])`),
-    by keyword (`torch.add(a, other=b)`), and a traced size inside a slice (`a[..., :b.size(-1)]`,
-    as tracing `x[:, :n]` records it)."""
+    by keyword (`torch.add(a, other=b)`), a traced size inside a slice (`a[..., :b.size(-1)]`,
+    as tracing `x[:, :n]` records it), and a value inside a dict (`{"held": h}`, as a model that
+    returns a dict holds its values: the output node reads h there only)."""
     values = [node for node in gm.graph.nodes if node.op != "output"]
     first, second = make.choice(values), make.choice(values)
     with gm.graph.inserting_before(gm.graph.output_node()):
@@ -35,9 +36,13 @@ def extra_readers(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphMo
         keyword = gm.graph.call_function(torch.add, (first,), {"other": second})
         width = gm.graph.call_method("size", (make.choice(values), -1))
         sliced = gm.graph.call_function(operator.getitem, (first, (..., slice(None, width))))
-    _outputs_with(gm, [listed, keyword, sliced])
-    said = _("{first} and {second} read inside a list and by keyword; {width} inside a slice")
-    make.note(said.format(first=first.name, second=second.name, width=width.name))
+        held = gm.graph.call_function(torch.abs, (make.choice(values),))
+    _outputs_with(gm, [listed, keyword, sliced, {"held": held}])
+    said = _(
+        "{first} and {second} read inside a list and by keyword; {width} inside a slice; "
+        "{held} inside a dict"
+    )
+    make.note(said.format(first=first.name, second=second.name, width=width.name, held=held.name))
     return gm
 
 

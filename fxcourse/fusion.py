@@ -114,11 +114,12 @@ def find_candidates(gm: fx.GraphModule) -> list[Candidate]:
 
 
 def conv_feeding(gm: fx.GraphModule, bn_node: fx.Node) -> fx.Node | None:
-    """The conv node that is the only input of `bn_node`, when the pair has matching types."""
-    if bn_node.op != "call_module" or len(bn_node.args) != 1 or bn_node.kwargs:
+    """The conv node that is the only input of `bn_node` (given by position or as `input=`),
+    when the pair has matching types."""
+    if bn_node.op != "call_module" or len(bn_node.all_input_nodes) != 1:
         return None
-    conv_node = bn_node.args[0]
-    if not isinstance(conv_node, fx.Node) or conv_node.op != "call_module":
+    (conv_node,) = bn_node.all_input_nodes
+    if conv_node.op != "call_module":
         return None
     conv_type = type(gm.get_submodule(conv_node.target))
     bn_type = type(gm.get_submodule(bn_node.target))

@@ -36,20 +36,57 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
     where = learners_frame(frames)
     # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
     error = str(exc).split("\n\nWhile executing ")[0]
+    said = said_for(exc, error, frames)
+    function = frames[-1].name if frames else ""
+    return said.format(name=type(exc).__name__, error=error, where=where, function=function)
+
+
+def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> str:
+    """The message, a template of {name}, {error}, {where} and {function}, for what was raised."""
     if isinstance(exc, TypeError | AttributeError) and "NoneType" in error:
-        said = _(
+        if read_a_none_attribute(frames, error):
+            return _(
+                "running your code raised {name}: {error} ({where}): inside {function}, a value it "
+                "reads from what you handed it is None: does that object hold one? (A BatchNorm "
+                "made with affine=False has no weight or bias, a layer made with bias=False no "
+                "bias.)"
+            )
+        return _(
             "running your code raised {name}: {error} ({where}): a None reached it where a value "
             "belongs; does each function and override of yours return its value?"
         )
-    elif used_an_operator_for_an_overload(exc, error):
-        said = _(
+    if isinstance(exc, TypeError) and "must be Tensor, not tuple" in error:
+        return _(
+            "running your code raised {name}: {error} ({where}): a tuple reached it where a "
+            "tensor belongs; does an override of yours return `args`, the tuple of a call's "
+            "arguments, where one of them (`args[0]`) belongs?"
+        )
+    if isinstance(exc, AssertionError) and "Expected FunctionType" in error:
+        return _(
+            "running your code raised {name}: {error} ({where}): replace_pattern traces its "
+            "pattern and its replacement, so each must be a Python function (a def or a lambda "
+            "that calls F.gelu), not a function of torch's own such as F.gelu itself"
+        )
+    if used_an_operator_for_an_overload(exc, error):
+        return _(
             "running your code raised {name}: {error} ({where}): one overload of an operator "
             "belongs here, as a decomposition table's keys are, such as "
             "torch.ops.aten.linear.default, not the operator itself (torch.ops.aten.linear)"
         )
-    else:
-        said = _("running your code raised {name}: {error} ({where})")
-    return said.format(name=type(exc).__name__, error=error, where=where)
+    return _("running your code raised {name}: {error} ({where})")
+
+
+def read_a_none_attribute(frames: traceback.StackSummary, error: str) -> bool:
+    """Whether torch.nn's own Python code (its fusion helpers, say) met a None in a module the
+    learner handed it, as `bn.weight` of an affine=False BatchNorm, rather than a None the learner
+    returned: that one reaches an operator's argument check (`must be Tensor, not NoneType`), the
+    Interpreter's call of a node's target, or the compiler's code, none of them in torch.nn."""
+    if not frames or "unsupported operand" not in error:  # bn.weight * scale, say
+        return False
+    last = Path(frames[-1].filename)
+    libraries = (Path(sys.prefix), Path(sys.base_prefix))
+    inside = any(last.is_relative_to(library) for library in libraries)
+    return inside and "torch" in last.parts and "nn" in last.parts[last.parts.index("torch") :]
 
 
 def learners_frame(frames: traceback.StackSummary) -> str:

@@ -342,8 +342,11 @@ def test_extra_readers_and_early_reader_put_users_out_of_graph_order():
         x = make.input_for(model)
         read = cases.extra_readers(make, gm)(x)
         torch.testing.assert_close(
-            read[: len(read) - 3], model(x) if isinstance(model(x), tuple) else (model(x),)
+            read[: len(read) - 4], model(x) if isinstance(model(x), tuple) else (model(x),)
         )
+        (held,) = gm.graph.find_nodes(op="call_function", target=torch.abs)
+        assert list(held.users) == [gm.graph.output_node()]  # read inside a dict, and only there
+        assert isinstance(read[-1], dict) and list(read[-1]) == ["held"]
         sliced = [n for n in gm.graph.nodes if n.target is operator.getitem]
         assert any(
             size in sliced[-1].all_input_nodes

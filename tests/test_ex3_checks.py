@@ -21,9 +21,9 @@ def verify():
     return probing.load(VERIFY)
 
 
-def timings_with(clock, verify) -> tuple[dict, fx.GraphModule]:
+def timings_with(clock, verify, model=None) -> tuple[dict, fx.GraphModule]:
     """One run of a small traced model, each timed node timed with `clock`."""
-    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+    gm = fx.symbolic_trace(model or nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
     timings: dict = {}
 
     class Timed(fx.Interpreter):
@@ -48,3 +48,22 @@ def test_times_in_nanoseconds_are_refused_with_the_reason(verify):
 def test_times_in_seconds_still_pass(verify):
     timings, gm = timings_with(time.perf_counter, verify)
     verify.check_timed(timings, gm, calls=1)
+
+
+@pytest.mark.parametrize(
+    "clock, told",
+    [
+        (time.process_time, "CPU time"),
+        (time.thread_time, "CPU time"),
+        (lambda: time.perf_counter() * 1000, "milliseconds"),
+    ],
+)
+def test_cpu_time_and_milliseconds_are_refused_by_a_node_that_sleeps(verify, clock, told):
+    """The visible cells held no node of known duration, so CPU time and milliseconds passed them
+    (the hidden checks' sleeping nodes refused both): test_timed_nodes now times verify.Napping,
+    whose nap sleeps NAP_SECONDS (red team redI)."""
+    timings, _ = timings_with(clock, verify, verify.Napping())
+    with pytest.raises(AssertionError, match=told):
+        verify.check_wall_seconds(timings)
+    timings, _ = timings_with(time.perf_counter, verify, verify.Napping())
+    verify.check_wall_seconds(timings)

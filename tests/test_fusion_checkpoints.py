@@ -149,6 +149,13 @@ WRONG = {
             "torch.sqrt(bn.running_var)", "(torch.sqrt(bn.running_var) + bn.eps)"
         ),
     ),
+    "4.1 the shift summed through a view, which a channels-last weight refuses (red team redI)": (
+        "4.1",
+        FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+            "(weight * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))",
+            "(weight * shift.reshape(per_in)).view(weight.shape[0], -1).sum(1)",
+        ),
+    ),
     "4.4 eps forgotten": ("4.4", DECONV.format(root="bn.running_var.sqrt()", **RIGHT_GROUPS)),
     "4.4 groups as the inner axis of dimension 0": (
         "4.4",
@@ -388,3 +395,52 @@ def fuse_linear_bn(gm, example):
     )
     shown = problem(chapter, "4.3", answer, RUN_SEEDS[0], monkeypatch)
     assert "torch.float32" in shown and "raised" not in shown, shown
+
+
+TORCH_HELPER_FOLD = """
+from torch.nn.utils.fusion import fuse_linear_bn_eval
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    for bn_node in list(gm.graph.find_nodes(op="call_module")):
+        source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
+            continue
+        linear = gm.get_submodule(source.target)
+        if type(linear) is nn.Linear and len(source.users) == 1 and bn.running_mean is not None:
+            fusion.replace_submodule(gm, source.target, fuse_linear_bn_eval(linear, bn))
+            bn_node.replace_all_uses_with(source)
+            gm.graph.erase_node(bn_node)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+
+def test_torchs_helper_failing_on_an_affine_false_batchnorm_is_told_why(chapter, monkeypatch):
+    """torch's fuse_linear_bn_eval multiplies bn.weight, None when affine=False: the message asked
+    whether the learner's functions return their values (known fault, 4.3)."""
+    problems = [problem(chapter, "4.3", TORCH_HELPER_FOLD, seed, monkeypatch) for seed in range(4)]
+    told = [p for p in problems if p and "NoneType" in p]
+    assert told, problems
+    assert all("affine=False" in p and "return its value" not in p for p in told), told
+
+
+def test_a_fold_in_float32_on_float64_cases_is_told_about_precision(chapter, monkeypatch):
+    """A fold computed in float32 and cast back was told to reconsider which of bn's numbers
+    count, when the numbers were right and their precision lost (red team redI)."""
+    answer = """
+def fold_pre_bn(bn, conv):
+    scale, shift = (value.float() for value in fusion.bn_scale_and_shift(bn))
+    weight = conv.weight.detach()
+    per_in = (1, -1) + (1,) * (weight.dim() - 2)
+    fused = copy.deepcopy(conv)
+    fused.weight = nn.Parameter((weight.float() * scale.reshape(per_in)).to(weight.dtype))
+    seen = (weight.float() * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))
+    bias = conv.bias.detach().float() if conv.bias is not None else torch.zeros_like(seen)
+    fused.bias = nn.Parameter((bias + seen).to(weight.dtype))
+    return fused
+"""
+    problems = [problem(chapter, "4.1", answer, seed, monkeypatch) for seed in range(2)]
+    assert all(p and "float64's precision" in p for p in problems), problems

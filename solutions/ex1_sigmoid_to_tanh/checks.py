@@ -51,6 +51,11 @@ class Mixed(nn.Module):
         return torch.cat([gated, h.sigmoid()], dim=1)
 
 
+def lookalikes() -> nn.Sequential:
+    """Two modules whose class names end in "igmoid" and that compute no sigmoid."""
+    return nn.Sequential(nn.Hardsigmoid(), nn.LogSigmoid())
+
+
 def sigmoid_in_place(t):
     t.sigmoid_()
     return t
@@ -88,6 +93,7 @@ CASES = {
     "test_graph_hygiene": {
         "torch.sigmoid": lambda w: Wrap(torch.sigmoid, w),
         "a model without a sigmoid": lambda w: Wrap(torch.relu, w),
+        "nn.Hardsigmoid and nn.LogSigmoid, no sigmoids": lambda w: Wrap(lookalikes(), w),
         "Mixed": Mixed,
         "misnamed nodes": lambda w: verify.misnamed(),
     },

@@ -20,7 +20,8 @@ GRAPHS = Vocabulary(
     functions=(torch.sigmoid, F.sigmoid, torch.special.expit, torch.relu, torch.cat)
     + (torch.tanh, F.tanh, torch.Tensor.tanh, operator.add, operator.mul),
     methods=("sigmoid", "sigmoid_", "tanh", "tanh_", "sum"),
-    modules={nn.Linear: linear_arguments, nn.Sigmoid: None, nn.Tanh: None},
+    modules={nn.Linear: linear_arguments, nn.Sigmoid: None, nn.Tanh: None}
+    | {nn.Hardsigmoid: None, nn.LogSigmoid: None},  # no sigmoids, though their names end so
 )
 
 

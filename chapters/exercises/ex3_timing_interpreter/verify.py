@@ -6,12 +6,15 @@ AssertionError that says what to fix. The notebook's setup cell imports TIMED_OP
 """
 
 import math
+import time
 
 import torch
 import torch.fx
+import torch.nn as nn
 
 TIMED_OPS = ("call_function", "call_method", "call_module")
 MOST_SECONDS = 60  # no node of the tests' small models takes a minute
+NAP_SECONDS = 0.02  # how long `nap` sleeps
 
 
 def target_text(node: torch.fx.Node) -> str:
@@ -120,6 +123,39 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         assert math.isclose(row["percent"], share), f"{row['name']}: percent should be {share:.3f}"
     assert totals == sorted(totals, reverse=True), "rows go by total time, slowest first"
     return rows
+
+
+def nap(x):
+    """x, after sleeping NAP_SECONDS: a node whose wall time is known, and which spends almost
+    no CPU time."""
+    time.sleep(NAP_SECONDS)
+    return x
+
+
+torch.fx.wrap("nap")  # traced as a call_function node, which sleeps when it runs
+
+
+class Napping(nn.Module):
+    """relu, then nap: a model of one node that sleeps."""
+
+    def forward(self, x):
+        return nap(torch.relu(x))
+
+
+def check_wall_seconds(timings) -> None:
+    """timings after a run of Napping, traced: nap's time is the seconds it slept, a bit more."""
+    times = timings.get("nap") if isinstance(timings, dict) else None
+    assert isinstance(times, list) and times, f"timings['nap'] should be a list of times: {times}"
+    short = [t for t in times if is_seconds(t) and t < NAP_SECONDS]
+    assert not short, (
+        f"nap sleeps {NAP_SECONDS} s, yet its time is {short[0]!r}: is that the wall time "
+        "(time.perf_counter()), or CPU time (time.process_time()), which a sleep does not spend?"
+    )
+    long = [t for t in times if is_seconds(t) and t > 1]
+    assert not long, (
+        f"nap sleeps {NAP_SECONDS} s, yet its time is {long[0]!r}: is that seconds, or "
+        "milliseconds?"
+    )
 
 
 try:

@@ -7,12 +7,15 @@ notebook 的准备单元格从这里导入 TIMED_OPS 和 target_text。
 """
 
 import math
+import time
 
 import torch
 import torch.fx
+import torch.nn as nn
 
 TIMED_OPS = ("call_function", "call_method", "call_module")
 MOST_SECONDS = 60  # 测试用的小模型里，没有哪个节点会花上一分钟
+NAP_SECONDS = 0.02  # `nap` 睡眠多久
 
 
 def target_text(node: torch.fx.Node) -> str:
@@ -117,6 +120,36 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         assert math.isclose(row["percent"], share), f"{row['name']}：percent 应为 {share:.3f}"
     assert totals == sorted(totals, reverse=True), "各行按总时间排序，最慢的在前"
     return rows
+
+
+def nap(x):
+    """睡眠 NAP_SECONDS 之后返回 x：一个墙钟时间已知、几乎不花 CPU 时间的节点。"""
+    time.sleep(NAP_SECONDS)
+    return x
+
+
+torch.fx.wrap("nap")  # 追踪后是一个 call_function 节点，运行时会睡眠
+
+
+class Napping(nn.Module):
+    """先 relu，再 nap：一个含一个睡眠节点的模型。"""
+
+    def forward(self, x):
+        return nap(torch.relu(x))
+
+
+def check_wall_seconds(timings) -> None:
+    """追踪后的 Napping 运行一次之后的 timings：nap 的时间就是它睡眠的秒数，或稍多一点。"""
+    times = timings.get("nap") if isinstance(timings, dict) else None
+    assert isinstance(times, list) and times, f"timings['nap'] 应是时间的列表，而不是 {times}"
+    short = [t for t in times if is_seconds(t) and t < NAP_SECONDS]
+    assert not short, (
+        f"nap 睡眠 {NAP_SECONDS} 秒，它的时间却是 {short[0]!r}：这是墙钟时间（time.perf_counter()），还是睡眠时并不花费的 CPU 时间（time.process_time()）？"
+    )
+    long = [t for t in times if is_seconds(t) and t > 1]
+    assert not long, (
+        f"nap 睡眠 {NAP_SECONDS} 秒，它的时间却是 {long[0]!r}：这是秒，还是毫秒？"
+    )
 
 
 try:
