@@ -24,6 +24,9 @@ from fxcourse.compiler_cases import defined
 
 BODIES = ("x * {c}", "x + {c}", "torch.sin(x) * {c}", "torch.exp(x) - {c}", "x / {c}")
 BODIES += ("torch.tanh(x) + {c}", "torch.relu(x) * {c}", "(x - {c}) * x")
+# a body whose function holds a code object of its own (a generator expression's): a key made
+# of repr(co_consts) prints that object's address, which differs in the next process
+NESTED = "sum(torch.cos(x * k) for k in (1, {c}))"
 SWAPS = {"*": "/", "/": "*", "+": "-", "-": "+", "sin": "cos", "exp": "expm1"}
 SWAPS |= {"tanh": "sigmoid", "relu": "selu"}
 
@@ -92,8 +95,11 @@ def draw_rules(make) -> RuleCase:
     """A rule set of one to three rules, and one edit of each kind (a rule removed, and two
     rules' replacements exchanged, when it has more than one)."""
     rng, rules, used = make.rng, [], set()
+    nested = make.each((True, False))  # every run: a rule set with a nested code object
     for number in range(make.each((1, 2, 3))):  # every run: sets of two and three rules
         bodies = [fresh_body(rng, used) for _ in "sr"]
+        if nested and number == 0:
+            bodies[1] = NESTED.format(c=rng.choice((2, 3, 0.5, 1.5)))
         names = (f"find_{number}", f"make_{number}")
         rules.append((names[0], bodies[0], names[1], bodies[1]))
     swap = lambda body: one_swap(body, rng)  # noqa: E731

@@ -301,7 +301,23 @@ def rules_key(rules):
     text = "\\n".join(inspect.getsource(fn) for rule in rules for fn in rule)
     return hashlib.sha256(text.encode()).hexdigest()
 """,
-    "bytecode, constants and names": """
+    "bytecode, constants and names, nested code objects opened": """
+import hashlib
+
+def code_parts(code):
+    yield code.co_code.hex() + repr(code.co_names)
+    for constant in code.co_consts:
+        yield from code_parts(constant) if hasattr(constant, "co_code") else [repr(constant)]
+
+def rules_key(rules):
+    parts = [part for rule in rules for fn in rule for part in code_parts(fn.__code__)]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+""",
+}
+EACH = "for rule in rules for f in rule"
+WRONG_9_3 = {
+    # red team redJ: repr of a nested code object (a generator expression's) holds its address
+    "bytecode and repr of constants": """
 import hashlib
 
 def rules_key(rules):
@@ -312,9 +328,6 @@ def rules_key(rules):
             parts.append(code.co_code.hex() + repr(code.co_consts) + repr(code.co_names))
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 """,
-}
-EACH = "for rule in rules for f in rule"
-WRONG_9_3 = {
     "a fixed string": "def rules_key(rules):\n    return 'v1'\n",
     "names": f"def rules_key(rules):\n    return ','.join(f.__name__ {EACH})\n",
     "id": f"def rules_key(rules):\n    return str([id(f.__code__) {EACH}])\n",
