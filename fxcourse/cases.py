@@ -119,9 +119,13 @@ class CaseMaker:
 
     def each(self, options: Sequence):
         """options[k] for this case, each option once per len(options) consecutive cases."""
+        return self.each_of_case(options, self.index)
+
+    def each_of_case(self, options: Sequence, index: int):
+        """What `each(options)` gives the case `index` of this run."""
         order = list(range(len(options)))
         random.Random(f"{self.run_seed}:{len(options)}:{options!r}").shuffle(order)
-        return options[order[self.index % len(options)]]
+        return options[order[index % len(options)]]
 
     def word(self, avoid: Sequence[str] = ()) -> str:
         return self.choice([w for w in WORDS if w not in avoid])

@@ -189,16 +189,9 @@ CHAIN_KINDS = ["last", "first", "middle", "balanced"]  # where the wrong vector 
 def _fault_the_balanced_case_gives_up(make) -> str | None:
     """NaN or inf when the run's balanced case draws it (and takes "plus one" instead): the
     cases after the first four repeat their kinds and faults, so one of them takes it up."""
-    import random
-
-    def drawn(options: list, index: int):  # what make.each gives the case `index` of this run
-        order = list(range(len(options)))
-        random.Random(f"{make.run_seed}:{len(options)}:{options!r}").shuffle(order)
-        return options[order[index % len(options)]]
-
     for index in range(len(CHAIN_KINDS)):
-        if drawn(CHAIN_KINDS, index) == "balanced":
-            fault = drawn(list(FAULTS), index)
+        if make.each_of_case(CHAIN_KINDS, index) == "balanced":
+            fault = make.each_of_case(list(FAULTS), index)
             return fault if fault in ("NaN", "inf") else None
     return None
 
