@@ -86,6 +86,13 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "1.1 the differences squeezed at the last dimension (red team redK)": """
+def row_steps(x):
+    return (x[1:] - x[:-1]).squeeze(-1)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
     "3.5 a rule with torch.relu in a table without RULES' own rules (red team redC)": """
 def sigmoid_from_exp(x):
     return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))

@@ -228,6 +228,28 @@ def unshare_modules(gm):
         ),
     ),
 }
+AFFINE_ASSUMED = {  # bn.weight and bn.bias read as they are: None in an affine=False BatchNorm
+    "gamma = bn.weight if bn.weight is not None else torch.ones_like(bn.running_var)": (
+        "gamma = bn.weight"
+    ),
+    "beta = bn.bias if bn.bias is not None else torch.zeros_like(bn.running_var)": "beta = bn.bias",
+}
+
+
+def affine_assumed(answer: str) -> str:
+    for right, assumed in AFFINE_ASSUMED.items():
+        answer = answer.replace(right, assumed)
+    return answer
+
+
+WRONG["4.1 an affine BatchNorm assumed (red team redK)"] = (
+    "4.1",
+    affine_assumed(FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
+)
+WRONG["4.4 an affine BatchNorm assumed (red team redK)"] = (
+    "4.4",
+    affine_assumed(DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(".detach() if", " if")),
+)
 HONEST = {
     "4.1 with eps": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
     "4.4 own scale and shift": ("4.4", DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS)),
@@ -273,6 +295,13 @@ def test_every_run_holds_a_batchnorm_whose_eps_a_fold_cannot_forget(builders, tr
         made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
         norms = [bn for objects in made for bn in batchnorms_of(objects) if bn.track_running_stats]
         assert any(bn.eps >= 0.05 and bn.running_var.max() <= 0.5 for bn in norms), run_seed
+
+
+@pytest.mark.parametrize("tryit_id", ["4.1", "4.4"])
+def test_every_run_holds_an_affine_false_batchnorm(builders, tryit_id):
+    for run_seed in range(100):
+        made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
+        assert any(not bn.affine for objects in made for bn in batchnorms_of(objects)), run_seed
 
 
 def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
