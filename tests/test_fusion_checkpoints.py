@@ -114,12 +114,13 @@ from collections import Counter
 def fuse_linear_bn(gm, example):
     ShapeProp(gm).propagate(example)
     calls = Counter({counted} for n in gm.graph.find_nodes(op="call_module"))
+    fetched = {{n.target.rpartition(".")[0] for n in gm.graph.find_nodes(op="get_attr")}}
     for bn_node in gm.graph.find_nodes(op="call_module"):
         source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
         if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
             continue
         linear = gm.get_submodule(source.target)
-        alone = len(source.users) == 1 and calls[{source_counted}] == 1
+        alone = len(source.users) == 1 and calls[{source_counted}] == 1 and {unread}
         flat = len(source.meta["tensor_meta"].shape) == 2
         if type(linear) is nn.Linear and alone and flat and {tracked}:
             scale = (bn.weight if bn.affine else 1) / {root}
@@ -138,7 +139,7 @@ def fuse_linear_bn(gm, example):
     return gm
 """
 BY_OBJECT = {"counted": "id(gm.get_submodule(n.target))", "tracked": "bn.running_mean is not None"}
-BY_OBJECT["source_counted"] = "id(linear)"
+BY_OBJECT |= {"source_counted": "id(linear)", "unread": "source.target not in fetched"}
 RIGHT_ROOT = "torch.sqrt(bn.running_var + bn.eps)"
 
 WRONG = {
@@ -208,8 +209,13 @@ def unshare_modules(gm):
             source_counted="source.target",
             root=RIGHT_ROOT,
             tracked="bn.running_mean is not None",
+            unread=BY_OBJECT["unread"],
         ),
     ),  # fmt: skip
+    "4.3 a Linear whose weight a get_attr node reads folded (red team redK)": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **{**BY_OBJECT, "unread": "True"}),
+    ),
     "4.3 bn_node.args[0]: a BatchNorm given its input by keyword has none (red team redG)": (
         "4.3",
         FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT).replace(
