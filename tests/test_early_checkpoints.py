@@ -826,6 +826,13 @@ class SkipModule(Interpreter):
             return args[0] if args else kwargs["input"]
         return super().call_module(target, args, kwargs)
 """,
+    "3.3 a .contiguous()'s own memory_format= ignored (red team redK)": PASS_THROUGHS.format(
+        propagated="example", drop="meta.memory_format is torch.contiguous_format"
+    ),
+    "3.3 every .contiguous(memory_format=...) kept (red team redK)": PASS_THROUGHS.format(
+        propagated="example",
+        drop="meta.memory_format is torch.contiguous_format and not node.kwargs",
+    ),
     "3.3 contiguous when strides equal a fresh tensor's: size-1 dimensions' differ (redI)": (
         PASS_THROUGHS
     ).format(
@@ -870,15 +877,20 @@ def sigmoid_from_exp(x):
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
     "3.3 layouts read by an Interpreter run of its own, with no ShapeProp (red team redI)": """
+default = torch.contiguous_format
+
+
 class Layouts(fx.Interpreter):
     def __init__(self, gm):
         super().__init__(gm)
-        self.contiguous = {}
+        self.layout = {}
 
     def run_node(self, node):
         value = super().run_node(node)
-        if isinstance(value, torch.Tensor):
-            self.contiguous[node] = value.is_contiguous()
+        if isinstance(value, torch.Tensor):  # the first layout it is contiguous in
+            laid = (default, torch.channels_last) if value.dim() == 4 else (default,)
+            found = [f for f in laid if value.is_contiguous(memory_format=f)]
+            self.layout[node] = found[0] if found else None
         return value
 
 
@@ -889,7 +901,7 @@ def remove_pass_throughs(gm, example):
     for node in list(gm.graph.nodes):
         module = gm.get_submodule(node.target) if node.op == "call_module" else None
         if node.op == "call_method" and node.target == "contiguous":
-            drop = layouts.contiguous[node.args[0]]
+            drop = layouts.layout[node.args[0]] is node.kwargs.get("memory_format", default)
         else:
             drop = isinstance(module, nn.Identity) or (
                 isinstance(module, nn.Dropout) and not module.training
@@ -1002,7 +1014,8 @@ def remove_pass_throughs(gm, example):
     for node in list(gm.graph.nodes):
         module = gm.get_submodule(node.target) if node.op == "call_module" else None
         if node.op == "call_method" and node.target == "contiguous":
-            drop = node.args[0].meta["tensor_meta"].memory_format is torch.contiguous_format
+            asked = node.kwargs.get("memory_format", torch.contiguous_format)
+            drop = node.args[0].meta["tensor_meta"].memory_format is asked
         else:
             drop = isinstance(module, nn.Identity) or (
                 isinstance(module, nn.Dropout) and not module.training
@@ -1015,7 +1028,8 @@ def remove_pass_throughs(gm, example):
 """,
     "3.3 contiguity from empty_strided(shape, stride) (red team s7)": PASS_THROUGHS.format(
         propagated="example",
-        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous()",
+        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous("
+        "memory_format=node.kwargs.get('memory_format', torch.contiguous_format))",
     ),
     "3.5 exp_ in place on a negated copy (red team s7)": """
 def sigmoid_from_exp(x):
