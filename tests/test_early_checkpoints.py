@@ -1282,3 +1282,20 @@ def use_gelu(gm):
 """
     problem = verdict("3.4", answer, 1, monkeypatch)
     assert "Expected FunctionType" in problem and "a def or a lambda" in problem
+
+
+def test_a_none_read_in_the_learners_own_line_names_where_a_none_comes_from(monkeypatch):
+    """2.3's tensor_meta of an int result (None) read as `meta.shape` in the answer's own line:
+    the message asked only whether each function returns its value (red team redK)."""
+    answer = """
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    total = 0
+    for node in gm.graph.nodes:
+        if node.op.startswith("call_"):
+            meta = node.meta.get("tensor_meta")
+            total += meta.shape.numel() * meta.dtype.itemsize
+    return total
+"""
+    problem = verdict("2.3", answer, 1, monkeypatch)
+    assert "NoneType" in problem and "node.meta.get" in problem, problem

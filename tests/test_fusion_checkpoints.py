@@ -479,3 +479,12 @@ def fold_pre_bn(bn, conv):
 """
     problems = [problem(chapter, "4.1", answer, seed, monkeypatch) for seed in range(2)]
     assert all(p and "float64's precision" in p for p in problems), problems
+
+
+def test_a_fold_that_reads_bn_weight_of_an_affine_false_batchnorm_is_told_why(chapter, monkeypatch):
+    """The learner's own line `bn.weight / ...` met None (affine=False): the message asked whether
+    each function returns its value (red team redK)."""
+    _, answer = WRONG["4.1 an affine BatchNorm assumed (red team redK)"]
+    told = problem(chapter, "4.1", answer, RUN_SEEDS[0], monkeypatch)
+    assert "NoneType" in told and "affine=False" in told, told
+    assert "return its value?" not in told, told
