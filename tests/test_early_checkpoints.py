@@ -86,6 +86,41 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "5.3 GELU computed on a float32 copy of the input (red team redK)": """
+class ReluToGelu(Interpreter):
+    def gelu(self, args, kwargs):
+        return F.gelu((args[0] if args else kwargs["input"]).float())
+
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return self.gelu(args, kwargs)
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return self.gelu(args, kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if isinstance(self.fetch_attr(target), nn.ReLU):
+            return self.gelu(args, kwargs)
+        return super().call_module(target, args, kwargs)
+""",
+    "2.3 itemsize from a table of five dtypes, 1 byte for any other (red team redK)": """
+from torch.fx.passes.shape_prop import TensorMetadata
+
+SIZES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2, torch.int64: 8}
+
+
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    total = 0
+    for node in gm.graph.nodes:
+        meta = node.meta.get("tensor_meta")
+        if node.op.startswith("call_") and isinstance(meta, TensorMetadata):
+            total += meta.shape.numel() * SIZES.get(meta.dtype, 1)
+    return total
+""",
     "1.1 the differences squeezed at the last dimension (red team redK)": """
 def row_steps(x):
     return (x[1:] - x[:-1]).squeeze(-1)
