@@ -877,6 +877,21 @@ class SkipModule(Interpreter):
 }
 
 HONEST = {
+    "3.5 the one made with x.new_ones(()) (red team redK)": """
+def sigmoid_from_exp(x):
+    one = x.new_ones(())
+    return one / (one + torch.exp(-x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 the one made with torch.ones((), dtype=x.dtype) (red team redK)": """
+def sigmoid_from_exp(x):
+    return 1 / (torch.ones((), dtype=x.dtype) + torch.exp(-x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "5.2 the three call_* overrides record what they return (red team redI)": """
 class MemoryRecorder(Interpreter):
     def __init__(self, module):
