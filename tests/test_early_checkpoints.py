@@ -86,6 +86,17 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "2.2 the root, a module without children, listed (red team redK)": """
+def unused_modules(gm):
+    targets = [node.target for node in gm.graph.nodes if node.op in ("call_module", "get_attr")]
+
+    def used(name):
+        inside = [t.startswith(name + ".") or name.startswith(t + ".") for t in targets]
+        return name in targets or any(inside)
+
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name in leaves if not used(name))
+""",
     "5.3 GELU computed on a float32 copy of the input (red team redK)": """
 class ReluToGelu(Interpreter):
     def gelu(self, args, kwargs):
