@@ -252,6 +252,13 @@ WRONG["4.1 an affine BatchNorm assumed (red team redK)"] = (
     "4.1",
     affine_assumed(FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
 )
+WRONG["4.1 the folded weight registered as a buffer (red team redK)"] = (
+    "4.1",
+    FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+        "fused.weight = nn.Parameter(weight * scale.reshape(per_in))",
+        'del fused.weight\n        fused.register_buffer("weight", weight * scale.reshape(per_in))',
+    ),
+)
 WRONG["4.4 an affine BatchNorm assumed (red team redK)"] = (
     "4.4",
     affine_assumed(DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(".detach() if", " if")),
