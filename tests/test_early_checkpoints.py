@@ -86,6 +86,14 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "1.3 a child kept a leaf only when its name is a word (red team redK)": """
+class TopLevelTracer(fx.Tracer):
+    def is_leaf_module(self, m, module_qualified_name):
+        return module_qualified_name.isidentifier()
+
+
+top_level = fx.GraphModule(gated_net, TopLevelTracer().trace(gated_net))
+""",
     "2.2 the root, a module without children, listed (red team redK)": """
 def unused_modules(gm):
     targets = [node.target for node in gm.graph.nodes if node.op in ("call_module", "get_attr")]

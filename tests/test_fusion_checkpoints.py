@@ -252,6 +252,20 @@ WRONG["4.1 an affine BatchNorm assumed (red team redK)"] = (
     "4.1",
     affine_assumed(FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
 )
+WRONG["4.1 a conv with a bias assumed (red team redK)"] = (
+    "4.1",
+    FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+        "conv.bias.detach() if conv.bias is not None else torch.zeros_like(seen)",
+        "conv.bias.detach()",
+    ),
+)
+WRONG["4.4 a ConvTranspose with a bias assumed (red team redK)"] = (
+    "4.4",
+    DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(
+        "deconv.bias.detach() if deconv.bias is not None else torch.zeros_like(shift)",
+        "deconv.bias.detach()",
+    ),
+)
 WRONG["4.1 the folded weight registered as a buffer (red team redK)"] = (
     "4.1",
     FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
