@@ -1365,3 +1365,21 @@ def activation_bytes(gm, example):
 """
     problem = verdict("2.3", answer, 1, monkeypatch)
     assert "NoneType" in problem and "node.meta.get" in problem, problem
+
+
+def test_a_sigmoid_left_in_its_keyword_form_is_named_so(monkeypatch):
+    """3.1 by replace_pattern: its patterns match torch.sigmoid(x), not torch.sigmoid(input=x);
+    the message asked which node kinds call a sigmoid (red team redK)."""
+    answer = """
+from torch.fx import subgraph_rewriter
+
+
+def use_hardsigmoid(gm):
+    for pattern in (lambda x: torch.sigmoid(x), lambda x: x.sigmoid()):
+        subgraph_rewriter.replace_pattern(gm, pattern, lambda x: F.hardsigmoid(x))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+    problems = [verdict("3.1", answer, seed, monkeypatch) for seed in (1, 2, 3)]
+    assert all(p and "by keyword" in p for p in problems), problems
