@@ -180,6 +180,29 @@ WRONG = {
         "4.2",
         UNSHARE.format(skip="not list(module.parameters())", copy="copy.deepcopy"),
     ),
+    "4.2 a copy named after its node overwrites a module of that name (red team redM)": (
+        "4.2",
+        UNSHARE.format(skip="False", copy="copy.deepcopy").replace(
+            'f"{node.name}_own"', "node.name"
+        ),
+    ),
+    "4.2 a copy named target + count ('conv1') overwrites a module (red team redM)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    calls = {}
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        count = calls.get(id(module), 0)
+        if count:
+            node.target = node.target.replace(".", "_") + str(count)
+            gm.add_submodule(node.target, copy.deepcopy(module))
+        calls[id(module)] = count + 1
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
     "4.2 only the last call of a shared module copied (red team s7)": (
         "4.2",
         """
@@ -278,6 +301,25 @@ HONEST = {
     "4.1 with eps": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
     "4.4 own scale and shift": ("4.4", DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS)),
     "4.2 deepcopy": ("4.2", UNSHARE.format(skip="False", copy="copy.deepcopy")),
+    "4.2 a copy under a name checked free first (red team redM)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    seen = set()
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        if id(module) in seen:
+            name, count = node.target.replace(".", "_") + "_copy", 1
+            while hasattr(gm, name):
+                name, count = f"{node.target.replace('.', '_')}_copy{count}", count + 1
+            gm.add_submodule(name, copy.deepcopy(module))
+            node.target = name
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
     "4.3 own fold, calls counted by object": (
         "4.3",
         FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT),
