@@ -102,6 +102,52 @@ def unused_modules(gm):
     leaves = [name for name, m in gm.named_modules() if not list(m.children())]
     return sorted(name for name in leaves if not used(name))
 """,
+    "5.1 the input handed on detached: no gradient flows back through it (red team redM)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def call_module(self, target, args, kwargs):
+        if target == self.skip:
+            return (args[0] if args else kwargs["input"]).detach()
+        return super().call_module(target, args, kwargs)
+""",
+    "5.1 the ablated run under torch.no_grad() (red team redM)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def run(self, *args, **kwargs):
+        with torch.no_grad():
+            return super().run(*args, **kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if target == self.skip:
+            return args[0] if args else kwargs["input"]
+        return super().call_module(target, args, kwargs)
+""",
+    "5.3 F.gelu of each ReLU's input, detached: the model no longer trains (red team redM)": """
+class ReluToGelu(Interpreter):
+    def gelu(self, args, kwargs):
+        return F.gelu(args[0] if args else kwargs["input"]).detach()
+
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return self.gelu(args, kwargs)
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return self.gelu(args, kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if isinstance(self.fetch_attr(target), nn.ReLU):
+            return self.gelu(args, kwargs)
+        return super().call_module(target, args, kwargs)
+""",
     "5.3 GELU computed on a float32 copy of the input (red team redK)": """
 class ReluToGelu(Interpreter):
     def gelu(self, args, kwargs):
