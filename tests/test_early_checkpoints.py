@@ -148,6 +148,20 @@ class ReluToGelu(Interpreter):
             return self.gelu(args, kwargs)
         return super().call_module(target, args, kwargs)
 """,
+    "5.2 a tuple's top level only: nn.LSTM's (h, c) left out (red team redM)": """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        values = result if isinstance(result, (tuple, list)) else [result]
+        tensors = [value for value in values if isinstance(value, torch.Tensor)]
+        if node.op not in ("placeholder", "get_attr") and tensors:
+            self.bytes_by_node[node.name] = sum(t.numel() * t.element_size() for t in tensors)
+        return result
+""",
     "5.3 GELU computed on a float32 copy of the input (red team redK)": """
 class ReluToGelu(Interpreter):
     def gelu(self, args, kwargs):
@@ -965,8 +979,13 @@ class MemoryRecorder(Interpreter):
         return super().run_node(node)
 
     def record(self, result):
-        values = result if isinstance(result, tuple) else (result,)
-        tensors = [value for value in values if isinstance(value, torch.Tensor)]
+        tensors, todo = [], [result]  # a tuple's tensors at any depth (redM: nn.LSTM's (h, c))
+        while todo:
+            value = todo.pop()
+            if isinstance(value, torch.Tensor):
+                tensors.append(value)
+            elif isinstance(value, tuple):
+                todo.extend(value)
         if tensors:
             self.bytes_by_node[self.current] = sum(t.nbytes for t in tensors)
         return result
