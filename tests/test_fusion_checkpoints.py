@@ -203,6 +203,20 @@ def unshare_modules(gm):
     return gm
 """,
     ),
+    "4.2 every call given a copy, the originals deleted (red team redM)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        node.target = f"{node.name}_own"
+        gm.add_submodule(node.target, copy.deepcopy(module))
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
     "4.2 only the last call of a shared module copied (red team s7)": (
         "4.2",
         """
