@@ -147,12 +147,19 @@ ARGUMENTS = ("x", "tokens", "features", "inputs", "batch", "values")
 
 
 def writer_model(
-    make, buffers: list[str], written: list[str], argument: str | None, kept: str | None = None
+    make,
+    buffers: list[str],
+    written: list[str],
+    argument: str | None,
+    kept: str | None = None,
+    loose: str | None = None,
 ):
     """A model with the buffers `buffers`; forward adds to those in `written` and, when
     `argument` is given, multiplies its input (named `argument`) in place. The buffer `kept`
     (the first, when given) is written too, as a running minimum that starts far below any
-    input: the write leaves its values as they were (running the model shows no change)."""
+    input: the write leaves its values as they were (running the model shows no change). The
+    buffer `loose` is registered with persistent=False: a buffer still, but out of the state
+    dict (export keeps its value among the program's constants)."""
     name = argument or make.choice(ARGUMENTS)
     body = [f"def forward(self, {name}):", f"    value = {name}"]
     if argument:
@@ -169,7 +176,7 @@ def writer_model(
     model = type(make.word().title(), (nn.Module,), {"forward": scope["forward"]})()
     for buffer in buffers:
         start = make.tensor(3) - (1000.0 if buffer == kept else 0.0)
-        model.register_buffer(buffer, start)
+        model.register_buffer(buffer, start, persistent=buffer != loose)
     return model
 
 
@@ -179,7 +186,8 @@ def stateful_models(make):
     statistics without a trailing underscore, and one in eval mode, which writes none of its
     buffers (listing a norm layer's buffers whatever its mode is refused), maybe with a
     LayerNorm; names drawn. The model that writes buffers only writes its first one with the
-    values it holds: a write all the same, which running the program cannot show."""
+    values it holds: a write all the same, which running the program cannot show; and the last
+    buffer it writes is not persistent (out of program.state_dict, a buffer all the same)."""
     kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
     kind = make.each(kinds)
     if kind in ("training batchnorm", "norm"):
@@ -197,7 +205,8 @@ def stateful_models(make):
     argument = make.choice(ARGUMENTS) if kind != "buffers only" else None
     kept = buffers[0] if kind == "buffers only" else None  # a write that changes no value
     written = [*dict.fromkeys([kept, *written])] if kept else written
-    model = writer_model(make, buffers, written, argument, kept)
+    loose = written[-1] if kind == "buffers only" else None  # a written buffer, not persistent
+    model = writer_model(make, buffers, written, argument, kept, loose)
     make.note(
         _("buffers {names}, of which forward writes {written}, argument {argument}").format(
             names=buffers, written=written, argument=argument
@@ -207,6 +216,8 @@ def stateful_models(make):
         make.note(
             _("{name} is written with the values it holds (a running minimum)").format(name=kept)
         )
+    if loose:
+        make.note(_("{name} is registered with persistent=False").format(name=loose))
     return model, make.tensor(make.integer(1, 4), 3)
 
 

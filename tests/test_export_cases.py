@@ -95,6 +95,25 @@ def test_checkpoint_7_3_refuses_judging_writes_by_running_the_program_in_every_r
         assert changed_by_running(program) != written(program), run_seed
 
 
+def persistent_only(program: torch.export.ExportedProgram) -> list[str]:
+    """The red team's (redL) answer: the written buffers that program.state_dict holds, and the
+    written inputs; a buffer registered with persistent=False is a buffer all the same."""
+    signature = program.run_decompositions().graph_signature
+    buffers = [b for b in signature.buffers_to_mutate.values() if b in program.state_dict]
+    return sorted([*buffers, *signature.user_inputs_to_mutate.values()])
+
+
+def test_checkpoint_7_3_refuses_leaving_out_a_buffer_outside_the_state_dict_in_every_run():
+    """Every run has a written buffer registered with persistent=False: export keeps its value
+    among the program's constants, not in its state_dict, and lists its write all the same."""
+    for run_seed, drawn in runs(export_cases.stateful_models, 5, EXPORT_RUNS):
+        cases = [SimpleNamespace(objects=lambda pair=pair: pair) for pair in drawn]
+        _joined, program = export_cases.joined_program(cases, named=True)
+        wanted = written(program)
+        assert any(name in program.constants for name in wanted), run_seed
+        assert persistent_only(program) != wanted, run_seed
+
+
 class Masked(nn.Module):  # chapter 7's
     def forward(self, tokens, mask):
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
