@@ -120,8 +120,8 @@ WRONG["mean relative error"] = climb(
 
 
 def test_6_3_judges_a_tolerance_the_same_way_in_every_run():
-    """The "dynamo off" fault is OFF * min(1, |value|) and every sample has values below and
-    above 1 in size: a tolerance whose atol + rtol reaches OFF misses it in every run, one well
+    """The "dynamo off" fault is OFF * min(1, |value|) in a few places, one of them the value
+    nearest 1 in size: a tolerance whose atol + rtol reaches OFF misses it in every run, one well
     below catches it in every run (the fault used to grow with the largest value drawn)."""
     for run_seed in random.Random().sample(range(10**6), 60):
         drawn = {
