@@ -14,9 +14,9 @@ import math
 import os
 import random
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
+import check_cells
 import pytest
 import torch
 import torch.fx as fx
@@ -135,22 +135,13 @@ def numpy_total(forward, backward):  # honest (redH): np.prod over a shape gives
 
 def test_checkpoint_9_1_takes_a_numpy_integer_for_the_number_it_is(monkeypatch):
     """The check cell of 9.1, run with an answer whose total is numpy's int64: a number."""
-    import nbformat
-
-    from courseware import authoring
     from fxcourse import tryit
 
-    path = Path(__file__).resolve().parents[1] / "solutions" / "09_fx_inside_the_compiler.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["9.1"]["check"]]
+    check = check_cells.check_source("09_fx_inside_the_compiler", "9.1")
     forward, backward = split_losses(RUN_SEEDS[0])[0]
     namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
     namespace |= {"saved_bytes": numpy_total, "forward": forward, "backward": backward}
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem is None, result.problem
 
 

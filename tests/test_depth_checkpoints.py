@@ -11,9 +11,8 @@ from __future__ import annotations
 import ast
 import os
 import random
-from pathlib import Path
 
-import nbformat
+import check_cells
 import pytest
 import torch
 
@@ -22,11 +21,7 @@ from fxcourse import compile_depth, serve_cases, tryit
 from fxcourse.capture import structured_trace, tlparse, what_each_call_compiled
 from fxcourse.cases import CaseMaker, makers_of
 
-ROOT = Path(__file__).resolve().parents[1]
-CHAPTERS = {
-    "10": ROOT / "solutions" / "10_compile_and_export_in_depth.ipynb",
-    "12": ROOT / "solutions" / "12_export_in_depth.ipynb",
-}
+CHAPTERS = {"10": "10_compile_and_export_in_depth", "12": "12_export_in_depth"}
 SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))))
 NEEDS = {"10.1": ["doubled_relu"], "10.2": ["Scorer"], "10.3": [], "12.1": ["Interleave"]}
 NEEDS["12.2"] = []
@@ -35,14 +30,13 @@ NEEDS["12.2"] = []
 def chapter_namespace(tryit_id: str) -> tuple[dict, str]:
     """A namespace with the chapter's first code cell run and the definitions the check needs,
     and the check cell's source."""
-    nb = nbformat.read(CHAPTERS[tryit_id.split(".")[0]], as_version=4)
-    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    stem = CHAPTERS[tryit_id.split(".")[0]]
+    code = [cell.source for cell in check_cells.solution(stem).cells if cell.cell_type == "code"]
     namespace: dict = {"__name__": "chapter"}
     exec(compile(code[0], "setup", "exec"), namespace)
     for name in NEEDS[tryit_id]:
         exec(compile(definition(code, name), name, "exec"), namespace)
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)[tryit_id]["check"]]
-    return namespace, check
+    return namespace, check_cells.check_source(stem, tryit_id)
 
 
 def definition(sources: list[str], name: str) -> str:
@@ -57,13 +51,9 @@ def definition(sources: list[str], name: str) -> str:
 def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
     """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
     namespace, check = chapter_namespace(tryit_id)
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
     exec(compile(answer, "answer", "exec"), namespace)
     tryit.replay(tryit_id, seed)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.cases_run >= tryit.MIN_CASES or not result.passed
     return result.problem
 
@@ -283,7 +273,7 @@ def test_a_wrong_answer_is_refused_in_every_run(mistake, seed, monkeypatch):
 
 
 def reference_answer(tryit_id: str) -> str:
-    nb = nbformat.read(CHAPTERS[tryit_id.split(".")[0]], as_version=4)
+    nb = check_cells.solution(CHAPTERS[tryit_id.split(".")[0]])
     (answer,) = [nb.cells[i].source for i in authoring.tryits(nb)[tryit_id]["answer"]]
     return answer
 
@@ -329,8 +319,7 @@ def test_10_3_refuses_a_comparison_of_the_finite_places_only_in_every_run(seed, 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_reference_rule_of_10_1_is_what_torch_compiles(seed):
-    nb = nbformat.read(CHAPTERS["10"], as_version=4)
-    (answer,) = [nb.cells[i].source for i in authoring.tryits(nb)["10.1"]["answer"]]
+    answer = reference_answer("10.1")
     namespace: dict = {}
     exec(compile(answer, "answer", "exec"), namespace)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 from types import SimpleNamespace
 
+import check_cells
 import pytest
 import torch
 from torch import nn
@@ -382,23 +382,14 @@ def test_checkpoint_6_2_refuses_a_smooth_blend_of_the_branches(steepness):
 def test_checkpoint_6_2_refuses_an_answer_that_writes_into_x(monkeypatch):
     """The red team's (redJ) answer: the right values and one graph, from `x.sin_()`, which
     changes the caller's tensor (sign_dependent never does)."""
-    import nbformat
-
-    from courseware import authoring
     from fxcourse import tryit
 
     def writes_into_x(x):
         other = torch.cos(x) - 1
         return torch.where(x.sum() > 0, x.sin_() * 2, other)
 
-    path = Path(__file__).resolve().parents[1] / "solutions" / "06_torch_compile.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["6.2"]["check"]]
+    check = check_cells.check_source("06_torch_compile", "6.2")
     namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
     namespace["sign_dependent_no_break"] = writes_into_x
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "wrote into its input x" in result.problem, result.problem

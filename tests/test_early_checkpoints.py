@@ -10,6 +10,7 @@ import os
 from functools import cache
 from pathlib import Path
 
+import check_cells
 import nbformat
 import pytest
 
@@ -49,13 +50,9 @@ def verdict(tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
     """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
     base, check = before_the_check(tryit_id)
     namespace = dict(base)
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
     exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
     tryit.replay(tryit_id, seed)
-    exec(compile(check, "check", "exec"), namespace)  # noqa: S102
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.cases_run >= tryit.MIN_CASES or not result.passed
     return result.problem
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
 from types import SimpleNamespace
 
+import check_cells
 import pytest
 import torch
 from torch import nn
@@ -471,23 +471,23 @@ def in_float32(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redH
     return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
 
 
+def chapter_7_before(tryit_id: str, setup_start: str) -> tuple[dict, str]:
+    """A namespace holding chapter 7's code cell that starts with `setup_start`, and the source
+    of `tryit_id`'s check cell."""
+    from fxcourse import tryit
+
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
+    setup = check_cells.code_cell_starting("07_torch_export", setup_start)
+    exec(compile(setup, "setup", "exec"), namespace)
+    return namespace, check_cells.check_source("07_torch_export", tryit_id)
+
+
 @pytest.mark.parametrize("kernel", [in_float32, negated])
 def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
     """The red team's (redH) real kernel took the maxima in float32 and cast them back: within
     a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly; a
     kernel that negates is wrong for bytes (redJ)."""
-    import nbformat
-
-    from courseware import authoring
-    from fxcourse import tryit
-
-    root = Path(__file__).resolve().parents[1]
-    nb = nbformat.read(root / "solutions" / "07_torch_export.ipynb", as_version=4)
-    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
-    (setup,) = [source for source in code if source.startswith("def window_max(")]
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["7.4"]["check"]]
-    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
-    exec(compile(setup, "setup", "exec"), namespace)
+    namespace, check = chapter_7_before("7.4", "def window_max(")
 
     @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
     def rounded(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -498,33 +498,14 @@ def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
         return x.new_empty((*x.shape[:-1], x.shape[-1] - k + 1))
 
     namespace["window_max_op"] = rounded
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "window_max(x, k)" in result.problem, result.problem
 
 
 def test_checkpoint_7_5_tells_a_tuple_it_is_not_the_list_asked_for(monkeypatch):
     """The red team's (redJ) right operators in a sorted tuple heard "which ops, how often?":
     the message now names the type."""
-    import nbformat
-
-    from courseware import authoring
-    from fxcourse import tryit
-
-    root = Path(__file__).resolve().parents[1]
-    nb = nbformat.read(root / "solutions" / "07_torch_export.ipynb", as_version=4)
-    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
-    (setup,) = [source for source in code if source.startswith("class Block(nn.Module):")]
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["7.5"]["check"]]
-    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
-    exec(compile(setup, "setup", "exec"), namespace)
+    namespace, check = chapter_7_before("7.5", "class Block(nn.Module):")
     namespace["ops_inside"] = lambda program, path: tuple(unflattened_walk(program, path))
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "gave a tuple: return a sorted list" in result.problem

@@ -13,6 +13,7 @@ import json
 import os
 import random
 
+import check_cells
 import nbformat
 import pytest
 from torch import nn
@@ -48,14 +49,10 @@ def chapter() -> tuple[dict, dict]:
 def problem(chapter, tryit_id: str, answer: str, seed: int, monkeypatch) -> str | None:
     """The checkpoint's problem with `answer` on the cases of run seed `seed` (None: passed)."""
     namespace, checks = dict(chapter[0]), chapter[1]
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
     tryit.replay(tryit_id, seed)
-    exec(compile(checks[tryit_id], "check", "exec"), namespace)  # noqa: S102
-    (result,) = shown
+    result = check_cells.judged(checks[tryit_id], namespace, monkeypatch)
     assert result.cases_run >= tryit.MIN_CASES or not result.passed
     return result.problem
 

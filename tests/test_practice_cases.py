@@ -14,6 +14,7 @@ import os
 import random
 from types import SimpleNamespace
 
+import check_cells
 import pytest
 import torch
 import torch.fx as fx
@@ -24,6 +25,8 @@ from torch.fx.passes.infra.pass_base import PassResult
 from fxcourse import practice_cases as cases
 from fxcourse.cases import makers_of
 from fxcourse.reference import close_enough
+
+CHAPTER_11 = "11_quantization_in_depth"
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "2"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
@@ -423,18 +426,7 @@ def test_8_5_refuses_observers_on_the_quantized_linears_biases_in_every_run(run_
 @functools.cache
 def chapter_11_quantizer():
     """Chapter 11's FusingQuantizer, from its solution's cells up to the one defining it."""
-    from pathlib import Path
-
-    import nbformat
-
-    path = Path(__file__).resolve().parents[1] / "solutions" / "11_quantization_in_depth.ipynb"
-    namespace = {"__name__": "chapter"}
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and "tryit" not in cell.metadata:
-            exec(compile(cell.source, "chapter 11", "exec"), namespace)
-        if "FusingQuantizer" in namespace:
-            return namespace["FusingQuantizer"]
-    raise LookupError("FusingQuantizer")
+    return check_cells.cells_until(CHAPTER_11, {"FusingQuantizer"})["FusingQuantizer"]
 
 
 def first_loss(float_graph, quantized, data, floor_db, kind: str = ""):
@@ -495,22 +487,11 @@ def test_11_1_tells_that_prepare_pt2e_meets_the_inputs_in_the_dicts_order(monkey
     sharing it first: prepare_pt2e meets a shared spec before its observer exists and fails.
     The message now says that the order of the dict decides (it said "the first member it
     meets", no more)."""
-    from pathlib import Path
-
-    import nbformat
-
-    from courseware import authoring
     from fxcourse import tryit
 
-    path = Path(__file__).resolve().parents[1] / "solutions" / "11_quantization_in_depth.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    namespace = {"__name__": "chapter"}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "tryit" not in cell.metadata:
-            exec(compile(cell.source, "chapter 11", "exec"), namespace)
-        if {"SmallQuantizer", "activation_spec", "annotate"} <= namespace.keys():
-            break
-    (check,) = [nb.cells[i].source for i in authoring.tryits(nb)["11.1"]["check"]]
+    needed = {"SmallQuantizer", "activation_spec", "annotate"}
+    namespace = check_cells.cells_until(CHAPTER_11, needed)
+    check = check_cells.check_source(CHAPTER_11, "11.1")
     shared_spec = namespace["SharedQuantizationSpec"]
 
     def real_spec_last(node):
@@ -522,11 +503,7 @@ def test_11_1_tells_that_prepare_pt2e_meets_the_inputs_in_the_dicts_order(monkey
 
     namespace["cat_with_one_grid"] = real_spec_last
     namespace["checkpoint"] = tryit.checkpoint
-    shown = []
-    monkeypatch.setattr(tryit, "_display", shown.append)
-    monkeypatch.setattr(tryit, "record_tryit", lambda *args: None)
-    exec(compile(check, "check", "exec"), namespace)
-    (result,) = shown
+    result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "in the dict's order" in result.problem, result.problem
 
 
