@@ -170,11 +170,12 @@ def counted_by_both(case) -> tuple:
 # ----------------------------------------------------------------------------- try it 6.2
 
 
-SIGNED_KINDS = (  # every run of eight: each kind once (the near-0 sums in both dtypes)
+SIGNED_KINDS = (  # every run of nine: each kind once (the near-0 sums in both dtypes)
     ("sum just above 0", torch.float32), ("sum just above 0", torch.float64),
     ("sum just below 0", torch.float32), ("sum just below 0", torch.float64),
     ("sum exactly 0", torch.float32), ("sum exactly 0", torch.float64),
     ("most entries against a sum > 0", None), ("most entries against a sum < 0", None),
+    ("a NaN among positive entries", None),
 )  # fmt: skip
 
 
@@ -192,8 +193,10 @@ def _summing_to(make, shape, total: float, dtype) -> torch.Tensor:
 
 def signed_inputs(make) -> tuple[torch.Tensor]:
     """Sizes, 1-D or 2-D, in float32 and float64; every run has sums just above and just below
-    0 in both dtypes (a float64 one that float32 cannot tell from 0), sums of exactly 0, and sums
-    of either sign whose sign is not that of most entries, nor of the first one (SIGNED_KINDS)."""
+    0 in both dtypes (a float64 one that float32 cannot tell from 0), sums of exactly 0, sums
+    of either sign whose sign is not that of most entries, nor of the first one, and a NaN among
+    positive entries: its sum is NaN, `x.sum() > 0` is False and sign_dependent takes cos, where
+    `x.sum() <= 0` is False too and `x.nansum() > 0` is True (SIGNED_KINDS)."""
     kind, dtype = make.each(SIGNED_KINDS)
     dtype = dtype or make.dtype()
     shape = make.choice([(make.integer(3, 9),), (make.integer(2, 4), make.integer(2, 5))])
@@ -206,6 +209,9 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
         x = torch.cat([-sign * small, sign * large])  # the first entry against the sum
         x[1:] = x[1:][torch.randperm(count - 1, generator=make.generator)]
         x = x.reshape(shape)
+    elif kind.startswith("a NaN"):
+        x = make.tensor(*shape, dtype=dtype).abs() + 0.1
+        x.view(-1)[make.integer(0, x.numel() - 1)] = float("nan")
     else:
         tiny = make.rng.uniform(1, 9) * (1e-4 if dtype == torch.float32 else 1e-10)
         total = {"sum just above 0": tiny, "sum just below 0": -tiny}.get(kind, 0.0)
@@ -213,6 +219,12 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
     said = _("x of shape {shape}, {dtype}, sum {total}")
     make.note(said.format(shape=tuple(x.shape), dtype=x.dtype, total=f"{x.sum().item():+.2g}"))
     return (x,)
+
+
+def unchanged(after: torch.Tensor, before: torch.Tensor) -> bool:
+    """Whether x holds after the call what it held before, NaN where it held NaN."""
+    same_nan = torch.equal(after.isnan(), before.isnan())
+    return same_nan and torch.equal(after.nan_to_num(0.0), before.nan_to_num(0.0))
 
 
 def called_with_input(answer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -300,12 +300,14 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
 
 
 def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
-    """Every run of eight cases holds sums just above and just below 0 and exactly 0 in both
-    dtypes (float64's just-above sum is exactly 0 once x is read in float32), and a sum of
-    either sign against most entries and the first one: an answer wrong in one of them is
-    refused in every run, not one run in many."""
+    """Every run of nine cases holds sums just above and just below 0 and exactly 0 in both
+    dtypes (float64's just-above sum is exactly 0 once x is read in float32), a sum of
+    either sign against most entries and the first one, and a NaN among positive entries: an
+    answer wrong in one of them is refused in every run, not one run in many."""
     for run_seed in random.Random().sample(range(10**6), 200):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
+        (nan,) = [x for x in drawn if x.isnan().any()]
+        assert nan.isnan().sum() == 1 and nan.nansum() > 0, run_seed
         sums = [(x.dtype, x.sum().item()) for x in drawn]
         for dtype in (torch.float32, torch.float64):
             near = [s for d, s in sums if d == dtype and abs(s) < 1e-3]
@@ -343,13 +345,18 @@ SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolu
     "float32 sum": where_sum(lambda x: x.float().sum() > 0),
     "sum >= 0": where_sum(lambda x: x.sum() >= 0),
     "first entry": where_sum(lambda x: x.view(-1)[0] > 0),
+    # the red team's (redL): right wherever the sum is a number, not where x holds a NaN
+    "the branches swapped on sum <= 0": lambda x: torch.where(
+        x.sum() <= 0, torch.cos(x) - 1, torch.sin(x) * 2
+    ),
+    "nansum": where_sum(lambda x: x.nansum() > 0),
 }
 
 
 def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
-    """The values, compared as the checkpoint compares them, on 300 runs of eight cases."""
+    """The values, compared as the checkpoint compares them, on 300 runs of nine cases."""
     for run_seed in random.Random().sample(range(10**6), 300):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
         wanted = [SIGN_REFERENCE(x) for x in drawn]
         for name, answer in SIGN_HONEST.items():
             assert all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)
