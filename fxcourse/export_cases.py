@@ -295,7 +295,9 @@ def renamed_op(name: str):
 def windows(make):
     """Inputs of 1 to 3 dimensions in three dtypes (uint8 among them: a kernel that negates,
     or rounds through a float, is wrong there); every window length k from 1 to 5 in each run,
-    with one window, two, or many."""
+    with one window, two, or many; the float32 input with many windows holds a NaN, which
+    window_max carries into each window holding it (a kernel built on torch.fmax, or on
+    torch.where(a > b, a, b), drops it)."""
     k = make.each([1, 2, 3, 4, 5])  # a shape right for one k meets the others
     f32, f64, u8 = torch.float32, torch.float64, torch.uint8
     kinds = [(0, f32), (0, f64), (1, u8), (1, f64), (None, f32), (None, u8)]
@@ -307,7 +309,12 @@ def windows(make):
         drawn = (make.tensor(*shape) * 80 + 128).round().clamp(0, 255).to(u8)
         drawn[..., 0], drawn[..., 1] = 0, 255
         return k, drawn
-    return k, make.tensor(*shape, dtype=dtype)
+    drawn = make.tensor(*shape, dtype=dtype)
+    if more is None and dtype == f32:
+        at = make.integer(1, length - 2)
+        drawn[..., at] = float("nan")
+        make.note(_("a NaN at position {at} of each row").format(at=at))
+    return k, drawn
 
 
 def _custom_nodes(program: torch.export.ExportedProgram) -> list:

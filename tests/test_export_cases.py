@@ -471,6 +471,14 @@ def in_float32(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redH
     return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
 
 
+def fmax_windows(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redL): NaN dropped
+    count = x.shape[-1] - k + 1
+    found = x[..., :count].clone()
+    for start in range(1, k):
+        found = torch.fmax(found, x[..., start : start + count])
+    return found
+
+
 def chapter_7_before(tryit_id: str, setup_start: str) -> tuple[dict, str]:
     """A namespace holding chapter 7's code cell that starts with `setup_start`, and the source
     of `tryit_id`'s check cell."""
@@ -482,11 +490,11 @@ def chapter_7_before(tryit_id: str, setup_start: str) -> tuple[dict, str]:
     return namespace, check_cells.check_source("07_torch_export", tryit_id)
 
 
-@pytest.mark.parametrize("kernel", [in_float32, negated])
+@pytest.mark.parametrize("kernel", [in_float32, negated, fmax_windows])
 def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
     """The red team's (redH) real kernel took the maxima in float32 and cast them back: within
     a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly; a
-    kernel that negates is wrong for bytes (redJ)."""
+    kernel that negates is wrong for bytes (redJ); one built on torch.fmax drops a NaN (redL)."""
     namespace, check = chapter_7_before("7.4", "def window_max(")
 
     @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
