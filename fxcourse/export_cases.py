@@ -295,7 +295,7 @@ def renamed_op(name: str):
 def windows(make):
     """Inputs of 1 to 3 dimensions in three dtypes (uint8 among them: a kernel that negates,
     or rounds through a float, is wrong there); every window length k from 1 to 5 in each run,
-    with one window, two, or many; the float32 input with many windows holds a NaN, which
+    with one window, two, or many; each float input with windows of 2 or more holds a NaN, which
     window_max carries into each window holding it (a kernel built on torch.fmax, or on
     torch.where(a > b, a, b), drops it)."""
     k = make.each([1, 2, 3, 4, 5])  # a shape right for one k meets the others
@@ -310,8 +310,8 @@ def windows(make):
         drawn[..., 0], drawn[..., 1] = 0, 255
         return k, drawn
     drawn = make.tensor(*shape, dtype=dtype)
-    if more is None and dtype == f32:
-        at = make.integer(1, length - 2)
+    if k > 1:  # a window of one element is the element: NaN or not, every kernel keeps it
+        at = make.integer(0, length - 1)
         drawn[..., at] = float("nan")
         make.note(_("a NaN at position {at} of each row").format(at=at))
     return k, drawn
