@@ -36,12 +36,14 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
     where = learners_frame(frames)
     # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
     error = str(exc).split("\n\nWhile executing ")[0]
-    said = said_for(exc, error, frames)
+    said = said_for(exc, error, frames, cell_file)
     function = frames[-1].name if frames else ""
     return said.format(name=type(exc).__name__, error=error, where=where, function=function)
 
 
-def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> str:
+def said_for(
+    exc: BaseException, error: str, frames: traceback.StackSummary, cell_file: str = ""
+) -> str:
     """The message, a template of {name}, {error}, {where} and {function}, for what was raised."""
     if isinstance(exc, TypeError | AttributeError) and "NoneType" in error:
         if read_a_none_attribute(frames, error):
@@ -50,6 +52,14 @@ def said_for(exc: BaseException, error: str, frames: traceback.StackSummary) -> 
                 "reads from what you handed it is None: does that object hold one? (A BatchNorm "
                 "made with affine=False has no weight or bias, a layer made with bias=False no "
                 "bias.)"
+            )
+        if raised_in_the_learners_own_line(frames, cell_file):
+            return _(
+                "running your code raised {name}: {error} ({where}): a value that line reads is "
+                "None. Which one, and where does it come from? A function or override of yours "
+                "that returns nothing, an entry a node does not hold (node.meta.get(...) gives "
+                "None), or a layer's missing weight or bias (a BatchNorm made with affine=False, "
+                "a layer made with bias=False)?"
             )
         return _(
             "running your code raised {name}: {error} ({where}): a None reached it where a value "
@@ -97,6 +107,16 @@ def read_a_none_attribute(frames: traceback.StackSummary, error: str) -> bool:
     libraries = (Path(sys.prefix), Path(sys.base_prefix))
     inside = any(last.is_relative_to(library) for library in libraries)
     return inside and "torch" in last.parts and "nn" in last.parts[last.parts.index("torch") :]
+
+
+def raised_in_the_learners_own_line(frames: traceback.StackSummary, cell_file: str) -> bool:
+    """Whether the learner's own code (not torch's, Python's, the course's or the checkpoint
+    cell's) raised: its line read the None itself (`bn.weight / ...`, `meta.shape`), so the None
+    may come from anywhere that line reads, not only from a function that returns nothing."""
+    if not frames or frames[-1].filename == cell_file:
+        return False
+    libraries = (sys.prefix, sys.base_prefix, str(Path(__file__).parent))
+    return not frames[-1].filename.startswith(libraries)
 
 
 def learners_frame(frames: traceback.StackSummary) -> str:

@@ -83,6 +83,67 @@ def remove_pass_throughs(gm, example):
 """
 
 WRONG = {
+    "1.3 a child kept a leaf only when its name is a word (red team redK)": """
+class TopLevelTracer(fx.Tracer):
+    def is_leaf_module(self, m, module_qualified_name):
+        return module_qualified_name.isidentifier()
+
+
+top_level = fx.GraphModule(gated_net, TopLevelTracer().trace(gated_net))
+""",
+    "2.2 the root, a module without children, listed (red team redK)": """
+def unused_modules(gm):
+    targets = [node.target for node in gm.graph.nodes if node.op in ("call_module", "get_attr")]
+
+    def used(name):
+        inside = [t.startswith(name + ".") or name.startswith(t + ".") for t in targets]
+        return name in targets or any(inside)
+
+    leaves = [name for name, m in gm.named_modules() if not list(m.children())]
+    return sorted(name for name in leaves if not used(name))
+""",
+    "5.3 GELU computed on a float32 copy of the input (red team redK)": """
+class ReluToGelu(Interpreter):
+    def gelu(self, args, kwargs):
+        return F.gelu((args[0] if args else kwargs["input"]).float())
+
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return self.gelu(args, kwargs)
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return self.gelu(args, kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if isinstance(self.fetch_attr(target), nn.ReLU):
+            return self.gelu(args, kwargs)
+        return super().call_module(target, args, kwargs)
+""",
+    "2.3 itemsize from a table of five dtypes, 1 byte for any other (red team redK)": """
+from torch.fx.passes.shape_prop import TensorMetadata
+
+SIZES = {torch.float32: 4, torch.float64: 8, torch.float16: 2, torch.bfloat16: 2, torch.int64: 8}
+
+
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    total = 0
+    for node in gm.graph.nodes:
+        meta = node.meta.get("tensor_meta")
+        if node.op.startswith("call_") and isinstance(meta, TensorMetadata):
+            total += meta.shape.numel() * SIZES.get(meta.dtype, 1)
+    return total
+""",
+    "1.1 the differences squeezed at the last dimension (red team redK)": """
+def row_steps(x):
+    return (x[1:] - x[:-1]).squeeze(-1)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
     "3.5 a rule with torch.relu in a table without RULES' own rules (red team redC)": """
 def sigmoid_from_exp(x):
     return torch.exp(-torch.relu(-x)) / (1 + torch.exp(-x.abs()))
@@ -816,6 +877,13 @@ class SkipModule(Interpreter):
             return args[0] if args else kwargs["input"]
         return super().call_module(target, args, kwargs)
 """,
+    "3.3 a .contiguous()'s own memory_format= ignored (red team redK)": PASS_THROUGHS.format(
+        propagated="example", drop="meta.memory_format is torch.contiguous_format"
+    ),
+    "3.3 every .contiguous(memory_format=...) kept (red team redK)": PASS_THROUGHS.format(
+        propagated="example",
+        drop="meta.memory_format is torch.contiguous_format and not node.kwargs",
+    ),
     "3.3 contiguous when strides equal a fresh tensor's: size-1 dimensions' differ (redI)": (
         PASS_THROUGHS
     ).format(
@@ -825,6 +893,21 @@ class SkipModule(Interpreter):
 }
 
 HONEST = {
+    "3.5 the one made with x.new_ones(()) (red team redK)": """
+def sigmoid_from_exp(x):
+    one = x.new_ones(())
+    return one / (one + torch.exp(-x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 the one made with torch.ones((), dtype=x.dtype) (red team redK)": """
+def sigmoid_from_exp(x):
+    return 1 / (torch.ones((), dtype=x.dtype) + torch.exp(-x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "5.2 the three call_* overrides record what they return (red team redI)": """
 class MemoryRecorder(Interpreter):
     def __init__(self, module):
@@ -860,15 +943,20 @@ def sigmoid_from_exp(x):
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
     "3.3 layouts read by an Interpreter run of its own, with no ShapeProp (red team redI)": """
+default = torch.contiguous_format
+
+
 class Layouts(fx.Interpreter):
     def __init__(self, gm):
         super().__init__(gm)
-        self.contiguous = {}
+        self.layout = {}
 
     def run_node(self, node):
         value = super().run_node(node)
-        if isinstance(value, torch.Tensor):
-            self.contiguous[node] = value.is_contiguous()
+        if isinstance(value, torch.Tensor):  # the first layout it is contiguous in
+            laid = (default, torch.channels_last) if value.dim() == 4 else (default,)
+            found = [f for f in laid if value.is_contiguous(memory_format=f)]
+            self.layout[node] = found[0] if found else None
         return value
 
 
@@ -879,7 +967,7 @@ def remove_pass_throughs(gm, example):
     for node in list(gm.graph.nodes):
         module = gm.get_submodule(node.target) if node.op == "call_module" else None
         if node.op == "call_method" and node.target == "contiguous":
-            drop = layouts.contiguous[node.args[0]]
+            drop = layouts.layout[node.args[0]] is node.kwargs.get("memory_format", default)
         else:
             drop = isinstance(module, nn.Identity) or (
                 isinstance(module, nn.Dropout) and not module.training
@@ -992,7 +1080,8 @@ def remove_pass_throughs(gm, example):
     for node in list(gm.graph.nodes):
         module = gm.get_submodule(node.target) if node.op == "call_module" else None
         if node.op == "call_method" and node.target == "contiguous":
-            drop = node.args[0].meta["tensor_meta"].memory_format is torch.contiguous_format
+            asked = node.kwargs.get("memory_format", torch.contiguous_format)
+            drop = node.args[0].meta["tensor_meta"].memory_format is asked
         else:
             drop = isinstance(module, nn.Identity) or (
                 isinstance(module, nn.Dropout) and not module.training
@@ -1005,7 +1094,8 @@ def remove_pass_throughs(gm, example):
 """,
     "3.3 contiguity from empty_strided(shape, stride) (red team s7)": PASS_THROUGHS.format(
         propagated="example",
-        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous()",
+        drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous("
+        "memory_format=node.kwargs.get('memory_format', torch.contiguous_format))",
     ),
     "3.5 exp_ in place on a negated copy (red team s7)": """
 def sigmoid_from_exp(x):
@@ -1258,3 +1348,38 @@ def use_gelu(gm):
 """
     problem = verdict("3.4", answer, 1, monkeypatch)
     assert "Expected FunctionType" in problem and "a def or a lambda" in problem
+
+
+def test_a_none_read_in_the_learners_own_line_names_where_a_none_comes_from(monkeypatch):
+    """2.3's tensor_meta of an int result (None) read as `meta.shape` in the answer's own line:
+    the message asked only whether each function returns its value (red team redK)."""
+    answer = """
+def activation_bytes(gm, example):
+    ShapeProp(gm).propagate(example)
+    total = 0
+    for node in gm.graph.nodes:
+        if node.op.startswith("call_"):
+            meta = node.meta.get("tensor_meta")
+            total += meta.shape.numel() * meta.dtype.itemsize
+    return total
+"""
+    problem = verdict("2.3", answer, 1, monkeypatch)
+    assert "NoneType" in problem and "node.meta.get" in problem, problem
+
+
+def test_a_sigmoid_left_in_its_keyword_form_is_named_so(monkeypatch):
+    """3.1 by replace_pattern: its patterns match torch.sigmoid(x), not torch.sigmoid(input=x);
+    the message asked which node kinds call a sigmoid (red team redK)."""
+    answer = """
+from torch.fx import subgraph_rewriter
+
+
+def use_hardsigmoid(gm):
+    for pattern in (lambda x: torch.sigmoid(x), lambda x: x.sigmoid()):
+        subgraph_rewriter.replace_pattern(gm, pattern, lambda x: F.hardsigmoid(x))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+    problems = [verdict("3.1", answer, seed, monkeypatch) for seed in (1, 2, 3)]
+    assert all(p and "by keyword" in p for p in problems), problems

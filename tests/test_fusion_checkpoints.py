@@ -111,12 +111,13 @@ from collections import Counter
 def fuse_linear_bn(gm, example):
     ShapeProp(gm).propagate(example)
     calls = Counter({counted} for n in gm.graph.find_nodes(op="call_module"))
+    fetched = {{n.target.rpartition(".")[0] for n in gm.graph.find_nodes(op="get_attr")}}
     for bn_node in gm.graph.find_nodes(op="call_module"):
         source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
         if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
             continue
         linear = gm.get_submodule(source.target)
-        alone = len(source.users) == 1 and calls[{source_counted}] == 1
+        alone = len(source.users) == 1 and calls[{source_counted}] == 1 and {unread}
         flat = len(source.meta["tensor_meta"].shape) == 2
         if type(linear) is nn.Linear and alone and flat and {tracked}:
             scale = (bn.weight if bn.affine else 1) / {root}
@@ -135,7 +136,7 @@ def fuse_linear_bn(gm, example):
     return gm
 """
 BY_OBJECT = {"counted": "id(gm.get_submodule(n.target))", "tracked": "bn.running_mean is not None"}
-BY_OBJECT["source_counted"] = "id(linear)"
+BY_OBJECT |= {"source_counted": "id(linear)", "unread": "source.target not in fetched"}
 RIGHT_ROOT = "torch.sqrt(bn.running_var + bn.eps)"
 
 WRONG = {
@@ -205,8 +206,13 @@ def unshare_modules(gm):
             source_counted="source.target",
             root=RIGHT_ROOT,
             tracked="bn.running_mean is not None",
+            unread=BY_OBJECT["unread"],
         ),
     ),  # fmt: skip
+    "4.3 a Linear whose weight a get_attr node reads folded (red team redK)": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **{**BY_OBJECT, "unread": "True"}),
+    ),
     "4.3 bn_node.args[0]: a BatchNorm given its input by keyword has none (red team redG)": (
         "4.3",
         FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT).replace(
@@ -225,6 +231,49 @@ def unshare_modules(gm):
         ),
     ),
 }
+AFFINE_ASSUMED = {  # bn.weight and bn.bias read as they are: None in an affine=False BatchNorm
+    "gamma = bn.weight if bn.weight is not None else torch.ones_like(bn.running_var)": (
+        "gamma = bn.weight"
+    ),
+    "beta = bn.bias if bn.bias is not None else torch.zeros_like(bn.running_var)": "beta = bn.bias",
+}
+
+
+def affine_assumed(answer: str) -> str:
+    for right, assumed in AFFINE_ASSUMED.items():
+        answer = answer.replace(right, assumed)
+    return answer
+
+
+WRONG["4.1 an affine BatchNorm assumed (red team redK)"] = (
+    "4.1",
+    affine_assumed(FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
+)
+WRONG["4.1 a conv with a bias assumed (red team redK)"] = (
+    "4.1",
+    FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+        "conv.bias.detach() if conv.bias is not None else torch.zeros_like(seen)",
+        "conv.bias.detach()",
+    ),
+)
+WRONG["4.4 a ConvTranspose with a bias assumed (red team redK)"] = (
+    "4.4",
+    DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(
+        "deconv.bias.detach() if deconv.bias is not None else torch.zeros_like(shift)",
+        "deconv.bias.detach()",
+    ),
+)
+WRONG["4.1 the folded weight registered as a buffer (red team redK)"] = (
+    "4.1",
+    FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+        "fused.weight = nn.Parameter(weight * scale.reshape(per_in))",
+        'del fused.weight\n        fused.register_buffer("weight", weight * scale.reshape(per_in))',
+    ),
+)
+WRONG["4.4 an affine BatchNorm assumed (red team redK)"] = (
+    "4.4",
+    affine_assumed(DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(".detach() if", " if")),
+)
 HONEST = {
     "4.1 with eps": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
     "4.4 own scale and shift": ("4.4", DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS)),
@@ -270,6 +319,13 @@ def test_every_run_holds_a_batchnorm_whose_eps_a_fold_cannot_forget(builders, tr
         made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
         norms = [bn for objects in made for bn in batchnorms_of(objects) if bn.track_running_stats]
         assert any(bn.eps >= 0.05 and bn.running_var.max() <= 0.5 for bn in norms), run_seed
+
+
+@pytest.mark.parametrize("tryit_id", ["4.1", "4.4"])
+def test_every_run_holds_an_affine_false_batchnorm(builders, tryit_id):
+    for run_seed in range(100):
+        made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
+        assert any(not bn.affine for objects in made for bn in batchnorms_of(objects)), run_seed
 
 
 def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
@@ -441,3 +497,12 @@ def fold_pre_bn(bn, conv):
 """
     problems = [problem(chapter, "4.1", answer, seed, monkeypatch) for seed in range(2)]
     assert all(p and "float64's precision" in p for p in problems), problems
+
+
+def test_a_fold_that_reads_bn_weight_of_an_affine_false_batchnorm_is_told_why(chapter, monkeypatch):
+    """The learner's own line `bn.weight / ...` met None (affine=False): the message asked whether
+    each function returns its value (red team redK)."""
+    _, answer = WRONG["4.1 an affine BatchNorm assumed (red team redK)"]
+    told = problem(chapter, "4.1", answer, RUN_SEEDS[0], monkeypatch)
+    assert "NoneType" in told and "affine=False" in told, told
+    assert "return its value?" not in told, told
