@@ -320,12 +320,13 @@ OFF = 0.005  # "dynamo off": a value off by OFF * min(1, |value|), far beyond ro
 
 
 def _few_places(result: torch.Tensor) -> torch.Tensor:
-    """Where "dynamo off" and "dynamo nan" go wrong: one place in 211 (fewer than 1 in 200: a
-    comparison that forgives a share of the values, or looks at their mean or median, misses
-    it) and the place whose size is nearest 1 (where a tolerance well below OFF sees the most)."""
+    """Where "dynamo off" and "dynamo nan" go wrong: one place in 997 (1 to 3 places in all: a
+    comparison that forgives a share of the values, even 0.5 %, or looks at their mean or
+    median, misses it) and the place whose size is nearest 1 (where a tolerance well below OFF
+    sees the most)."""
     places = torch.arange(result.shape[-1])
     nearest_one = (result.abs() - 1).abs().argmin(dim=-1, keepdim=True)
-    return (places % 211 == 3) | (places == nearest_one)
+    return (places % 997 == 3) | (places == nearest_one)
 
 
 def _wrong_in_dynamo(result: torch.Tensor, in_dynamo: str, moved: int) -> torch.Tensor:
