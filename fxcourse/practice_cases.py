@@ -230,6 +230,7 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
 # any combination of those sees no change); flat -> batched keeps the last two sizes and adds a
 # leading 1 (a test on the shape's tail, or on its sizes other than 1, sees no change)
 SETTLED = ("column", "lifted", "tall", "flat", "batched", "split", "pairs", "wide", "deep")
+SAME_SIZE_INTEGERS = {torch.float32: torch.int32, torch.float64: torch.int64}
 
 
 def reshape_chains(make):
@@ -238,7 +239,8 @@ def reshape_chains(make):
     that keeps the first dim and the sorted sizes, one that keeps all of those and swaps two
     middle sizes, and one that keeps the last two sizes and adds a leading 1) and one drawn
     freely, which keeps the shape at one step at least (a pass that leaves such a step in its
-    graph is seen in every run),
+    graph is seen in every run); the settled chain ends in a view of the float values as
+    integers of the same size (its shape kept, not its dtype: a pass must keep it),
     one such step written with -1 (a pass that compares the sizes a call asks for with its
     input's shape keeps it); dtypes drawn. Every chain ends in `x.mul(2)`, a call_method node
     whose result has its input's shape: a pass that ignores the target removes it too."""
@@ -267,8 +269,11 @@ def reshape_chains(make):
         before = ["flat", *names[:-1]]
         at = next(i for i, name in enumerate(names) if name == before[i])
         steps[at] = (steps[at][0], make.choice([f for f in forms[names[at]] if -1 in f]))
+    dtype = make.dtype()
+    if settled:  # a view as integers of the same size keeps the shape, not the values
+        steps.append(("view", (SAME_SIZE_INTEGERS[dtype],)))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
-    return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
+    return Reshapes(steps), make.tensor(rows, cols, dtype=dtype)
 
 
 def tidied(shape_pass, dead_code):

@@ -181,12 +181,16 @@ def dead_code(gm):
     return PassResult(gm, gm.graph.eliminate_dead_code())
 
 
-def dropping_if(same, erase=True):
+def dropping_if(same, erase=True, dtypes=True):
+    """dtypes: the result's dtype must be its input's too (a view as integers keeps the shape)."""
+
     def drop_noop_reshapes(gm):
         removed = 0
         for node in list(gm.graph.nodes):
             if node.op == "call_method" and node.target in ("reshape", "view") and node.users:
-                if same(node.meta["val"].shape, node.args[0].meta["val"].shape):
+                result, source = node.meta["val"], node.args[0].meta["val"]
+                kept = not dtypes or result.dtype == source.dtype
+                if kept and same(result.shape, source.shape):
                     node.replace_all_uses_with(node.args[0])
                     if erase:
                         gm.graph.erase_node(node)
@@ -214,6 +218,8 @@ RESHAPES = {
     "never erased": dropping_if(lambda a, b: a == b, erase=False),
     # the red team's (redL): the shape's tail, blind to a leading 1 added or taken away
     "the same last two sizes": dropping_if(lambda a, b: a[-2:] == b[-2:]),
+    # the red team's (redL): the prompt's "its input's shape" read alone, blind to view(dtype)
+    "the shape alone": dropping_if(lambda a, b: a == b, dtypes=False),
 }
 
 
@@ -273,6 +279,7 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["never erased"], run_seed)
     assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
     assert refused_8_3(RESHAPES["any method that keeps the shape"], run_seed)
+    assert refused_8_3(RESHAPES["the shape alone"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
