@@ -147,12 +147,19 @@ ARGUMENTS = ("x", "tokens", "features", "inputs", "batch", "values")
 
 
 def writer_model(
-    make, buffers: list[str], written: list[str], argument: str | None, kept: str | None = None
+    make,
+    buffers: list[str],
+    written: list[str],
+    argument: str | None,
+    kept: str | None = None,
+    loose: str | None = None,
 ):
     """A model with the buffers `buffers`; forward adds to those in `written` and, when
     `argument` is given, multiplies its input (named `argument`) in place. The buffer `kept`
     (the first, when given) is written too, as a running minimum that starts far below any
-    input: the write leaves its values as they were (running the model shows no change)."""
+    input: the write leaves its values as they were (running the model shows no change). The
+    buffer `loose` is registered with persistent=False: a buffer still, but out of the state
+    dict (export keeps its value among the program's constants)."""
     name = argument or make.choice(ARGUMENTS)
     body = [f"def forward(self, {name}):", f"    value = {name}"]
     if argument:
@@ -169,7 +176,7 @@ def writer_model(
     model = type(make.word().title(), (nn.Module,), {"forward": scope["forward"]})()
     for buffer in buffers:
         start = make.tensor(3) - (1000.0 if buffer == kept else 0.0)
-        model.register_buffer(buffer, start)
+        model.register_buffer(buffer, start, persistent=buffer != loose)
     return model
 
 
@@ -179,7 +186,8 @@ def stateful_models(make):
     statistics without a trailing underscore, and one in eval mode, which writes none of its
     buffers (listing a norm layer's buffers whatever its mode is refused), maybe with a
     LayerNorm; names drawn. The model that writes buffers only writes its first one with the
-    values it holds: a write all the same, which running the program cannot show."""
+    values it holds: a write all the same, which running the program cannot show; and the last
+    buffer it writes is not persistent (out of program.state_dict, a buffer all the same)."""
     kinds = ["buffers and input", "buffers only", "input only", "training batchnorm", "norm"]
     kind = make.each(kinds)
     if kind in ("training batchnorm", "norm"):
@@ -197,7 +205,8 @@ def stateful_models(make):
     argument = make.choice(ARGUMENTS) if kind != "buffers only" else None
     kept = buffers[0] if kind == "buffers only" else None  # a write that changes no value
     written = [*dict.fromkeys([kept, *written])] if kept else written
-    model = writer_model(make, buffers, written, argument, kept)
+    loose = written[-1] if kind == "buffers only" else None  # a written buffer, not persistent
+    model = writer_model(make, buffers, written, argument, kept, loose)
     make.note(
         _("buffers {names}, of which forward writes {written}, argument {argument}").format(
             names=buffers, written=written, argument=argument
@@ -207,6 +216,8 @@ def stateful_models(make):
         make.note(
             _("{name} is written with the values it holds (a running minimum)").format(name=kept)
         )
+    if loose:
+        make.note(_("{name} is registered with persistent=False").format(name=loose))
     return model, make.tensor(make.integer(1, 4), 3)
 
 
@@ -284,7 +295,9 @@ def renamed_op(name: str):
 def windows(make):
     """Inputs of 1 to 3 dimensions in three dtypes (uint8 among them: a kernel that negates,
     or rounds through a float, is wrong there); every window length k from 1 to 5 in each run,
-    with one window, two, or many."""
+    with one window, two, or many; each float input with windows of 2 or more holds a NaN, which
+    window_max carries into each window holding it (a kernel built on torch.fmax, or on
+    torch.where(a > b, a, b), drops it)."""
     k = make.each([1, 2, 3, 4, 5])  # a shape right for one k meets the others
     f32, f64, u8 = torch.float32, torch.float64, torch.uint8
     kinds = [(0, f32), (0, f64), (1, u8), (1, f64), (None, f32), (None, u8)]
@@ -296,7 +309,12 @@ def windows(make):
         drawn = (make.tensor(*shape) * 80 + 128).round().clamp(0, 255).to(u8)
         drawn[..., 0], drawn[..., 1] = 0, 255
         return k, drawn
-    return k, make.tensor(*shape, dtype=dtype)
+    drawn = make.tensor(*shape, dtype=dtype)
+    if k > 1:  # a window of one element is the element: NaN or not, every kernel keeps it
+        at = make.integer(0, length - 1)
+        drawn[..., at] = float("nan")
+        make.note(_("a NaN at position {at} of each row").format(at=at))
+    return k, drawn
 
 
 def _custom_nodes(program: torch.export.ExportedProgram) -> list:

@@ -129,7 +129,7 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | Non
         for hook in hooks:
             hook.remove()
     if not isinstance(result, torch.Tensor):
-        return _("a {kind}").format(kind=type(result).__name__), runs[0]
+        return _("a value of type {kind}").format(kind=type(result).__name__), runs[0]
     if result.dim() != 0:
         return _("a tensor of shape {shape}").format(shape=tuple(result.shape)), runs[0]
     return (float if result.is_floating_point() else int)(result), runs[0]

@@ -38,6 +38,7 @@ from fxcourse.quantize_cases import (  # noqa: F401  (chapter 8's cells import t
     convert_pt2e_stores,
     lifted_rows_differ,
     observed,
+    observed_biases,
     observed_inputs,
     steps_apart,
     stored_weights,
@@ -226,16 +227,20 @@ class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn
 # <-> pairs the last dim, flat <-> split neither, and lifted <-> column the number of dims, the
 # first dim, the number of elements and the sorted sizes (a test on any of those sees no change);
 # wide -> deep keeps all of those and the last dim too, and swaps two middle sizes (a test on
-# any combination of those sees no change)
-SETTLED = ("column", "lifted", "tall", "flat", "split", "pairs", "wide", "deep")
+# any combination of those sees no change); flat -> batched keeps the last two sizes and adds a
+# leading 1 (a test on the shape's tail, or on its sizes other than 1, sees no change)
+SETTLED = ("column", "lifted", "tall", "flat", "batched", "split", "pairs", "wide", "deep")
+SAME_SIZE_INTEGERS = {torch.float32: torch.int32, torch.float64: torch.int64}
 
 
 def reshape_chains(make):
     """Chains of reshapes and views, with -1 or not, in every run one whose every step changes
     the shape (among them one that keeps the number of dims, one that keeps the last dim, one
-    that keeps the first dim and the sorted sizes, and one that keeps all of those and swaps two
-    middle sizes) and one drawn freely, which keeps the shape
-    at one step at least (a pass that leaves such a step in its graph is seen in every run),
+    that keeps the first dim and the sorted sizes, one that keeps all of those and swaps two
+    middle sizes, and one that keeps the last two sizes and adds a leading 1) and one drawn
+    freely, which keeps the shape at one step at least (a pass that leaves such a step in its
+    graph is seen in every run); the settled chain ends in a view of the float values as
+    integers of the same size (its shape kept, not its dtype: a pass must keep it),
     one such step written with -1 (a pass that compares the sizes a call asks for with its
     input's shape keeps it); dtypes drawn. Every chain ends in `x.mul(2)`, a call_method node
     whose result has its input's shape: a pass that ignores the target removes it too."""
@@ -252,6 +257,7 @@ def reshape_chains(make):
     forms |= {
         "wide": [(rows, 1, cols // 2, 2), (rows, 1, -1, 2)],
         "deep": [(rows, cols // 2, 1, 2), (-1, cols // 2, 1, 2)],
+        "batched": [(1, rows, cols), (1, -1, cols)],
     }
     settled = make.each([True, False])
     names = list(SETTLED) if settled else [make.choice(free) for _ in range(make.integer(4, 5))]
@@ -263,8 +269,11 @@ def reshape_chains(make):
         before = ["flat", *names[:-1]]
         at = next(i for i, name in enumerate(names) if name == before[i])
         steps[at] = (steps[at][0], make.choice([f for f in forms[names[at]] if -1 in f]))
+    dtype = make.dtype()
+    if settled:  # a view as integers of the same size keeps the shape, not the values
+        steps.append(("view", (SAME_SIZE_INTEGERS[dtype],)))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
-    return Reshapes(steps), make.tensor(rows, cols, dtype=make.dtype())
+    return Reshapes(steps), make.tensor(rows, cols, dtype=dtype)
 
 
 def tidied(shape_pass, dead_code):

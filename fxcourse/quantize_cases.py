@@ -171,12 +171,18 @@ def branchy(make):
 
 def observed_inputs(answer, graph: fx.GraphModule, sample: torch.Tensor) -> list[list]:
     """Per linear, the observer prepare_pt2e put on its activation and on its weight: its
-    (dtype, qscheme), or None where there is none."""
+    (dtype, qscheme), or None where there is none; and, after them, the one on its bias where
+    there is one (x86_config leaves a bias float32: int8 biases, or per-channel ones, are an
+    annotation of the answer's own)."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
     prepared = prepare_pt2e(graph, answer.ReturnedInFloatQuantizer())
     linears = prepared.graph.find_nodes(op="call_function", target=torch.ops.aten.linear.default)
-    return [[_observer_spec(prepared, arg) for arg in node.args[:2]] for node in linears]
+    specs = []
+    for node in linears:
+        found = [_observer_spec(prepared, arg) for arg in node.args[:3]]
+        specs.append(found if found[2:] != [None] else found[:2])
+    return specs
 
 
 def _observer_spec(prepared: fx.GraphModule, node: fx.Node) -> tuple | None:
@@ -188,4 +194,9 @@ def _observer_spec(prepared: fx.GraphModule, node: fx.Node) -> tuple | None:
 
 def observed(specs: list[list]) -> list[list[bool]]:
     """Per linear, whether its activation and its weight are observed at all."""
-    return [[spec is not None for spec in pair] for pair in specs]
+    return [[spec is not None for spec in pair[:2]] for pair in specs]
+
+
+def observed_biases(specs: list[list]) -> int:
+    """How many linears have an observer on their bias (observed_inputs lists it third)."""
+    return sum(len(pair) > 2 for pair in specs)

@@ -79,6 +79,14 @@ def said_for(
             "pattern and its replacement, so each must be a Python function (a def or a lambda "
             "that calls F.gelu), not a function of torch's own such as F.gelu itself"
         )
+    if traced_a_constant(exc, error, frames):
+        return _(
+            "running your code raised {name}: {error} ({where}): a search function and its "
+            "replacement are traced with example tensors of the pattern matcher's own, so a "
+            "tensor made inside them from Python numbers, such as torch.tensor(1.0), cannot be "
+            "traced; write the number itself (1.0), or make it from an argument "
+            "(torch.ones_like(a))"
+        )
     if used_an_operator_for_an_overload(exc, error):
         return _(
             "running your code raised {name}: {error} ({where}): one overload of an operator "
@@ -118,6 +126,14 @@ def learners_frame(frames: traceback.StackSummary) -> str:
     frame = (mine or list(frames))[-1]
     shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown
+
+
+def traced_a_constant(exc: BaseException, error: str, frames: traceback.StackSummary) -> bool:
+    """Whether Inductor's pattern matcher, tracing a search function or a replacement with meta
+    tensors, met a tensor made there from Python numbers (torch's words, matched in pieces)."""
+    matcher = any(Path(frame.filename).stem == "pattern_matcher" for frame in frames)
+    meta = isinstance(exc, RuntimeError) and 'device "meta"' in error and "storage" in error
+    return matcher and meta
 
 
 def used_an_operator_for_an_overload(exc: BaseException, error: str) -> bool:

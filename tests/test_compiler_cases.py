@@ -274,6 +274,22 @@ def test_9_2_every_case_holds_the_expression_of_operands_that_broadcast(run_seed
         assert any(form in source for form in forms), source
 
 
+def test_9_2_a_tensor_made_from_numbers_in_a_replacement_is_told_so(capsys):
+    """The red team's (redL) replacement wrote its 1 as torch.tensor(1.0): the matcher traces
+    it with meta tensors at each place, and the learner heard only torch's words about a storage
+    on the meta device, at the checkpoint's own line."""
+    from fxcourse.tryit import checkpoint
+
+    def replace(a, b):
+        return torch.maximum(a, b) + torch.log(torch.tensor(1.0) + torch.exp(-(a - b).abs()))
+
+    scores = cases.draw_scores(makers(RUN_SEEDS[0])[0])
+    with checkpoint("9.9", "a goal"):
+        rewritten(naive, replace, scores)
+    shown = capsys.readouterr().out
+    assert "such as torch.tensor(1.0), cannot be traced" in shown, shown
+
+
 def test_9_2_every_run_has_both_dtypes_and_both_ranks():
     drawn = [cases.draw_scores(make).inputs[0] for make in makers(5)]
     assert {(u.dtype, u.dim()) for u in drawn} == {

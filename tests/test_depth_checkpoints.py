@@ -560,6 +560,12 @@ class Gcd(nn.Module):
         found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
         return found.reshape(1)
 """
+INT_12_2 = """
+class Gcd(nn.Module):
+    def forward(self, a, b):
+        found, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+        return found.item()
+"""
 FLOAT_12_2 = """
 class Gcd(nn.Module):
     def forward(self, a, b):
@@ -570,8 +576,10 @@ class Gcd(nn.Module):
 
 def test_12_2_tells_what_forward_returned_when_it_is_not_the_gcd_alone(monkeypatch):
     """Known faults (reviewer, redH): the loop's (a, b) pair got an AttributeError from the
-    checkpoint's helper, and a result of shape (1,) passed; both now hear what came back."""
-    for source, returned in ((PAIR_12_2, "a tuple"), (ROW_12_2, "a tensor of shape (1,)")):
+    checkpoint's helper, and a result of shape (1,) passed; both now hear what came back. A
+    Python int (.item()) was told "forward returned a int" (redL)."""
+    told = [(PAIR_12_2, "a value of type tuple"), (INT_12_2, "a value of type int")]
+    for source, returned in [*told, (ROW_12_2, "a tensor of shape (1,)")]:
         problem = verdict("12.2", source, 1, monkeypatch)
         assert problem is not None and f"forward returned {returned}" in problem, problem
 

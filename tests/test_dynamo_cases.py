@@ -109,11 +109,20 @@ WRONG["loose tolerance"] = climb(lambda r, e: torch.allclose(r, e, atol=0.05))
 WRONG["blind to NaN"] = climb(lambda r, e: not bool((r - e).abs().max() > 1e-4))
 # known fault s35e: a tolerance near 0.01 was judged differently from run to run
 WRONG["tolerance of 0.01"] = climb(lambda r, e: torch.allclose(r, e, atol=0.01))
+# the red team's (redL): comparisons that forgive a few wrong values, a share or on average
+WRONG["99 % close"] = climb(lambda r, e: bool(torch.isclose(r, e).float().mean() >= 0.99))
+WRONG["99.5 % close"] = climb(lambda r, e: bool(torch.isclose(r, e).float().mean() >= 0.995))
+WRONG["mean relative error"] = climb(
+    lambda r, e: (
+        torch.equal(r.isnan(), e.isnan())
+        and bool(((r - e).abs() / (e.abs() + 1e-6)).nanmean() <= 1e-3)
+    )
+)
 
 
 def test_6_3_judges_a_tolerance_the_same_way_in_every_run():
-    """The "dynamo off" fault is OFF * min(1, |value|) and every sample has values below and
-    above 1 in size: a tolerance whose atol + rtol reaches OFF misses it in every run, one well
+    """The "dynamo off" fault is OFF * min(1, |value|) in a few places, one of them the value
+    nearest 1 in size: a tolerance whose atol + rtol reaches OFF misses it in every run, one well
     below catches it in every run (the fault used to grow with the largest value drawn)."""
     for run_seed in random.Random().sample(range(10**6), 60):
         drawn = {
@@ -231,6 +240,11 @@ def bytes_over_four(gm, inputs):  # the red team's (redJ): a parameter's bytes r
     return sum(t.nbytes for t in inputs if isinstance(t, nn.Parameter)) // 4
 
 
+def first_two_sizes(gm, inputs):  # the red team's (redL): rows times columns, for any weight
+    weights = [t for t in inputs if isinstance(t, nn.Parameter)]
+    return sum(t.shape[0] * t.shape[1] if t.dim() >= 2 else t.numel() for t in weights)
+
+
 def all_of_self(gm, inputs):  # every input read from the module: buffers too
     names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
@@ -240,7 +254,7 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
     refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
     refused["only weight and bias names"] = refused["0-dim parameters left out"] = False
-    refused["bytes over 4"] = False
+    refused["bytes over 4"] = refused["rows times columns"] = False
     for make in makers(run_seed):
         gm, inputs = cases.handed_over(*cases.drawn_models(make))
         wanted, _ = cases.counted(weights(by_type), gm, inputs)
@@ -255,6 +269,8 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         with_dims = cases.counted(weights(with_dimensions), gm, inputs)[0]
         refused["0-dim parameters left out"] |= with_dims != wanted
         refused["bytes over 4"] |= cases.counted(weights(bytes_over_four), gm, inputs)[0] != wanted
+        two_sizes = cases.counted(weights(first_two_sizes), gm, inputs)[0]
+        refused["rows times columns"] |= two_sizes != wanted
     assert all(refused.values()), refused
 
 
@@ -285,12 +301,14 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
 
 
 def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
-    """Every run of eight cases holds sums just above and just below 0 and exactly 0 in both
-    dtypes (float64's just-above sum is exactly 0 once x is read in float32), and a sum of
-    either sign against most entries and the first one: an answer wrong in one of them is
-    refused in every run, not one run in many."""
+    """Every run of nine cases holds sums just above and just below 0 and exactly 0 in both
+    dtypes (float64's just-above sum is exactly 0 once x is read in float32), a sum of
+    either sign against most entries and the first one, and a NaN among positive entries: an
+    answer wrong in one of them is refused in every run, not one run in many."""
     for run_seed in random.Random().sample(range(10**6), 200):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
+        (nan,) = [x for x in drawn if x.isnan().any()]
+        assert nan.isnan().sum() == 1 and nan.nansum() > 0, run_seed
         sums = [(x.dtype, x.sum().item()) for x in drawn]
         for dtype in (torch.float32, torch.float64):
             near = [s for d, s in sums if d == dtype and abs(s) < 1e-3]
@@ -328,13 +346,18 @@ SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolu
     "float32 sum": where_sum(lambda x: x.float().sum() > 0),
     "sum >= 0": where_sum(lambda x: x.sum() >= 0),
     "first entry": where_sum(lambda x: x.view(-1)[0] > 0),
+    # the red team's (redL): right wherever the sum is a number, not where x holds a NaN
+    "the branches swapped on sum <= 0": lambda x: torch.where(
+        x.sum() <= 0, torch.cos(x) - 1, torch.sin(x) * 2
+    ),
+    "nansum": where_sum(lambda x: x.nansum() > 0),
 }
 
 
 def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
-    """The values, compared as the checkpoint compares them, on 300 runs of eight cases."""
+    """The values, compared as the checkpoint compares them, on 300 runs of nine cases."""
     for run_seed in random.Random().sample(range(10**6), 300):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 8)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
         wanted = [SIGN_REFERENCE(x) for x in drawn]
         for name, answer in SIGN_HONEST.items():
             assert all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)

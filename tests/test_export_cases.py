@@ -95,6 +95,25 @@ def test_checkpoint_7_3_refuses_judging_writes_by_running_the_program_in_every_r
         assert changed_by_running(program) != written(program), run_seed
 
 
+def persistent_only(program: torch.export.ExportedProgram) -> list[str]:
+    """The red team's (redL) answer: the written buffers that program.state_dict holds, and the
+    written inputs; a buffer registered with persistent=False is a buffer all the same."""
+    signature = program.run_decompositions().graph_signature
+    buffers = [b for b in signature.buffers_to_mutate.values() if b in program.state_dict]
+    return sorted([*buffers, *signature.user_inputs_to_mutate.values()])
+
+
+def test_checkpoint_7_3_refuses_leaving_out_a_buffer_outside_the_state_dict_in_every_run():
+    """Every run has a written buffer registered with persistent=False: export keeps its value
+    among the program's constants, not in its state_dict, and lists its write all the same."""
+    for run_seed, drawn in runs(export_cases.stateful_models, 5, EXPORT_RUNS):
+        cases = [SimpleNamespace(objects=lambda pair=pair: pair) for pair in drawn]
+        _joined, program = export_cases.joined_program(cases, named=True)
+        wanted = written(program)
+        assert any(name in program.constants for name in wanted), run_seed
+        assert persistent_only(program) != wanted, run_seed
+
+
 class Masked(nn.Module):  # chapter 7's
     def forward(self, tokens, mask):
         return (tokens * mask.unsqueeze(-1)).sum(dim=1)
@@ -452,6 +471,14 @@ def in_float32(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redH
     return x.float().unfold(-1, k, 1).amax(dim=-1).to(x.dtype)
 
 
+def fmax_windows(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redL): NaN dropped
+    count = x.shape[-1] - k + 1
+    found = x[..., :count].clone()
+    for start in range(1, k):
+        found = torch.fmax(found, x[..., start : start + count])
+    return found
+
+
 def chapter_7_before(tryit_id: str, setup_start: str) -> tuple[dict, str]:
     """A namespace holding chapter 7's code cell that starts with `setup_start`, and the source
     of `tryit_id`'s check cell."""
@@ -463,11 +490,11 @@ def chapter_7_before(tryit_id: str, setup_start: str) -> tuple[dict, str]:
     return namespace, check_cells.check_source("07_torch_export", tryit_id)
 
 
-@pytest.mark.parametrize("kernel", [in_float32, negated])
+@pytest.mark.parametrize("kernel", [in_float32, negated, fmax_windows])
 def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
     """The red team's (redH) real kernel took the maxima in float32 and cast them back: within
     a tolerance on the float64 cases, yet a maximum is one of the input's values, exactly; a
-    kernel that negates is wrong for bytes (redJ)."""
+    kernel that negates is wrong for bytes (redJ); one built on torch.fmax drops a NaN (redL)."""
     namespace, check = chapter_7_before("7.4", "def window_max(")
 
     @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for

@@ -181,12 +181,16 @@ def dead_code(gm):
     return PassResult(gm, gm.graph.eliminate_dead_code())
 
 
-def dropping_if(same, erase=True):
+def dropping_if(same, erase=True, dtypes=True):
+    """dtypes: the result's dtype must be its input's too (a view as integers keeps the shape)."""
+
     def drop_noop_reshapes(gm):
         removed = 0
         for node in list(gm.graph.nodes):
             if node.op == "call_method" and node.target in ("reshape", "view") and node.users:
-                if same(node.meta["val"].shape, node.args[0].meta["val"].shape):
+                result, source = node.meta["val"], node.args[0].meta["val"]
+                kept = not dtypes or result.dtype == source.dtype
+                if kept and same(result.shape, source.shape):
                     node.replace_all_uses_with(node.args[0])
                     if erase:
                         gm.graph.erase_node(node)
@@ -212,6 +216,10 @@ RESHAPES = {
     ),
     # the red team's (redB): users redirected, the node left for dead_code to take out
     "never erased": dropping_if(lambda a, b: a == b, erase=False),
+    # the red team's (redL): the shape's tail, blind to a leading 1 added or taken away
+    "the same last two sizes": dropping_if(lambda a, b: a[-2:] == b[-2:]),
+    # the red team's (redL): the prompt's "its input's shape" read alone, blind to view(dtype)
+    "the shape alone": dropping_if(lambda a, b: a == b, dtypes=False),
 }
 
 
@@ -267,9 +275,11 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["the same sorted sizes"], run_seed)
     assert refused_8_3(RESHAPES["dims and last dim"], run_seed)
     assert refused_8_3(RESHAPES["everything but the order"], run_seed)
+    assert refused_8_3(RESHAPES["the same last two sizes"], run_seed)
     assert refused_8_3(RESHAPES["never erased"], run_seed)
     assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
     assert refused_8_3(RESHAPES["any method that keeps the shape"], run_seed)
+    assert refused_8_3(RESHAPES["the shape alone"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
@@ -318,10 +328,13 @@ def test_8_4_refuses_a_symmetric_clamp_in_every_run(run_seed):
     assert refused_8_4(functools.partial(int8_per_row, low=-127), run_seed)
 
 
-def returned_in_float(weight_spec: str, observe_outputs: bool = False, views: bool = False):
+def returned_in_float(
+    weight_spec: str, observe_outputs: bool = False, views: bool = False, biases: bool = False
+):
     """The chapter's quantizer, or one whose weights take `weight_spec`, or whose quantized
     linears also observe their outputs (`observe_outputs`), or that also keeps float a linear
-    whose view or reshape is returned (`views`)."""
+    whose view or reshape is returned (`views`), or that quantizes the quantized linears' biases
+    as their weights (`biases`)."""
     from torchao.quantization.pt2e.quantizer import QuantizationAnnotation, Quantizer
 
     config = x86_parts()[0]
@@ -341,6 +354,8 @@ def returned_in_float(weight_spec: str, observe_outputs: bool = False, views: bo
                     continue
                 specs = {node.args[0]: config.input_activation}
                 specs[node.args[1]] = getattr(config, weight_spec)
+                if biases and len(node.args) > 2:
+                    specs[node.args[2]] = getattr(config, weight_spec)
                 output_spec = config.input_activation if observe_outputs else None
                 node.meta["quantization_annotation"] = QuantizationAnnotation(
                     input_qspec_map=specs, output_qspec=output_spec, _annotated=True
@@ -392,6 +407,23 @@ def test_8_5_refuses_keeping_float_a_linear_whose_view_is_returned_in_every_run(
         mine = cases.observed_inputs(wrong, graph, sample)
         wanted = cases.observed_inputs(chapter, again, sample)
         told_apart = told_apart or cases.observed(mine) != cases.observed(wanted)
+    assert told_apart, run_seed
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_5_refuses_observers_on_the_quantized_linears_biases_in_every_run(run_seed):
+    """The red team's (redL) quantizer also gives each quantized linear's bias the weight's spec:
+    x86_config leaves a bias float32, and observed_inputs lists a bias's observer third, which
+    the reference never has (every drawn linear has a bias)."""
+    chapter, wrong = returned_in_float("weight"), returned_in_float("weight", biases=True)
+    drawn = [run_cases(cases.branchy, run_seed, count=5) for _side in (wrong, chapter)]
+    told_apart = False
+    for (graph, sample), (again, _sample) in zip(*drawn, strict=True):  # prepare_pt2e edits it
+        mine = cases.observed_inputs(wrong, graph, sample)
+        wanted = cases.observed_inputs(chapter, again, sample)
+        assert cases.observed_biases(wanted) == 0
+        assert cases.observed(mine) == cases.observed(wanted)  # the same activations and weights
+        told_apart = told_apart or cases.observed_biases(mine) > 0
     assert told_apart, run_seed
 
 
