@@ -60,7 +60,9 @@ class SlimResNet(ResNet):  # torchvision's ResNet with `thin` times narrower sta
 
 def resnets(make):
     """ResNets of other depths (one to three blocks in layer2, each in every run), blocks and
-    widths, and other image sizes."""
+    widths, and other image sizes; ReLUs in place (torchvision's) and not, each in every run: in
+    place, a block's last ReLU writes into its add's result, so the add node's value is the
+    block's output only there."""
     depths = [make.integer(1, 2), make.each([1, 2, 3]), 1, 1]
     block = make.choice([BasicBlock, Bottleneck])
     classes, thin = make.integer(3, 20), make.choice([4, 8, 16])
@@ -68,9 +70,12 @@ def resnets(make):
         torch.manual_seed(make.seed)
         model = SlimResNet(block, depths, classes, thin).eval()
     images = make.tensor(make.integer(1, 2), 3, 32, make.choice([32, 48]))
+    in_place = make.each([True, False])  # torchvision's ReLUs write into the block's add
+    for relu in (module for module in model.modules() if isinstance(module, nn.ReLU)):
+        relu.inplace = in_place
     make.note(
-        _("a ResNet of {block} blocks {depths}, images {shape}").format(
-            block=block.__name__, depths=depths, shape=tuple(images.shape)
+        _("a ResNet of {block} blocks {depths}, images {shape}, ReLUs in place: {in_place}").format(
+            block=block.__name__, depths=depths, shape=tuple(images.shape), in_place=in_place
         )
     )
     return model, images

@@ -73,6 +73,28 @@ def test_8_1_tells_a_probe_built_without_create_feature_extractor():
     assert all(torch.equal(values[key], hand_values[key]) for key in values)
 
 
+def probe_at_the_last_add(model):  # the red team's (redL): layer2's last block's add node
+    from torchvision.models.feature_extraction import create_feature_extractor
+
+    last_add = f"layer2.{len(model.layer2) - 1}.add"
+    return create_feature_extractor(model, {"maxpool": "stem", last_add: "mid", "fc": "logits"})
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_1_refuses_the_add_before_the_last_relu_in_every_run(run_seed):
+    """With torchvision's in-place ReLUs the last add node holds layer2's output too: every run
+    also draws ResNets whose ReLUs are not in place, where that add is the value before ReLU."""
+    refused = False
+    for model, images in run_cases(cases.resnets, run_seed, 5):
+        (_, wanted), (_, mine) = (
+            cases.probed(SimpleNamespace(probe_for=answer), model, images)
+            for answer in (probe_by_extractor, probe_at_the_last_add)
+        )
+        assert torch.equal(mine["stem"], wanted["stem"])
+        refused |= not torch.allclose(mine["mid"], wanted["mid"])
+    assert refused
+
+
 def on_accelerator(node: fx.Node) -> bool:  # the chapter's machine
     return node.op == "call_module" or node.target == "relu"
 
