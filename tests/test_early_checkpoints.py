@@ -82,6 +82,28 @@ def remove_pass_throughs(gm, example):
     return gm
 """
 
+# a ReluToGelu whose every ReLU form goes through its gelu(args, kwargs) = {gelu}
+RELU_TO_GELU_BY = """
+class ReluToGelu(Interpreter):
+    def gelu(self, args, kwargs):
+        return {gelu}
+
+    def call_function(self, target, args, kwargs):
+        if target is torch.relu:
+            return self.gelu(args, kwargs)
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return self.gelu(args, kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        if isinstance(self.fetch_attr(target), nn.ReLU):
+            return self.gelu(args, kwargs)
+        return super().call_module(target, args, kwargs)
+"""
+
 WRONG = {
     "1.3 a child kept a leaf only when its name is a word (red team redK)": """
 class TopLevelTracer(fx.Tracer):
@@ -128,26 +150,9 @@ class SkipModule(Interpreter):
             return args[0] if args else kwargs["input"]
         return super().call_module(target, args, kwargs)
 """,
-    "5.3 F.gelu of each ReLU's input, detached: the model no longer trains (red team redM)": """
-class ReluToGelu(Interpreter):
-    def gelu(self, args, kwargs):
-        return F.gelu(args[0] if args else kwargs["input"]).detach()
-
-    def call_function(self, target, args, kwargs):
-        if target is torch.relu:
-            return self.gelu(args, kwargs)
-        return super().call_function(target, args, kwargs)
-
-    def call_method(self, target, args, kwargs):
-        if target == "relu":
-            return self.gelu(args, kwargs)
-        return super().call_method(target, args, kwargs)
-
-    def call_module(self, target, args, kwargs):
-        if isinstance(self.fetch_attr(target), nn.ReLU):
-            return self.gelu(args, kwargs)
-        return super().call_module(target, args, kwargs)
-""",
+    "5.3 every GELU detached: the model no longer trains (red team redM)": RELU_TO_GELU_BY.format(
+        gelu='F.gelu(args[0] if args else kwargs["input"]).detach()'
+    ),
     "5.2 a tuple's top level only: nn.LSTM's (h, c) left out (red team redM)": """
 class MemoryRecorder(Interpreter):
     def __init__(self, module):
@@ -162,26 +167,9 @@ class MemoryRecorder(Interpreter):
             self.bytes_by_node[node.name] = sum(t.numel() * t.element_size() for t in tensors)
         return result
 """,
-    "5.3 GELU computed on a float32 copy of the input (red team redK)": """
-class ReluToGelu(Interpreter):
-    def gelu(self, args, kwargs):
-        return F.gelu((args[0] if args else kwargs["input"]).float())
-
-    def call_function(self, target, args, kwargs):
-        if target is torch.relu:
-            return self.gelu(args, kwargs)
-        return super().call_function(target, args, kwargs)
-
-    def call_method(self, target, args, kwargs):
-        if target == "relu":
-            return self.gelu(args, kwargs)
-        return super().call_method(target, args, kwargs)
-
-    def call_module(self, target, args, kwargs):
-        if isinstance(self.fetch_attr(target), nn.ReLU):
-            return self.gelu(args, kwargs)
-        return super().call_module(target, args, kwargs)
-""",
+    "5.3 GELU computed on a float32 copy of the input (red team redK)": RELU_TO_GELU_BY.format(
+        gelu='F.gelu((args[0] if args else kwargs["input"]).float())'
+    ),
     "2.3 itemsize from a table of five dtypes, 1 byte for any other (red team redK)": """
 from torch.fx.passes.shape_prop import TensorMetadata
 
