@@ -16,10 +16,7 @@ must handle (make.each).
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import inspect
-import textwrap
 from dataclasses import dataclass
 from itertools import pairwise
 from unittest import mock
@@ -30,33 +27,9 @@ from torch._inductor import decomposition as inductor_decompositions
 
 from fxcourse.capture import torch_logs, unprofiled_guards
 from fxcourse.messages import _
+from fxcourse.scaffold import unfilled  # noqa: F401 - the check cells of chapters 6 and 10 import it here
 
 aten = torch.ops.aten
-
-
-def unfilled(*values) -> bool:
-    """True while a try-it's scaffold is still there: a value that is `...`, or a function whose
-    body is `...` alone (after a docstring, if any)."""
-    return any(value is ... or _body_is_ellipsis(value) for value in values)
-
-
-def _body_is_ellipsis(function) -> bool:
-    if not inspect.isfunction(function):
-        return False
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):  # no source to read: judge it by what it does
-        return False
-    definition = tree.body[0] if tree.body else None
-    if not isinstance(definition, ast.FunctionDef):  # a lambda: no scaffold is one
-        return False
-    body = definition.body
-    if len(body) > 1 and ast.get_docstring(definition) is not None:
-        body = body[1:]
-    return all(
-        isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is ...
-        for s in body
-    )
 
 
 # ----------------------------------------------------------------------------- try it 6.1
