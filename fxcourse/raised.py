@@ -113,16 +113,19 @@ def raised_in_the_learners_own_line(frames: traceback.StackSummary, cell_file: s
     """Whether the learner's own code (not torch's, Python's, the course's or the checkpoint
     cell's) raised: its line read the None itself (`bn.weight / ...`, `meta.shape`), so the None
     may come from anywhere that line reads, not only from a function that returns nothing."""
-    if not frames or frames[-1].filename == cell_file:
-        return False
+    return bool(frames) and frames[-1].filename != cell_file and _learners_file(frames[-1])
+
+
+def _learners_file(frame: traceback.FrameSummary) -> bool:
+    """Whether the frame runs a file of the learner's (a notebook cell), not of torch, Python or
+    the course's own package."""
     libraries = (sys.prefix, sys.base_prefix, str(Path(__file__).parent))
-    return not frames[-1].filename.startswith(libraries)
+    return not frame.filename.startswith(libraries)
 
 
 def learners_frame(frames: traceback.StackSummary) -> str:
     """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
-    libraries = {sys.prefix, sys.base_prefix, str(Path(__file__).parent)}
-    mine = [f for f in frames if not any(f.filename.startswith(lib) for lib in libraries)]
+    mine = [frame for frame in frames if _learners_file(frame)]
     frame = (mine or list(frames))[-1]
     shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown
