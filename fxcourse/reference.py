@@ -22,7 +22,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
+from types import FunctionType, SimpleNamespace
 
 from fxcourse.stamps import unstamped_json
 
@@ -142,17 +142,24 @@ def close_enough(mine, wanted, atol: float, rtol: float) -> bool:
 
 class CellLog:
     """IPython's post_run_cell callback: for each top-level name a cell binds, whether that cell
-    last ran cleanly, and the error it raised if not."""
+    last ran cleanly, and the error it raised if not; and what each cell other than a
+    checkpoint's bound, so that a checkpoint cell can tell when its own helpers replaced names
+    the learner's code reads (its `is_linear` in place of the learner's `is_linear`)."""
 
-    def __init__(self):
+    def __init__(self, names: dict | None = None):
         self.last: dict[str, str | None] = {}  # name -> None (clean) or the error's text
+        self.names = {} if names is None else names  # the notebook's globals
+        self.bound: dict[str, object] = {}  # name -> the object a non-checkpoint cell bound
 
     def __call__(self, result) -> None:
         raw = getattr(result.info, "raw_cell", "") or ""
         error = result.error_in_exec or result.error_before_exec
         outcome = None if error is None else f"{type(error).__name__}: {error}"
+        learners = "with checkpoint(" not in raw  # a checkpoint cell's helpers: not the learner's
         for name in defined_names(raw):
             self.last[name] = outcome
+            if learners and name in self.names:
+                self.bound[name] = self.names[name]
 
     def failed(self, names: list[str]) -> tuple[str, str] | None:
         """(name, error) for the first of `names` whose defining cell last raised."""
@@ -160,6 +167,38 @@ class CellLog:
             if self.last.get(name):
                 return name, self.last[name]
         return None
+
+    def replaced(self, cell_source: str) -> list[str]:
+        """The names `cell_source` (a checkpoint cell) binds that now hold another object than
+        the one an earlier cell bound, and that code of those cells reads: that code now runs
+        the checkpoint's object. Each such name gets its earlier object back."""
+        read = _names_read(self.bound.values())
+        found = [
+            name
+            for name in defined_names(cell_source)
+            if name in self.bound and name in read and self.names.get(name) is not self.bound[name]
+        ]
+        for name in found:
+            self.names[name] = self.bound[name]
+        return found
+
+
+def _names_read(values) -> set[str]:
+    """The global (and attribute) names the code of these functions and classes reads."""
+    codes = []
+    for value in values:  # only plain functions and classes: a value may be an fx Proxy,
+        members = list(vars(value).values()) if isinstance(value, type) else [value]
+        for member in members:  # whose every attribute is another Proxy
+            if isinstance(member, staticmethod | classmethod):
+                member = member.__func__
+            if isinstance(member, FunctionType):
+                codes.append(member.__code__)
+    read: set[str] = set()
+    while codes:
+        code = codes.pop()
+        read.update(code.co_names)
+        codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+    return read
 
 
 def cell_log() -> CellLog | None:
@@ -175,6 +214,6 @@ def cell_log() -> CellLog | None:
     for known in callbacks:
         if isinstance(known, CellLog):
             return known
-    log = CellLog()
+    log = CellLog(shell.user_ns)
     shell.events.register("post_run_cell", log)
     return log

@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import linecache
 import secrets
 import sys
 from collections.abc import Callable, Iterator
@@ -212,6 +213,8 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
             return False  # KeyboardInterrupt and friends stop the cell as usual
         if stale := self._stale():
             self.result.problem = stale
+        elif replaced := self._replaced():
+            self.result.problem = replaced
         elif exc is not None:
             self.result.problem = _describe(exc, tb, self.cell_file)
             if self.case is not None:
@@ -219,6 +222,22 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         _display(self.result)
         record_tryit(self.result.tryit_id, self.result.passed)  # what progress reads
         return True
+
+    def _replaced(self) -> str | None:
+        """A problem when this checkpoint cell's own helpers replaced names the learner's code
+        reads: that code ran the checkpoint's helpers, not the learner's (the names get the
+        learner's objects back)."""
+        log = reference.cell_log()
+        source = "".join(linecache.getlines(self.cell_file))
+        names = log.replaced(source) if log is not None and source else []
+        if not names:
+            return None
+        said = _(
+            "this checkpoint cell defines {names} for its own checks, which replaced your "
+            "{names}, read by your code: give yours another name (such as my_{first}), run your "
+            "cell again, then this one"
+        )
+        return said.format(names=listing(names), first=names[0])
 
     def _stale(self) -> str | None:
         """A problem when the cell defining this try-it's names last raised (an old value)."""
