@@ -22,7 +22,7 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from types import FunctionType, SimpleNamespace
+from types import FunctionType, ModuleType, SimpleNamespace
 
 from fxcourse.stamps import unstamped_json
 
@@ -47,12 +47,21 @@ def reference_namespace(
     entry = load_references().get(tryit_id)
     if entry is None:
         raise ReferenceMissing(f"the course has no reference answer for try it {tryit_id}")
-    namespace = dict(learner_globals)
+    namespace = dict(learner_globals) | _modules_rebound(learner_globals)
     source = rewrite(entry["code"]) if rewrite else entry["code"]
     code = compile(source, f"<reference answer of try it {tryit_id}>", "exec")
     with contextlib.redirect_stdout(io.StringIO()), _no_display():
         exec(code, namespace)  # noqa: S102 - the course's own answer, in the learner's kernel
     return SimpleNamespace(**namespace)
+
+
+def _modules_rebound(names: dict) -> dict:
+    """The modules a cell bound under a name that a later cell bound to something else (the
+    learner's `copy = w.clone()` or `fusion = fold(...)`): the reference answer reads the
+    chapter's modules, so it gets them back (the learner's names stay as they are)."""
+    log = cell_log()
+    modules = log.modules if log is not None else {}
+    return {name: module for name, module in modules.items() if names.get(name) is not module}
 
 
 @contextlib.contextmanager
@@ -150,6 +159,7 @@ class CellLog:
         self.last: dict[str, str | None] = {}  # name -> None (clean) or the error's text
         self.names = {} if names is None else names  # the notebook's globals
         self.bound: dict[str, object] = {}  # name -> the object a non-checkpoint cell bound
+        self.modules: dict[str, ModuleType] = {}  # name -> the last module a cell bound to it
 
     def __call__(self, result) -> None:
         raw = getattr(result.info, "raw_cell", "") or ""
@@ -160,6 +170,8 @@ class CellLog:
             self.last[name] = outcome
             if learners and name in self.names:
                 self.bound[name] = self.names[name]
+            if isinstance(self.names.get(name), ModuleType):
+                self.modules[name] = self.names[name]
 
     def failed(self, names: list[str]) -> tuple[str, str] | None:
         """(name, error) for the first of `names` whose defining cell last raised."""
