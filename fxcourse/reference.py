@@ -49,10 +49,27 @@ def reference_namespace(
         raise ReferenceMissing(f"the course has no reference answer for try it {tryit_id}")
     namespace = dict(learner_globals) | _modules_rebound(learner_globals)
     source = rewrite(entry["code"]) if rewrite else entry["code"]
-    code = compile(source, f"<reference answer of try it {tryit_id}>", "exec")
+    label, defines = f"<reference answer of try it {tryit_id}>", set(entry.get("defines", []))
     with contextlib.redirect_stdout(io.StringIO()), _no_display():
-        exec(code, namespace)  # noqa: S102 - the course's own answer, in the learner's kernel
+        for statement, needed in _statements(source, defines):
+            code = compile(ast.Module([statement], type_ignores=[]), label, "exec")
+            try:
+                exec(code, namespace)  # noqa: S102 - the course's own answer, in the kernel
+            except Exception:
+                if needed:  # else a demonstration line, on a chapter name the learner bound
+                    raise  # to a value of their own (images = their tensor): it defines nothing
     return SimpleNamespace(**namespace)
+
+
+def _statements(source: str, defines: set[str]) -> list[tuple[ast.stmt, bool]]:
+    """The answer's top-level statements, each with whether the try-it's names need it: it
+    binds one of them, or a name that a statement binding one of them reads."""
+    statements = ast.parse(source).body
+    needed = set(defines)
+    for statement in statements:
+        if set(_bound_by(statement)) & defines:
+            needed |= {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+    return [(statement, bool(set(_bound_by(statement)) & needed)) for statement in statements]
 
 
 def _modules_rebound(names: dict) -> dict:
