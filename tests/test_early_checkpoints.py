@@ -6,16 +6,19 @@ on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (defau
 
 from __future__ import annotations
 
+import linecache
 import os
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 
 import check_cells
 import nbformat
 import pytest
+import torch
 
 from courseware import authoring
-from fxcourse import tryit
+from fxcourse import reference, tryit
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "3"))))
@@ -940,7 +943,47 @@ class SkipModule(Interpreter):
     ),
 }
 
+WRONG |= {
+    "1.1 the loop set on torch.Tensor as a method, one call_method node (red team redN)": """
+torch.Tensor.redn_row_steps = lambda x: torch.stack([x[i + 1] - x[i] for i in range(len(x) - 1)])
+
+
+def row_steps(x):
+    return x.redn_row_steps()
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "3.5 sigmoid rounded to 1 above 20, early for float64 (red team redN)": """
+def sigmoid_from_exp(x):
+    return torch.where(x > 20, torch.ones_like(x), 1 / (1 + torch.exp(-x)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 sigmoid rounded to 0 below -20, early for float64 (red team redN)": """
+def sigmoid_from_exp(x):
+    return torch.where(x < -20, torch.zeros_like(x), 1 / (1 + torch.exp(-x)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "5.3 GELU of a float32 copy cast back to the graph's dtype (red team redN)": (
+        RELU_TO_GELU_BY.format(
+            gelu="F.gelu(args[0].float()).to(args[0].dtype) if args else "
+            'F.gelu(kwargs["input"].float()).to(kwargs["input"].dtype)'
+        )
+    ),
+}
+
 HONEST = {
+    "3.5 a rule computed through .double(), cast back (red team redN)": """
+def sigmoid_from_exp(x):
+    return (1 / (1 + torch.exp(-x.double()))).to(x.dtype)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "3.5 the one made with x.new_ones(()) (red team redK)": """
 def sigmoid_from_exp(x):
     one = x.new_ones(())
@@ -1436,3 +1479,116 @@ def use_hardsigmoid(gm):
 """
     problems = [verdict("3.1", answer, seed, monkeypatch) for seed in (1, 2, 3)]
     assert all(p and "by keyword" in p for p in problems), problems
+
+
+def test_a_missing_return_in_the_other_branch_is_not_blamed_on_the_skipped_module(monkeypatch):
+    """5.1: an override that returns nothing for the modules it does not skip was asked what it
+    returns in place of the skipped module's output, the branch that was right (red team redN)."""
+    answer = """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+
+    def call_module(self, target, args, kwargs):
+        if target == self.skip:
+            return args[0] if args else kwargs["input"]
+        super().call_module(target, args, kwargs)
+"""
+    assert "each branch" in verdict("5.1", answer, 1, monkeypatch)
+
+
+def test_a_run_from_that_returns_nothing_is_told_so(monkeypatch):
+    """5.4: run_from returning None was asked whether every placeholder ran (red team redN)."""
+    right = tryit.load_answers()["5.4"]["code"].split("\nwith torch.no_grad():")[0]
+    answer = right.replace("return Interpreter(gm).run(", "Interpreter(gm).run(")
+    assert answer != right
+    assert "run_from returned None" in verdict("5.4", answer, 1, monkeypatch)
+
+
+def test_the_right_leaves_unsorted_are_told_to_sort_them(monkeypatch):
+    """2.2: the right names in module order were asked which leaves count (red team redN)."""
+    answer = """
+def unused_modules(gm):
+    targets = [n.target for n in gm.graph.nodes if n.op in ("call_module", "get_attr")]
+    leaves = [n for n, m in gm.named_modules() if n and not list(m.children())]
+    unused = [n for n in leaves if not any(
+        t == n or t.startswith(n + ".") or n.startswith(t + ".") for t in targets)]
+    return sorted(unused, reverse=True)
+"""
+    problems = [verdict("2.2", answer, seed, monkeypatch) for seed in SEEDS]
+    assert all(p and "another order" in p for p in problems), problems
+
+
+def cell_ran(source: str) -> SimpleNamespace:
+    """What IPython hands a post_run_cell callback for a cell that ran cleanly."""
+    info = SimpleNamespace(raw_cell=source)
+    return SimpleNamespace(info=info, error_in_exec=None, error_before_exec=None)
+
+
+def verdict_in_a_kernel(tryit_id: str, answer: str, monkeypatch) -> tuple[str | None, dict]:
+    """verdict() with the CellLog a kernel keeps: the answer's cell logged, the check cell's
+    source where linecache finds it, as IPython leaves it. Also the namespace after the check."""
+    base, check = before_the_check(tryit_id)
+    namespace = dict(base)
+    log = reference.CellLog(namespace)
+    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    log(cell_ran(answer))
+    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    monkeypatch.setitem(
+        linecache.cache, "check", (len(check), None, check.splitlines(True), "check")
+    )
+    tryit.replay(tryit_id, 1)
+    return check_cells.judged(check, namespace, monkeypatch).problem, namespace
+
+
+WRONG_SIGMOID_NODES = """
+SIGMOID_NODES = {("call_function", torch.sigmoid)}  # the method form forgotten
+
+
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        if (node.op, node.target) in SIGMOID_NODES:
+            node.op, node.target = "call_function", F.hardsigmoid
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+LINEAR_HELPER = """
+def {name}(node, gm):
+    return node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.Linear)
+
+
+def clamp_linear_inputs(gm):
+    for node in list(gm.graph.nodes):
+        if {name}(node, gm):
+            source = node.all_input_nodes[0]
+            with gm.graph.inserting_before(node):
+                clamp = gm.graph.call_function(torch.clamp, (source,), {{"min": -1.0, "max": 1.0}})
+            node.replace_input_with(source, clamp)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+
+def test_a_helper_the_check_cell_defines_too_is_told_to_take_another_name(monkeypatch):
+    """3.1 and 3.2 (red team redN): the check cell's own SIGMOID_NODES and is_linear replaced the
+    learner's before their pass ran: a wrong SIGMOID_NODES passed, an is_linear(node, gm) failed
+    with "'DrawnModel' object has no attribute 'op'". Now each is named, and given back."""
+    problem, namespace = verdict_in_a_kernel("3.1", WRONG_SIGMOID_NODES, monkeypatch)
+    assert "my_SIGMOID_NODES" in problem, problem
+    assert namespace["SIGMOID_NODES"] == {("call_function", torch.sigmoid)}
+    problem, _ = verdict_in_a_kernel("3.2", LINEAR_HELPER.format(name="is_linear"), monkeypatch)
+    assert "my_is_linear" in problem and "DrawnModel" not in problem, problem
+    problem, _ = verdict_in_a_kernel("3.2", LINEAR_HELPER.format(name="my_is_linear"), monkeypatch)
+    assert problem is None
+
+
+def test_a_demonstration_line_of_the_reference_does_not_fail_on_the_learners_own_names(
+    monkeypatch,
+):
+    """5.2's reference runs its recorder on the chapter's `images`; a learner who tried theirs
+    on images of their own was told that the course's reference failed (red team redN)."""
+    answer = tryit.load_answers()["5.2"]["code"] + "\nimages = torch.randn(2, 7)\n"
+    assert verdict("5.2", answer, 1, monkeypatch) is None

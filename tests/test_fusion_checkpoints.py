@@ -12,6 +12,7 @@ import io
 import json
 import os
 import random
+import types
 
 import check_cells
 import nbformat
@@ -20,7 +21,7 @@ from torch import nn
 
 from courseware import authoring
 from courseware.repository import HERE
-from fxcourse import cases, tryit
+from fxcourse import cases, reference, tryit
 
 SOURCE = HERE.sources / "04_operator_fusion.ipynb"
 RUNS = int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))
@@ -311,6 +312,12 @@ WRONG["4.4 an affine BatchNorm assumed (red team redK)"] = (
     "4.4",
     affine_assumed(DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(".detach() if", " if")),
 )
+WRONG["4.3 only a get_attr of the Linear's weight blocks a fold, not one of its bias (redN)"] = (
+    "4.3",
+    FUSE_LINEAR_BN.format(
+        root=RIGHT_ROOT, **{**BY_OBJECT, "unread": 'f"{source.target}.weight" not in fetched'}
+    ).replace('n.target.rpartition(".")[0] for n', "n.target for n"),
+)
 HONEST = {
     "4.1 with eps": ("4.1", FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")),
     "4.4 own scale and shift": ("4.4", DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS)),
@@ -562,3 +569,28 @@ def test_a_fold_that_reads_bn_weight_of_an_affine_false_batchnorm_is_told_why(ch
     told = problem(chapter, "4.1", answer, RUN_SEEDS[0], monkeypatch)
     assert "NoneType" in told and "affine=False" in told, told
     assert "return its value?" not in told, told
+
+
+def test_a_chapter_module_name_the_learner_rebound_reaches_the_reference_as_the_module(
+    chapter, monkeypatch
+):
+    """4.1's reference reads `copy` and `fusion`: a learner's `copy = fold_pre_bn(...)` made the
+    reference fail, told as a bug in the course (red team redN). CellLog keeps the modules the
+    chapter bound, and the reference's namespace gets them back."""
+    namespace = dict(chapter[0])
+    log = reference.CellLog(namespace)
+    log(cell_ran("import copy\nfrom fxcourse import fusion"))
+    fold = HONEST["4.1 with eps"][1].replace("copy.deepcopy", "copy_module.deepcopy")
+    answer = f"import copy as copy_module\n{fold}\ncopy = fusion = None  # the learner's values\n"
+    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    log(cell_ran(answer))
+    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    tryit.replay("4.1", 1)
+    result = check_cells.judged(chapter[1]["4.1"], namespace, monkeypatch)
+    assert result.problem is None and namespace["copy"] is None
+
+
+def cell_ran(source: str):
+    """What IPython hands a post_run_cell callback for a cell that ran cleanly."""
+    info = types.SimpleNamespace(raw_cell=source)
+    return types.SimpleNamespace(info=info, error_in_exec=None, error_before_exec=None)
