@@ -43,7 +43,8 @@ test-checkpoints: env-test  ## every checkpoint: the answer passed on 20 runs of
 	FXCOURSE_CASE_SEEDS=$(or $(ANSWER_RUNS),20) FXCOURSE_CHECK_SEEDS=$(or $(ANSWER_RUNS),20) \
 		$(BIN)/pytest -n $(TEST_WORKERS) tests/test_compiler_cases.py tests/test_depth_checkpoints.py \
 		tests/test_early_checkpoints.py tests/test_fusion_checkpoints.py tests/test_tryits.py \
-		tests/test_export_cases.py -k "checkpoints_say or compiler_cases or depth_checkpoints or early_checkpoints or fusion_checkpoints or export_cases" \
+		tests/test_export_cases.py tests/test_practice_cases.py tests/test_dynamo_cases.py \
+		-k "checkpoints_say or compiler_cases or depth_checkpoints or early_checkpoints or fusion_checkpoints or export_cases or practice_cases or dynamo_cases" \
 		$(PYTEST_ARGS)
 
 env-test:

@@ -21,7 +21,8 @@ In every language:
    again ("Success!");
 4. the learner's lab offers nbgrader's Assignments list and no instructor tools;
 5. a course update made while chapters are open, one with an attempt typed and not saved, goes
-   into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py).
+   into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py);
+   a translation's run is in `make test-end-to-end`, the source language's in `make test`.
 In a translation, everything its learner reads in 1 and 3 (the chapters' Markdown, every output,
 the Validate dialogs' text) holds no English sentence (tests/english_prose.py; the read text is
 written beside the screenshots as *-read.txt). That detector is built for a script other than
@@ -145,18 +146,25 @@ SKIPPED_FOLDERS = {
 }  # fmt: skip
 
 
-def _in(*chosen: Language):
+def _in(*chosen: Language, translations_end_to_end: bool = False):
     """Parametrize a test over `chosen` languages; each language's tests share its labs and run
-    in one xdist worker of their own."""
-    params = [
-        pytest.param(x, id=x.code, marks=pytest.mark.xdist_group(f"browser-{x.code}"))
-        for x in chosen
-    ]
+    in one xdist worker of their own. `translations_end_to_end`: a translation's run is left to
+    make test-end-to-end (what it adds to the source language's is its words)."""
+
+    def marks(language: Language) -> list:
+        group = [pytest.mark.xdist_group(f"browser-{language.code}")]
+        later = translations_end_to_end and language is not SOURCE
+        return group + [pytest.mark.end_to_end] * later
+
+    params = [pytest.param(x, id=x.code, marks=marks(x)) for x in chosen]
     return pytest.mark.parametrize("language", params, indirect=True)
 
 
 EVERY_LANGUAGE = _in(*languages.all_languages())
 SOURCE_LANGUAGE = _in(SOURCE)
+EVERY_LANGUAGE_TRANSLATIONS_END_TO_END = _in(
+    *languages.all_languages(), translations_end_to_end=True
+)
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -887,7 +895,7 @@ def test_progress_agrees_with_validate_right_after_it(
 # ----------------------------------------------------------------------------- an update while open
 
 
-@EVERY_LANGUAGE
+@EVERY_LANGUAGE_TRANSLATIONS_END_TO_END
 def test_a_course_update_reaches_the_open_tabs_with_what_was_typed(
     browser, lab_server, artifacts, language, tmp_path
 ):

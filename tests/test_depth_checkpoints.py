@@ -426,8 +426,8 @@ def test_a_balanced_output_hides_the_planted_error_from_every_summary():
     red-team reviews' summary-comparing predicates), though its elements differ; its negation is
     exact whichever operator is planted (run 603910 of a clean-clone CI planted neg)."""
     summaries = (torch.sum, torch.mean, lambda t: t.abs().max(), torch.linalg.vector_norm)
-    balanced = 0
-    for run_seed in [603910, *range(40)]:
+    balanced, drawn = 0, random.Random().sample(range(10**6), 40 if len(SEEDS) >= 20 else 10)
+    for run_seed in [603910, *drawn]:
         for make in makers_of(run_seed, 6):
             case = compile_depth.minifier_case(make)
             got = case.backend(case.gm, case.inputs)(*case.inputs)
@@ -439,7 +439,7 @@ def test_a_balanced_output_hides_the_planted_error_from_every_summary():
                 assert not torch.allclose(got[0], want[0], equal_nan=True)
                 for summary in summaries:
                     assert torch.allclose(summary(got[0]), summary(want[0]), equal_nan=True)
-    assert balanced >= 41  # every run has one
+    assert balanced >= 1 + len(drawn)  # every run has one
 
 
 def test_a_stance_left_by_an_earlier_cell_does_not_reach_serve():

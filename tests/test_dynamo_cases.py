@@ -25,6 +25,7 @@ from fxcourse.reference import close_enough
 
 RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "1"))
 RUN_SEEDS = [random.Random(n).randrange(10**6) for n in range(RUNS)]
+HEALTHY_RUNS = 40 if RUNS >= 20 else 12  # runs drawn afresh: make test-checkpoints draws 40
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")
 
 
@@ -174,7 +175,7 @@ def test_checkpoint_6_3_passes_honest_climbs_and_refuses_wrong_ones(run_seed):
         for name, answer in HONEST.items():
             assert verdict(answer, case) == wanted, (name, make.describe())
         for name, answer in WRONG.items():
-            refused[name] |= verdict(answer, case) != wanted
+            refused[name] = refused[name] or verdict(answer, case) != wanted  # once is enough
     assert all(refused.values()), refused
 
 
@@ -183,12 +184,12 @@ def test_a_healthy_stage_differs_from_eager_only_by_rounding():
     eager's, and within allclose's tolerance at every element: else the same-bits mistake would
     pass it and the reference blame a healthy stage (fn near 0 did, about 1 case in 20)."""
     healthy = []
-    for run_seed in random.Random().sample(range(10**6), 40):
+    for run_seed in random.Random().sample(range(10**6), HEALTHY_RUNS):
         for make in makers(run_seed, 7):
             (case,) = cases.planted_cases(make)
             if not (case.crash or case.compiled_before):
                 healthy.append((case, make.describe()))
-    assert len(healthy) == 40, [described for _, described in healthy]
+    assert len(healthy) == HEALTHY_RUNS, [described for _, described in healthy]
     for case, described in healthy:
         torch.compiler.reset()
         with cases.unprofiled_guards():

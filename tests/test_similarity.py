@@ -5,7 +5,8 @@ similarity reads. Every planted copy must rank above every other pair, including
 the ways an upload can hide them from a reader of the raw files (a cell whose metadata is null,
 a byte that is not UTF-8, nbformat 3, a renamed notebook, a notebook over 32 MiB, the answer in
 a cell of the learner's own); a notebook that could not be graded and a starter uploaded
-unchanged are named with the reason; the page escapes what learners wrote."""
+unchanged are named with the reason; the page escapes what learners wrote. make test grades the
+class of one exercise (the one holding the hidden copies); the end-to-end test, all three."""
 
 from __future__ import annotations
 
@@ -87,11 +88,11 @@ def hidden_copies(assignment: str) -> dict[str, tuple[int, str, bytes]]:
     }
 
 
-@pytest.fixture(scope="module")
-def compared(released_course, tmp_path_factory) -> Path:
+def compare(released_course, tmp_path_factory, assignments: list[str]) -> Path:
+    """The class's uploads of these exercises collected, autograded, then compared."""
     course = copy_of(released_course, tmp_path_factory.mktemp("similarity"))
     uploads = tmp_path_factory.mktemp("uploads")
-    for assignment in ASSIGNMENTS:
+    for assignment in assignments:
         answers = class_answers(assignment)
         answers["learner05"] += f"\n# {HOSTILE}\nlong_line = {'x' * 300!r}\n"
         for student, code in answers.items():
@@ -114,13 +115,23 @@ def compared(released_course, tmp_path_factory) -> Path:
     return course
 
 
+@pytest.fixture(scope="module")
+def compared(released_course, tmp_path_factory) -> Path:
+    """make test's: the class of the exercise that also holds the hidden copies."""
+    return compare(released_course, tmp_path_factory, [HIDDEN_IN])
+
+
+@pytest.fixture(scope="module")
+def compared_in_every_exercise(released_course, tmp_path_factory) -> Path:
+    return compare(released_course, tmp_path_factory, ASSIGNMENTS)
+
+
 def pairs(compared: Path, assignment: str) -> list[dict]:
     with (compared / "out" / "similarity.csv").open() as handle:
         return [row for row in csv.DictReader(handle) if row["assignment"] == assignment]
 
 
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_every_planted_copy_ranks_above_every_honest_pair(compared, assignment):
+def planted_copies_rank_first(compared: Path, assignment: str) -> None:
     rows = pairs(compared, assignment)
     hidden = hidden_copies(assignment) if assignment == HIDDEN_IN else {}
     answers = 23 + len(hidden)  # 20 honest, 3 planted, and the hidden copies
@@ -134,6 +145,21 @@ def test_every_planted_copy_ranks_above_every_honest_pair(compared, assignment):
     print(assignment, "planted", sorted(planted), "highest honest", sorted(others)[-3:])
 
 
+def test_every_planted_and_hidden_copy_ranks_above_every_honest_pair(compared):
+    planted_copies_rank_first(compared, HIDDEN_IN)
+
+
+@pytest.mark.end_to_end
+def test_in_every_exercise_every_planted_copy_ranks_above_every_honest_pair(
+    compared_in_every_exercise,
+):
+    """The same class in each exercise (make test grades one: this grades about 80 notebooks)."""
+    for assignment in ASSIGNMENTS:
+        planted_copies_rank_first(compared_in_every_exercise, assignment)
+    page = (compared_in_every_exercise / "out" / "similarity.html").read_text()
+    assert page.count("Every submission was compared.") == len(ASSIGNMENTS) - 1
+
+
 def test_every_notebook_left_out_is_named_with_the_reason(compared):
     """An upload that could not be graded and one that is the starter unchanged are named on
     the page and on stderr, each with why; no other notebook is left out."""
@@ -144,7 +170,6 @@ def test_every_notebook_left_out_is_named_with_the_reason(compared):
         assert "starter_unchanged" in shown and "no code of its own" in shown, shown[-2000:]
         assert "hidden_" not in shown.split("broken_upload")[0][-200:]
     assert stderr.count("not compared") == 2, stderr
-    assert page.count("Every submission was compared.") == len(ASSIGNMENTS) - 1
 
 
 def test_a_notebook_that_breaks_the_reader_stops_no_other(tmp_path, monkeypatch):
@@ -195,7 +220,8 @@ def test_the_page_in_a_browser_runs_nothing_of_a_learner_and_passes_axe(compared
         tab.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
         tab.goto((compared / "out" / "similarity.html").as_uri())
         first = tab.locator("section.pair").first
-        assert "copier_of_learner" in first.locator("h3").inner_text()
+        heading = first.locator("h3").inner_text()
+        assert "copier_of_learner" in heading or "hidden_" in heading, heading  # a copy first
         assert first.locator("mark").count() >= 2  # matches marked on both sides
         first.screenshot(path=artifacts / "similarity-first-pair.png")
         assert tab.evaluate("document.documentElement.scrollWidth") <= 1280  # long lines wrap

@@ -4,6 +4,7 @@ characters."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -68,11 +69,8 @@ class Term:
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where the text says one of the term's English forms (a form split across a line
         break counts: it reads as one phrase)."""
-        return [
-            m.span()
-            for form in self.english
-            for m in re.finditer(rf"(?<![\w.]){form_pattern(form)}(?![\w(]|\.\w)", text)
-        ]
+        said = [form for form in self.english if form.split()[0] in text]  # a cheap first look
+        return [m.span() for form in said for m in form_regex(form).finditer(text)]
 
     def said_in(self, text: str) -> bool:
         return bool(self.spans(text))
@@ -80,6 +78,12 @@ class Term:
     def in_latin_script(self) -> bool:
         """A term of art kept in English (kernel): its translated form is its English form."""
         return not re.search(CJK, self.translation)
+
+
+@functools.cache
+def form_regex(form: str) -> re.Pattern:
+    """A form said as a whole phrase (re's own cache is too small for a glossary's forms)."""
+    return re.compile(rf"(?<![\w.]){form_pattern(form)}(?![\w(]|\.\w)")
 
 
 def form_pattern(form: str) -> str:
