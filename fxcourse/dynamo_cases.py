@@ -3,7 +3,7 @@ compare the learner's answer with the reference answer, fxcourse.reference).
 
     for case in check.cases(drawn_models, count=5):      # try it 6.1: (model, x)
         (mine, ran), (wanted, ran_wanted) = counted_by_both(case)
-    for case in check.cases(signed_inputs, count=8):     # try it 6.2: (x,)
+    for case in check.cases(signed_inputs, count=10):    # try it 6.2: (x,)
     for case in check.cases(planted_cases, count=7):     # try it 6.3: (PlantedCase,)
         mine, wanted = case.both(blamed)
         missed_fault(*case.objects())                    # a hint for a subtle fault's case
@@ -143,12 +143,12 @@ def counted_by_both(case) -> tuple:
 # ----------------------------------------------------------------------------- try it 6.2
 
 
-SIGNED_KINDS = (  # every run of nine: each kind once (the near-0 sums in both dtypes)
+SIGNED_KINDS = (  # every run of ten: each kind once (the near-0 sums in both dtypes)
     ("sum just above 0", torch.float32), ("sum just above 0", torch.float64),
     ("sum just below 0", torch.float32), ("sum just below 0", torch.float64),
     ("sum exactly 0", torch.float32), ("sum exactly 0", torch.float64),
     ("most entries against a sum > 0", None), ("most entries against a sum < 0", None),
-    ("a NaN among positive entries", None),
+    ("a NaN among positive entries", None), ("a sum that clipping flips", None),
 )  # fmt: skip
 
 
@@ -182,6 +182,11 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
         x = torch.cat([-sign * small, sign * large])  # the first entry against the sum
         x[1:] = x[1:][torch.randperm(count - 1, generator=make.generator)]
         x = x.reshape(shape)
+    elif kind.startswith("a sum that clipping"):  # H and two of -0.4 H: clipped below 0.8 H,
+        x = _summing_to(make, shape, 0.0, dtype)  # the sum changes sign, whatever the bound
+        huge, sign = torch.finfo(dtype).max / 4 * make.rng.uniform(0.5, 1), make.choice([1, -1])
+        x.view(-1)[:3] = torch.tensor([1.0, -0.4, -0.4], dtype=torch.float64) * huge * sign
+        x = x.view(-1)[torch.randperm(x.numel(), generator=make.generator)].reshape(shape)
     elif kind.startswith("a NaN"):
         x = make.tensor(*shape, dtype=dtype).abs() + 0.1
         x.view(-1)[make.integer(0, x.numel() - 1)] = float("nan")

@@ -332,7 +332,8 @@ def exported_window(answer, k: int, x: torch.Tensor):
     """Export of a model calling the answer's window_max_op: the custom operators its graph
     calls, their fake values' shapes, dtypes and devices (the devices of an export of x on the
     meta device first: a fake kernel that names a device of its own, such as the CPU, says so
-    there), and the program's output; None when export found no fake kernel."""
+    there), whether each value is laid out as the real kernel's result, and the program's output;
+    None when export found no fake kernel."""
     # Fake tensors cache kernels' results across exports; a fake kernel defined again in this
     # session must not be answered from that cache (the cache is private).
     torch._subclasses.fake_tensor.FakeTensorMode.cache_clear()
@@ -347,4 +348,26 @@ def exported_window(answer, k: int, x: torch.Tensor):
     dtypes = [node.meta["val"].dtype for node in nodes]
     on_meta = torch.export.export(CallsOp(answer.window_max_op, k), (x.to("meta"),))
     devices = [node.meta["val"].device for node in [*_custom_nodes(on_meta), *nodes]]
-    return [str(node.target) for node in nodes], shapes, dtypes, devices, program.module()(x)
+    real = answer.window_max_op(x, k)
+    layouts = [_laid_out_as(node, real) for node in nodes]
+    return (
+        [str(node.target) for node in nodes],
+        shapes,
+        dtypes,
+        devices,
+        layouts,
+        program.module()(x),
+    )
+
+
+def _laid_out_as(node: torch.fx.Node, real: torch.Tensor) -> bool:
+    """Whether the fake kernel's value is a tensor of its own laid out as the real kernel's result
+    (what torch.library.opcheck's fake-tensor test compares): no view of the operator's input,
+    the same offset and the same strides where a size is above 1."""
+    fake, given = node.meta["val"], node.args[0].meta["val"]
+
+    def layout(tensor: torch.Tensor) -> tuple:
+        strides = [s for s, size in zip(tensor.stride(), tensor.shape, strict=True) if size > 1]
+        return strides, tensor.storage_offset()
+
+    return not torch._C._is_alias_of(fake, given) and layout(fake) == layout(real)

@@ -207,24 +207,43 @@ def split_by_runs(answer, gm: fx.GraphModule, root: nn.Module, x, on_device):
         by_device = split_module(gm, root, lambda node: runs[node])
     except RuntimeError as error:  # split_module refuses partitions that need each other
         return str(error)
+    # a partition numbered 1.5 is the GraphModule submod_1.5, which add_submodule nests as
+    # submod_1 -> 5: the partitions are the GraphModules at any depth, not the children
+    parts = [
+        (name, part)
+        for name, part in by_device.named_modules()
+        if isinstance(part, fx.GraphModule) and part is not by_device
+    ]
     mixed = []
-    for name, part in by_device.named_children():
+    for name, part in parts:
         sides = {on_device(n) for n in part.graph.nodes if n.op not in ("placeholder", "output")}
         mixed += [name] if len(sides) > 1 else []
-    return len(list(by_device.children())), mixed, by_device(x)
+    return len(parts), mixed, by_device(x)
 
 
 # ----------------------------------------------------------------------------- try it 8.3
 
 
+class SizeOf:
+    """A size a step reads from its input as it runs, as in `x.reshape(x.shape[0], -1)`: traced,
+    a node of its own, not a number in the call's arguments."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+
+    def __repr__(self) -> str:
+        return f"x.shape[{self.dim}]"
+
+
 class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn (method, shape)
-    def __init__(self, steps: list[tuple[str, tuple[int, ...]]]) -> None:
+    def __init__(self, steps: list[tuple[str, tuple]]) -> None:
         super().__init__()
         self.steps = steps
 
     def forward(self, x):
         for method, shape in self.steps:
-            x = getattr(x, method)(*shape)
+            sizes = [x.shape[size.dim] if isinstance(size, SizeOf) else size for size in shape]
+            x = getattr(x, method)(*sizes)
         return x.mul(2)  # a method that keeps the shape and is no reshape: a pass must leave it
 
 
@@ -248,7 +267,11 @@ def reshape_chains(make):
     integers of the same size (its shape kept, not its dtype: a pass must keep it),
     one such step written with -1 (a pass that compares the sizes a call asks for with its
     input's shape keeps it); dtypes drawn. Every chain ends in `x.mul(2)`, a call_method node
-    whose result has its input's shape: a pass that ignores the target removes it too."""
+    whose result has its input's shape: a pass that ignores the target removes it too. Every
+    run also reads a size from the step's input, as the chapter's `x.reshape(x.shape[0], -1)`
+    does: in a step that keeps the shape (a pass that drops only calls whose sizes are all
+    numbers keeps it) and in the settled chain's first step, which changes it (a pass that
+    calls every size read from x a no-op drops it)."""
     rows, cols = make.integer(2, 5), 2 * make.integer(2, 4)
     forms = {"flat": [(rows, cols), (-1, cols), (rows, -1)]}
     forms["split"] = [(rows, cols // 2, 2), (rows, -1, 2)]
@@ -274,11 +297,23 @@ def reshape_chains(make):
         before = ["flat", *names[:-1]]
         at = next(i for i, name in enumerate(names) if name == before[i])
         steps[at] = (steps[at][0], make.choice([f for f in forms[names[at]] if -1 in f]))
+        if make.each_of_case([False, True], make.index // 2):  # the chapter's x.shape[0]
+            steps[at] = (steps[at][0], _one_size_read(steps[at][1]))
+    else:  # a size read from x that changes the shape all the same: (rows, x.shape[1], 1)
+        steps[0] = (steps[0][0], _one_size_read(steps[0][1], at=1))
     dtype = make.dtype()
     if settled:  # a view as integers of the same size keeps the shape, not the values
         steps.append(("view", (SAME_SIZE_INTEGERS[dtype],)))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
     return Reshapes(steps), make.tensor(rows, cols, dtype=dtype)
+
+
+def _one_size_read(shape: tuple, at: int | None = None) -> tuple:
+    """`shape` with one size (the one `at`, or the first that is not -1) read from the step's
+    input instead of written: a pass that only compares the numbers a call asks for keeps that
+    step whether or not it changes the shape."""
+    at = next(i for i, size in enumerate(shape) if size != -1) if at is None else at
+    return (*shape[:at], SizeOf(at), *shape[at + 1 :])
 
 
 def tidied(shape_pass, dead_code):

@@ -21,11 +21,13 @@ from fxcourse.capture import torch_logs, unprofiled_guards
 
 def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
     """(requests, weights seed): 5 to 7 (x, temperature) pairs whose batch sizes and temperatures
-    change and come back; now and then inputs large enough to be clamped. Batch sizes are 5 or
-    more: a batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
+    change and come back; now and then inputs large enough to be clamped, and one request whose
+    logits pass 4 on one side only (below -4 or above 4, each in every run: a rewrite that tests
+    max() or min() instead of abs().max() leaves it unclamped). Batch sizes are 5 or more: a
+    batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
     sizes = [make.integer(5, 40) for _ in range(3)]
     temperatures = [round(make.integer(20, 400) / 100, 2) for _ in range(3)]
-    count = make.integer(5, 7)
+    count, weights_seed = make.integer(4, 6), make.integer(0, 10**6)  # and the one-sided one
     clamped = make.integer(0, count - 1)  # at least one request large enough to be clamped
     requests = []
     for index in range(count):
@@ -33,8 +35,24 @@ def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
         requests.append(
             (make.tensor(make.choice(sizes), 4, scale=scale), make.choice(temperatures))
         )
+    temperature = make.choice(temperatures)
+    side = _one_sided(make, make.choice(sizes), temperature, weights_seed, make.each((-1.0, 1.0)))
+    requests.insert(make.integer(0, count), (side, temperature))
     make.note(f"{[tuple(x.shape)[0] for x, _ in requests]}, {[t for _, t in requests]}")
-    return requests, make.integer(0, 10**6)
+    return requests, weights_seed
+
+
+def _one_sided(make, rows: int, temperature: float, weights_seed: int, sign: float):
+    """A batch whose logits, after the temperature, lie within (-3, 3) but one, which lies past 4
+    on the side `sign`: made for the chapter's Scorer, whose nn.Linear(4, 3) the seed draws first,
+    by solving its weight's system for each row (the weight's pseudo-inverse)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(weights_seed)
+        linear = nn.Linear(4, 3)
+    logits = torch.rand(rows, 3, generator=make.generator) * 6 - 3
+    logits[make.integer(0, rows - 1), make.integer(0, 2)] = sign * make.rng.uniform(5, 8)
+    with torch.no_grad():
+        return (logits * temperature - linear.bias) @ torch.linalg.pinv(linear.weight).T
 
 
 @dataclass

@@ -228,6 +228,26 @@ def serve(scorer, requests):  # the red team's (redF): the rest runs eagerly, no
         outputs.append(logits.softmax(-1))
     return outputs
 """,
+    "10.2 clamps on the largest logit only": """
+class Scorer(nn.Module):  # the red team's (redO): max() for abs().max(), no break, dynamic=True
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.temperature = 1.0
+
+    def forward(self, x):
+        logits = self.linear(x) / self.temperature
+        return torch.where(logits.max() > 4, logits.clamp(-4, 4), logits).softmax(-1)
+
+
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        outputs.append(compiled(x))
+    return outputs
+""",
     "10.3 takes NaN for a difference": """
 def results_differ(gm, inputs, backend):  # the red team's (redD): allclose without equal_nan
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -465,6 +485,21 @@ def test_every_request_stream_has_a_request_that_needs_clamping():
     for index in range(10):
         requests, _ = serve_cases.request_stream(CaseMaker(index, index))
         assert any(x.abs().max() > 10 for x, _ in requests)
+
+
+def test_every_request_stream_has_logits_past_4_on_one_side_only():
+    """Each run's streams hold a request clamped below -4 only and one above 4 only (redO): a
+    Scorer rewritten to test max() or min() instead of abs().max() serves one unclamped."""
+    for run_seed in range(10):
+        sides = set()
+        for make in makers_of(run_seed, 5):
+            requests, weights_seed = serve_cases.request_stream(make)
+            torch.manual_seed(weights_seed)
+            linear = serve_cases.ReferenceScorer().linear
+            with torch.no_grad():
+                logits = [linear(x) / temperature for x, temperature in requests]
+            sides |= {(z.max() > 4).item() - (z.min() < -4).item() for z in logits}
+        assert {-1, 1} <= sides, run_seed
 
 
 def test_a_predicate_that_raises_is_not_taken_for_a_refusal():

@@ -302,12 +302,16 @@ def test_checkpoint_6_2_counts_graphs_on_every_drawn_input(run_seed):
 
 
 def test_checkpoint_6_2_runs_every_kind_of_sum_in_both_dtypes():
-    """Every run of nine cases holds sums just above and just below 0 and exactly 0 in both
+    """Every run of ten cases holds entries near the dtype's largest whose sum changes sign once
+    they are clipped (redO), sums just above and just below 0 and exactly 0 in both
     dtypes (float64's just-above sum is exactly 0 once x is read in float32), a sum of
     either sign against most entries and the first one, and a NaN among positive entries: an
     answer wrong in one of them is refused in every run, not one run in many."""
     for run_seed in random.Random().sample(range(10**6), 200):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 10)]
+        (clipped,) = [x for x in drawn if x.abs().max() > 1e30]
+        assert numpy_sign(clipped.sum()) != numpy_sign(clipped.clamp(-1e30, 1e30).sum()), run_seed
+        drawn = [x for x in drawn if x is not clipped]
         (nan,) = [x for x in drawn if x.isnan().any()]
         assert nan.isnan().sum() == 1 and nan.nansum() > 0, run_seed
         sums = [(x.dtype, x.sum().item()) for x in drawn]
@@ -352,13 +356,16 @@ SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolu
         x.sum() <= 0, torch.cos(x) - 1, torch.sin(x) * 2
     ),
     "nansum": where_sum(lambda x: x.nansum() > 0),
+    # the red team's (redL), open until redO's tenth kind: entries clipped before the sum
+    "clipped at 1e4": where_sum(lambda x: x.clamp(-1e4, 1e4).sum() > 0),
+    "clipped at 1e30": where_sum(lambda x: x.clamp(-1e30, 1e30).sum() > 0),
 }
 
 
 def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
     """The values, compared as the checkpoint compares them, on 300 runs of nine cases."""
     for run_seed in random.Random().sample(range(10**6), 300):
-        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 9)]
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 10)]
         wanted = [SIGN_REFERENCE(x) for x in drawn]
         for name, answer in SIGN_HONEST.items():
             assert all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)

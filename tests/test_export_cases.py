@@ -434,7 +434,7 @@ def test_checkpoint_7_4_tells_a_fake_kernel_whose_tensor_is_on_another_device():
     wanted = export_cases.exported_window(window_op("on_input", None), 3, x)
     assert mine[1:3] == wanted[1:3]  # the shape and the dtype are right
     assert mine[3] != wanted[3] == [torch.device("meta"), x.device]
-    torch.testing.assert_close(mine[4], wanted[4])
+    torch.testing.assert_close(mine[5], wanted[5])
 
 
 def test_checkpoint_7_4_tells_a_fake_kernel_that_names_the_cpu():
@@ -508,6 +508,32 @@ def test_checkpoint_7_4_wants_the_window_maxima_exactly(monkeypatch, kernel):
     namespace["window_max_op"] = rounded
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "window_max(x, k)" in result.problem, result.problem
+
+
+def a_view_of_x(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redO): aliasing x
+    return x[..., k - 1 :]
+
+
+def strided(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redO): other strides
+    return torch.empty_like(x)[..., k - 1 :]
+
+
+@pytest.mark.parametrize("fake", [a_view_of_x, strided])
+def test_checkpoint_7_4_refuses_a_fake_kernel_laid_out_unlike_the_real_one(monkeypatch, fake):
+    """Fake kernels with the right shape, dtype and device that torch.library.opcheck fails (the
+    chapter says to run it): a view of the input (outputs_alias_inputs) and a slice of an empty
+    tensor as large as x (its strides and offset). The checkpoint compares the fake value's
+    layout with the real kernel's result, and that it is no view of x."""
+    namespace, check = chapter_7_before("7.4", "def window_max(")
+
+    @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
+    def laid_out(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.unfold(-1, k, 1).amax(dim=-1)
+
+    laid_out.register_fake(fake)
+    namespace["window_max_op"] = laid_out
+    result = check_cells.judged(check, namespace, monkeypatch)
+    assert result.problem and "laid out" in result.problem, result.problem
 
 
 def test_checkpoint_7_5_tells_a_tuple_it_is_not_the_list_asked_for(monkeypatch):

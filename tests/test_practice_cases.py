@@ -181,6 +181,19 @@ def test_8_2_refuses_numbers_from_a_nodes_inputs_in_every_run(run_seed):
     assert refused_8_2(one_each, run_seed)
 
 
+def test_8_2_accepts_partition_numbers_that_are_floats():
+    """The red team's (redO) honest answer: numbers 0.0, 0.5, 1.0, ... split_module takes them,
+    but names the partition submod_0.5, which add_submodule nests as submod_0 -> 5: the
+    checkpoint walked the split model's children and raised AttributeError (no graph) at its
+    own line. It now counts the GraphModules at any depth."""
+
+    def in_halves(gm, on_device) -> dict:
+        return {node: number / 2 for node, number in device_runs(gm, on_device).items()}
+
+    for run_seed in RUN_SEEDS:
+        assert not refused_8_2(in_halves, run_seed), run_seed
+
+
 def test_8_2_accepts_a_valid_numbering_with_fewer_partitions():
     fewer: list[bool] = []
     for run_seed in random.Random(3).sample(range(10**6), 6):
@@ -277,6 +290,41 @@ RESHAPES["any method that keeps the shape"] = SimpleNamespace(
 )
 
 
+def dropping_what_has_number_sizes(gm):  # the red team's (redO): x.shape[0] sizes not read
+    removed = 0
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target in ("reshape", "view"):
+            asked = node.args[1] if isinstance(node.args[1], tuple | list) else node.args[1:]
+            result, source = node.meta["val"], node.args[0].meta["val"]
+            numbers = all(isinstance(size, int) for size in asked)
+            if numbers and (result.shape, result.dtype) == (source.shape, source.dtype):
+                node.replace_all_uses_with(node.args[0])
+                gm.graph.erase_node(node)
+                removed += 1
+    return PassResult(gm, removed > 0)
+
+
+def dropping_what_reads_the_input_size(gm):  # a size read from x taken for "no change"
+    removed = 0
+    for node in list(gm.graph.nodes):
+        if node.op == "call_method" and node.target in ("reshape", "view"):
+            result, source = node.meta["val"], node.args[0].meta["val"]
+            reads = any(isinstance(size, fx.Node) for size in node.args[1:])
+            if reads or (result.shape, result.dtype) == (source.shape, source.dtype):
+                node.replace_all_uses_with(node.args[0])
+                gm.graph.erase_node(node)
+                removed += 1
+    return PassResult(gm, removed > 0)
+
+
+RESHAPES["sizes that are numbers only"] = SimpleNamespace(
+    drop_noop_reshapes=dropping_what_has_number_sizes
+)
+RESHAPES["a size read from x means no change"] = SimpleNamespace(
+    drop_noop_reshapes=dropping_what_reads_the_input_size
+)
+
+
 def refused_8_3(answer, run_seed: int) -> bool:
     tidy = cases.tidied(shape_pass, dead_code)
     for model, x in run_cases(cases.reshape_chains, run_seed):
@@ -302,6 +350,8 @@ def test_8_3_refuses_a_test_of_one_feature_of_the_shape_in_every_run(run_seed):
     assert refused_8_3(RESHAPES["the sizes asked for"], run_seed)
     assert refused_8_3(RESHAPES["any method that keeps the shape"], run_seed)
     assert refused_8_3(RESHAPES["the shape alone"], run_seed)
+    assert refused_8_3(RESHAPES["sizes that are numbers only"], run_seed)
+    assert refused_8_3(RESHAPES["a size read from x means no change"], run_seed)
 
 
 # ----------------------------------------------------------------------------- try it 8.4 and 8.5
