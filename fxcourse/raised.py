@@ -33,7 +33,7 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
     looked_for = frames and frames[-1].filename in (cell_file, reference.__file__)
     if isinstance(exc, NameError) and looked_for:
         return _("{error}: fill in the try-it cell above and run it first.").format(error=exc)
-    where = learners_frame(frames)
+    where = learners_frame(frames, cell_file)
     # torch.fx's Interpreter appends the node it ran and a pointer to tlparse: nothing to a learner
     error = str(exc).split("\n\nWhile executing ")[0]
     said = said_for(exc, error, frames, cell_file)
@@ -123,9 +123,15 @@ def _learners_file(frame: traceback.FrameSummary) -> bool:
     return not frame.filename.startswith(libraries)
 
 
-def learners_frame(frames: traceback.StackSummary) -> str:
-    """Where the learner's own code (a notebook cell, not torch's or Python's files) failed."""
-    mine = [frame for frame in frames if _learners_file(frame)]
+def learners_frame(frames: traceback.StackSummary, cell_file: str = "") -> str:
+    """Where the learner's own code (a notebook cell, not torch's, Python's, the course's or the
+    checkpoint cell's) failed; when none of it is running (torch read later a value the learner's
+    code returned), the function that raised, not a line of the checkpoint's."""
+    mine = [frame for frame in frames if _learners_file(frame) and frame.filename != cell_file]
+    if not mine and frames:
+        return _("in {function}, run by the checkpoint on what your code gave it").format(
+            function=frames[-1].name
+        )
     frame = (mine or list(frames))[-1]
     shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown

@@ -25,6 +25,7 @@ every answer twice here too cost a tenth of this test's time (2 to 16% per chapt
 from __future__ import annotations
 
 import copy
+import linecache
 import os
 import random
 import re
@@ -218,14 +219,36 @@ def test_an_error_in_the_learners_code_points_at_the_learners_line(capsys):
 
     from fxcourse.tryit import checkpoint
 
-    def learners_answer():
-        return torch.fx.symbolic_trace(lambda x: x if x.sum() > 0 else -x)  # raises in torch.fx
+    traced = "torch.fx.symbolic_trace(lambda x: x if x.sum() > 0 else -x)"
+    cell = f"def learners_answer():\n    return {traced}"
+    learners = {"torch": torch}  # the try-it cell: a file of its own, as each notebook cell is
+    linecache.cache["<the learner's cell>"] = (len(cell), None, cell.splitlines(True), "")
+    exec(compile(cell, "<the learner's cell>", "exec"), learners)  # noqa: S102
 
     with checkpoint("9.9", "a goal"):
-        learners_answer()
+        learners["learners_answer"]()  # raises in torch.fx
     shown = capsys.readouterr().out
     assert "TraceError" in shown
-    assert "line " in shown and "x if x.sum() > 0 else -x" in shown, shown
+    assert "line 2" in shown and "x if x.sum() > 0 else -x" in shown, shown
+
+
+def test_an_error_raised_after_the_learners_code_returned_names_no_line_of_the_checkpoint(
+    capsys,
+):
+    """torch reading later a value the learner's code returned (11.1's annotation given a list,
+    red team redO): the function that raised, not the checkpoint cell's line."""
+    from fxcourse.tryit import checkpoint
+
+    def torch_reads(given):  # stands for torch's code: a file that is not the learner's
+        return dict(given.items())
+
+    learners = {}
+    exec(compile("def answer():\n    return [1, 2]\n", "<the learner's cell>", "exec"), learners)  # noqa: S102
+    with checkpoint("9.9", "a goal"):
+        torch_reads(learners["answer"]())
+    shown = capsys.readouterr().out
+    assert "AttributeError" in shown and "in torch_reads, run by the checkpoint" in shown, shown
+    assert "line " not in shown, shown
 
 
 def test_a_table_keyed_by_an_operator_not_its_overload_is_told_so(capsys):
