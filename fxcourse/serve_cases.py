@@ -134,10 +134,11 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     ):
         warnings.simplefilter("ignore")
         outputs = serve(scorer, inputs)
+        # a serve that yields its outputs runs as they are taken: here, where Dynamo is watched
+        outputs = list(outputs) if outputs is not None else []
     compiles = counters["frames"]["ok"] - before
     reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
-    outputs = list(outputs) if outputs is not None else []
     returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
     uncompiled = [
         number

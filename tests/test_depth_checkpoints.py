@@ -122,6 +122,22 @@ def test_an_honest_alternative_passes(tryit_id, seed, monkeypatch):
     assert verdict(tryit_id, HONEST_ALTERNATIVES[tryit_id], seed, monkeypatch) is None
 
 
+SERVE_THAT_YIELDS = """
+def serve(scorer, requests):  # outputs handed on one by one, each computed as it is taken
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        yield compiled(x)
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
+    """The red team's (redO): the generator ran after serve_run stopped watching Dynamo, so
+    the answer heard that nothing was compiled."""
+    assert verdict("10.2", SERVE_THAT_YIELDS, seed, monkeypatch) is None
+
+
 # Wrong answers of the red-team reviews (run over fresh cases, they passed some runs or all).
 WRONG_ANSWERS = {
     "10.3 compares each output's mean": """
