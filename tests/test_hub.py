@@ -50,6 +50,7 @@ from hub_class import (
     running_class_hub,
 )
 from hub_pages import GRADING_TIMEOUT_MS, Formgrader, HubUser, run_in_new_kernel
+from nbformat.reader import NotJSONError
 from submissions.build import read_snippet, reference_solutions
 
 from fxcourse.workspace import START_PAGE, course_kernel
@@ -195,8 +196,11 @@ def answer_cell(notebook: Path) -> str:
 def wait_for_file_content(path: Path, expected: str, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if path.exists() and answer_cell(path) == expected:
-            return
+        try:
+            if answer_cell(path) == expected:
+                return
+        except (FileNotFoundError, NotJSONError):  # not saved yet, or read while being written
+            pass
         time.sleep(0.5)
     raise AssertionError(f"{path} was not saved with the typed answer in {timeout_s} s")
 
