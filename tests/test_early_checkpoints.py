@@ -85,6 +85,15 @@ def remove_pass_throughs(gm, example):
     return gm
 """
 
+# a 3.5 rule that gives `value` where `where` holds, sigmoid from exp elsewhere
+SIGMOID_ROUNDED_WHERE = """
+def sigmoid_from_exp(x):
+    return torch.where({where}, {value}, 1 / (1 + torch.exp(-x)))
+
+
+rules_with_sigmoid = {{**RULES, torch.sigmoid: sigmoid_from_exp}}
+"""
+
 # a ReluToGelu whose every ReLU form goes through its gelu(args, kwargs) = {gelu}
 RELU_TO_GELU_BY = """
 class ReluToGelu(Interpreter):
@@ -712,13 +721,9 @@ def sigmoid_from_exp(x):
 
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
-    "3.5 rounded to 1.0 above 9.5, within float32's tolerance (red team redG)": """
-def sigmoid_from_exp(x):
-    return torch.where(x > 9.5, torch.ones_like(x), 1 / (1 + torch.exp(-x)))
-
-
-rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
-""",
+    "3.5 rounded to 1.0 above 9.5, within float32's tolerance (red team redG)": (
+        SIGMOID_ROUNDED_WHERE.format(where="x > 9.5", value="torch.ones_like(x)")
+    ),
     "3.5 the input clamped to [-12, 12]: sigmoid(-20) 3000 times too large (red team redG)": """
 def sigmoid_from_exp(x):
     return 1 / (1 + torch.exp(-x.clamp(-12, 12)))
@@ -954,20 +959,12 @@ def row_steps(x):
 
 traced_row_steps = fx.symbolic_trace(row_steps)
 """,
-    "3.5 sigmoid rounded to 1 above 20, early for float64 (red team redN)": """
-def sigmoid_from_exp(x):
-    return torch.where(x > 20, torch.ones_like(x), 1 / (1 + torch.exp(-x)))
-
-
-rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
-""",
-    "3.5 sigmoid rounded to 0 below -20, early for float64 (red team redN)": """
-def sigmoid_from_exp(x):
-    return torch.where(x < -20, torch.zeros_like(x), 1 / (1 + torch.exp(-x)))
-
-
-rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
-""",
+    "3.5 sigmoid rounded to 1 above 20, early for float64 (red team redN)": (
+        SIGMOID_ROUNDED_WHERE.format(where="x > 20", value="torch.ones_like(x)")
+    ),
+    "3.5 sigmoid rounded to 0 below -20, early for float64 (red team redN)": (
+        SIGMOID_ROUNDED_WHERE.format(where="x < -20", value="torch.zeros_like(x)")
+    ),
     "5.3 GELU of a float32 copy cast back to the graph's dtype (red team redN)": (
         RELU_TO_GELU_BY.format(
             gelu="F.gelu(args[0].float()).to(args[0].dtype) if args else "
