@@ -1589,3 +1589,40 @@ def test_a_demonstration_line_of_the_reference_does_not_fail_on_the_learners_own
     on images of their own was told that the course's reference failed (red team redN)."""
     answer = tryit.load_answers()["5.2"]["code"] + "\nimages = torch.randn(2, 7)\n"
     assert verdict("5.2", answer, 1, monkeypatch) is None
+
+
+# 2.5's and 5.4's reference answers, each reading a global of the learner's named as a helper the
+# check cell once defined at its top level (LAYOUTS, a list of labels; only_for(node))
+CLAMPS_IN_LAYOUTS = (
+    tryit.load_answers()["2.5"]["code"]
+    .replace(
+        "def clamp_bounds(",
+        'LAYOUTS = {("call_function", torch.clamp), ("call_method", "clamp")}\n\ndef clamp_bounds(',
+    )
+    .replace('in (("call_function", torch.clamp), ("call_method", "clamp")):', "in LAYOUTS:")
+)
+NEEDED_BY_ONLY_FOR = (
+    tryit.load_answers()["5.4"]["code"]
+    .replace("def needed_nodes(gm: GraphModule, known: dict)", "def only_for(gm, known)")
+    .replace("needed = needed_nodes(gm, known)", "needed = only_for(gm, known)")
+)
+
+
+@pytest.mark.parametrize(
+    ("tryit_id", "answer", "helper"),
+    [("2.5", CLAMPS_IN_LAYOUTS, "LAYOUTS"), ("5.4", NEEDED_BY_ONLY_FOR, "only_for")],
+)
+def test_a_learner_global_named_as_a_former_check_cell_helper_is_the_learners_own(
+    tryit_id, answer, helper, monkeypatch
+):
+    """The check cells of chapters 1, 2 and 5 import their helpers from fxcourse modules: a
+    learner's LAYOUTS or only_for(gm, known) is no longer replaced by the check cell's (a list
+    of labels, a function of one node) before the learner's answer reads it."""
+    assert answer.count(helper) == 2  # defined, then read
+    problem, namespace = verdict_in_a_kernel(tryit_id, answer, monkeypatch)
+    assert problem is None, problem
+    learners_own = {
+        "LAYOUTS": lambda value: isinstance(value, set),
+        "only_for": lambda value: value.__code__.co_varnames[:2] == ("gm", "known"),
+    }
+    assert learners_own[helper](namespace[helper]), namespace[helper]
