@@ -223,10 +223,7 @@ def relu_to_gelu_run(answer, gm, x):
     # the result, whether it ran gm itself, the gradient it gives x
     interpreter = answer.ReluToGelu(gm)
     result = interpreter.run(x.requires_grad_())
-    gradient = None  # none reaches x through a .detach() or under torch.no_grad()
-    if isinstance(result, torch.Tensor) and result.requires_grad:
-        gradient = torch.autograd.grad(result.sum(), x, allow_unused=True)[0]
-    return result, interpreter.module is gm, gradient
+    return result, interpreter.module is gm, _input_gradient(result, x)
 
 
 # ----------------------------------------------------------------------------- try it 5.4

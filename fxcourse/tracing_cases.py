@@ -1,14 +1,14 @@
 """What chapter 1's checkpoints draw and run (fxcourse.cases makes the seeds, the checkpoint cells
 compare the learner's answer with the reference answer, fxcourse.reference).
 
-    opaque_nodes(traced_row_steps)                       # try it 1.1: nodes that hide code
+    row_steps_opaque_nodes(traced_row_steps)             # try it 1.1: nodes that hide code
     for case in check.cases(row_step_inputs):            # try it 1.1: (x,)
         case.both(lambda answer, x: row_steps_outcome(answer.traced_row_steps, x))
     gelu_calls_of(gm), gelu_steps_of(gm)                 # try it 1.2: what plain_gelu's graph does
     for case in check.cases(plain_gelu_calls):           # try it 1.2: (x, act[, scale])
         case.both(lambda answer, *args: plain_gelu_outcome(answer.plain_gelu, *args))
     for case in check.cases(leaf_models_gated_by(Gate)): # try it 1.3: (model, x)
-        case.both(lambda answer, model, x: traced_by_tracer(answer.TopLevelTracer, model, x))
+        case.both(lambda answer, model, x: top_level_outcome(answer.TopLevelTracer, model, x))
 
 The chapter's own Gate is an argument: the cases hold the module the chapter defines. Nothing
 here holds an answer; the cases are drawn so that each run holds every feature an answer must
@@ -76,7 +76,7 @@ def row_steps_outcome(traced, x):  # what the graph's nodes compute (or the erro
     return result, not torch.equal(x, before)
 
 
-def opaque_nodes(traced):  # the names of the nodes that hide a computation
+def row_steps_opaque_nodes(traced):  # the names of the nodes that hide a computation
     return [node.name for node in traced.graph.nodes if _hides_code(node)]
 
 
@@ -160,7 +160,7 @@ def leaf_models_gated_by(gate_class):
     return leaf_models
 
 
-def traced_by_tracer(tracer_class, model, x):  # what the graph calls, and what it computes
+def top_level_outcome(tracer_class, model, x):  # what the graph calls, and what it computes
     try:
         graph = tracer_class().trace(model)
     except fx.proxy.TraceError as error:  # the tracer stepped into a branch on values
