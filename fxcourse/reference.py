@@ -149,6 +149,15 @@ def _bound_by(statement: ast.stmt) -> list[str]:
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
+def restore_names(names: dict, before: dict, keep: object) -> None:
+    """Give each of `names` that a checkpoint's block bound to something else its object from
+    `before` back (the block's loop variables took the chapter's x, gm, model, program...): the
+    cells the learner runs next read the chapter's. `keep`: the checkpoint itself (`as check`)."""
+    for name, value in before.items():
+        if names.get(name, keep) is not value and names.get(name) is not keep:
+            names[name] = value
+
+
 class LearnerNames:
     """The learner's notebook names, read as attributes (a missing one is a NameError)."""
 

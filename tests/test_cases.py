@@ -190,6 +190,27 @@ def test_a_reference_line_failing_on_a_name_the_learner_rebound_asks_about_that_
     assert "reads chapter_x" in result.problem and "AttributeError" in result.problem
 
 
+CHECK_CELL_BINDING_X = """
+with tryit.checkpoint("9.1", "double it") as check:
+    for case in check.cases(numbers):
+        (x,) = case.objects()
+        mine, wanted = case.both(lambda answer, x: answer.double(x))
+        check.close(mine, wanted, "not doubled")
+"""
+
+
+def test_a_checkpoint_block_leaves_the_notebook_names_it_rebound_as_they_were(references, capsys):
+    """A check cell's loop variables (5.3's x, 4.3's model, 7.5's program) replaced the chapter's
+    objects of the same names: a cell the learner ran next read the checkpoint's last case."""
+    chapter_x = torch.ones(2)
+    cell = {"tryit": tryit, "numbers": numbers, "double": lambda x: x + x, "x": chapter_x}
+    exec(compile(CHECK_CELL_BINDING_X, "check", "exec"), cell)  # noqa: S102
+    capsys.readouterr()
+    assert cell["check"].result.passed and cell["check"].result.cases_run == 6
+    assert cell["x"] is chapter_x, "the checkpoint's last case stayed in the notebook's x"
+    assert cell["mine"] is not None, "a name new to the notebook stays as the block left it"
+
+
 def test_the_reference_runs_first_on_objects_of_its_own(references, capsys):
     def builder(make):
         return [1, 2, 3]
