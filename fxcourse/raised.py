@@ -22,6 +22,9 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
             "{error}: the course's reference answer uses the chapter's names too; run the cells "
             "above this try-it first"
         ).format(error=exc.__cause__)
+    for raised in (exc, exc.__cause__):
+        if isinstance(raised, reference.ReferenceReadsYourNames):
+            return said_for_your_names(raised)
     if isinstance(exc, reference.ReferenceFailed | reference.ReferenceMissing):
         return _(
             "the course's reference answer failed here ({error}): a bug in the course, not in "
@@ -39,6 +42,23 @@ def described(exc: BaseException, tb, cell_file: str = "") -> str:
     said = said_for(exc, error, frames, cell_file)
     function = frames[-1].name if frames else ""
     return said.format(name=type(exc).__name__, error=error, where=where, function=function)
+
+
+def said_for_your_names(failed: reference.ReferenceReadsYourNames) -> str:
+    """The reference's own line raised on the notebook's names: ask which holds a value of the
+    learner's (the course's answer is not at fault unless those names hold the chapter's)."""
+    error = f"{type(failed.__cause__).__name__}: {failed.__cause__}"
+    if not failed.names:
+        return _(
+            "the course's reference answer failed here ({error}): a bug in the course, not in "
+            "your answer; please report it"
+        ).format(error=error)
+    return _(
+        "the course's reference answer runs on this notebook's names, and its line `{line}` "
+        "raised {error}. That line reads {names}: does any of them hold a value of yours now "
+        "instead of the chapter's? Run the chapter's cells that define them again, then this "
+        "one; if it still fails, please report it"
+    ).format(line=failed.line, error=error, names=", ".join(failed.names))
 
 
 def said_for(

@@ -55,10 +55,39 @@ def reference_namespace(
             code = compile(ast.Module([statement], type_ignores=[]), label, "exec")
             try:
                 exec(code, namespace)  # noqa: S102 - the course's own answer, in the kernel
-            except Exception:
-                if needed:  # else a demonstration line, on a chapter name the learner bound
-                    raise  # to a value of their own (images = their tensor): it defines nothing
+            except NameError:
+                if needed:  # a chapter name is missing: the cells above were not run
+                    raise
+            except Exception as error:
+                # unneeded: a demonstration line, on a chapter name the learner bound to a
+                # value of their own (images = their tensor); it defines nothing needed
+                if needed:
+                    raise _failed_on(statement, learner_globals, source) from error
     return SimpleNamespace(**namespace)
+
+
+class ReferenceReadsYourNames(Exception):
+    """A defining line of the reference answer raised on names the notebook binds now: one of
+    them may hold a value of the learner's (a chapter model rebound), or a cell above never ran
+    cleanly. `line`: that line; `names`: the notebook's names it reads."""
+
+    def __init__(self, line: str, names: list[str]):
+        super().__init__(line)
+        self.line, self.names = line, names
+
+
+def _failed_on(statement: ast.stmt, names: dict, source: str) -> ReferenceReadsYourNames:
+    own = set(defined_names(source))
+    read = [
+        node.id
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name)
+        and node.id in names
+        and node.id not in own
+        and not isinstance(names[node.id], ModuleType)
+    ]
+    line = ast.unparse(statement).splitlines()[0]
+    return ReferenceReadsYourNames(line, list(dict.fromkeys(read)))
 
 
 def _statements(source: str, defines: set[str]) -> list[tuple[ast.stmt, bool]]:
@@ -118,6 +147,15 @@ def _bound_by(statement: ast.stmt) -> list[str]:
     elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
         targets = [statement.target]
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def restore_names(names: dict, before: dict, keep: object) -> None:
+    """Give each of `names` that a checkpoint's block bound to something else its object from
+    `before` back (the block's loop variables took the chapter's x, gm, model, program...): the
+    cells the learner runs next read the chapter's. `keep`: the checkpoint itself (`as check`)."""
+    for name, value in before.items():
+        if names.get(name, keep) is not value and names.get(name) is not keep:
+            names[name] = value
 
 
 class LearnerNames:

@@ -144,6 +144,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self._rewrite: Callable[[str], str] | None = None
 
     def __enter__(self) -> checkpoint:
+        self._names_before = dict(self.learner_globals)
         self._no_trace = without_structured_trace()
         self._no_trace.__enter__()
         return self
@@ -209,6 +210,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self._no_trace.__exit__(None, None, None)
+        reference.restore_names(self.learner_globals, self._names_before, keep=self)
         if exc_type is not None and not issubclass(exc_type, Exception):
             return False  # KeyboardInterrupt and friends stop the cell as usual
         if stale := self._stale():

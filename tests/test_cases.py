@@ -116,6 +116,10 @@ def references(tmp_path, monkeypatch):
         "9.1": {"code": "def double(x):\n    return 2 * x\nprint('shown')", "defines": ["double"]},
         "9.2": {"code": "def double(x):\n    raise ValueError('course bug')", "defines": []},
         "9.3": {"code": "def double(x):\n    return factor_defined_above * x", "defines": []},
+        "9.4": {
+            "code": "def double(x):\n    return 2 * x\nshown = double(chapter_x).sum()",
+            "defines": ["double", "shown"],
+        },
     }
     path = tmp_path / "references.json"
     path.write_text(json.dumps(table))
@@ -169,6 +173,42 @@ def test_a_reference_missing_a_chapter_name_asks_for_the_cells_above(references,
     result = run_checkpoint("9.3", lambda x: 2 * x, capsys)
     assert not result.passed and "factor_defined_above" in result.problem
     assert "run the cells above" in result.problem and "bug in the course" not in result.problem
+
+
+def test_a_reference_line_failing_on_a_name_the_learner_rebound_asks_about_that_name(
+    references, capsys
+):
+    """The reference's defining line reads a chapter object the learner bound to a value of
+    their own (1.3's `top_level = ...` reads gated_net): not a bug in the course (red team redN)."""
+    globals()["chapter_x"] = "the learner's string"
+    try:
+        result = run_checkpoint("9.4", lambda x: 2 * x, capsys)
+    finally:
+        del globals()["chapter_x"]
+    assert not result.passed and "bug in the course" not in result.problem, result.problem
+    assert "shown = double(chapter_x).sum()" in result.problem, result.problem
+    assert "reads chapter_x" in result.problem and "AttributeError" in result.problem
+
+
+CHECK_CELL_BINDING_X = """
+with tryit.checkpoint("9.1", "double it") as check:
+    for case in check.cases(numbers):
+        (x,) = case.objects()
+        mine, wanted = case.both(lambda answer, x: answer.double(x))
+        check.close(mine, wanted, "not doubled")
+"""
+
+
+def test_a_checkpoint_block_leaves_the_notebook_names_it_rebound_as_they_were(references, capsys):
+    """A check cell's loop variables (5.3's x, 4.3's model, 7.5's program) replaced the chapter's
+    objects of the same names: a cell the learner ran next read the checkpoint's last case."""
+    chapter_x = torch.ones(2)
+    cell = {"tryit": tryit, "numbers": numbers, "double": lambda x: x + x, "x": chapter_x}
+    exec(compile(CHECK_CELL_BINDING_X, "check", "exec"), cell)  # noqa: S102
+    capsys.readouterr()
+    assert cell["check"].result.passed and cell["check"].result.cases_run == 6
+    assert cell["x"] is chapter_x, "the checkpoint's last case stayed in the notebook's x"
+    assert cell["mine"] is not None, "a name new to the notebook stays as the block left it"
 
 
 def test_the_reference_runs_first_on_objects_of_its_own(references, capsys):

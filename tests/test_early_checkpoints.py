@@ -1569,17 +1569,29 @@ def clamp_linear_inputs(gm):
 """
 
 
-def test_a_helper_the_check_cell_defines_too_is_told_to_take_another_name(monkeypatch):
-    """3.1 and 3.2 (red team redN): the check cell's own SIGMOID_NODES and is_linear replaced the
-    learner's before their pass ran: a wrong SIGMOID_NODES passed, an is_linear(node, gm) failed
-    with "'DrawnModel' object has no attribute 'op'". Now each is named, and given back."""
+def test_a_learners_helper_named_as_a_check_cell_helper_once_was_is_their_own(monkeypatch):
+    """3.1 and 3.2 (red team redN): the check cells defined SIGMOID_NODES and is_linear at their
+    top level, which replaced the learner's before their pass ran (a wrong SIGMOID_NODES passed,
+    an is_linear(node, gm) failed, then each was named and refused). Now the check cells import
+    their helpers from fxcourse.transform_cases: the learner's names stay the learner's, a wrong
+    one is judged as what it is and a right one passes."""
     problem, namespace = verdict_in_a_kernel("3.1", WRONG_SIGMOID_NODES, monkeypatch)
-    assert "my_SIGMOID_NODES" in problem, problem
+    assert "sigmoid nodes are left" in problem, problem
     assert namespace["SIGMOID_NODES"] == {("call_function", torch.sigmoid)}
-    problem, _ = verdict_in_a_kernel("3.2", LINEAR_HELPER.format(name="is_linear"), monkeypatch)
-    assert "my_is_linear" in problem and "DrawnModel" not in problem, problem
-    problem, _ = verdict_in_a_kernel("3.2", LINEAR_HELPER.format(name="my_is_linear"), monkeypatch)
-    assert problem is None
+    both_forms = '{("call_function", torch.sigmoid), ("call_method", "sigmoid")}'
+    right = WRONG_SIGMOID_NODES.replace('{("call_function", torch.sigmoid)}', both_forms)
+    assert right != WRONG_SIGMOID_NODES
+    problem, namespace = verdict_in_a_kernel("3.1", right, monkeypatch)
+    assert problem is None, problem
+    assert namespace["SIGMOID_NODES"] == {
+        ("call_function", torch.sigmoid),
+        ("call_method", "sigmoid"),
+    }
+    for name in ("is_linear", "my_is_linear"):
+        answer = LINEAR_HELPER.format(name=name)
+        problem, namespace = verdict_in_a_kernel("3.2", answer, monkeypatch)
+        assert problem is None, problem
+        assert namespace[name].__code__.co_varnames[:2] == ("node", "gm")
 
 
 def test_a_demonstration_line_of_the_reference_does_not_fail_on_the_learners_own_names(

@@ -594,3 +594,40 @@ def cell_ran(source: str):
     """What IPython hands a post_run_cell callback for a cell that ran cleanly."""
     info = types.SimpleNamespace(raw_cell=source)
     return types.SimpleNamespace(info=info, error_in_exec=None, error_before_exec=None)
+
+
+OWN_CALLED_MODULES = """
+def called_modules(gm):  # the learner's own: (node, module) for each module call
+    return [(n, gm.get_submodule(n.target)) for n in gm.graph.find_nodes(op="call_module")]
+
+
+def unshare_modules(gm):
+    seen = set()
+    for node, module in called_modules(gm):
+        if id(module) in seen:
+            name, count = node.target.replace(".", "_") + "_copy", 1
+            while hasattr(gm, name):
+                name, count = f"{node.target.replace('.', '_')}_copy{count}", count + 1
+            gm.add_submodule(name, copy.deepcopy(module))
+            node.target = name
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_a_learners_called_modules_is_their_own_when_4_2_checks(chapter, seed, monkeypatch):
+    """4.2's check cell defined called_modules(gm) at its top level, which replaced a learner's
+    own called_modules (of another value) before their unshare_modules ran. It now imports its
+    helpers from fxcourse.fold_cases: the learner's helper stays theirs, and their pass passes."""
+    namespace = dict(chapter[0])
+    log = reference.CellLog(namespace)
+    exec(compile(OWN_CALLED_MODULES, "answer", "exec"), namespace)  # noqa: S102
+    log(cell_ran(OWN_CALLED_MODULES))
+    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    tryit.replay("4.2", seed)
+    result = check_cells.judged(chapter[1]["4.2"], namespace, monkeypatch)
+    assert result.problem is None, result.problem
+    assert namespace["called_modules"].__code__.co_filename == "answer"
