@@ -23,6 +23,7 @@ earlier cell made: the checkpoint runs it again, in a copy of the learner's name
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from collections import defaultdict
@@ -99,7 +100,40 @@ def problems(nb: nbformat.NotebookNode, chapter: str) -> list[str]:
         for index in roles["mistake"]:
             if not nb.cells[index].source.lstrip().startswith("#"):
                 found.append(f"{where}: a mistake cell must open with a comment on what is wrong")
+        found += [
+            f"{where}: {problem}" for problem in check_cell_problems(nb.cells[roles["check"][0]])
+        ]
     return found
+
+
+def check_cell_problems(cell: nbformat.NotebookNode) -> list[str]:
+    """A check cell runs in the learner's namespace, so whatever it binds at its top level
+    replaces the learner's object of that name before the learner's code runs (a learner's own
+    is_linear or SIGMOID_NODES). It binds only `goal`, the checkpoint block, and functions it
+    imports from fxcourse by their own lowercase names (helpers live in fxcourse modules)."""
+    found = []
+    for statement in ast.parse(cell.source).body:
+        if isinstance(statement, ast.ImportFrom) and (statement.module or "").startswith(
+            "fxcourse."
+        ):
+            found += [
+                f"the check cell imports {ast.unparse(alias)}: import a function by its own "
+                "lowercase name"
+                for alias in statement.names
+                if alias.asname or alias.name != alias.name.lower()
+            ]
+        elif not _is_goal_or_checkpoint(statement):
+            line = ast.unparse(statement).splitlines()[0]
+            found.append(f"the check cell binds {line!r} at its top level: move it into fxcourse")
+    return found
+
+
+def _is_goal_or_checkpoint(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.Assign):
+        return [ast.unparse(target) for target in statement.targets] == ["goal"]
+    return isinstance(statement, ast.With) and ast.unparse(statement.items[0]).startswith(
+        "checkpoint("
+    )
 
 
 def learner_version(

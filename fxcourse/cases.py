@@ -20,7 +20,7 @@ handle is in every run, not only in lucky ones.
 
 The drawn models live in `fxcourse.case_models`, the edits a case makes to a traced graph in
 `fxcourse.case_edits`, and what a checkpoint inspects beside outputs in `fxcourse.case_checks`;
-their names are importable from here too, as the chapters import them.
+their names are importable from here too, as the chapters' case modules import them.
 """
 
 from __future__ import annotations

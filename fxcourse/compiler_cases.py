@@ -18,6 +18,7 @@ import copy
 import functools
 import linecache
 import logging
+import numbers
 import random
 from dataclasses import dataclass
 
@@ -283,3 +284,13 @@ class RulePasses:
             found = self.passes[pair].apply(graph.graph)
         graph.recompile()
         return found, graph(*inputs)
+
+
+def lse_rule_passes() -> RulePasses:
+    """9.2: the rule passes of one checkpoint run."""
+    return RulePasses()
+
+
+def same_byte_count(mine, wanted) -> bool:
+    """9.1: whether the answer's saved bytes is a number equal to the reference's."""
+    return isinstance(mine, numbers.Real | torch.Tensor) and bool(mine == wanted)

@@ -7,10 +7,14 @@ checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at
     gcd_pairs(make)            12.2: pairs that need few and many steps, zeros, random pairs
     gcd_with_loop_runs(program, a, b)   12.2: the program's result, and how often loop bodies ran
     steps_outside_loops(program)        12.2: division or remainder nodes of the top-level graph
+    interleave_exported(Interleave)     12.1: (answer, drawn) -> Interleave exported by the answer
+    gcd_programs()                      12.2: each answer's Gcd exported once; .gcds(answer, pairs)
+    gcd_library_calls(program)          12.2: calls of torch's own gcd or lcm
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fxcourse.messages import _
@@ -180,3 +184,65 @@ def _is_get_attr(arg) -> bool:
     import torch
 
     return isinstance(arg, torch.fx.Node) and arg.op == "get_attr"
+
+
+def interleave_exported(interleave: type) -> Callable:
+    """12.1: (answer, drawn) -> the chapter's Interleave exported with the answer's
+    interleave_shapes(low, high), on an example whose batch is neither n nor 2 n."""
+
+    def exported(answer, drawn: RangeCase):
+        import torch
+
+        from fxcourse.quiet import hushed
+
+        n = drawn.example_n
+        batch = next(b for b in (3, 5, 7) if b not in (n, 2 * n))
+        example = (torch.randn(batch, n), torch.randn(batch, 2 * n))
+        spec = answer.interleave_shapes(drawn.low, drawn.high)
+        with hushed("torch.fx.experimental.symbolic_shapes", "torch._dynamo"):
+            return torch.export.export(interleave(), example, dynamic_shapes=spec)
+
+    return exported
+
+
+class GcdPrograms:
+    """12.2, for one checkpoint run: each answer's Gcd exported once (example (12, 18)) and its
+    program reused for every pair. `loop_limit`: the runs of a loop's body that stop a program."""
+
+    loop_limit = LOOP_LIMIT
+
+    def __init__(self):
+        self.exported: dict[type, object] = {}
+
+    def __call__(self, answer):
+        if answer.Gcd not in self.exported:
+            import torch
+
+            from fxcourse.quiet import hushed
+
+            with hushed("torch._dynamo", "torch.fx.experimental.symbolic_shapes"):
+                example = (torch.tensor(12), torch.tensor(18))
+                self.exported[answer.Gcd] = torch.export.export(answer.Gcd(), example)
+        return self.exported[answer.Gcd]
+
+    def gcds(self, answer, pairs) -> list[tuple]:
+        """For each pair: (the gcd computed, how often the loop's body ran)."""
+        return [gcd_with_loop_runs(self(answer), a, b) for a, b in pairs]
+
+
+def gcd_programs() -> GcdPrograms:
+    return GcdPrograms()
+
+
+def gcd_library_calls(program) -> list:
+    """12.2: the calls of torch's own gcd or lcm, in the program's graph or any subgraph."""
+    import torch
+
+    aten = torch.ops.aten
+    library = {aten.gcd.default, aten.gcd_.default, aten.lcm.default}
+    return [
+        node.target
+        for graph_module in program.graph_module.modules()
+        for node in graph_module.graph.nodes
+        if node.target in library
+    ]

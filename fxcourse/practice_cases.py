@@ -337,3 +337,8 @@ def tidied(shape_pass, dead_code):
         return first.modified, calls(result.graph_module), result.graph_module(x), again, alone
 
     return tidy
+
+
+def made_by_create_feature_extractor(kind: type) -> bool:
+    """8.1: whether what probe_for returned is of the type create_feature_extractor builds."""
+    return issubclass(kind, DualGraphModule)

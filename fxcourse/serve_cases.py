@@ -184,3 +184,9 @@ def same_outputs(got: Sequence, want: Sequence) -> bool:
         isinstance(g, torch.Tensor) and g.shape == w.shape and torch.allclose(g, w, atol=1e-6)
         for g, w in zip(got, want, strict=True)
     )
+
+
+def served(answer, requests: list, weights_seed: int) -> ServeRun:
+    """10.2: the answer's serve run on its own Scorer, whose weights come from `weights_seed`."""
+    torch.manual_seed(weights_seed)
+    return serve_run(answer.serve, answer.Scorer(), requests)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import json
 import re
 import subprocess
@@ -48,13 +51,21 @@ def test_every_answer_is_in_answers_json_and_nothing_else_is():
     assert answers == expected
 
 
+CHECK_CELL = """from fxcourse.cases import built_once
+
+goal = "double x"
+with checkpoint("1.1", goal) as check:
+    check(double(2) == 4, "not doubled")
+"""
+
+
 def _tryit(tid, role, source="x = 1"):
     return new_code_cell(source, metadata={"tryit": {"id": tid, "role": role}})
 
 
 def test_problems_names_missing_roles_wrong_order_and_silent_mistakes():
     good = [_tryit("1.1", "scaffold"), _tryit("1.1", "mistake", "# wrong\nx = 2")]
-    good += [_tryit("1.1", "answer"), _tryit("1.1", "check")]
+    good += [_tryit("1.1", "answer"), _tryit("1.1", "check", CHECK_CELL)]
     assert authoring.problems(new_notebook(cells=good), "01_x") == []
     no_mistake = new_notebook(cells=[good[0], good[2], good[3]])
     assert "want 1 scaffold, 1+ mistake" in authoring.problems(no_mistake, "01_x")[0]
@@ -63,6 +74,39 @@ def test_problems_names_missing_roles_wrong_order_and_silent_mistakes():
     silent = new_notebook(cells=[good[0], _tryit("1.1", "mistake"), good[2], good[3]])
     assert "open with a comment" in authoring.problems(silent, "01_x")[0]
     assert "start with '2.'" in authoring.problems(new_notebook(cells=good), "02_x")[0]
+
+
+@pytest.mark.parametrize(
+    "top_level",
+    [
+        "SIGMOID_NODES = {'sigmoid'}",
+        "def is_linear(node):\n    return True",
+        "from fxcourse.cases import built_once as once",
+        "from fxcourse.compiler_cases import RulePasses",
+        "import numbers",
+    ],
+)
+def test_a_check_cell_that_binds_a_helper_of_its_own_is_refused(top_level):
+    """Whatever a check cell binds replaces a learner's object of that name (red team redN:
+    3.1's SIGMOID_NODES, 3.2's is_linear): its helpers live in fxcourse modules."""
+    cells = [_tryit("1.1", "scaffold"), _tryit("1.1", "mistake", "# wrong\nx = 2")]
+    cells += [_tryit("1.1", "answer"), _tryit("1.1", "check", CHECK_CELL)]
+    assert authoring.problems(new_notebook(cells=cells), "01_x") == []
+    cells[3] = _tryit("1.1", "check", CHECK_CELL.replace("\ngoal", f"{top_level}\n\ngoal"))
+    (problem,) = authoring.problems(new_notebook(cells=cells), "01_x")
+    assert "check cell" in problem and top_level.split("\n")[0].split()[-1] in problem
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_every_name_a_check_cell_imports_is_a_function_of_fxcourse(source):
+    nb = nbformat.read(source, as_version=4)
+    for tryit_id, roles in authoring.tryits(nb).items():
+        for statement in ast.parse(nb.cells[roles["check"][0]].source).body:
+            if isinstance(statement, ast.ImportFrom):
+                module = importlib.import_module(statement.module)
+                for alias in statement.names:
+                    imported = getattr(module, alias.name)
+                    assert inspect.isfunction(imported), f"{tryit_id}: {alias.name} is no function"
 
 
 def test_learner_version_keeps_scaffold_and_check_only():
