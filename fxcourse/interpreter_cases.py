@@ -40,6 +40,7 @@ from fxcourse.cases import (
     tolerances,
 )
 from fxcourse.messages import _, listing
+from fxcourse.reference import close_enough
 
 # ----------------------------------------------------------------------------- try it 5.1
 
@@ -220,10 +221,16 @@ def relu_to_gelu_in_float64(result):  # whether the result is judged to float64'
 
 
 def relu_to_gelu_run(answer, gm, x):
-    # the result, whether it ran gm itself, the gradient it gives x
+    # the result, whether it ran gm itself, the gradient it gives x, whether gm still computes
+    # what it computed before the run
+    with torch.no_grad():
+        before = gm(x)
     interpreter = answer.ReluToGelu(gm)
     result = interpreter.run(x.requires_grad_())
-    return result, interpreter.module is gm, _input_gradient(result, x)
+    gradient = _input_gradient(result, x)
+    with torch.no_grad():
+        kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4)
+    return result, interpreter.module is gm, gradient, kept
 
 
 # ----------------------------------------------------------------------------- try it 5.4

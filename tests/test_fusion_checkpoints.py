@@ -348,6 +348,93 @@ def unshare_modules(gm):
 }
 
 
+# a learner's helper named as one of the check block's own loop variables (shape, taken,
+# unsafe), which replaced the helper from the second case on (red team redQ)
+SHAPE_HELPER = """
+def shape(weight):  # the check block binds `shape` too
+    return (1, -1) + (1,) * (weight.dim() - 2)
+
+
+def fold_pre_bn(bn, conv):
+    scale, shift = fusion.bn_scale_and_shift(bn)
+    weight = conv.weight.detach()
+    fused = copy.deepcopy(conv)
+    fused.weight = nn.Parameter((weight * scale.reshape(shape(weight))).to(weight.dtype))
+    seen = (weight * shift.reshape(shape(weight))).sum(dim=tuple(range(1, weight.dim())))
+    bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(seen)
+    fused.bias = nn.Parameter((bias + seen).to(weight.dtype))
+    return fused
+"""
+
+TAKEN_HELPER = """
+def taken(gm):  # the check block binds `taken` too
+    return {name for name, _module in gm.named_modules(remove_duplicate=False)}
+
+
+def unshare_modules(gm):
+    seen = set()
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        if id(module) in seen:
+            number = 0
+            while f"{node.name}_copy{number}" in taken(gm):
+                number += 1
+            gm.add_submodule(f"{node.name}_copy{number}", copy.deepcopy(module))
+            node.target = f"{node.name}_copy{number}"
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+UNSAFE_HELPER = """
+from collections import Counter
+
+
+def unsafe(gm, bn_node):  # the check block binds `unsafe` too
+    source = bn_node.all_input_nodes[0]
+    if source.op != "call_module" or type(gm.get_submodule(source.target)) is not nn.Linear:
+        return True
+    calls = Counter(id(gm.get_submodule(n.target)) for n in gm.graph.find_nodes(op="call_module"))
+    fetched = {n.target.rpartition(".")[0] for n in gm.graph.find_nodes(op="get_attr")}
+    alone = len(source.users) == 1 and calls[id(gm.get_submodule(source.target))] == 1
+    flat = len(source.meta["tensor_meta"].shape) == 2
+    return not (alone and flat and source.target not in fetched)
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    for bn_node in list(gm.graph.find_nodes(op="call_module")):
+        bn = gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or bn.running_mean is None or unsafe(gm, bn_node):
+            continue
+        source = bn_node.all_input_nodes[0]
+        linear = gm.get_submodule(source.target)
+        fusion.replace_submodule(gm, source.target, fusion.fold_conv_bn(linear, bn))
+        bn_node.replace_all_uses_with(source)
+        gm.graph.erase_node(bn_node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+HONEST |= {
+    "4.1 a helper named shape, as the check block's loop variable (red team redQ)": (
+        "4.1",
+        SHAPE_HELPER,
+    ),
+    "4.2 a helper named taken, as the check block's loop variable (red team redQ)": (
+        "4.2",
+        TAKEN_HELPER,
+    ),
+    "4.3 a helper named unsafe, as the check block's loop variable (red team redQ)": (
+        "4.3",
+        UNSAFE_HELPER,
+    ),
+}
+
+
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_a_wrong_fold_is_refused_in_every_run(chapter, name, seed, monkeypatch):
