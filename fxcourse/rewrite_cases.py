@@ -127,7 +127,11 @@ def sigmoid_relu_models(make):  # 3.5's cases: torch.sigmoid, ReLUs that RULES d
     # beyond 20 float64 still tells sigmoid from 0 and 1: a rule that rounds to 0 or 1 from a
     # bound below 26.5 on is off there by more than float64's tolerance
     far = [round(make.rng.uniform(20.5, 26.5), 2), 26.5]
-    edge = [-torch.inf, -big, *[-v for v in far], -20.0, -1.0, 0.0, 5e-3, 1.0, 20.0, *far]
+    # from 27.6 to 34.5 below 0 sigmoid lies between 1e-12 and 1e-15: float64 edges are judged
+    # to 1e-15 (a few units in the last place of 1), so a rule that rounds to 0 from a bound up
+    # to 34 on, or clamps x there, is off; 1 - 1 / (1 + exp(x)), off by rounding only, is not
+    tiny = [-round(make.rng.uniform(27.6, 34.0), 2), -34.0]
+    edge = [-torch.inf, -big, *tiny, *[-v for v in far], -20.0, -1.0, 0.0, 5e-3, 1.0, 20.0, *far]
     edge = [*edge, big, torch.inf, torch.nan]
     edge = torch.tensor(edge, dtype=dtype)  # at -20, 5e-3 and 20 approximations show
 

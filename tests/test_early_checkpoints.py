@@ -1250,6 +1250,30 @@ def use_hardsigmoid(gm):
 }
 
 
+WRONG |= {
+    "3.5 the input clamped to [-30, 30]: 9e-14 where sigmoid is 2e-15 (red team redQ)": """
+def sigmoid_from_exp(x):
+    return 1 / (1 + torch.exp(-x.clamp(-30.0, 30.0)))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 sigmoid rounded to 0 below -30, early for float64 (red team redQ)": (
+        SIGMOID_ROUNDED_WHERE.format(where="x < -30", value="torch.zeros_like(x)")
+    ),
+}
+
+HONEST |= {
+    "3.5 1 - 1 / (1 + exp(x)): off by float64 rounding only, 0 below -37 (red team redQ)": """
+def sigmoid_from_exp(x):
+    return 1 - 1 / (1 + torch.exp(x))
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("answer", sorted(WRONG))
 def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):
