@@ -161,12 +161,14 @@ def memory_recorder_cases(make):  # 5.2's cases: a tuple-valued call, other dtyp
         extra = [graph.call_function(operator.getitem, (tuple_node, make.integer(0, 1)))]
         extra += [OTHERS[name](graph, make.choice(values)) for name in others]
         extra.append(NO_TENSOR[no_tensor](graph, make.choice(values)))
+        # a tensor of no elements, v[0:0]: a tensor all the same, of 0 bytes
+        extra.append(graph.call_function(operator.getitem, (make.choice(values), slice(0, 0))))
         weight = next(name for name, _p in gm.named_parameters() if name.endswith("weight"))
         extra.append(graph.call_method("sum", (graph.get_attr(weight),)))  # a weight fetched
     output.args = ((output.args[0], *extra),)
     gm.recompile()
     batch = make.integer(1, 5)
-    added = [_extra_label(name) for name in (pair, *others, no_tensor)]
+    added = [_extra_label(name) for name in (pair, *others, no_tensor)] + [_("an empty slice")]
     make.note(
         _("{dtype}, a batch of {size}; after the model: {added}").format(
             dtype=dtype, size=batch, added=listing(added)

@@ -242,6 +242,10 @@ def nodes_inside_cases(block_class):
         plan = [("call", stem), ("call", body)] + [("call", stem)] * (
             kind == "a block called twice"
         )
+        # a block called straight from the root: its nodes are made inside that block, not
+        # inside the Sequential holding it, which does not run then
+        direct = make.choice([name for name, _block in blocks.named_children()])
+        plan.insert(make.integer(0, len(plan)), ("call", f"{body}.{direct}"))
         modules = {stem: ScaledBlock(), body: blocks, spare: block_class()}
         gm = fx.symbolic_trace(PathModel(modules, plan))
         inner = make.choice([name for name, _block in blocks.named_children()])
@@ -249,6 +253,9 @@ def nodes_inside_cases(block_class):
         said = _("nodes_inside(gm, {path}), {kind}, in a model of {count} blocks in {body}")
         make.note(
             said.format(path=repr(path), kind=_path_label(kind), count=count, body=repr(body))
+        )
+        make.note(
+            _("{path} also called straight from the root").format(path=repr(f"{body}.{direct}"))
         )
         return gm, path
 

@@ -1251,6 +1251,15 @@ def use_hardsigmoid(gm):
 
 
 WRONG |= {
+    "2.4 a stack path equal to path or under it: a block called from the root (red team redQ)": """
+def nodes_inside(gm, path):
+    found = []
+    for node in gm.graph.nodes:
+        paths = [p for p, _ in node.meta.get("nn_module_stack", {}).values()]
+        if any(p == path or p.startswith(path + ".") for p in paths):
+            found.append(node.name)
+    return found
+""",
     "3.5 the input clamped to [-30, 30]: 9e-14 where sigmoid is 2e-15 (red team redQ)": """
 def sigmoid_from_exp(x):
     return 1 / (1 + torch.exp(-x.clamp(-30.0, 30.0)))
@@ -1261,6 +1270,20 @@ rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
     "3.5 sigmoid rounded to 0 below -30, early for float64 (red team redQ)": (
         SIGMOID_ROUNDED_WHERE.format(where="x < -30", value="torch.zeros_like(x)")
     ),
+    "5.2 nothing recorded for a tensor of 0 bytes (red team redQ)": """
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        tensors = torch.utils._pytree.tree_leaves(result)
+        total = sum(t.nbytes for t in tensors if isinstance(t, torch.Tensor))
+        if node.op not in ("placeholder", "get_attr") and total:
+            self.bytes_by_node[node.name] = total
+        return result
+""",
 }
 
 HONEST |= {
