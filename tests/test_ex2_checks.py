@@ -37,3 +37,32 @@ def test_names_still_pass_and_other_mistakes_say_nothing_of_nodes(verify):
     gm = torch.fx.symbolic_trace(verify.Example())
     cat = next(node for node in gm.graph.nodes if node.name == "cat")
     assert verify.holds_nodes({"key": slice(None, cat)}) and not verify.holds_nodes(("cat", 1))
+
+
+def test_the_visible_merge_cell_reads_verifys_kind_of_not_a_learners(tmp_path):
+    """The setup cell imported verify's kind_of before the solution cells, so a learner's own
+    helper kind_of (for refers_to, say) replaced it and the right merge was told "merge returns
+    the GraphModule, not Example" (red team redQ). The visible cells run here with the reference
+    solution and such a helper."""
+    import nbformat
+
+    folder = VERIFY.parents[2] / "chapters" / "exercises" / "ex2_node_dump"
+    notebook = nbformat.read(folder / "ex2_node_dump.ipynb", as_version=4)
+    solution = (VERIFY.parent / "solution.py").read_text()
+    helper = "\ndef kind_of(value):\n    return type(value).__name__\n"
+    namespace: dict = {"__name__": "learner"}
+    import sys
+
+    sys.path.insert(0, str(folder))
+    try:
+        sys.modules.pop("verify", None)
+        for cell in notebook.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+            if cell.cell_type != "code" or grade_id == "merge":
+                continue
+            source = solution + helper if grade_id == "dump_nodes" else cell.source
+            exec(compile(source, grade_id or "cell", "exec"), namespace)  # noqa: S102
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("verify", None)
+    assert namespace["kind_of"](namespace["merged"]) != "GraphModule"  # the learner's own

@@ -67,3 +67,14 @@ def test_cpu_time_and_milliseconds_are_refused_by_a_node_that_sleeps(verify, clo
         verify.check_wall_seconds(timings)
     timings, _ = timings_with(time.perf_counter, verify, verify.Napping())
     verify.check_wall_seconds(timings)
+
+
+def test_timings_keyed_by_the_node_are_told_to_key_them_by_name(verify):
+    """A Node prints as its name: "the timed nodes are ['lin', ...], not [lin, ...]" differed only
+    in the quotes (red team redQ). The check now names the keys' type and node.name."""
+    timings, gm = timings_with(time.perf_counter, verify)
+    nodes = {node.name: node for node in gm.graph.nodes}
+    by_node = {nodes[name]: times for name, times in timings.items()}
+    with pytest.raises(AssertionError, match="keyed by Node objects: key it by node.name"):
+        verify.check_timed(by_node, gm, calls=1)
+    verify.check_timed(timings, gm, calls=1)

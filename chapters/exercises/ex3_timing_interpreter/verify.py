@@ -89,6 +89,8 @@ def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
     TIMED_OPS, and no other node."""
     want = sorted(timed_names(gm))
     assert isinstance(timings, dict), f"timings is a dict, not {type(timings).__name__}"
+    odd = sorted({type(key).__name__ for key in timings if not isinstance(key, str)})
+    assert not odd, f"timings is keyed by {odd[0]} objects: key it by node.name, a str"
     got = sorted(timings, key=str)
     assert got == want, f"the timed nodes are {want}, not {got}"
     for name, times in timings.items():

@@ -86,6 +86,8 @@ def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
     """在 gm 上运行 `calls` 次之后的 timings：op 属于 TIMED_OPS 的每个节点每次运行有一个时间，其他节点都没有。"""
     want = sorted(timed_names(gm))
     assert isinstance(timings, dict), f"timings 应是字典，而不是 {type(timings).__name__}"
+    odd = sorted({type(key).__name__ for key in timings if not isinstance(key, str)})
+    assert not odd, f"timings 的键是 {odd[0]} 对象：请用 node.name（一个 str）作键"
     got = sorted(timings, key=str)
     assert got == want, f"被计时的节点应为 {want}，而不是 {got}"
     for name, times in timings.items():
