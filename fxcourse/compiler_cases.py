@@ -206,10 +206,13 @@ def lse_source(rng: random.Random) -> str:
 def lse_inputs(
     rng: random.Random, dtype: torch.dtype, matrix: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ordinary values, equal pairs, and values far past exp's range in both directions."""
+    """Ordinary values, an equal pair, and values far past exp's range in both directions: a
+    pair both large and close, and one both far below 0, where exp gives 0 for each and the
+    expression -inf, though its value is the larger plus at most log 2 (a replacement that
+    shifts only large positive values keeps that -inf)."""
     big = 1000.0 if dtype == torch.float32 else 4000.0
-    u = [0.0, 0.0, big, -3.0, big / 2, rng.uniform(-2, 2)]
-    v = [0.0, 0.0, -big, 2.0, big / 2 + 1, rng.uniform(-2, 2)]
+    u = [0.0, -big / 2, big, -3.0, big / 2, rng.uniform(-2, 2)]
+    v = [0.0, -big / 2 - 1, -big, 2.0, big / 2 + 1, rng.uniform(-2, 2)]
     order = list(range(len(u)))
     rng.shuffle(order)
     u, v = [u[i] for i in order], [v[i] for i in order]

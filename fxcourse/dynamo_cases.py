@@ -8,6 +8,7 @@ compare the learner's answer with the reference answer, fxcourse.reference).
         mine, wanted = case.both(blamed)
         missed_fault(*case.objects())                    # a hint for a subtle fault's case
     graph_breaks(function, x)                            # try it 6.2: Dynamo's graphs of it
+    opaque_operators(function, x)                        # try it 6.2: custom operators they call
     unfilled(function)                                   # the try-it's function is still `...`
 
 Nothing here holds an answer; the cases are drawn so that each run holds every feature an answer
@@ -169,7 +170,8 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
     0 in both dtypes (a float64 one that float32 cannot tell from 0), sums of exactly 0, sums
     of either sign whose sign is not that of most entries, nor of the first one, and a NaN among
     positive entries: its sum is NaN, `x.sum() > 0` is False and sign_dependent takes cos, where
-    `x.sum() <= 0` is False too and `x.nansum() > 0` is True (SIGNED_KINDS)."""
+    `x.sum() <= 0` is False too and `x.nansum() > 0` is True (SIGNED_KINDS); that x is 2-D and
+    stored transposed (sign_dependent takes any layout; `x.view(-1)` fails there)."""
     kind, dtype = make.each(SIGNED_KINDS)
     dtype = dtype or make.dtype()
     shape = make.choice([(make.integer(3, 9),), (make.integer(2, 4), make.integer(2, 5))])
@@ -187,15 +189,18 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
         huge, sign = torch.finfo(dtype).max / 4 * make.rng.uniform(0.5, 1), make.choice([1, -1])
         x.view(-1)[:3] = torch.tensor([1.0, -0.4, -0.4], dtype=torch.float64) * huge * sign
         x = x.view(-1)[torch.randperm(x.numel(), generator=make.generator)].reshape(shape)
-    elif kind.startswith("a NaN"):
-        x = make.tensor(*shape, dtype=dtype).abs() + 0.1
-        x.view(-1)[make.integer(0, x.numel() - 1)] = float("nan")
+    elif kind.startswith("a NaN"):  # stored transposed: a function that views x flat fails
+        rows, cols = make.integer(2, 4), make.integer(2, 5)
+        x = (make.tensor(cols, rows, dtype=dtype).abs() + 0.1).t()
+        x[make.integer(0, rows - 1), make.integer(0, cols - 1)] = float("nan")
     else:
         tiny = make.rng.uniform(1, 9) * (1e-4 if dtype == torch.float32 else 1e-10)
         total = {"sum just above 0": tiny, "sum just below 0": -tiny}.get(kind, 0.0)
         x = _summing_to(make, shape, total, dtype)
     said = _("x of shape {shape}, {dtype}, sum {total}")
     make.note(said.format(shape=tuple(x.shape), dtype=x.dtype, total=f"{x.sum().item():+.2g}"))
+    if not x.is_contiguous():
+        make.note(_("stored transposed (not contiguous)"))
     return (x,)
 
 
@@ -217,6 +222,24 @@ def graph_breaks(function, x: torch.Tensor) -> tuple[int, list[str]]:
     with torch_logs():  # Dynamo's warnings stay out of the way; the reasons are returned
         found = torch._dynamo.explain(function)(x)  # private
     return found.graph_count, [reason.reason.splitlines()[0] for reason in found.break_reasons]
+
+
+def opaque_operators(function, x: torch.Tensor) -> list[str]:
+    """The operators outside torch's own libraries (aten, prims) that Dynamo's graphs of
+    function(x) call: a custom operator runs Python that no graph records, a decision with it."""
+    torch.compiler.reset()
+    with torch_logs():
+        found = torch._dynamo.explain(function)(x)  # private
+    operators = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)  # private
+    return [
+        str(node.target)
+        for graph in found.graphs
+        for node in graph.graph.nodes
+        if isinstance(node.target, operators) and str(node.target).split(".")[0] not in TORCHS
+    ]
+
+
+TORCHS = ("aten", "prims")  # the namespaces of torch's own operators
 
 
 # ----------------------------------------------------------------------------- try it 6.3
@@ -269,10 +292,10 @@ class PlantedCase:
 def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None, moved=1):
     """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
     (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
-    sorted values), makes it off by OFF ("dynamo off") or NaN ("dynamo nan") in a few places,
-    or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size allows), or
-    (in_dynamo="break") breaks the graph after the activation: two graphs, nothing wrong (a
-    climb compiling with fullgraph=True blames eager for it)."""
+    sorted values), makes it off by OFF in a few places ("dynamo off") or NaN in one place
+    ("dynamo nan"), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
+    allows), or (in_dynamo="break") breaks the graph after the activation: two graphs, nothing
+    wrong (a climb compiling with fullgraph=True blames eager for it)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
     if in_dynamo == "break":
@@ -298,7 +321,7 @@ OFF = 0.005  # "dynamo off": a value off by OFF * min(1, |value|), far beyond ro
 
 
 def _few_places(result: torch.Tensor) -> torch.Tensor:
-    """Where "dynamo off" and "dynamo nan" go wrong: one place in 997 (1 to 3 places in all: a
+    """Where "dynamo off" goes wrong: one place in 997 (1 to 3 places in all: a
     comparison that forgives a share of the values, even 0.5 %, or looks at their mean or
     median, misses it) and the place whose size is nearest 1 (where a tolerance well below OFF
     sees the most)."""
@@ -310,8 +333,9 @@ def _few_places(result: torch.Tensor) -> torch.Tensor:
 def _wrong_in_dynamo(result: torch.Tensor, in_dynamo: str, moved: int) -> torch.Tensor:
     if in_dynamo == "dynamo off":  # a tolerance of OFF or more misses it, whatever the values
         return torch.where(_few_places(result), result + OFF * result.abs().clamp(max=1.0), result)
-    if in_dynamo == "dynamo nan":  # NaN in a few places, as a log of a negative value would give
-        return torch.where(_few_places(result), float("nan"), result)
+    if in_dynamo == "dynamo nan":  # NaN in one place, as a log of a negative value would give
+        one_place = torch.arange(result.shape[-1]) == 3  # forgive one value, and miss it
+        return torch.where(one_place, float("nan"), result)
     return result.roll(moved, -1)
 
 
@@ -322,7 +346,9 @@ def missed_fault(case: PlantedCase) -> str:
             " Here a stage is 0.5 % off in a few places: far more than rounding. How close is"
             " close, and does your comparison look at every value?"
         ),
-        "dynamo nan": _(" Here a stage returns NaN in a few places: does your comparison see it?"),
+        "dynamo nan": _(
+            " Here a stage returns NaN in one place: does your comparison see it, and every value?"
+        ),
     }
     return hints.get(case.kind, "")
 
@@ -333,8 +359,9 @@ def planted_cases(make) -> tuple[PlantedCase]:
     operator's input negated); in Dynamo's graph they may also be a little off in a few places
     (by OFF times min(1, |value|): far beyond rounding, missed by a tolerance whose atol + rtol
     is OFF or more, caught by one well below, in every run: one of the places holds the value
-    whose size is nearest 1) or NaN in a few places (a comparison such as `diff.max() > tol` is
-    False for NaN; one that forgives 1 % of the values, or reads their mean, misses both). A
+    whose size is nearest 1) or NaN in one place (a comparison such as `diff.max() > tol` is
+    False for NaN; one that forgives 1 % of the values, or reads their mean, misses both, and one
+    that forgives a value or two, or 0.1 % of them, misses the NaN). A
     climb to the end of the ladder compiles three times on each side, one stopped by Dynamo
     once, one by AOTAutograd twice: the kinds are chosen so that a run compiles about
     twenty-five times. The note describes the function, not the stage

@@ -25,6 +25,7 @@ import ast
 import contextlib
 import inspect
 import io
+import logging
 import random
 import sys
 from unittest import mock
@@ -37,6 +38,7 @@ from torch.export import Dim
 from fxcourse.capture import torch_logs
 from fxcourse.cases import case_of, side_by_side
 from fxcourse.messages import _
+from fxcourse.quiet import hushed
 
 # ----------------------------------------------------------------------------- try it 7.1
 
@@ -300,7 +302,9 @@ def windows(make):
     hold a NaN, which window_max carries into each window holding it (a kernel built on
     torch.fmax, or on torch.where(a > b, a, b), drops it), but for one float64 input in each
     run, whose window maxima are numbers (a kernel that rounds through float32 changes them;
-    it passed one run in three while every float64 window held a NaN)."""
+    it passed one run in three while every float64 window held a NaN). One float32 input in
+    each run is 3-D and stored transposed (a kernel that views x as rows, x.view(-1, n), fails
+    there, as no "any input" kernel may)."""
     # a shape right for one k meets the others; the sixth case's k is above 1, so that a byte
     # input and a NaN-holding one have windows of two or more in every run
     k = make.each([1, 2, 3, 4, 5, random.Random(f"{make.run_seed}:7.4").randint(2, 5)])
@@ -309,13 +313,19 @@ def windows(make):
     more, dtype = make.each(kinds)
     nan_held = (more, dtype) != (0, f64)
     length = k + (make.integer(2, 9) if more is None else more)
-    shape = (*[make.integer(1, 4) for _ in range(make.integer(0, 2))], length)
+    transposed = (more, dtype) == (None, f32)  # 3-D, rows in no one block: no view(-1, n)
+    leading = [make.integer(2, 4), make.integer(2, 4)] if transposed else []
+    leading = leading or [make.integer(1, 4) for _ in range(make.integer(0, 2))]
+    shape = (*leading, length)
     make.note(_("an input of shape {shape}, {dtype}, k={k}").format(shape=shape, dtype=dtype, k=k))
     if dtype == u8:  # bytes, each row starting at both ends: a window holds 0 beside 255
         drawn = (make.tensor(*shape) * 80 + 128).round().clamp(0, 255).to(u8)
         drawn[..., 0], drawn[..., 1] = 0, 255
         return k, drawn
     drawn = make.tensor(*shape, dtype=dtype)
+    if transposed:  # the same values, stored with the last two dimensions swapped
+        drawn = drawn.transpose(-1, -2).contiguous().transpose(-1, -2)
+        make.note(_("stored transposed (not contiguous)"))
     if k > 1 and nan_held:  # a window of one element is the element: every kernel keeps it
         at = make.integer(0, length - 1)
         drawn[..., at] = float("nan")
@@ -328,17 +338,24 @@ def _custom_nodes(program: torch.export.ExportedProgram) -> list:
     return [n for n in calls if n.target.namespace != "aten"]
 
 
+FAKE_TENSOR_LOG = "torch._subclasses.fake_tensor"  # logs, as an error, each fake kernel's raise
+
+
 def exported_window(answer, k: int, x: torch.Tensor):
     """Export of a model calling the answer's window_max_op: the custom operators its graph
     calls, their fake values' shapes, dtypes and devices (the devices of an export of x on the
     meta device first: a fake kernel that names a device of its own, such as the CPU, says so
     there), whether each value is laid out as the real kernel's result, and the program's output;
-    None when export found no fake kernel."""
+    None when export found no fake kernel. The export and the layouts take x contiguous (a real
+    kernel's result may follow its input's layout, which no fake kernel need copy); the program
+    runs on x as drawn, maybe stored transposed."""
+    example = x.contiguous()
     # Fake tensors cache kernels' results across exports; a fake kernel defined again in this
     # session must not be answered from that cache (the cache is private).
     torch._subclasses.fake_tensor.FakeTensorMode.cache_clear()
-    try:
-        program = torch.export.export(CallsOp(answer.window_max_op, k), (x,))
+    try:  # a fake kernel that raises: its error is the Not yet, without torch's logged copy
+        with hushed(FAKE_TENSOR_LOG, level=logging.CRITICAL):
+            program = torch.export.export(CallsOp(answer.window_max_op, k), (example,))
     except RuntimeError as error:
         if "no fake impl" not in str(error):
             raise
@@ -346,9 +363,10 @@ def exported_window(answer, k: int, x: torch.Tensor):
     nodes = _custom_nodes(program)
     shapes = [tuple(node.meta["val"].shape) for node in nodes]
     dtypes = [node.meta["val"].dtype for node in nodes]
-    on_meta = torch.export.export(CallsOp(answer.window_max_op, k), (x.to("meta"),))
+    with hushed(FAKE_TENSOR_LOG, level=logging.CRITICAL):
+        on_meta = torch.export.export(CallsOp(answer.window_max_op, k), (example.to("meta"),))
     devices = [node.meta["val"].device for node in [*_custom_nodes(on_meta), *nodes]]
-    real = answer.window_max_op(x, k)
+    real = answer.window_max_op(example, k)
     layouts = [_laid_out_as(node, real) for node in nodes]
     return (
         [str(node.target) for node in nodes],

@@ -236,15 +236,18 @@ class SizeOf:
 
 
 class Reshapes(nn.Module):  # x.reshape(*shape) or x.view(*shape) for each drawn (method, shape)
-    def __init__(self, steps: list[tuple[str, tuple]]) -> None:
+    def __init__(self, steps: list[tuple[str, tuple]], returned: int | None = None) -> None:
         super().__init__()
-        self.steps = steps
+        self.steps, self.returned = steps, returned  # returned: a step whose result is returned too
 
     def forward(self, x):
-        for method, shape in self.steps:
+        also = None
+        for index, (method, shape) in enumerate(self.steps):
             sizes = [x.shape[size.dim] if isinstance(size, SizeOf) else size for size in shape]
             x = getattr(x, method)(*sizes)
-        return x.mul(2)  # a method that keeps the shape and is no reshape: a pass must leave it
+            also = x if index == self.returned else also
+        doubled = x.mul(2)  # a method that keeps the shape and is no reshape: a pass must leave it
+        return doubled if also is None else (doubled, also)
 
 
 # every step of a settled chain changes the shape: tall <-> flat keeps the number of dims, split
@@ -262,9 +265,12 @@ def reshape_chains(make):
     the shape (among them one that keeps the number of dims, one that keeps the last dim, one
     that keeps the first dim and the sorted sizes, one that keeps all of those and swaps two
     middle sizes, and one that keeps the last two sizes and adds a leading 1) and one drawn
-    freely, which keeps the shape at one step at least (a pass that leaves such a step in its
-    graph is seen in every run); the settled chain ends in a view of the float values as
-    integers of the same size (its shape kept, not its dtype: a pass must keep it),
+    freely, which keeps the shape at two steps at least (a pass that leaves such a step in its
+    graph, or drops one per call, is seen in every run), the second of them read by the next call
+    and returned as well (a pass that drops only a call read once, or none the output reads,
+    or that rewires only the next node, is seen too) and which ends in a view as its own dtype (a
+    no-op: a pass that skips every view(dtype) keeps it); the settled chain ends in a view of the
+    float values as integers of the same size (its shape kept, not its dtype: a pass must keep it),
     one such step written with -1 (a pass that compares the sizes a call asks for with its
     input's shape keeps it); dtypes drawn. Every chain ends in `x.mul(2)`, a call_method node
     whose result has its input's shape: a pass that ignores the target removes it too. Every
@@ -289,9 +295,12 @@ def reshape_chains(make):
     }
     settled = make.each([True, False])
     names = list(SETTLED) if settled else [make.choice(free) for _ in range(make.integer(4, 5))]
-    if not settled and all(a != b for a, b in zip(["flat", *names], names, strict=False)):
-        at = make.integer(1, len(names) - 1)  # a drawn chain keeps the shape somewhere, always
-        names[at] = names[at - 1]
+    returned = None
+    if not settled:  # two steps keep the shape, always: a pass that drops one per call is seen
+        first, second = sorted(make.rng.sample(range(1, len(names)), 2))
+        names[first] = names[first - 1]
+        names[second] = names[second - 1]  # after the first: it may read that one
+        returned = second  # read by the next call and returned as well: two readers
     steps = [(make.choice(["reshape", "view"]), make.choice(forms[name])) for name in names]
     if not settled:  # a step that keeps the shape asks for -1: its sizes are not the input's
         before = ["flat", *names[:-1]]
@@ -302,10 +311,13 @@ def reshape_chains(make):
     else:  # a size read from x that changes the shape all the same: (rows, x.shape[1], 1)
         steps[0] = (steps[0][0], _one_size_read(steps[0][1], at=1))
     dtype = make.dtype()
-    if settled:  # a view as integers of the same size keeps the shape, not the values
-        steps.append(("view", (SAME_SIZE_INTEGERS[dtype],)))
+    # a view as integers of the same size keeps the shape, not the dtype; one as its own dtype
+    # keeps both: a no-op that a pass skipping every view(dtype) leaves
+    steps.append(("view", (SAME_SIZE_INTEGERS[dtype] if settled else dtype,)))
     make.note(_("x of shape {shape}, then {steps}").format(shape=(rows, cols), steps=steps))
-    return Reshapes(steps), make.tensor(rows, cols, dtype=dtype)
+    if returned is not None:
+        make.note(_("step {number}'s result is returned too").format(number=returned + 1))
+    return Reshapes(steps, returned), make.tensor(rows, cols, dtype=dtype)
 
 
 def _one_size_read(shape: tuple, at: int | None = None) -> tuple:

@@ -143,6 +143,9 @@ def _learners_file(frame: traceback.FrameSummary) -> bool:
     return not frame.filename.startswith(libraries)
 
 
+GENERATED = "<eval_with_key>"  # the file name torch.fx gives a GraphModule's generated code
+
+
 def learners_frame(frames: traceback.StackSummary, cell_file: str = "") -> str:
     """Where the learner's own code (a notebook cell, not torch's, Python's, the course's or the
     checkpoint cell's) failed; when none of it is running (torch read later a value the learner's
@@ -152,7 +155,10 @@ def learners_frame(frames: traceback.StackSummary, cell_file: str = "") -> str:
         return _("in {function}, run by the checkpoint on what your code gave it").format(
             function=frames[-1].name
         )
-    frame = (mine or list(frames))[-1]
+    # a GraphModule's forward is code torch.fx wrote: the learner's line that called it, if any,
+    # says more than the graph's line (a callable handed a list instead of its tensors)
+    written = [frame for frame in mine if not frame.filename.startswith(GENERATED)]
+    frame = (written or mine or list(frames))[-1]
     shown = _("line {line}").format(line=frame.lineno)
     return f"{shown}: {frame.line}" if frame.line else shown
 

@@ -245,6 +245,18 @@ WRONG_9_2 = {
         naive,
         lambda a, b: torch.where((a - b).abs() > 30, torch.maximum(a, b), naive(a, b)),
     ),
+    # the red team's (redP): a shift for large positive values only; two operands far below 0
+    # keep the expression's -inf (1 run in 3 held such a pair)
+    "shifted by max(a, b, 0)": (
+        naive,
+        lambda a, b: (
+            (m := torch.maximum(a, b).clamp(min=0)) + torch.log(torch.exp(a - m) + torch.exp(b - m))
+        ),
+    ),
+    "stable only above 80": (
+        naive,
+        lambda a, b: torch.where(torch.maximum(a, b) > 80, stable(a, b), naive(a, b)),
+    ),
 }
 
 

@@ -674,3 +674,24 @@ def test_12_2_tells_why_export_refused_a_condition(monkeypatch):
     assert problem is not None and "neither the condition nor the body" in problem, problem
     problem = verdict("12.2", COND_CLONES_B_12_2, 1, monkeypatch)
     assert problem is not None and "unsupported cond_fn return type" in problem, problem
+
+
+def test_10_3_a_graph_handed_a_list_names_the_learners_line():
+    """The red team's (redP) predicate called the compiled callable with the list of inputs
+    (compiled(inputs)): the graph's generated forward raised, and the Not yet quoted that line
+    (`mul = torch.ops.aten.mul.Tensor(x_1, 1.0)`), code the learner never wrote."""
+    import traceback
+
+    from torch import fx
+
+    from fxcourse import raised
+
+    graph = fx.symbolic_trace(lambda x: torch.relu(x) * 2)
+    cell = "def results_differ(gm, inputs):\n    return gm.forward(inputs)\n"  # as a backend gives
+    namespace: dict = {}
+    exec(compile(cell, "/tmp/ipykernel_0/cell.py", "exec"), namespace)
+    with pytest.raises((TypeError, RuntimeError)) as caught:
+        namespace["results_differ"](graph, [torch.ones(2)])
+    frames = traceback.extract_tb(caught.value.__traceback__)
+    assert any(frame.filename.startswith(raised.GENERATED) for frame in frames)
+    assert raised.learners_frame(frames).startswith("line 2"), raised.learners_frame(frames)

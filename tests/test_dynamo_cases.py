@@ -119,6 +119,10 @@ WRONG["mean relative error"] = climb(
         and bool(((r - e).abs() / (e.abs() + 1e-6)).nanmean() <= 1e-3)
     )
 )
+# the red team's (redP): forgiving one or two values, or 0.1 % of them ("dynamo nan" has one place)
+WRONG["forgives one value"] = climb(lambda r, e: int((~torch.isclose(r, e)).sum()) <= 1)
+WRONG["forgives two values"] = climb(lambda r, e: int((~torch.isclose(r, e)).sum()) <= 2)
+WRONG["99.9 % close"] = climb(lambda r, e: bool(torch.isclose(r, e).float().mean() >= 0.999))
 
 
 def test_6_3_judges_a_tolerance_the_same_way_in_every_run():
@@ -350,7 +354,7 @@ SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolu
     "a margin: sum > 1e-7": where_sum(lambda x: x.sum() > 1e-7),
     "float32 sum": where_sum(lambda x: x.float().sum() > 0),
     "sum >= 0": where_sum(lambda x: x.sum() >= 0),
-    "first entry": where_sum(lambda x: x.view(-1)[0] > 0),
+    "first entry": where_sum(lambda x: x.flatten()[0] > 0),
     # the red team's (redL): right wherever the sum is a number, not where x holds a NaN
     "the branches swapped on sum <= 0": lambda x: torch.where(
         x.sum() <= 0, torch.cos(x) - 1, torch.sin(x) * 2
@@ -371,6 +375,39 @@ def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
             assert all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)
         for name, answer in SIGN_WRONG.items():
             assert not all(map(as_checked, map(answer, drawn), wanted)), (name, run_seed)
+
+
+def test_6_2_every_run_holds_an_input_stored_transposed():
+    """sign_dependent takes any layout: a rewrite that views x flat (x.view(-1).sum(), the red
+    team's redP) raises on the NaN kind's x, 2-D and stored transposed in every run."""
+    for run_seed in random.Random().sample(range(10**6), 100):
+        drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 10)]
+        apart = [x for x in drawn if not x.is_contiguous()]
+        assert len(apart) == 1 and apart[0].isnan().any(), run_seed
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            apart[0].view(-1)
+
+
+def test_6_2_finds_the_custom_operator_that_hides_the_decision():
+    """The red team's (redP): sign_dependent wrapped in a custom operator is one graph with no
+    break, its decision out of any graph's sight; torch.where and torch.cond are torch's own."""
+
+    def sign_dependent(x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return torch.sin(x) * 2
+        return torch.cos(x) - 1
+
+    name = f"fxcourse_test_{random.randrange(10**9)}::sign_dependent"
+    hidden = torch.library.custom_op(name, sign_dependent, mutates_args=())
+    hidden.register_fake(lambda x: torch.empty_like(x))
+
+    def cond(x):
+        return torch.cond(x.sum() > 0, lambda t: t.sin() * 2, lambda t: t.cos() - 1, (x,))
+
+    x = torch.ones(3)
+    assert cases.opaque_operators(lambda x: hidden(x), x) == [f"{name.replace('::', '.')}.default"]
+    for honest in (SIGN_REFERENCE, cond, SIGN_HONEST["a 0/1 weight"]):
+        assert cases.opaque_operators(honest, x) == []
 
 
 def as_checked(mine, wanted) -> bool:

@@ -463,6 +463,57 @@ def test_checkpoint_7_4_draws_bytes_every_time():
         assert all((row[:, :2] == torch.tensor([0, 255])).all() for row in rows), run_seed
 
 
+def test_checkpoint_7_4_draws_an_input_no_row_view_takes_every_time():
+    """The red team's (redP) real kernel viewed x as rows, x.view(-1, n): right for every
+    contiguous input. Each run holds a 3-D float32 input stored transposed, two or more rows in
+    each of its first two dims (a size-1 dim would let the view merge)."""
+    for run_seed, drawn in runs(export_cases.windows, 6, 100):
+        apart = [x for _k, x in drawn if not x.is_contiguous()]
+        assert len(apart) == 1 and apart[0].dim() == 3, run_seed
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            apart[0].view(-1, apart[0].shape[-1])
+
+
+def test_checkpoint_7_4_takes_a_real_kernel_whose_result_follows_its_inputs_layout():
+    """torch.maximum over shifted slices is right; on an input stored transposed its result is
+    laid out as the input, which no fake kernel need copy: the layouts are judged on x made
+    contiguous, the values on x as drawn (where a row view fails)."""
+
+    @torch.library.custom_op("fxcourse_redp::maxima_of_slices", mutates_args=())
+    def op(x: torch.Tensor, k: int) -> torch.Tensor:
+        count = x.shape[-1] - k + 1
+        found = x[..., :count]
+        for start in range(1, k):
+            found = torch.maximum(found, x[..., start : start + count])
+        return found.clone()
+
+    @op.register_fake
+    def _(x, k):
+        return x.new_empty((*x.shape[:-1], x.shape[-1] - k + 1))
+
+    x = torch.randn(2, 3, 7).transpose(-1, -2).contiguous().transpose(-1, -2)
+    *_, layouts, output = export_cases.exported_window(SimpleNamespace(window_max_op=op), 3, x)
+    assert all(layouts)
+    torch.testing.assert_close(output, x.unfold(-1, 3, 1).amax(dim=-1) + 1)
+
+
+def test_checkpoint_7_4_leaves_out_torchs_logged_copy_of_a_fake_kernels_error(capfd):
+    """A fake kernel that raises (the red team's, redP: a tuple added to a SymInt) is told by the
+    Not yet; torch also logged it, 25 lines of traceback above the verdict."""
+
+    @torch.library.custom_op("fxcourse_redp::tuple_plus_int", mutates_args=())
+    def op(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.unfold(-1, k, 1).amax(dim=-1)
+
+    @op.register_fake
+    def _(x, k):
+        return x.new_empty(x.shape[:-1] + (x.shape[-1] - k + 1))  # no comma: not a tuple
+
+    with pytest.raises(TypeError, match="can only concatenate tuple"):
+        export_cases.exported_window(SimpleNamespace(window_max_op=op), 3, torch.randn(2, 7))
+    assert "fake tensor raised" not in capfd.readouterr().err
+
+
 def negated(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redJ): -min(-x)
     return -((-x).unfold(-1, k, 1).amin(dim=-1))
 
