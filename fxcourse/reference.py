@@ -158,6 +158,25 @@ def restore_names(names: dict, before: dict, keep: object) -> None:
             names[name] = value
 
 
+@contextlib.contextmanager
+def names_as_found(names: dict, before: dict, keep: object, fn: Callable | None = None):
+    """While the answers run: every name of the learner's that a checkpoint's block has bound to
+    something else (its loop variables: shape, pair, kind...) holds the learner's object again,
+    so a helper of theirs with such a name is theirs; the block's come back after. Names `fn`
+    itself reads (a check cell's lambda) keep the block's. `keep`: the checkpoint itself."""
+    read = _code_reads(getattr(fn, "__code__", None))
+    block = {
+        name: value
+        for name, value in names.items()
+        if name in before and value is not before[name] and value is not keep and name not in read
+    }
+    names.update({name: before[name] for name in block})
+    try:
+        yield
+    finally:
+        names.update(block)
+
+
 class LearnerNames:
     """The learner's notebook names, read as attributes (a missing one is a NameError)."""
 
@@ -260,12 +279,15 @@ def _names_read(values) -> set[str]:
                 member = member.__func__
             if isinstance(member, FunctionType):
                 codes.append(member.__code__)
-    read: set[str] = set()
-    while codes:
-        code = codes.pop()
-        read.update(code.co_names)
-        codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
-    return read
+    return set().union(*map(_code_reads, codes))
+
+
+def _code_reads(code) -> set[str]:
+    """The global names a code object reads, its nested code (a comprehension) included."""
+    if code is None:
+        return set()
+    nested = [_code_reads(const) for const in code.co_consts if hasattr(const, "co_names")]
+    return set(code.co_names).union(*nested)
 
 
 def cell_log() -> CellLog | None:

@@ -44,7 +44,6 @@ import linecache
 import secrets
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,35 +197,13 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         it, cost a fixed time per program, paid once per side instead of once per case). Each
         side gets deep copies of its own, the reference first; `judging(case)` then names the
         case a "Not yet" is about."""
-        with self.names_as_found(fn):
+        with reference.names_as_found(self.learner_globals, self._names_before, self, fn):
             try:
                 wanted = fn(self.reference, *copy.deepcopy(objects))
             except Exception as error:
                 raise reference.ReferenceFailed(f"{type(error).__name__}: {error}") from error
             self.result.reference_runs += self.result.cases_run
             return fn(self.learner, *copy.deepcopy(objects)), wanted
-
-    @contextmanager
-    def names_as_found(self, fn: Callable | None = None) -> Iterator[None]:
-        """While the answers run: every name of the learner's that the block has bound to
-        something else (its loop variables: shape, pair, kind...) holds the learner's object
-        again, so a helper of theirs with such a name is theirs; the block's come back after.
-        Names `fn` itself reads (a check cell's lambda) keep the block's."""
-        names, before = self.learner_globals, self._names_before
-        read = _names_read(getattr(fn, "__code__", None))
-        block = {
-            name: value
-            for name, value in names.items()
-            if name in before
-            and value is not before[name]
-            and value is not self
-            and name not in read
-        }
-        names.update({name: before[name] for name in block})
-        try:
-            yield
-        finally:
-            names.update(block)
 
     def judging(self, case: Case | None) -> None:
         """A "Not yet" from here on is about `case` (None: about the run as a whole)."""
@@ -279,14 +256,6 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         ).format(name=name, error=error)
 
 
-def _names_read(code) -> set[str]:
-    """The global names a code object reads, its nested code (a comprehension) included."""
-    if code is None:
-        return set()
-    nested = [_names_read(const) for const in code.co_consts if hasattr(const, "co_names")]
-    return set(code.co_names).union(*nested)
-
-
 @dataclass
 class Case:
     """One fresh case of a checkpoint run: its seed, and its objects made on demand."""
@@ -308,7 +277,8 @@ class Case:
     def both(self, fn: Callable) -> tuple:
         """(fn(learner, *objects), fn(reference, *objects)), each side with objects of its own;
         the reference runs first, so nothing the learner's code changes can reach it."""
-        with self.run.names_as_found(fn):
+        run = self.run  # the learner's names as the block found them, while the answers run
+        with reference.names_as_found(run.learner_globals, run._names_before, run, fn):
             try:
                 wanted = fn(self.run.reference, *self.objects())
             except Exception as error:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from fxcourse import dynamo_cases as cases
+from fxcourse.backend_cases import counted, drawn_models, handed_over
 from fxcourse.cases import CaseMaker, makers_of
 from fxcourse.reference import close_enough
 
@@ -261,20 +262,18 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
     refused["only weight and bias names"] = refused["0-dim parameters left out"] = False
     refused["bytes over 4"] = refused["rows times columns"] = False
     for make in makers(run_seed):
-        gm, inputs = cases.handed_over(*cases.drawn_models(make))
-        wanted, _ = cases.counted(weights(by_type), gm, inputs)
-        assert cases.counted(weights(by_name), gm, inputs)[0] == wanted, make.describe()
-        refused["buffers counted"] |= cases.counted(weights(all_of_self), gm, inputs)[0] != wanted
-        refused["frozen weights left out"] |= (
-            cases.counted(weights(by_grad), gm, inputs)[0] != wanted
-        )
-        refused["x counted"] |= cases.counted(weights(by_type_or_grad), gm, inputs)[0] != wanted
-        by_names = cases.counted(weights(weights_and_biases), gm, inputs)[0]
+        gm, inputs = handed_over(*drawn_models(make))
+        wanted, _ = counted(weights(by_type), gm, inputs)
+        assert counted(weights(by_name), gm, inputs)[0] == wanted, make.describe()
+        refused["buffers counted"] |= counted(weights(all_of_self), gm, inputs)[0] != wanted
+        refused["frozen weights left out"] |= counted(weights(by_grad), gm, inputs)[0] != wanted
+        refused["x counted"] |= counted(weights(by_type_or_grad), gm, inputs)[0] != wanted
+        by_names = counted(weights(weights_and_biases), gm, inputs)[0]
         refused["only weight and bias names"] |= by_names != wanted
-        with_dims = cases.counted(weights(with_dimensions), gm, inputs)[0]
+        with_dims = counted(weights(with_dimensions), gm, inputs)[0]
         refused["0-dim parameters left out"] |= with_dims != wanted
-        refused["bytes over 4"] |= cases.counted(weights(bytes_over_four), gm, inputs)[0] != wanted
-        two_sizes = cases.counted(weights(first_two_sizes), gm, inputs)[0]
+        refused["bytes over 4"] |= counted(weights(bytes_over_four), gm, inputs)[0] != wanted
+        two_sizes = counted(weights(first_two_sizes), gm, inputs)[0]
         refused["rows times columns"] |= two_sizes != wanted
     assert all(refused.values()), refused
 
@@ -282,7 +281,7 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
 def test_checkpoint_6_1_draws_models_in_float32_and_in_float64():
     """Elements, not bytes: every run's five cases hold models of both dtypes (redJ)."""
     for run_seed in RUN_SEEDS:
-        drawn = [cases.drawn_models(make) for make in makers(run_seed)]
+        drawn = [drawn_models(make) for make in makers(run_seed)]
         dtypes = {(next(model.parameters()).dtype, x.dtype) for model, x in drawn}
         assert dtypes == {(torch.float32,) * 2, (torch.float64,) * 2}
 
