@@ -94,7 +94,7 @@ def compare(released_course, tmp_path_factory, assignments: list[str]) -> Path:
     uploads = tmp_path_factory.mktemp("uploads")
     for assignment in assignments:
         answers = class_answers(assignment)
-        answers["learner05"] += f"\n# {HOSTILE}\nlong_line = {'x' * 300!r}\n"
+        answers["learner03"] += f"\n# {HOSTILE}\nlong_line = {'x' * 300!r}\n"  # a pair shown
         for student, code in answers.items():
             notebook = nbformat.writes(with_code(assignment, code)).encode()
             upload(uploads, student, assignment, f"{assignment}.ipynb", notebook)
