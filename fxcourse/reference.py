@@ -153,9 +153,17 @@ def restore_names(names: dict, before: dict, keep: object) -> None:
     """Give each of `names` that a checkpoint's block bound to something else its object from
     `before` back (the block's loop variables took the chapter's x, gm, model, program...): the
     cells the learner runs next read the chapter's. `keep`: the checkpoint itself (`as check`)."""
-    for name, value in before.items():
-        if names.get(name, keep) is not value and names.get(name) is not keep:
-            names[name] = value
+    names.update({name: before[name] for name in _rebound(names, before, keep)})
+
+
+def _rebound(names: dict, before: dict, keep: object) -> list[str]:
+    """The names of `before` that now hold another object, or none; `keep` (the checkpoint
+    bound by `as check`) excepted."""
+    return [
+        name
+        for name, value in before.items()
+        if names.get(name, keep) is not value and names.get(name) is not keep
+    ]
 
 
 @contextlib.contextmanager
@@ -166,9 +174,9 @@ def names_as_found(names: dict, before: dict, keep: object, fn: Callable | None 
     itself reads (a check cell's lambda) keep the block's. `keep`: the checkpoint itself."""
     read = _code_reads(getattr(fn, "__code__", None))
     block = {
-        name: value
-        for name, value in names.items()
-        if name in before and value is not before[name] and value is not keep and name not in read
+        name: names[name]
+        for name in _rebound(names, before, keep)
+        if name in names and name not in read
     }
     names.update({name: before[name] for name in block})
     try:
