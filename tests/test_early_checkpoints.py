@@ -6,6 +6,7 @@ on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (defau
 
 from __future__ import annotations
 
+import json
 import linecache
 import os
 from functools import cache
@@ -1763,3 +1764,25 @@ def test_a_learner_helper_named_as_a_loop_variable_of_the_check_block_is_theirs(
     them."""
     problem = verdict(tryit_id, answer, seed, monkeypatch)
     assert problem is None, problem
+
+
+def test_the_reference_for_3_3_erases_every_pass_through_the_cases_do_not_draw():
+    """A (N, C, 1, 1) input is contiguous and channels-last at once (ShapeProp's memory_format
+    names only the first), and a training Dropout with p=0 zeroes nothing: both hand their
+    input on, so the reference erases them (a learner's answer that does so is right too)."""
+    code = json.loads((ROOT / "fxcourse" / "answers.json").read_text())["3.3"]["code"]
+    namespace = {"torch": torch, "fx": torch.fx, "nn": torch.nn}
+    exec(compile(code.rsplit("\n\nprint(", 1)[0], "reference", "exec"), namespace)  # noqa: S102
+
+    class Squeezed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = torch.nn.Dropout(0.0)
+
+        def forward(self, x):
+            return self.drop(x.contiguous(memory_format=torch.channels_last)).contiguous() + 1
+
+    gm = namespace["remove_pass_throughs"](
+        torch.fx.symbolic_trace(Squeezed().train()), torch.randn(2, 3, 1, 1)
+    )
+    assert [node.op for node in gm.graph.nodes] == ["placeholder", "call_function", "output"]
