@@ -21,8 +21,9 @@ In every language:
    again ("Success!");
 4. the learner's lab offers nbgrader's Assignments list and no instructor tools;
 5. a course update made while chapters are open, one with an attempt typed and not saved, goes
-   into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py);
-   a translation's run is in `make test-end-to-end`, the source language's in `make test`.
+   into the open tabs with the attempt kept, and no dialog comes up (tests/browser_updates.py).
+A translation's run of 2 to 5 is in `make test-end-to-end`, the source language's in `make test`
+(the mechanism is one; the translation adds its words, and its 1 runs in `make test`).
 In a translation, everything its learner reads in 1 and 3 (the chapters' Markdown, every output,
 the Validate dialogs' text) holds no English sentence (tests/english_prose.py; the read text is
 written beside the screenshots as *-read.txt). That detector is built for a script other than
@@ -506,7 +507,7 @@ def test_learner_chapter_says_not_yet_then_passes_and_reveals_an_answer(
 # ----------------------------------------------------------------------------- exercises
 
 
-@EVERY_LANGUAGE
+@EVERY_LANGUAGE_TRANSLATIONS_END_TO_END
 def test_exercise_passes_with_solution_and_explains_a_wrong_one(lab: LabPage, language: Language):
     relative = f"exercises/{EXERCISE}/{EXERCISE}.ipynb"  # the learner's copy, in the workspace
     solutions, run_menu = instructor_solutions(EXERCISE), lab_menu(language, "Run")
@@ -576,7 +577,7 @@ def right_answer(stub: dict) -> str:
     return "\n".join(head + solution[2:])
 
 
-@EVERY_LANGUAGE
+@EVERY_LANGUAGE_TRANSLATIONS_END_TO_END
 def test_validate_names_the_failing_cell_then_says_success(
     validating_lab: LabPage, language: Language, artifacts: Path
 ):
@@ -603,7 +604,7 @@ def test_validate_names_the_failing_cell_then_says_success(
 # ----------------------------------------------------------------------------- nbgrader
 
 
-@EVERY_LANGUAGE
+@EVERY_LANGUAGE_TRANSLATIONS_END_TO_END
 def test_learner_lab_lists_assignments_and_has_no_instructor_tools(lab: LabPage):
     with lab.step("10-learner-nbgrader-menu"):
         lab.page.locator(".lm-MenuBar-item").filter(has_text=NBGRADER_MENU).click()
