@@ -5,6 +5,7 @@ aten.batch_norm's unsuffixed writes)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 from torch.export import Dim
 
+from courseware.repository import HERE
 from fxcourse import export_cases, export_cases_late
 from fxcourse.cases import makers_of
 
@@ -594,3 +596,24 @@ def test_checkpoint_7_5_tells_a_tuple_it_is_not_the_list_asked_for(monkeypatch):
     namespace["ops_inside"] = lambda program, path: tuple(unflattened_walk(program, path))
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "gave a tuple: return a sorted list" in result.problem
+
+
+def test_the_reference_for_7_5_gives_no_ops_for_an_identity_or_an_unused_submodule():
+    """Unflatten leaves an Identity, and a submodule forward never calls, as plain modules with
+    no graph: the reference answer gives them no operators, as nn_module_stack does."""
+    code = json.loads((HERE.root / "fxcourse" / "answers.json").read_text())["7.5"]["code"]
+    namespace = {"torch": torch}
+    exec(compile(code.rsplit("\n\nprint(", 1)[0], "reference", "exec"), namespace)  # noqa: S102
+
+    class Idle(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.same, self.spare = nn.Linear(4, 4), nn.Identity(), nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.same(self.linear(x)).relu()
+
+    program = torch.export.export(Idle(), (torch.randn(2, 4),))
+    for path in ("", "linear", "same", "spare"):
+        wanted = export_cases_late.ops_by_module_stack(program, path)
+        assert namespace["ops_inside"](program, path) == wanted, path
