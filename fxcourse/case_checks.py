@@ -249,6 +249,13 @@ def every_node_of(gm: torch.fx.GraphModule, ran: list) -> bool:
     return all(id(node) in seen for node in gm.graph.nodes)
 
 
+def dotted_module_names(module: nn.Module) -> list[str]:
+    """The names, dots and all, under which `module` or a submodule holds a child: what
+    `setattr(gm, "block.fc", layer)` makes, a child of the root that the target "block.fc"
+    never reaches (it names "fc" inside "block")."""
+    return sorted(name for sub in module.modules() for name in sub._modules if "." in name)
+
+
 def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:
     """Each call_function and call_method node of `gm` becomes a call of a function that
     appends the node's name to `ran`, then computes what the node computed; call_module nodes
