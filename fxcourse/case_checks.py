@@ -215,6 +215,47 @@ def _held_modules(root: nn.Module) -> dict[str, object]:
     return held
 
 
+@contextlib.contextmanager
+def nodes_interpreted() -> Iterator[list]:
+    """A list that fills, inside the block, with every node that any `Interpreter.run` hands
+    to its `run_node` (an override included), whichever Interpreter runs: an answer that runs a
+    copy of the graph, or the copy's generated code, never hands over the original's nodes."""
+    ran: list = []
+    run = torch.fx.Interpreter.run
+
+    def watched(self, *args, **kwargs):
+        own = self.run_node
+
+        def run_node(node):
+            ran.append(node)
+            return own(node)
+
+        self.run_node = run_node
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            self.run_node = own
+
+    torch.fx.Interpreter.run = watched
+    try:
+        yield ran
+    finally:
+        torch.fx.Interpreter.run = run
+
+
+def every_node_of(gm: torch.fx.GraphModule, ran: list) -> bool:
+    """Whether every node of gm's own graph is among `ran` (nodes_interpreted's list)."""
+    seen = {id(node) for node in ran}
+    return all(id(node) in seen for node in gm.graph.nodes)
+
+
+def dotted_module_names(module: nn.Module) -> list[str]:
+    """The names, dots and all, under which `module` or a submodule holds a child: what
+    `setattr(gm, "block.fc", layer)` makes, a child of the root that the target "block.fc"
+    never reaches (it names "fc" inside "block")."""
+    return sorted(name for sub in module.modules() for name in sub._modules if "." in name)
+
+
 def record_calls(gm: torch.fx.GraphModule, ran: list[str]) -> torch.fx.GraphModule:
     """Each call_function and call_method node of `gm` becomes a call of a function that
     appends the node's name to `ran`, then computes what the node computed; call_module nodes

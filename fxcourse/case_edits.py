@@ -90,6 +90,21 @@ def erase_calls(
     return gm
 
 
+def moved_into_a_block(make: CaseMaker, gm: torch.fx.GraphModule, path: str) -> str:
+    """The module at `path`, a child of gm's root, moved into a new block: its calls now name
+    it by a dotted target, `block.path`, which no rule for the root's children reaches."""
+    target = f"{make.word(avoid=[name for name, _module in gm.named_children()])}.{path}"
+    gm.add_submodule(target, gm.get_submodule(path))
+    for node in gm.graph.find_nodes(op="call_module", target=path):
+        node.target = target
+    delattr(gm, path)
+    gm.recompile()
+    make.note(
+        _("'{path}' sits in a block: its target is '{target}'").format(path=path, target=target)
+    )
+    return target
+
+
 def rename_inputs(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """The placeholders of `gm` under drawn words (a trace names them after forward's
     parameters, `x` for a DrawnModel), so no rule can key on an input's name."""

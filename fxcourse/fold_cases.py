@@ -29,7 +29,7 @@ the cases are drawn so that each run holds every feature an answer must handle (
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 
 import torch
 import torch.fx as fx
@@ -37,12 +37,14 @@ from torch import nn
 
 from fxcourse.case_checks import (
     apply_weights,
-    hooked_or_overridden,  # noqa: F401 - chapter 4's check cells import it from here
+    dotted_module_names,  # noqa: F401 - chapter 4's check cells import these two from here
+    hooked_or_overridden,  # noqa: F401
     run_by_weights,
     same_state,
     shared_state,
     tolerances,
 )
+from fxcourse.case_edits import moved_into_a_block
 from fxcourse.case_models import PathModel
 from fxcourse.fusion import fuse_conv_bn
 from fxcourse.measure import one_thread
@@ -139,7 +141,12 @@ def models_sharing_modules(make):  # 4.2's cases: a conv, a BatchNorm or both, e
         layers += [act, first_conv if shared != "batchnorm" else first_bn]
         note = _("the shared {module} called a third time, at the end")
         make.note(note.format(module=type(layers[-1]).__name__))
-    gm = fx.symbolic_trace(make.sequential(layers).eval())
+    model = make.sequential(layers)
+    # two cases in three: three ways, so that it meets a third call and its absence in a run
+    if make.each(["at the root", "in a block", "in a block too"]) != "at the root":
+        model = nn.Sequential(OrderedDict([(make.word(), model)]))
+        make.note(_("the layers sit in a block: their targets are dotted paths"))
+    gm = fx.symbolic_trace(model.eval())
     if make.each(["by position", "by keyword"]) == "by keyword":  # as self.bn(input=h) traces
         for node in gm.graph.find_nodes(op="call_module"):
             if isinstance(gm.get_submodule(node.target), BATCHNORMS):
@@ -237,9 +244,13 @@ def linear_bn_models(make):  # 4.3's cases: Linear -> BatchNorm1d pairs, safe an
         plan.append(("call input=" if by_keyword else "call", path))
         return path
 
-    def pair(in_features, tracked=True, bias=False):  # a Linear, its BatchNorm1d, maybe a ReLU
-        linear = add(make.parameters_of(nn.Linear(in_features, width, bias=make.coin(0.7) or bias)))
-        bn = nn.BatchNorm1d(width, affine=make.coin(0.7), track_running_stats=tracked)
+    def pair(in_features, tracked=True, bias=False, first=False):  # Linear, BatchNorm1d, ReLU?
+        # the first pair, safe but in one case a run: every run folds a Linear without a bias
+        # and a BatchNorm without weight and bias (affine=False)
+        bias = make.each(["bias", "no bias"]) == "bias" if first else make.coin(0.7) or bias
+        affine = make.each(["affine", "not affine"]) == "affine" if first else make.coin(0.7)
+        linear = add(make.parameters_of(nn.Linear(in_features, width, bias=bias)))
+        bn = nn.BatchNorm1d(width, affine=affine, track_running_stats=tracked)
         bn = make.eps_that_matters(make.trained_batchnorm(bn), large_eps) if tracked else bn
         add(bn, keyword)
         if make.coin():
@@ -248,7 +259,7 @@ def linear_bn_models(make):  # 4.3's cases: Linear -> BatchNorm1d pairs, safe an
 
     if layout == "flattened":  # (N, 2, C) flattened to (N, 2C): a 3-D input, 2-D Linear outputs
         add(nn.Flatten())
-    pair(2 * width if layout == "flattened" else width)
+    first = pair(2 * width if layout == "flattened" else width, first=True)
     second = pair(width, tracked=twist != "untracked", bias=twist == "bias read")
     twisted_before_tracing(make, twist, second, add, plan, width)
     if make.coin():
@@ -256,6 +267,8 @@ def linear_bn_models(make):  # 4.3's cases: Linear -> BatchNorm1d pairs, safe an
     model = PathModel(modules, plan).eval().to(dtype)
     gm = fx.symbolic_trace(model)
     twisted_after_tracing(make, twist, second, gm, len(modules))
+    if make.each(["at the root", "in a block"]) == "in a block":
+        moved_into_a_block(make, gm, first)
     shape = {"(N, C)": (width,), "(N, C, L)": (width, width), "flattened": (2, width)}[layout]
     eps = _("large eps") if large_eps else _("small eps")
     shape_read = _("flattened (N, 2, C)") if layout == "flattened" else layout

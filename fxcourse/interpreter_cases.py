@@ -28,6 +28,7 @@ from torch import nn
 from torch.fx import symbolic_trace
 
 from fxcourse import cases
+from fxcourse.case_checks import every_node_of, nodes_interpreted
 from fxcourse.cases import (
     UNARY,
     PathModel,
@@ -165,6 +166,7 @@ def memory_recorder_cases(make):  # 5.2's cases: a tuple-valued call, other dtyp
         extra.append(graph.call_function(operator.getitem, (make.choice(values), slice(0, 0))))
         weight = next(name for name, _p in gm.named_parameters() if name.endswith("weight"))
         extra.append(graph.call_method("sum", (graph.get_attr(weight),)))  # a weight fetched
+        extra.append(graph.call_method("sum", (graph.get_attr(_buffer_of(make, gm, dtype)),)))
     output.args = ((output.args[0], *extra),)
     gm.recompile()
     batch = make.integer(1, 5)
@@ -177,12 +179,23 @@ def memory_recorder_cases(make):  # 5.2's cases: a tuple-valued call, other dtyp
     return gm, make.input_for(model, batch=batch, dtype=dtype)
 
 
+def _buffer_of(make, gm, dtype):  # a buffer of gm's own, no Parameter: a get_attr fetches it too
+    name = f"running_{make.word()}"
+    while hasattr(gm, name):
+        name += "_"
+    gm.register_buffer(name, make.tensor(make.integer(2, 4), dtype=dtype))
+    return name
+
+
 def memory_recorder_run(answer, gm, example):
-    # the result, the recorded bytes, whether gm's nodes stayed as they were
+    # the result, the recorded bytes, whether gm's nodes stayed as they were, whether the
+    # recorder's run() ran gm's own nodes (not a copy's, not ShapeProp's)
     metas = [sorted(node.meta) for node in gm.graph.nodes]
     recorder = answer.MemoryRecorder(gm)
-    result = recorder.run(example)
-    return result, recorder.bytes_by_node, metas == [sorted(n.meta) for n in gm.graph.nodes]
+    with nodes_interpreted() as ran:  # by any Interpreter's run: the recorder's, or one it runs
+        result = recorder.run(example)
+    kept = metas == [sorted(n.meta) for n in gm.graph.nodes]
+    return result, recorder.bytes_by_node, kept, every_node_of(gm, ran)
 
 
 # ----------------------------------------------------------------------------- try it 5.3
@@ -228,11 +241,12 @@ def relu_to_gelu_run(answer, gm, x):
     with torch.no_grad():
         before = gm(x)
     interpreter = answer.ReluToGelu(gm)
-    result = interpreter.run(x.requires_grad_())
+    with nodes_interpreted() as ran:  # gm's own nodes, run one by one: no copy's generated code
+        result = interpreter.run(x.requires_grad_())
     gradient = _input_gradient(result, x)
     with torch.no_grad():
         kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4)
-    return result, interpreter.module is gm, gradient, kept
+    return result, interpreter.module is gm and every_node_of(gm, ran), gradient, kept
 
 
 # ----------------------------------------------------------------------------- try it 5.4

@@ -1298,6 +1298,168 @@ rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 }
 
 
+# Red team redS (chapters 1-5): answers that passed before these fixes (wrong, skipping) or that
+# must keep passing (honest)
+WRONG |= {
+    "5.2 get_attr results told by nn.Parameter: a buffer fetched is recorded (red team redS)": """
+def tensors_of(value):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [tensor for item in value for tensor in tensors_of(item)]
+    return []
+
+
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        tensors = tensors_of(result)
+        if node.op != "placeholder" and tensors and not isinstance(result, nn.Parameter):
+            self.bytes_by_node[node.name] = sum(t.numel() * t.element_size() for t in tensors)
+        return result
+""",
+    "5.2 run() reads the tensor_meta of ShapeProp on a deep copy of gm (red team redS)": """
+import copy
+
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+
+
+def meta_bytes(meta):
+    if isinstance(meta, TensorMetadata):
+        return meta.shape.numel() * meta.dtype.itemsize
+    if isinstance(meta, (tuple, list)):
+        return sum(meta_bytes(item) for item in meta)
+    return 0
+
+
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run(self, *args, **kwargs):
+        twin = copy.deepcopy(self.module)
+        result = ShapeProp(twin).propagate(*args)
+        for node in twin.graph.nodes:
+            if node.op not in ("placeholder", "get_attr") and "tensor_meta" in node.meta:
+                self.bytes_by_node[node.name] = meta_bytes(node.meta["tensor_meta"])
+        return result
+""",
+    "5.3 run() runs a deep copy of gm whose ReLU nodes call F.gelu (red team redS)": """
+import copy
+
+
+class ReluToGelu(Interpreter):
+    def run(self, *args, **kwargs):
+        twin = copy.deepcopy(self.module)
+        for node in twin.graph.nodes:
+            module = twin.get_submodule(node.target) if node.op == "call_module" else None
+            relu = node.target is torch.relu or node.target == "relu" or isinstance(module, nn.ReLU)
+            if node.op != "get_attr" and relu:
+                node.op, node.target = "call_function", F.gelu
+        twin.recompile()
+        return twin(*args, **kwargs)
+""",
+}
+
+HONEST |= {
+    "5.2 the recorder's run() hands gm to an Interpreter of its own (red team redS)": """
+import torch.utils._pytree as pytree
+
+
+class Measuring(Interpreter):
+    def __init__(self, module, book):
+        super().__init__(module)
+        self.book = book
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        tensors = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+        if node.op not in ("placeholder", "get_attr") and tensors:
+            self.book[node.name] = sum(t.nelement() * t.itemsize for t in tensors)
+        return result
+
+
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run(self, *args, **kwargs):
+        return Measuring(self.module, self.bytes_by_node).run(*args, **kwargs)
+""",
+    "5.3 one run_node override for the three forms (red team redS)": """
+class ReluToGelu(Interpreter):
+    def run_node(self, n):
+        module = self.fetch_attr(n.target) if n.op == "call_module" else None
+        relu = (n.op, n.target) in (("call_function", torch.relu), ("call_method", "relu"))
+        if relu or isinstance(module, nn.ReLU):
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            return F.gelu(*args, **kwargs)
+        return super().run_node(n)
+""",
+    "5.4 a pruned copy of the graph, known values as placeholders (red team redS)": """
+import copy
+
+
+def run_from(gm, known, *inputs):
+    graph = copy.deepcopy(gm.graph)
+    nodes, fed = {node.name: node for node in graph.nodes}, {}
+    for name, value in known.items():
+        with graph.inserting_before(nodes[name]):
+            given = graph.placeholder(f"known_{name}")
+        nodes[name].replace_all_uses_with(given)
+        graph.erase_node(nodes[name])
+        fed[given.name] = value
+    graph.eliminate_dead_code(is_impure_node=lambda n: n.op in ("placeholder", "output"))
+    order, rest = [n.name for n in graph.find_nodes(op="placeholder")], iter(inputs)
+    return GraphModule(gm, graph)(*[fed[n] if n in fed else next(rest) for n in order])
+""",
+    "3.3 erases the calls whose result is their input, found by a run (red team redS)": """
+class SameAsInput(fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.same = set()
+
+    def run_node(self, node):
+        result = super().run_node(node)
+        module = self.module.get_submodule(node.target) if node.op == "call_module" else None
+        training = isinstance(module, nn.Dropout) and module.training  # at random: no telling
+        first = node.all_input_nodes[0] if node.all_input_nodes else None
+        if node.op in ("call_module", "call_method") and first is not None and not training:
+            if result is self.env[first]:
+                self.same.add(node)
+        return result
+
+
+def remove_pass_throughs(gm, example):
+    finder = SameAsInput(gm)
+    with torch.no_grad(), torch.random.fork_rng():
+        finder.run(example)
+    for node in list(gm.graph.nodes):
+        if node in finder.same:
+            node.replace_all_uses_with(node.all_input_nodes[0])
+            gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "1.3 a direct child told by identity, among self.root's children (red team redS)": """
+class TopLevelTracer(fx.Tracer):
+    def is_leaf_module(self, m, module_qualified_name):
+        return any(m is child for child in self.root.children())
+
+
+top_level = fx.GraphModule(gated_net, TopLevelTracer().trace(gated_net))
+""",
+}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("answer", sorted(WRONG))
 def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):

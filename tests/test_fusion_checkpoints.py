@@ -435,6 +435,173 @@ HONEST |= {
 }
 
 
+# Red team redS: answers right only while every module sits at the root (4.2, 4.3), and
+# honest folds into a layer built afresh
+WRONG |= {
+    "4.2 a copy set on the root as target + '_copy': a dotted target breaks (red team redS)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    seen = set()
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        if id(module) in seen:
+            name = f"{node.target}_copy"
+            while name in gm._modules:
+                name += "_"
+            setattr(gm, name, copy.deepcopy(module))
+            node.target = name
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
+    "4.2 a name tested free with hasattr, False for a dotted one: a third copy overwrites (redS)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    seen = set()
+    for node in gm.graph.find_nodes(op="call_module"):
+        module = gm.get_submodule(node.target)
+        if id(module) in seen:
+            name = f"{node.target}_copy"
+            while hasattr(gm, name):
+                name += "_"
+            gm.add_submodule(name, copy.deepcopy(module))
+            node.target = name
+        seen.add(id(module))
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
+    "4.3 the fold set with setattr(gm, target): a Linear in a block stays (red team redS)": (
+        "4.3",
+        """
+from collections import Counter
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    calls = Counter(id(gm.get_submodule(n.target)) for n in gm.graph.find_nodes(op="call_module"))
+    for bn_node in list(gm.graph.find_nodes(op="call_module")):
+        source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
+            continue
+        linear = gm.get_submodule(source.target)
+        if type(linear) is not nn.Linear or fusion.refusal_reason(gm, source, bn_node, calls):
+            continue
+        if len(source.meta["tensor_meta"].shape) == 2:
+            setattr(gm, source.target, fusion.fold_conv_bn(linear, bn))
+            bn_node.replace_all_uses_with(source)
+            gm.graph.erase_node(bn_node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
+    "4.3 a fold that reads linear.bias, None for a Linear made with bias=False (red team redS)": (
+        "4.3",
+        """
+from collections import Counter
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    calls = Counter(id(gm.get_submodule(n.target)) for n in gm.graph.find_nodes(op="call_module"))
+    for bn_node in list(gm.graph.find_nodes(op="call_module")):
+        source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
+            continue
+        linear = gm.get_submodule(source.target)
+        if type(linear) is not nn.Linear or fusion.refusal_reason(gm, source, bn_node, calls):
+            continue
+        if len(source.meta["tensor_meta"].shape) == 2:
+            scale, shift = fusion.bn_scale_and_shift(bn)
+            folded = copy.deepcopy(linear)
+            folded.weight = nn.Parameter(linear.weight.detach() * scale[:, None])
+            folded.bias = nn.Parameter(linear.bias.detach() * scale + shift)
+            fusion.replace_submodule(gm, source.target, folded)
+            bn_node.replace_all_uses_with(source)
+            gm.graph.erase_node(bn_node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
+    "4.3 torch's fuse_linear_bn_eval, which cannot fold an affine=False BatchNorm (redS)": (
+        "4.3",
+        """
+from collections import Counter
+
+from torch.nn.utils.fusion import fuse_linear_bn_eval
+
+
+def fuse_linear_bn(gm, example):
+    ShapeProp(gm).propagate(example)
+    calls = Counter(id(gm.get_submodule(n.target)) for n in gm.graph.find_nodes(op="call_module"))
+    for bn_node in list(gm.graph.find_nodes(op="call_module")):
+        source, bn = bn_node.all_input_nodes[0], gm.get_submodule(bn_node.target)
+        if type(bn) is not nn.BatchNorm1d or source.op != "call_module":
+            continue
+        linear = gm.get_submodule(source.target)
+        if type(linear) is not nn.Linear or fusion.refusal_reason(gm, source, bn_node, calls):
+            continue
+        if len(source.meta["tensor_meta"].shape) == 2:
+            fusion.replace_submodule(gm, source.target, fuse_linear_bn_eval(linear, bn))
+            bn_node.replace_all_uses_with(source)
+            gm.graph.erase_node(bn_node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
+}
+
+HONEST |= {
+    "4.1 a conv built afresh with conv's settings (red team redS)": (
+        "4.1",
+        """
+def fold_pre_bn(bn, conv):
+    scale, shift = fusion.bn_scale_and_shift(bn)
+    weight = conv.weight.detach()
+    per_in = (1, -1) + (1,) * (weight.dim() - 2)
+    fused = type(conv)(
+        conv.in_channels, conv.out_channels, conv.kernel_size, stride=conv.stride,
+        padding=conv.padding, dilation=conv.dilation, groups=conv.groups, bias=True,
+        padding_mode=conv.padding_mode, dtype=weight.dtype,
+    )
+    seen = (weight * shift.reshape(per_in)).sum(dim=tuple(range(1, weight.dim())))
+    fused.weight = nn.Parameter(weight * scale.reshape(per_in))
+    fused.bias = nn.Parameter(seen if conv.bias is None else conv.bias.detach() + seen)
+    return fused
+""",
+    ),
+    "4.4 each group's block of the weight scaled in a loop (red team redS)": (
+        "4.4",
+        """
+def fold_deconv_bn(deconv, bn):
+    scale, shift = fusion.bn_scale_and_shift(bn)
+    weight = deconv.weight.detach().clone()
+    groups = deconv.groups
+    ins, outs = weight.shape[0] // groups, weight.shape[1]
+    for g in range(groups):
+        block = scale[g * outs : (g + 1) * outs].reshape(1, -1, *[1] * (weight.dim() - 2))
+        weight[g * ins : (g + 1) * ins] *= block
+    fused = copy.deepcopy(deconv)
+    fused.weight = nn.Parameter(weight)
+    bias = deconv.bias.detach() if deconv.bias is not None else torch.zeros_like(shift)
+    fused.bias = nn.Parameter(scale * bias + shift)
+    return fused
+""",
+    ),
+}
+
+
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_a_wrong_fold_is_refused_in_every_run(chapter, name, seed, monkeypatch):
@@ -471,7 +638,7 @@ def test_every_run_holds_a_batchnorm_whose_eps_a_fold_cannot_forget(builders, tr
         assert any(bn.eps >= 0.05 and bn.running_var.max() <= 0.5 for bn in norms), run_seed
 
 
-@pytest.mark.parametrize("tryit_id", ["4.1", "4.4"])
+@pytest.mark.parametrize("tryit_id", ["4.1", "4.3", "4.4"])
 def test_every_run_holds_an_affine_false_batchnorm(builders, tryit_id):
     for run_seed in range(100):
         made = [builders[tryit_id](make) for make in cases.makers_of(run_seed, 6)]
@@ -718,3 +885,13 @@ def test_a_learners_called_modules_is_their_own_when_4_2_checks(chapter, seed, m
     result = check_cells.judged(chapter[1]["4.2"], namespace, monkeypatch)
     assert result.problem is None, result.problem
     assert namespace["called_modules"].__code__.co_filename == "answer"
+
+
+def test_a_fold_set_on_a_dotted_name_is_told_where_the_node_looks(chapter, monkeypatch):
+    """4.3: setattr(gm, "block.0", folded) makes a child of the root whose name holds a dot,
+    while the node with target "block.0" still calls the unfolded Linear inside the block; the
+    message names the dotted name and section 4.6's replace_submodule (red team redS)."""
+    name = "4.3 the fold set with setattr(gm, target): a Linear in a block stays (red team redS)"
+    _, answer = WRONG[name]
+    shown = [problem(chapter, "4.3", answer, seed, monkeypatch) for seed in RUN_SEEDS]
+    assert all(p and "dot and all" in p and "replace_submodule" in p for p in shown), shown
