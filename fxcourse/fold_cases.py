@@ -8,7 +8,7 @@ runs its tiny cases on one thread (`with one_thread_for_tiny_cases()`) and asks
         conv_settings_kept(mine, conv)
         layer_outputs_by_weights(mine, wanted, x)             # (mine, wanted's, tolerances)
     for case in check.cases(models_sharing_modules):          # try it 4.2: (gm, x)
-        case.both(unshared_and_output)
+        case.both(unshared_and_output)                        # (..., in_place)
         modules_called_by_nodes(mine)
         modules_share_parameters(modules)
         fuse_conv_bn_refuses(mine, wanted)                     # (folded, refused)
@@ -208,7 +208,8 @@ def unshared_and_output(answer, gm, x):
     called = {id(module): name for name, module in names.items() if module in called_modules}
     with torch.no_grad():
         before = gm(x)
-        return answer.unshare_modules(gm), before, x, (names, called)
+        result = answer.unshare_modules(gm)
+        return result, before, x, (names, called), result is gm
 
 
 def modules_share_parameters(modules):  # the pairs of modules that share a parameter or buffer

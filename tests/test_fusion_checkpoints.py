@@ -895,3 +895,13 @@ def test_a_fold_set_on_a_dotted_name_is_told_where_the_node_looks(chapter, monke
     _, answer = WRONG[name]
     shown = [problem(chapter, "4.3", answer, seed, monkeypatch) for seed in RUN_SEEDS]
     assert all(p and "dot and all" in p and "replace_submodule" in p for p in shown), shown
+
+
+def test_an_unshare_that_returns_a_copy_of_gm_is_told_to_change_gm_itself(chapter, monkeypatch):
+    """The prompt asks for gm itself, changed in place; an answer that deep-copies gm first and
+    unshares the copy (red team honT) heard that every module was gone: it hears what it did."""
+    copied_first = "import copy\n" + UNSHARE.format(skip="False", copy="copy.deepcopy").replace(
+        "    seen = set()\n", "    gm = copy.deepcopy(gm)\n    seen = set()\n"
+    )
+    told = problem(chapter, "4.2", copied_first, 1, monkeypatch)
+    assert told is not None and "returned another GraphModule than gm" in told
