@@ -695,3 +695,21 @@ def test_10_3_a_graph_handed_a_list_names_the_learners_line():
     frames = traceback.extract_tb(caught.value.__traceback__)
     assert any(frame.filename.startswith(raised.GENERATED) for frame in frames)
     assert raised.learners_frame(frames).startswith("line 2"), raised.learners_frame(frames)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_1_measures_its_first_case_as_torch_ships_whatever_an_earlier_cell_set(
+    seed, monkeypatch
+):
+    """The red team's (redR): a stance left at force_eager by an earlier cell (run as a statement,
+    not a `with` block), or a recompile_limit lowered there, made the measurement of the chapter's
+    batches all "reuse" (or eager after the limit), and the reference answer heard "Not yet"."""
+    namespace, check = chapter_namespace("10.1")
+    exec(compile(reference_answer("10.1"), "answer", "exec"), namespace)
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    torch.compiler.set_stance("force_eager")
+    try:
+        tryit.replay("10.1", seed)
+        assert check_cells.judged(check, namespace, monkeypatch).problem is None
+    finally:
+        torch.compiler.set_stance("default")
