@@ -143,6 +143,14 @@ PLANTABLE = {  # operators Inductor decomposes, and the function that calls each
 }
 KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "aot crash", "dynamo off", "dynamo nan")
 ALREADY_COMPILED = "aot_eager_decomp_partition"
+LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")  # the chapter's `ladder`
+
+
+def chapter_ladder(code: str) -> str:
+    """The reference answer as 6.3's checkpoint runs it: on the chapter's ladder, whatever the
+    learner's cell bound to `ladder` (the red team's redR: a ladder rebound without a stage was
+    climbed by the reference too, and a climb that never tries that stage passed)."""
+    return f"ladder = {LADDER!r}\n{code}"
 
 
 @contextlib.contextmanager

@@ -493,3 +493,18 @@ def test_checkpoint_6_3_judges_under_a_stance_an_earlier_cell_left(run_seed):
         assert any(isinstance(t, nn.Parameter) for t in inputs)
     finally:
         torch.compiler.set_stance("default")
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_3_runs_the_reference_on_the_chapters_ladder(run_seed):
+    """The red team's (redR): `ladder` rebound in the try-it cell without its last stage; the
+    reference answer, run in a copy of the learner's names, climbed the same short ladder, and a
+    climb that never tries aot_eager_decomp_partition passed."""
+    from fxcourse.reference import reference_namespace
+
+    names = {"__name__": "chapter", "torch": torch, "ladder": LADDER[:2]}
+    reference = reference_namespace("6.3", names, cases.chapter_ladder)
+    assert reference.ladder == LADDER == cases.LADDER
+    short = climb(torch.allclose, ladder=LADDER[:2])
+    drawn = [cases.planted_cases(make)[0] for make in makers(run_seed, 7)]
+    assert any(verdict(short, case) != verdict(reference, case) for case in drawn), run_seed
