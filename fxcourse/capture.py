@@ -149,8 +149,10 @@ def torch_logs(**settings: bool | int) -> Iterator[LogCapture]:
 
 
 def unprofiled_guards():
-    """Compile without Dynamo's guard-latency measurement (`profile_guard_manager` in
-    torch/_dynamo/guards.py flushes the CPU cache for a debug log line): a fifth of a compile."""
+    """Compile without Dynamo's guard-latency measurement, which flushes the CPU cache first
+    (`profile_guard_manager` in torch/_dynamo/guards.py: "This cache flush is expensive") and
+    only feeds a debug log line and a metric: a fifth of a small compile (the checkpoints of
+    chapters 6 and 10 compile often)."""
     from unittest import mock
 
     import torch._dynamo.guards as guards  # private
@@ -288,20 +290,18 @@ class MeasuredWord(str):
 def what_each_call_compiled(fn, batches, width: int = 3) -> list[MeasuredWord]:
     """For each call of `fn` on a (batch, width) tensor, compiled with dynamic=None from an empty
     cache: "reuse" (an existing graph ran), "static" or "symbolic" (the batch of the new graph)."""
-    from fxcourse.shipped import as_shipped  # torch's defaults, whatever an earlier cell set
-
     torch.compiler.reset()
-    graphs, found = [], []
+    graphs = []
 
     def count_graphs(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
 
     compiled = torch.compile(fn, backend=count_graphs)
+    found = []
     for batch in batches:
         before = len(graphs)
-        with as_shipped():  # not a stance or a recompile_limit an earlier cell left set
-            compiled(torch.randn(batch, width))
+        compiled(torch.randn(batch, width))
         if len(graphs) == before:
             found.append(MeasuredWord("reuse"))
             continue
