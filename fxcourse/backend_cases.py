@@ -17,6 +17,7 @@ from torch import nn
 
 from fxcourse.capture import unprofiled_guards
 from fxcourse.messages import _
+from fxcourse.shipped import as_shipped
 
 # ----------------------------------------------------------------------------- try it 6.1
 
@@ -102,7 +103,7 @@ def handed_over(model: nn.Module, x: torch.Tensor) -> tuple:
         return gm.forward
 
     torch.compiler.reset()
-    with unprofiled_guards():
+    with unprofiled_guards(), as_shipped():  # not a stance an earlier cell left set
         torch.compile(model, backend=keep)(x)
     return handed[0]
 

@@ -205,11 +205,12 @@ def missed_fault(case: MinifierCase) -> str:
     return ""
 
 
-def differs_from_itself(case: MinifierCase, results_differ: Callable) -> bool:
-    """What the predicate says of a backend that runs the graph as it is: a right predicate says
-    False. One that takes NaN != NaN for a difference says True where the graph computes NaN
-    (and then the minifier may keep the NaN output, or by luck the planted operator)."""
-    return bool(results_differ(copy.deepcopy(case.gm), case.inputs, lambda gm, _inputs: gm))
+def differs_from_itself(case: MinifierCase, results_differ: Callable) -> object:
+    """What the predicate says of a backend that runs the graph as it is, as it says it (None
+    for one that forgot its return): a right predicate says False. One that takes NaN != NaN for
+    a difference says True where the graph computes NaN (and then the minifier may keep the NaN
+    output, or by luck the planted operator)."""
+    return results_differ(copy.deepcopy(case.gm), case.inputs, lambda gm, _inputs: gm)
 
 
 BALANCE = 1e6  # the balanced output's constant: beside it, every value of the chain moves its

@@ -26,6 +26,7 @@ from torch._inductor import decomposition as inductor_decompositions
 from fxcourse.capture import torch_logs, unprofiled_guards
 from fxcourse.messages import _
 from fxcourse.scaffold import unfilled  # noqa: F401 - the check cells of chapters 6 and 10 import it here
+from fxcourse.shipped import as_shipped
 
 aten = torch.ops.aten
 
@@ -108,7 +109,7 @@ def called_with_input(answer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 def graph_breaks(function, x: torch.Tensor) -> tuple[int, list[str]]:
     """How many graphs Dynamo captures from function(x) with an empty cache, and why it broke."""
     torch.compiler.reset()
-    with torch_logs():  # Dynamo's warnings stay out of the way; the reasons are returned
+    with torch_logs(), as_shipped():  # Dynamo's warnings out of the way; the reasons returned
         found = torch._dynamo.explain(function)(x)  # private
     return found.graph_count, [reason.reason.splitlines()[0] for reason in found.break_reasons]
 
@@ -117,7 +118,7 @@ def opaque_operators(function, x: torch.Tensor) -> list[str]:
     """The operators outside torch's own libraries (aten, prims) that Dynamo's graphs of
     function(x) call: a custom operator runs Python that no graph records, a decision with it."""
     torch.compiler.reset()
-    with torch_logs():
+    with torch_logs(), as_shipped():
         found = torch._dynamo.explain(function)(x)  # private
     operators = (torch._ops.OpOverload, torch._ops.OpOverloadPacket)  # private
     return [
@@ -142,6 +143,14 @@ PLANTABLE = {  # operators Inductor decomposes, and the function that calls each
 }
 KINDS = ("wrong", "healthy", "dynamo", "dynamo crash", "aot crash", "dynamo off", "dynamo nan")
 ALREADY_COMPILED = "aot_eager_decomp_partition"
+LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")  # the chapter's `ladder`
+
+
+def chapter_ladder(code: str) -> str:
+    """The reference answer as 6.3's checkpoint runs it: on the chapter's ladder, whatever the
+    learner's cell bound to `ladder` (the red team's redR: a ladder rebound without a stage was
+    climbed by the reference too, and a climb that never tries that stage passed)."""
+    return f"ladder = {LADDER!r}\n{code}"
 
 
 @contextlib.contextmanager
@@ -292,8 +301,10 @@ def _sample_for(make, fn) -> torch.Tensor:
 
 
 def blamed(answer, case: PlantedCase):
-    """What the answer's first_failing_backend says for the case, while its fault is planted."""
-    with unprofiled_guards():
+    """What the answer's first_failing_backend says for the case, while its fault is planted;
+    torch.compile as shipped around it (fxcourse.shipped: a stance an earlier cell left, or
+    suppress_errors turned on by an answer, reached the reference answer too)."""
+    with unprofiled_guards(), as_shipped():
         if case.compiled_before:  # as a model that worked before a change (and only then)
             torch.compiler.reset()
             torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)

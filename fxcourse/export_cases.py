@@ -284,13 +284,18 @@ class CallsOp(nn.Module):  # the chapter's Windowed, with the operator it calls 
         return self.op(x, self.k) + 1
 
 
+CHAPTER_WINDOW_MAX = "def window_max(x, k):\n    return x.unfold(-1, k, 1).amax(dim=-1)\n"
+
+
 def renamed_op(name: str):
     """The reference answer as the checkpoint runs it: its operator registered as `name`, since
     registering fxcourse::window_max again would replace the learner's (the registry is global),
-    and without its demonstration line."""
+    and without its demonstration line; on the chapter's window_max, not one the learner's cell
+    defined again (the red team's redR: the reference called theirs, its error told as ours)."""
 
     def rewrite(code: str) -> str:
-        return demonstration_dropped(code.replace('"fxcourse::window_max"', f'"{name}"'))
+        code = CHAPTER_WINDOW_MAX + code.replace('"fxcourse::window_max"', f'"{name}"')
+        return demonstration_dropped(code)
 
     return rewrite
 

@@ -168,6 +168,7 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
         batches = [make.integer(2, 64), make.integer(2, 64), make.choice([0, 1])]
         batches.append(make.integer(65, 130))
         path = Path(folder) / f"{make.word()}_{make.integer(0, 10**6)}.pt2"
+        path.parent.mkdir(parents=True, exist_ok=True)  # gone after the check: for show_case
         if not path.exists() and kind == "no package":
             torch.export.save(program, path)
         elif not path.exists():
@@ -210,6 +211,15 @@ def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: 
     finally:
         torch._C._aoti.AOTIModelPackageLoader = loader
     return verdicts, os.path.realpath(path) in loaded
+
+
+def unranged_sizes(program, name: str = "tokens") -> list[str]:
+    """7.1: the symbolic sizes of input `name` for which the program's range_constraints hold no
+    range (the red team's redR: inputs marked with torch._dynamo.mark_dynamic, exported without
+    dynamic_shapes; reading their range raised KeyError in the checkpoint's own code)."""
+    (node,) = [n for n in program.graph.find_nodes(op="placeholder") if n.name == name]
+    symbolic = [size for size in node.meta["val"].shape if isinstance(size, torch.SymInt)]
+    return [str(size) for size in symbolic if size.node.expr not in program.range_constraints]
 
 
 # ----------------------------------------------------------------------------- try it 7.7

@@ -695,3 +695,41 @@ def test_10_3_a_graph_handed_a_list_names_the_learners_line():
     frames = traceback.extract_tb(caught.value.__traceback__)
     assert any(frame.filename.startswith(raised.GENERATED) for frame in frames)
     assert raised.learners_frame(frames).startswith("line 2"), raised.learners_frame(frames)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_1_measures_its_first_case_as_torch_ships_whatever_an_earlier_cell_set(
+    seed, monkeypatch
+):
+    """The red team's (redR): a stance left at force_eager by an earlier cell (run as a statement,
+    not a `with` block), or a recompile_limit lowered there, made the measurement of the chapter's
+    batches all "reuse" (or eager after the limit), and the reference answer heard "Not yet"."""
+    namespace, check = chapter_namespace("10.1")
+    exec(compile(reference_answer("10.1"), "answer", "exec"), namespace)
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    torch.compiler.set_stance("force_eager")
+    try:
+        tryit.replay("10.1", seed)
+        assert check_cells.judged(check, namespace, monkeypatch).problem is None
+    finally:
+        torch.compiler.set_stance("default")
+
+
+def test_10_3_tells_a_predicate_that_returns_nothing(monkeypatch):
+    """The red team's (redR): the comparison computed, its `return` forgotten: None heard "your
+    predicate says that the whole graph does not fail", nothing about the missing answer."""
+    forgot = reference_answer("10.3").replace("    return len(got)", "    different = len(got)")
+    assert forgot != reference_answer("10.3")
+    for seed in SEEDS:
+        problem = verdict("10.3", forgot, seed, monkeypatch)
+        assert problem is not None and "returned None" in problem, problem
+
+
+def test_12_1_tells_interleave_shapes_that_returns_nothing(monkeypatch):
+    """The red team's (redR): the dict built, its `return` forgotten: None as dynamic_shapes
+    exports a static program, and the learner heard "the program should accept x of shape ..."."""
+    forgot = reference_answer("12.1").replace("    return {", "    shapes = {")
+    assert forgot != reference_answer("12.1")
+    for seed in SEEDS:
+        problem = verdict("12.1", forgot, seed, monkeypatch)
+        assert problem is not None and "returned None" in problem, problem

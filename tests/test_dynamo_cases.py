@@ -445,3 +445,66 @@ def test_checkpoint_6_2_refuses_an_answer_that_writes_into_x(monkeypatch):
     namespace["sign_dependent_no_break"] = writes_into_x
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "wrote into its input x" in result.problem, result.problem
+
+
+def suppressing_climb():
+    """The red team's (redR) climb: it turns Dynamo's suppress_errors on, so that a crash "does
+    not stop the loop"; a crashing stage then runs eagerly and is never blamed. The setting stayed
+    on after the learner's call, and the reference answer, run after it in the same process,
+    missed the same crashes: the checkpoint passed it in every run. The climb runs with the
+    setting off now (fxcourse.shipped), the reference too."""
+    plain = climb(torch.allclose, catch=False).first_failing_backend
+
+    def first_failing_backend(fn, sample):
+        torch._dynamo.config.suppress_errors = True
+        return plain(fn, sample)
+
+    return SimpleNamespace(first_failing_backend=first_failing_backend)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_3_refuses_a_climb_that_turns_suppress_errors_on(run_seed):
+    try:
+        differs = False
+        for make in makers(run_seed, 7):
+            (case,) = cases.planted_cases(make)
+            mine = verdict(suppressing_climb(), case)  # the learner's side first: its setting stays
+            differs = differs or mine != verdict(REFERENCE, case)
+        assert differs, run_seed
+    finally:
+        torch._dynamo.config.suppress_errors = False
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_3_judges_under_a_stance_an_earlier_cell_left(run_seed):
+    """The red team's (redR): `torch.compiler.set_stance("force_eager")` run as a statement (the
+    chapter shows it as a `with` block) stopped every compile, the reference's too: a climb that
+    keeps Dynamo's cache passed. The checkpoint's compiles run under the default stance."""
+    drawn = [cases.planted_cases(make)[0] for make in makers(run_seed, 7)]
+    wanted = [verdict(REFERENCE, case) for case in drawn]
+    torch.compiler.set_stance("force_eager")
+    try:
+        assert [verdict(REFERENCE, case) for case in drawn] == wanted, run_seed
+        kept = [verdict(WRONG["no reset"], case) for case in drawn]
+        assert kept != wanted, run_seed
+        assert cases.graph_breaks(breaks_unless_the_chapters_shape, torch.ones(3)) == (1, [])
+        model, x = drawn_models(makers(run_seed, 1)[0])
+        gm, inputs = handed_over(model, x)
+        assert any(isinstance(t, nn.Parameter) for t in inputs)
+    finally:
+        torch.compiler.set_stance("default")
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_3_runs_the_reference_on_the_chapters_ladder(run_seed):
+    """The red team's (redR): `ladder` rebound in the try-it cell without its last stage; the
+    reference answer, run in a copy of the learner's names, climbed the same short ladder, and a
+    climb that never tries aot_eager_decomp_partition passed."""
+    from fxcourse.reference import reference_namespace
+
+    names = {"__name__": "chapter", "torch": torch, "ladder": LADDER[:2]}
+    reference = reference_namespace("6.3", names, cases.chapter_ladder)
+    assert reference.ladder == LADDER == cases.LADDER
+    short = climb(torch.allclose, ladder=LADDER[:2])
+    drawn = [cases.planted_cases(make)[0] for make in makers(run_seed, 7)]
+    assert any(verdict(short, case) != verdict(reference, case) for case in drawn), run_seed

@@ -617,3 +617,71 @@ def test_the_reference_for_7_5_gives_no_ops_for_an_identity_or_an_unused_submodu
     for path in ("", "linear", "same", "spare"):
         wanted = export_cases_late.ops_by_module_stack(program, path)
         assert namespace["ops_inside"](program, path) == wanted, path
+
+
+def test_checkpoint_7_1_tells_sizes_marked_dynamic_without_a_promised_range(monkeypatch):
+    """The red team's (redR): inputs marked with torch._dynamo.mark_dynamic and exported without
+    dynamic_shapes give a program with symbolic sizes and empty range_constraints; the
+    checkpoint's own lookup raised KeyError (s31), told as an error of the learner's code."""
+    from fxcourse import tryit
+
+    tokens, mask = torch.randn(2, 5, 4), torch.ones(2, 5)
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "Dim": Dim}
+    namespace |= {"checkpoint": tryit.checkpoint, "masked": Masked(), "tokens": tokens}
+    namespace["mask"] = mask
+    marked = tokens.clone(), mask.clone()
+    for tensor in marked:
+        torch._dynamo.mark_dynamic(tensor, 0)
+        torch._dynamo.mark_dynamic(tensor, 1)
+    namespace["masked_exported"] = torch.export.export(Masked(), marked)
+    check = check_cells.check_source("07_torch_export", "7.1")
+    for _ in range(3):
+        result = check_cells.judged(check, namespace, monkeypatch)
+        assert result.problem and "dynamic_shapes" in result.problem, result.problem
+        assert "KeyError" not in result.problem, result.problem
+
+
+def test_checkpoint_7_5_tells_operators_listed_as_objects_not_names(monkeypatch):
+    """The red team's (redR): the right operators, as often as they are called, as OpOverload
+    objects (node.target) where the prompt asks for str(node.target): "which ops, how often?"
+    sent the learner the wrong way."""
+    namespace, check = chapter_7_before("7.5", "class Block(nn.Module):")
+
+    def as_targets(program, path):  # the chapter's walk, each node.target kept as it is
+        def walk(module):
+            found = []
+            for node in module.graph.nodes:
+                if node.op == "call_function":
+                    found.append(node.target)
+                elif node.op == "call_module":
+                    found += walk(module.get_submodule(node.target))
+            return found
+
+        return sorted(walk(torch.export.unflatten(program).get_submodule(path)), key=str)
+
+    namespace["ops_inside"] = as_targets
+    result = check_cells.judged(check, namespace, monkeypatch)
+    assert result.problem and "str(node.target)" in result.problem, result.problem
+
+
+def test_checkpoint_7_4_runs_the_reference_on_the_chapters_window_max(monkeypatch):
+    """The red team's (redR): window_max defined again in the try-it cell, one window short, and
+    called by the learner's op: the reference's op called it too, so its error was told as the
+    course's ("a bug in the course"), and otherwise the right fake kernel was blamed."""
+    namespace, check = chapter_7_before("7.4", "def window_max(")
+
+    def window_max(x, k):  # one window short
+        return torch.stack([x[..., s : s + k].amax(dim=-1) for s in range(x.shape[-1] - k)], -1)
+
+    @torch.library.custom_op("fxcourse::window_max", mutates_args=())
+    def short(x: torch.Tensor, k: int) -> torch.Tensor:
+        return window_max(x, k)
+
+    @short.register_fake
+    def _(x, k):
+        return x.new_empty((*x.shape[:-1], x.shape[-1] - k + 1))
+
+    namespace |= {"window_max": window_max, "window_max_op": short}
+    for _ in range(3):
+        problem = check_cells.judged(check, namespace, monkeypatch).problem
+        assert problem and "course" not in problem and "laid out" not in problem, problem
