@@ -685,3 +685,21 @@ def test_checkpoint_7_4_runs_the_reference_on_the_chapters_window_max(monkeypatc
     for _ in range(3):
         problem = check_cells.judged(check, namespace, monkeypatch).problem
         assert problem and "course" not in problem and "laid out" not in problem, problem
+
+
+def test_checkpoint_7_1_asks_whether_a_bounded_batch_may_be_any_size(monkeypatch):
+    """A batch Dim with max=2**20 is refused (the prompt asks for any batch); the message asked
+    nothing (red team honT): it now asks what 12.1's does."""
+    from fxcourse import tryit
+
+    tokens, mask = torch.randn(2, 5, 4), torch.ones(2, 5)
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "Dim": Dim}
+    namespace |= {"checkpoint": tryit.checkpoint, "masked": Masked(), "tokens": tokens}
+    batch, length = Dim("batch", max=2**20), Dim("length")
+    shapes = ({0: batch, 1: length}, {0: batch, 1: length})
+    namespace["masked_exported"] = torch.export.export(
+        Masked(), (tokens, mask), dynamic_shapes=shapes
+    )
+    check = check_cells.check_source("07_torch_export", "7.1")
+    result = check_cells.judged(check, namespace, monkeypatch)
+    assert result.problem and "may the batch be any size from 1?" in result.problem
