@@ -4,14 +4,17 @@ every drawn op reaches the output, and the learner's and the reference's sides n
 
 from __future__ import annotations
 
+import ast
 import json
 import operator
 
+import nbformat
 import pytest
 import torch
 from torch import fx, nn
 
-from fxcourse import cases, reference, tryit
+from courseware.repository import HERE
+from fxcourse import cases, dynamo_cases, export_cases, reference, tryit
 from fxcourse.cases import BINARY, UNARY, CaseMaker, seeds_of
 
 
@@ -579,3 +582,28 @@ def test_every_run_draws_each_dtype_out_of_step_with_a_two_way_each():
         assert {make.dtype() for make in makers[:5]} == {torch.float32, torch.float64}
         assert {make.dtype(three) for make in makers} == set(three)
         assert len({(make.dtype(), make.each([True, False])) for make in makers}) == 4
+
+
+def _chapter_definitions(notebook: str) -> list[ast.stmt]:
+    """The top-level statements of every code cell of the instructor's source `notebook`."""
+    nb = nbformat.read(HERE.sources / f"{notebook}.ipynb", as_version=4)
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    return [statement for source in code for statement in ast.parse(source).body]
+
+
+def test_the_chapter_objects_a_reference_runs_on_are_copies_of_the_chapters_own():
+    """6.3's and 7.4's references run on the chapter's ladder and window_max, written into
+    fxcourse (a learner's cell may bind those names again): each copy is the chapter's."""
+    ladders = [
+        ast.literal_eval(s.value)
+        for s in _chapter_definitions("06_torch_compile")
+        if isinstance(s, ast.Assign) and [ast.unparse(t) for t in s.targets] == ["ladder"]
+    ]
+    assert ladders == [dynamo_cases.LADDER]
+    (copied,) = ast.parse(export_cases.CHAPTER_WINDOW_MAX).body
+    chapter = [
+        s
+        for s in _chapter_definitions("07_torch_export")
+        if isinstance(s, ast.FunctionDef) and s.name == "window_max"
+    ]
+    assert [ast.dump(s.body[0]) for s in chapter] == [ast.dump(copied.body[0])]
