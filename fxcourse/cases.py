@@ -14,9 +14,13 @@ takes (`torch.relu`, `F.relu`, `.relu()`, `nn.ReLU`, positional or keyword argum
 called twice or registered under two names. The same seed gives the same case, so a "Not yet"
 names its seed and `fxcourse.tryit.replay` shows the same case again.
 
-`make.each(options)` spreads choices over a run's cases: among `len(options)` consecutive cases
-each option appears once (in an order drawn from the run's seed), so a feature the answer must
-handle is in every run, not only in lucky ones.
+`make.each(options)` spreads choices over a run's cases, so that a feature the answer must handle
+is in every run, not only in lucky ones: among `len(options)` consecutive cases each option appears
+once (in an order drawn from the run's seed). Two options follow a pattern of their own instead
+(each option within any 4 consecutive cases), so that up to ten two-way features of a builder
+meet in every pairing among 6 cases, and the first four asked meet every option of a three-way
+`each` both ways (one order a run would join two two-way features the same way in every case).
+An options list is one feature, asked from one place of a builder (`each` refuses a second).
 
 The drawn models live in `fxcourse.case_models`, the edits a case makes to a traced graph in
 `fxcourse.case_edits`, and what a checkpoint inspects beside outputs in `fxcourse.case_checks`;
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -90,6 +95,17 @@ WORDS = (
 )  # fmt: skip
 
 
+# The patterns two-way features follow (CaseMaker._two_way): the binary words of length 6 with three
+# ones, none the complement of another. Any two take all four pairings (a covering array: a case
+# where both are 0 comes first); the first four also take the other option three cases after each
+# case (a, b, c, not a, not b, not c), so each option meets every option of a three-way `each`.
+TWO_WAY_PATTERNS = (
+    (0, 0, 0, 1, 1, 1), (0, 0, 1, 1, 1, 0), (0, 1, 0, 1, 0, 1), (0, 1, 1, 1, 0, 0),
+    (0, 0, 1, 0, 1, 1), (0, 0, 1, 1, 0, 1), (0, 1, 0, 0, 1, 1),
+    (0, 1, 0, 1, 1, 0), (0, 1, 1, 0, 0, 1), (0, 1, 1, 0, 1, 0),
+)  # fmt: skip
+
+
 class CaseMaker:
     """Draws one case's contents from its seed; see the module docstring."""
 
@@ -99,6 +115,8 @@ class CaseMaker:
         self.rng = random.Random(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.notes: list[str] = []
+        self._two_ways: dict[str, int] = {}  # a two-way feature's place, in the order asked
+        self._sites: dict[str, tuple] = {}  # where each options list was asked: one feature each
 
     # --- plain choices ---------------------------------------------------------------------
     def note(self, text: str) -> None:
@@ -119,13 +137,31 @@ class CaseMaker:
 
     def each(self, options: Sequence):
         """options[k] for this case, each option once per len(options) consecutive cases."""
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        if self._sites.setdefault(repr(options), site) != site:
+            raise ValueError(f"two features of a case builder ask each({options!r}): {site}")
         return self.each_of_case(options, self.index)
 
     def each_of_case(self, options: Sequence, index: int):
         """What `each(options)` gives the case `index` of this run."""
+        if len(options) == 2:
+            return options[self._two_way(repr(options), index)]
         order = list(range(len(options)))
         random.Random(f"{self.run_seed}:{len(options)}:{options!r}").shuffle(order)
         return options[order[index % len(options)]]
+
+    def _two_way(self, key: str, index: int) -> int:
+        """Which of two options the case `index` takes for the feature `key`: a pattern of
+        TWO_WAY_PATTERNS, repeated, chosen by the feature's place among the case's two-way
+        features (one of the first four for the first four), flipped or not by the run's seed."""
+        place = self._two_ways.setdefault(key, len(self._two_ways))
+        rng = random.Random(f"{self.run_seed}:two-way patterns")
+        first, rest = list(TWO_WAY_PATTERNS[:4]), list(TWO_WAY_PATTERNS[4:])
+        rng.shuffle(first), rng.shuffle(rest)
+        pattern = (first + rest)[place % len(TWO_WAY_PATTERNS)]
+        flip = random.Random(f"{self.run_seed}:{key}").randrange(2)
+        return pattern[index % 6] ^ flip
 
     def word(self, avoid: Sequence[str] = ()) -> str:
         return self.choice([w for w in WORDS if w not in avoid])
@@ -138,6 +174,8 @@ class CaseMaker:
         (float32, float32, float64, float64, ...), out of step with a two-way `each`, which
         alternates. A coin per case left a run of 6 cases all of one dtype once in 32."""
         self.choice(options)  # drawn as before, so that the case's later draws stay the same
+        if len(options) == 2:
+            return options[self._two_way(f"dtype {options!r}", self.index)]
         order = list(range(len(options)))
         random.Random(f"{self.run_seed}:dtype:{options!r}").shuffle(order)
         return options[order[self.index // 2 % len(options)]]

@@ -137,12 +137,12 @@ def models_sharing_modules(make):  # 4.2's cases: a conv, a BatchNorm or both, e
     layers.append(first_conv if shared != "batchnorm" else conv(3))
     if shared != "conv" or make.coin():  # the second call feeds a BatchNorm too
         layers.append(first_bn if shared != "conv" else batchnorm())
-    if make.each([True, False]):  # a shared module called a third time
+    if make.each(["called a third time", "called twice"]) == "called a third time":
         layers += [act, first_conv if shared != "batchnorm" else first_bn]
         note = _("the shared {module} called a third time, at the end")
         make.note(note.format(module=type(layers[-1]).__name__))
     model = make.sequential(layers)
-    # two cases in three: three ways, so that it meets a third call and its absence in a run
+    # two cases in three in a block
     if make.each(["at the root", "in a block", "in a block too"]) != "at the root":
         model = nn.Sequential(OrderedDict([(make.word(), model)]))
         make.note(_("the layers sit in a block: their targets are dotted paths"))
@@ -162,7 +162,7 @@ def shared_calls_by_another_name(make, gm, layers, dims):  # half the cases: a s
     # module reaches it by another name
     targets = [str(n.target) for n in gm.graph.find_nodes(op="call_module")]
     again = [target for target, count in Counter(targets).items() if count > 1]
-    if make.each([True, False]):
+    if make.each(["by another name", "by its own name"]) == "by another name":
         target = make.choice(again)
         alias = make.word(avoid=targets)
         gm.add_submodule(alias, gm.get_submodule(target))

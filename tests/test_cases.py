@@ -5,6 +5,7 @@ every drawn op reaches the output, and the learner's and the reference's sides n
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import operator
 
@@ -74,6 +75,43 @@ def test_each_spreads_every_option_over_a_run():
         assert sorted(picked) == options, (run_seed, picked)
     orders = {tuple(CaseMaker(0, i, run).each(options) for i in range(4)) for run in range(30)}
     assert len(orders) > 5, "the order of the options should change from run to run"
+
+
+def test_two_way_features_meet_in_every_pairing_in_every_run():
+    """A wrong answer that fails only where two features meet must fail in every run: with one
+    order a run, two two-way features came together the same way in all 6 cases (red team redS:
+    4.3's bias-less Linear and affine=False BatchNorm passed half the runs). Ten two-way features
+    (dtype() among them) meet in all four pairings in any 6 consecutive cases, the first four
+    asked meet every option of a three-way feature, and every option is in any 4 consecutive
+    cases."""
+    twos = [[f"option {k}", f"other {k}"] for k in range(8)] + [[True, False]]
+    three = ["first", "middle", "last"]
+    for run_seed in range(200):
+        makers = [CaseMaker(seed, i, run_seed) for i, seed in enumerate(seeds_of(run_seed, 9))]
+        rows = [(make.dtype(), *[make.each(o) for o in twos], make.each(three)) for make in makers]
+        for start in range(4):  # any 6 consecutive cases
+            window = rows[start : start + 6]
+            for a, b in itertools.combinations(range(len(twos) + 1), 2):
+                assert len({(row[a], row[b]) for row in window}) == 4, (run_seed, a, b)
+            for a in range(4):
+                assert len({(row[a], row[-1]) for row in window}) == 6, (run_seed, a)
+        for start in range(6):
+            four = rows[start : start + 4]
+            assert all(len({row[a] for row in four}) == 2 for a in range(len(twos) + 1))
+
+
+def test_an_options_list_is_one_feature_asked_from_one_place():
+    """Two features asking the same list would always take the same option (4.2's third call
+    and its call by another name did): each() refuses a list asked from a second place."""
+
+    def asked(make):
+        return make.each([True, False])
+
+    make = CaseMaker(5, 3, 77)
+    assert len({asked(make) for _i in range(5)}) == 1  # one place, asked again
+    assert asked(make) == asked(CaseMaker(9, 3, 77))  # another case of the same run
+    with pytest.raises(ValueError, match="two features"):
+        make.each([True, False])
 
 
 def test_models_hold_numeric_names_nested_modules_reuse_and_decoys_across_seeds():
