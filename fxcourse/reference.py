@@ -8,6 +8,11 @@ printing captured, so the reference's definitions never replace the learner's. A
 therefore builds new objects; it never changes one an earlier cell made (authoring rule, see
 courseware/authoring.py).
 
+A learner's try-it cell may bind a chapter name again (`tiny_model = ...` beside the answer): the
+check cell and the reference answer then read the object the chapter's cells left under it
+(`chapter_names`), so that the cases are the chapter's and the reference never agrees with a
+learner's model by running on it.
+
 The kernel's memory keeps a name's old value when the cell that defines it raises: a checkpoint
 would judge the old value. `CellLog` (an IPython post_run_cell callback registered when this
 module is imported in a kernel) remembers, per top-level name, whether the cell that bound it
@@ -242,18 +247,58 @@ class CellLog:
         self.names = {} if names is None else names  # the notebook's globals
         self.bound: dict[str, object] = {}  # name -> the object a non-checkpoint cell bound
         self.modules: dict[str, ModuleType] = {}  # name -> the last module a cell bound to it
+        # name -> (the names its cell bound, the object), oldest first: what cells left it
+        self.history: dict[str, list[tuple[frozenset, object]]] = {}
+        self._before: dict[str, object] = {}  # what the running cell's names held before it
+
+    def before_cell(self, info) -> None:
+        """IPython's pre_run_cell callback: what the names the cell binds hold before it runs."""
+        raw = getattr(info, "raw_cell", "") or ""
+        self._before = {name: self.names[name] for name in defined_names(raw) if name in self.names}
 
     def __call__(self, result) -> None:
         raw = getattr(result.info, "raw_cell", "") or ""
         error = result.error_in_exec or result.error_before_exec
         outcome = None if error is None else f"{type(error).__name__}: {error}"
         learners = "with checkpoint(" not in raw  # a checkpoint cell's helpers: not the learner's
-        for name in defined_names(raw):
+        cell_names = frozenset(defined_names(raw))
+        for name in cell_names:
             self.last[name] = outcome
             if learners and name in self.names:
                 self.bound[name] = self.names[name]
+                self._remember(name, cell_names)
             if isinstance(self.names.get(name), ModuleType):
                 self.modules[name] = self.names[name]
+
+    def _remember(self, name: str, cell_names: frozenset) -> None:
+        history = self.history.setdefault(name, [])
+        if not history and name in self._before and self._before[name] is not self.names[name]:
+            history.append((frozenset(), self._before[name]))  # bound before the log began
+        entry = (cell_names, self.names[name])
+        if history and history[-1][0] == cell_names:
+            history[-1] = entry  # the same cell run again
+        else:
+            history.append(entry)
+        del history[:-8]
+
+    def as_cells_before_left(self, defines: set[str], own: set[str]) -> dict[str, object]:
+        """The names the learner's try-it cell (the last to bind one of `defines`) bound again,
+        `defines` and `own` (what the reference answer's cell binds) aside, each with the object
+        the last cell before it left: the chapter's, which a checkpoint reads (7.6's tiny_model
+        bound again in the try-it cell made the cases, and the reference agreed)."""
+        found = {}
+        for name, history in self.history.items():
+            cell_names, value = history[-1]
+            if (
+                name in defines | own
+                or not cell_names & defines
+                or self.names.get(name) is not value
+            ):
+                continue
+            earlier = [held for names, held in history if not names & defines]
+            if earlier:
+                found[name] = earlier[-1]
+        return found
 
     def failed(self, names: list[str]) -> tuple[str, str] | None:
         """(name, error) for the first of `names` whose defining cell last raised."""
@@ -313,4 +358,23 @@ def cell_log() -> CellLog | None:
             return known
     log = CellLog(shell.user_ns)
     shell.events.register("post_run_cell", log)
+    shell.events.register("pre_run_cell", log.before_cell)
     return log
+
+
+def chapter_names(tryit_id: str, check_source: str) -> tuple[dict, dict]:
+    """The objects the chapter's cells left under the names the learner's try-it cell bound
+    again (CellLog.as_cells_before_left): those the check cell reads, for its block (the cases
+    are made from the chapter's model, not the learner's), and all, for the reference answer."""
+    log = cell_log()
+    entry = load_references().get(tryit_id, {})
+    if log is None or not entry:
+        return {}, {}
+    left = log.as_cells_before_left(
+        set(entry.get("defines", [])), set(defined_names(entry["code"]))
+    )
+    try:
+        read = {node.id for node in ast.walk(ast.parse(check_source)) if isinstance(node, ast.Name)}
+    except SyntaxError:
+        read = set()
+    return {name: value for name, value in left.items() if name in read}, left

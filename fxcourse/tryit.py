@@ -30,9 +30,8 @@ checkpoint first asks whether the cell that defines the try-it's names last ran 
 that now raises leaves an old value in memory, which is not the learner's answer. When every check
 holds, it says the checkpoint passed.
 
-Reference answers come from answers.json, generated from the instructor's chapters (absent from a
-student edition built without answers). A "Not yet" box holds one collapsed under "Stuck? Show a
-reference answer"; `show_answer("1.1")` shows it as text. The learner's cells are never touched.
+Reference answers come from answers.json (made from the instructor's chapters; not in a student
+edition without answers): a "Not yet" box holds one collapsed, `show_answer("1.1")` as text.
 """
 
 from __future__ import annotations
@@ -140,11 +139,14 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self.cell_file = sys._getframe(1).f_code.co_filename  # the checkpoint cell's own code
         self.run_seed = _replays.pop(tryit_id, None) or secrets.randbelow(10**6)
         self.case: Case | None = None
-        self._reference = None
+        self._reference, self._chapter = None, {}
         self._rewrite: Callable[[str], str] | None = None
 
     def __enter__(self) -> checkpoint:
         self._names_before = dict(self.learner_globals)
+        source = "".join(linecache.getlines(self.cell_file))
+        for_block, self._chapter = reference.chapter_names(self.result.tryit_id, source)
+        self.learner_globals.update(for_block)  # given back at exit, as the block's own names
         self._no_trace = without_structured_trace()
         self._no_trace.__enter__()
         return self
@@ -168,7 +170,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         """The reference answer's names (run once per checkpoint, in a copy of the learner's)."""
         if self._reference is None:
             self._reference = reference.reference_namespace(
-                self.result.tryit_id, self.learner_globals, self._rewrite
+                self.result.tryit_id, self.learner_globals | self._chapter, self._rewrite
             )
         return self._reference
 

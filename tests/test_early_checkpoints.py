@@ -1739,6 +1739,7 @@ def verdict_in_a_kernel(tryit_id: str, answer: str, monkeypatch) -> tuple[str | 
     base, check = before_the_check(tryit_id)
     namespace = dict(base)
     log = reference.CellLog(namespace)
+    log.before_cell(cell_ran(answer).info)
     exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
     log(cell_ran(answer))
     monkeypatch.setattr(reference, "cell_log", lambda: log)
@@ -1802,6 +1803,38 @@ def test_a_learners_helper_named_as_a_check_cell_helper_once_was_is_their_own(mo
         problem, namespace = verdict_in_a_kernel("3.2", answer, monkeypatch)
         assert problem is None, problem
         assert namespace[name].__code__.co_varnames[:2] == ("node", "gm")
+
+
+TRACED_A_MODEL_OF_THEIR_OWN = """
+gated_net = torch.nn.Sequential(torch.nn.Linear(4, 4))  # bound again beside the answer
+
+
+class TopLevelTracer(fx.Tracer):
+    def is_leaf_module(self, m, module_qualified_name):
+        return "." not in module_qualified_name
+
+
+top_level = fx.GraphModule(gated_net, TopLevelTracer().trace(gated_net))
+"""
+
+
+def test_chapter_names_bound_again_in_the_try_it_cell_reach_the_check_as_the_chapter_left_them(
+    monkeypatch,
+):
+    """7.6's tiny_model bound again in the try-it cell (red team redR) made the cases, and the
+    reference, run in a copy of the learner's names, agreed with whatever that model gave. Now
+    the check cell and the reference read what the chapter's cells left under a name the
+    try-it cell bound again (one the reference's own cell does not bind): 1.3's top_level traced
+    from a gated_net of the learner's own is not the chapter's; names of the learner's own that
+    the check reads (x, model: its lambdas' parameters) leave a right answer right, and every
+    name holds the learner's object after the check."""
+    problem, namespace = verdict_in_a_kernel("1.3", TRACED_A_MODEL_OF_THEIR_OWN, monkeypatch)
+    assert problem and "calls the modules" in problem, problem
+    assert isinstance(namespace["gated_net"], torch.nn.Sequential)
+    right = tryit.load_answers()["1.3"]["code"] + '\nx, model = "mine", None\n'
+    problem, namespace = verdict_in_a_kernel("1.3", right, monkeypatch)
+    assert problem is None, problem
+    assert (namespace["x"], namespace["model"]) == ("mine", None)
 
 
 def test_a_demonstration_line_of_the_reference_does_not_fail_on_the_learners_own_names(
