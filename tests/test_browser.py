@@ -41,9 +41,10 @@ In the source language (what the steps do is the same in every language):
 
 Every step fails on a visible error or warning banner (notifications, dialogs, error or stderr
 outputs, the formgrader's alerts). Screenshots go to test-artifacts/browser/ (the source
-language) and test-artifacts/browser-<code>/ (git-ignored), with the servers' logs; the paths are
-printed in pytest's summary. The servers, their kernels and the browser are shut down also when a
-step fails, and the test checks that the labs saved nothing and left nothing in the repository.
+language) and test-artifacts/browser-<code>/ (git-ignored; `-end-to-end` added for make
+test-end-to-end's), with the servers' logs; the paths are printed in pytest's summary. The
+servers, their kernels and the browser are shut down also when a step fails, and the test checks
+that the labs saved nothing and left nothing in the repository.
 Each language's tests run in one xdist worker of their own (group browser-<code>).
 """
 
@@ -176,8 +177,12 @@ def language(request) -> Language:
     return request.param
 
 
-def artifacts_folder(language: Language) -> Path:
+def artifacts_folder(language: Language, config) -> Path:
+    """test-artifacts/browser[-<code>], with -end-to-end for a session of make test-end-to-end
+    (whose tests write other screenshots: a folder of one would empty the other's)."""
     name = "browser" if language is SOURCE else f"browser-{language.code}"
+    if (config.getoption("markexpr", "") or "").strip() == "end_to_end":
+        name += "-end-to-end"
     return ROOT / "test-artifacts" / name
 
 
@@ -187,7 +192,7 @@ class _ScreenshotSummary:
     def pytest_terminal_summary(self, terminalreporter):
         terminalreporter.section("browser test screenshots")
         for language in languages.all_languages():
-            folder = artifacts_folder(language)
+            folder = artifacts_folder(language, terminalreporter.config)
             if folder.is_dir():
                 terminalreporter.write_line(f"{folder}/")
                 for shot in sorted(folder.glob("*.png")):
@@ -196,7 +201,7 @@ class _ScreenshotSummary:
 
 @pytest.fixture(scope="module")
 def artifacts(request, language) -> Path:
-    folder = artifacts_folder(language)
+    folder = artifacts_folder(language, request.config)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in [*folder.glob("*.png"), *folder.glob("*.txt")]:
         stale.unlink()  # a language's tests run in one worker (xdist_group): these are theirs
