@@ -17,7 +17,7 @@ from torch import nn
 
 from fxcourse.capture import unprofiled_guards
 from fxcourse.messages import _
-from fxcourse.shipped import as_shipped
+from fxcourse.shipped import as_shipped, stance_left
 
 # ----------------------------------------------------------------------------- try it 6.1
 
@@ -125,3 +125,18 @@ def counted_by_both(case) -> tuple:
     handed the graph Dynamo captured from the case's model (captured once)."""
     gm, inputs = handed_over(*case.objects())
     return case.both(lambda answer, *_: counted(answer, gm, inputs))
+
+
+def one_compile_told(count: int) -> str:
+    """6.1's message when weight_counts holds `count` numbers, not one: with none, and a stance
+    left set by an earlier cell, what compiled nothing."""
+    said = _("weight_counts should hold one number, from one compile; it holds {count}")
+    said = said.format(count=count)
+    stance = stance_left()
+    if count == 0 and stance:
+        more = _(
+            ': torch.compile runs under the stance "{stance}", left set by an earlier cell: run '
+            'torch.compiler.set_stance("default"), then the try-it cell again'
+        )
+        said += more.format(stance=stance)
+    return said

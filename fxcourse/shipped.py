@@ -32,3 +32,10 @@ def as_shipped() -> Iterator[None]:
     defaults = {name: table[name].default for name in SHIPPED if name in table}
     with torch.compiler.set_stance("default"), torch._dynamo.config.patch(defaults):
         yield
+
+
+def stance_left() -> str | None:
+    """The stance torch.compile runs under now, when a cell left it other than "default" (a
+    `set_stance` run as a statement); the private `_stance` is what set_stance sets."""
+    stance = torch._dynamo.eval_frame._stance.stance
+    return None if stance == "default" else stance

@@ -495,6 +495,21 @@ def test_checkpoint_6_3_judges_under_a_stance_an_earlier_cell_left(run_seed):
         torch.compiler.set_stance("default")
 
 
+def test_6_1_names_the_stance_that_compiled_nothing():
+    """6.1 under a force_eager stance left by an earlier cell: the learner's own cell compiled
+    nothing, and the message said only "it holds 0" (red team redR)."""
+    from fxcourse.backend_cases import one_compile_told
+
+    assert "stance" not in one_compile_told(0)
+    torch.compiler.set_stance("force_eager")
+    try:
+        told = one_compile_told(0)
+        assert '"force_eager"' in told and 'set_stance("default")' in told, told
+        assert "stance" not in one_compile_told(2)  # two compiles: another fault
+    finally:
+        torch.compiler.set_stance("default")
+
+
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_3_runs_the_reference_on_the_chapters_ladder(run_seed):
     """The red team's (redR): `ladder` rebound in the try-it cell without its last stage; the
