@@ -250,6 +250,24 @@ def test_checkpoint_7_2_refuses_a_check_that_refuses_minus_one_alone_in_every_ru
     refused_in_every_run({"row != -1": refusing_minus_one_alone()})
 
 
+def test_checkpoint_7_2_tells_a_forward_that_returns_nothing(monkeypatch):
+    """A forward without `return` heard "a wrong value for a row that x has" (red team redR)."""
+    from fxcourse import tryit
+
+    class PickRowChecked(nn.Module):
+        def forward(self, x, i):
+            row = i.item()
+            torch._check(row >= 0)
+            torch._check(row < x.shape[0])
+            x[row : row + 1] * 3  # no return
+
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
+    namespace["PickRowChecked"] = PickRowChecked
+    check = check_cells.check_source("07_torch_export", "7.2")
+    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    assert problem and "None" in problem and "return" in problem, problem
+
+
 class IndexSelected(nn.Module):  # the red team's (redB) rows refused by index_select, not a check
     def forward(self, x, i):
         return torch.index_select(x, 0, i.reshape(1)) * 3
@@ -685,6 +703,25 @@ def test_checkpoint_7_4_runs_the_reference_on_the_chapters_window_max(monkeypatc
     for _ in range(3):
         problem = check_cells.judged(check, namespace, monkeypatch).problem
         assert problem and "course" not in problem and "laid out" not in problem, problem
+
+
+def test_checkpoint_7_4_tells_a_fake_kernel_without_return_by_no_line_of_torchs(monkeypatch):
+    """A fake kernel that forgets `return` heard "(line 1): a None reached it": line 1 of a
+    lambda torch.library runs with exec, no line of the learner's (red team redR)."""
+    namespace, check = chapter_7_before("7.4", "def window_max(")
+    window_max = namespace["window_max"]
+
+    @torch.library.custom_op("fxcourse::window_max", mutates_args=())
+    def op(x: torch.Tensor, k: int) -> torch.Tensor:
+        return window_max(x, k)
+
+    @op.register_fake
+    def _(x, k):
+        x.new_empty((*x.shape[:-1], x.shape[-1] - k + 1))  # no return
+
+    namespace["window_max_op"] = op
+    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    assert problem and "line 1" not in problem and "return its value" in problem, problem
 
 
 def test_checkpoint_7_1_asks_whether_a_bounded_batch_may_be_any_size(monkeypatch):
