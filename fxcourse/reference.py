@@ -377,4 +377,5 @@ def chapter_names(tryit_id: str, check_source: str) -> tuple[dict, dict]:
         read = {node.id for node in ast.walk(ast.parse(check_source)) if isinstance(node, ast.Name)}
     except SyntaxError:
         read = set()
+    read -= set(defined_names(check_source))  # its own imports and goal, bound before the block
     return {name: value for name, value in left.items() if name in read}, left

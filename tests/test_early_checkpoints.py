@@ -1831,7 +1831,7 @@ def test_chapter_names_bound_again_in_the_try_it_cell_reach_the_check_as_the_cha
     problem, namespace = verdict_in_a_kernel("1.3", TRACED_A_MODEL_OF_THEIR_OWN, monkeypatch)
     assert problem and "calls the modules" in problem, problem
     assert isinstance(namespace["gated_net"], torch.nn.Sequential)
-    right = tryit.load_answers()["1.3"]["code"] + '\nx, model = "mine", None\n'
+    right = tryit.load_answers()["1.3"]["code"] + '\nx, model, goal = "mine", None, "mine"\n'
     problem, namespace = verdict_in_a_kernel("1.3", right, monkeypatch)
     assert problem is None, problem
     assert (namespace["x"], namespace["model"]) == ("mine", None)
