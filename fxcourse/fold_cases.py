@@ -164,7 +164,7 @@ def shared_calls_by_another_name(make, gm, layers, dims):  # half the cases: a s
     again = [target for target, count in Counter(targets).items() if count > 1]
     if make.each(["by another name", "by its own name"]) == "by another name":
         target = make.choice(again)
-        alias = make.word(avoid=targets)
+        alias = make.word(avoid=[*targets, *dict(gm.named_children())])  # not the block's name
         gm.add_submodule(alias, gm.get_submodule(target))
         gm.graph.find_nodes(op="call_module", target=target)[-1].target = alias
         gm.recompile()

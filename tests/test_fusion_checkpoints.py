@@ -905,3 +905,18 @@ def test_an_unshare_that_returns_a_copy_of_gm_is_told_to_change_gm_itself(chapte
     )
     told = problem(chapter, "4.2", copied_first, 1, monkeypatch)
     assert told is not None and "returned another GraphModule than gm" in told
+
+
+def test_every_4_2_case_calls_modules_it_has():
+    """A case that called a shared module again by another name once took the block's own name
+    for it, replacing the block (the reference then failed: 'BatchNorm3d has no attribute act',
+    run 400558, once the generator paired 'in a block' with 'by another name' there)."""
+    from fxcourse.cases import makers_of
+    from fxcourse.fold_cases import models_sharing_modules
+
+    for run_seed in random.Random(42).sample(range(10**6), 40):
+        for make in makers_of(run_seed, 6):
+            gm, x = models_sharing_modules(make)
+            for node in gm.graph.find_nodes(op="call_module"):
+                gm.get_submodule(node.target)  # raises for a target the case broke
+            gm(x)
