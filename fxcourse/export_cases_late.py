@@ -192,7 +192,8 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
 
 def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: str):
     """The answer's verdicts (or "failed"), and whether it loaded a package from `path`."""
-    os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)  # each side starts from the default
+    # each side starts from the default, as in a new kernel; the learner's value comes back after
+    learners = os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)
     loaded, loader = [], torch._C._aoti.AOTIModelPackageLoader
 
     def recorded(package, *args, **kwargs):  # every way to load a package ends here
@@ -210,6 +211,9 @@ def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: 
         verdicts = "failed"
     finally:
         torch._C._aoti.AOTIModelPackageLoader = loader
+        os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)
+        if learners is not None:
+            os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = learners
     return verdicts, os.path.realpath(path) in loaded
 
 

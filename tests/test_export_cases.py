@@ -740,3 +740,24 @@ def test_checkpoint_7_1_asks_whether_a_bounded_batch_may_be_any_size(monkeypatch
     check = check_cells.check_source("07_torch_export", "7.1")
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "may the batch be any size from 1?" in result.problem
+
+
+def test_checkpoint_7_6_gives_the_learners_aoti_check_setting_back(monkeypatch):
+    """7.6 runs each side with AOTI_RUNTIME_CHECK_INPUTS unset (as in a new kernel), and left
+    the learner's kernel without the value section 7.8's cell had set (tester honW)."""
+    monkeypatch.setenv("AOTI_RUNTIME_CHECK_INPUTS", "1")
+    seen = []
+
+    def package_verdicts(path, model, batches):
+        seen.append(os.environ.get("AOTI_RUNTIME_CHECK_INPUTS"))
+        return {}
+
+    answer = SimpleNamespace(package_verdicts=package_verdicts)
+    assert export_cases_late.verdicts_for(answer, "missing.pt2", nn.Identity(), [1], "") == (
+        {},
+        False,
+    )
+    assert seen == [None] and os.environ["AOTI_RUNTIME_CHECK_INPUTS"] == "1"
+    monkeypatch.delenv("AOTI_RUNTIME_CHECK_INPUTS")
+    export_cases_late.verdicts_for(answer, "missing.pt2", nn.Identity(), [1], "")
+    assert "AOTI_RUNTIME_CHECK_INPUTS" not in os.environ

@@ -658,3 +658,21 @@ def test_11_2_every_run_has_a_bias_scale_below_float32s_eps(run_seed):
         observer(weight.detach())
         products.append(float(activation.calculate_qparams()[0] * observer.calculate_qparams()[0]))
     assert min(products) < eps, products
+
+
+def test_8_3_tells_a_count_for_modified_that_it_is_true_or_false(monkeypatch):
+    """PassResult(gm, 3) heard "modified=3: did this pass remove a node?" though it removed 3
+    (tester honW): modified says whether the pass changed the graph, a bool."""
+    from fxcourse import tryit
+
+    namespace = check_cells.cells_until("08_fx_in_practice", {"shape_pass", "dead_code"})
+    counting = RESHAPES["the same shape"].drop_noop_reshapes
+
+    def drop_noop_reshapes(gm):
+        result = counting(gm)
+        return PassResult(result.graph_module, int(result.modified))
+
+    namespace |= {"checkpoint": tryit.checkpoint, "drop_noop_reshapes": drop_noop_reshapes}
+    check = check_cells.check_source("08_fx_in_practice", "8.3")
+    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    assert problem and "True or False" in problem, problem
