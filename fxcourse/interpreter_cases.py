@@ -98,13 +98,18 @@ def skip_module_cases(make):  # 5.1's cases: numeric and nested paths, two calls
     return gm, make.tensor(make.integer(1, 4), width, dtype=dtype), skip
 
 
+def graph_code(gm):  # the code gm's graph makes now: an edit shows even where gm.code, not
+    # recompiled, still runs the graph as it was
+    return gm.graph.python_code(root_module="self").src
+
+
 def skip_module_run(answer, gm, x, skip):
     # the result, what ran, gm unchanged, None read, modules set, the gradient x receives
     x = x.requires_grad_()
-    code, before = gm.code, gm(x)
+    code, graph, before = gm.code, graph_code(gm), gm(x)
     with modules_run() as ran, modules_swapped(gm) as swapped:  # even a swap put back is seen
         result, none_read = none_reached(answer.SkipModule(gm, skip).run, x)
-    same = gm.code == code and torch.equal(gm(x), before)
+    same = gm.code == code and graph_code(gm) == graph and torch.equal(gm(x), before)
     return result, sorted(ran), same, none_read, swapped, _input_gradient(result, x)
 
 
@@ -195,7 +200,10 @@ def memory_recorder_run(answer, gm, example):
     with nodes_interpreted() as ran:  # by any Interpreter's run: the recorder's, or one it runs
         result = recorder.run(example)
     kept = metas == [sorted(n.meta) for n in gm.graph.nodes]
-    return result, recorder.bytes_by_node, kept, every_node_of(gm, ran)
+    own = {id(node) for node in gm.graph.nodes}  # and no other graph's: ShapeProp on a copy,
+    # run beside the recorder's own run, measures for it
+    measured = every_node_of(gm, ran) and all(id(node) in own for node in ran)
+    return result, recorder.bytes_by_node, kept, measured
 
 
 # ----------------------------------------------------------------------------- try it 5.3
@@ -239,13 +247,13 @@ def relu_to_gelu_run(answer, gm, x):
     # the result, whether it ran gm itself, the gradient it gives x, whether gm still computes
     # what it computed before the run
     with torch.no_grad():
-        before = gm(x)
+        before, graph = gm(x), graph_code(gm)
     interpreter = answer.ReluToGelu(gm)
     with nodes_interpreted() as ran:  # gm's own nodes, run one by one: no copy's generated code
         result = interpreter.run(x.requires_grad_())
     gradient = _input_gradient(result, x)
     with torch.no_grad():
-        kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4)
+        kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4) and graph_code(gm) == graph
     return result, interpreter.module is gm and every_node_of(gm, ran), gradient, kept
 
 
@@ -323,6 +331,7 @@ def run_from_cases(make):  # 5.4's cases: drawn graphs, nodes given values, what
         traced = symbolic_trace(cases.tag_modules(model).to(dtype))
         read = _read_by_keyword(make, traced)
         ints = [n.name for n in read.graph.nodes if n.target in ("size", floordiv)]
+        ints.append(_unread_node(make, read))  # never given: it is what a case must skip
         gm = cases.record_calls(read, ran)
         kind, pinned = _pinned_nodes(make, gm, ints)
     batch = make.integer(1, 4)
@@ -340,6 +349,19 @@ def run_from_cases(make):  # 5.4's cases: drawn graphs, nodes given values, what
     return gm, known, inputs, ran
 
 
+def _unread_node(make, gm):  # a node no node reads, which traced code keeps: the output
+    # does not need it, so it must not run (a rule that skips only nodes whose readers are all
+    # skipped never skips it)
+    graph, output = gm.graph, gm.graph.output_node()
+    with graph.inserting_before(output):
+        tensors = [n for n in graph.nodes if n.op.startswith("call_")]
+        value = make.choice([n for n in tensors if n.target not in ("size", floordiv)])
+        unread = graph.call_function(torch.sin, (value,))
+    gm.recompile()
+    make.note(_("{unread} is read by no node").format(unread=unread.name))
+    return unread.name
+
+
 def _unread_first_input(make, gm):  # a new first placeholder, which no node reads
     with gm.graph.inserting_before(next(iter(gm.graph.nodes))):
         unread = gm.graph.placeholder(make.word(avoid=[node.name for node in gm.graph.nodes]))
@@ -349,8 +371,9 @@ def _unread_first_input(make, gm):  # a new first placeholder, which no node rea
 
 def run_from_outcome(answer, gm, known, inputs, ran):
     # the result, what ran, whether gm stayed as it was, the None a node read
-    code = gm.code
+    code, graph = gm.code, graph_code(gm)
     ran.clear()
     with cases.modules_run() as modules, torch.no_grad():
         result, none_read = cases.none_reached(answer.run_from, gm, dict(known), *inputs)
-    return result, sorted(ran + [f"self.{path}" for path in modules]), gm.code == code, none_read
+    kept = gm.code == code and graph_code(gm) == graph
+    return result, sorted(ran + [f"self.{path}" for path in modules]), kept, none_read

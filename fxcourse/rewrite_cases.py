@@ -81,6 +81,10 @@ def hand_gelu_models(make):  # 3.4's cases: both spellings, erf alone, near miss
     return fx.symbolic_trace(model.to(dtype)), make.input_for(model, dtype=dtype) * 2
 
 
+def unread_nodes(gm):  # the call_ nodes nothing reads: dead code, which the generated code runs
+    return [n.name for n in gm.graph.nodes if n.op.startswith("call_") and not n.users]
+
+
 def gelu_and_erf_nodes(gm):  # how many nodes compute GELU (F.gelu, nn.GELU), how many erf
     gelus = [
         n

@@ -1460,6 +1460,206 @@ top_level = fx.GraphModule(gated_net, TopLevelTracer().trace(gated_net))
 }
 
 
+# a hand-written GELU matcher (3.4), its last step given as {end}
+HAND_GELU = """
+import operator
+
+
+def use_gelu(gm):
+    g = gm.graph
+    for erf in list(g.find_nodes(op="call_function", target=torch.erf)):
+        div = erf.args[0]
+        if div.target is not operator.truediv or div.args[1] != math.sqrt(2.0):
+            continue
+        x, add = div.args[0], next(iter(erf.users))
+        if add.target is not operator.add or add.args != (1.0, erf):
+            continue
+        outer = next(iter(add.users))
+        half = outer.args[0]
+        if outer.target is not operator.mul or not isinstance(half, fx.Node):
+            continue
+        if half.target is not operator.mul or set(half.args) != {{x, 0.5}}:
+            continue
+        with g.inserting_before(outer):
+            gelu = g.call_function(F.gelu, (x,))
+        outer.replace_all_uses_with(gelu)
+{erase}
+    g.lint()
+{end}
+    return gm
+"""
+ERASED = """        for n in (outer, half, add, erf, div):
+            if not n.users:
+                g.erase_node(n)"""
+
+WRONG |= {
+    "3.4 a hand matcher that never recompiles: the stale code computes the same GELU (redU)": (
+        HAND_GELU.format(erase=ERASED, end="")
+    ),
+    "5.1 the skipped module's nodes erased from gm's graph, never recompiled (red team redU)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        for node in list(module.graph.nodes):
+            if node.op == "call_module" and node.target == skip:
+                node.replace_all_uses_with(node.all_input_nodes[0])
+                module.graph.erase_node(node)
+        super().__init__(module)
+""",
+    "5.3 gm's graph rewritten to F.gelu before the run, never recompiled (red team redU)": """
+class ReluToGelu(Interpreter):
+    def __init__(self, gm):
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is torch.relu:
+                node.target = F.gelu
+            elif node.op == "call_method" and node.target == "relu":
+                node.op, node.target = "call_function", F.gelu
+            elif node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.ReLU):
+                node.op, node.target = "call_function", F.gelu
+        super().__init__(gm)
+""",
+    "5.4 known nodes cut from their inputs in gm's graph, dead code eliminated (redU)": """
+def run_from(gm, known, *inputs):
+    env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
+    for n in env:
+        n.args, n.kwargs = (), {}
+    gm.graph.eliminate_dead_code()
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+    "5.2 bytes from ShapeProp on a copy of gm, run beside the recorder's own run (redU)": """
+import copy
+
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def meta_bytes(meta):
+    if hasattr(meta, "shape"):
+        return meta.shape.numel() * meta.dtype.itemsize
+    return sum(meta_bytes(item) for item in meta) if isinstance(meta, tuple | list) else 0
+
+
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run(self, *args, **kwargs):
+        result = super().run(*args, **kwargs)
+        twin = copy.deepcopy(self.module)
+        ShapeProp(twin).propagate(*args)
+        for node in twin.graph.nodes:
+            if node.op not in ("placeholder", "get_attr") and "tensor_meta" in node.meta:
+                self.bytes_by_node[node.name] = meta_bytes(node.meta["tensor_meta"])
+        return result
+""",
+    "5.4 a node skipped when all its readers are: a node no one reads still runs (redU)": """
+def run_from(gm, known, *inputs):
+    env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
+    changed = True
+    while changed:
+        changed = False
+        for n in gm.graph.nodes:
+            if n in env or n.op in ("placeholder", "output"):
+                continue
+            if n.users and all(u in env for u in n.users):
+                env[n] = None
+                changed = True
+    return Interpreter(gm).run(*inputs, initial_env=env)
+""",
+}
+
+HONEST |= {
+    "3.4 a hand-written GELU matcher that erases what it replaced and recompiles (redU)": (
+        HAND_GELU.format(erase=ERASED, end="    gm.recompile()")
+    ),
+    "5.1 the module skipped by identity, whatever name a node calls it by (red team redU)": """
+class SkipModule(Interpreter):
+    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skipped = module.get_submodule(skip)
+
+    def call_module(self, target, args, kwargs):
+        if self.fetch_attr(target) is self.skipped:
+            return args[0] if args else kwargs["input"]
+        return super().call_module(target, args, kwargs)
+""",
+}
+
+# wrong answers whose message must name their mistake: (try-it and answer, the message's start)
+TOLD = {
+    "3.4 dead": (
+        HAND_GELU.format(erase="", end="    gm.recompile()"),
+        "nodes that nothing reads are left",
+    ),
+    "3.3 stale": (
+        PASS_THROUGHS.format(
+            propagated="example",
+            drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous("
+            "memory_format=node.kwargs.get('memory_format', torch.contiguous_format))",
+        ).replace("    gm.recompile()\n", ""),
+        "the module runs older code than its graph",
+    ),
+    "3.1 dead": (
+        """
+def use_hardsigmoid(gm):
+    for node in list(gm.graph.nodes):
+        if (node.op, node.target) in {("call_function", torch.sigmoid), ("call_method", "sigmoid")}:
+            with gm.graph.inserting_after(node):
+                hard = gm.graph.call_function(F.hardsigmoid, node.args, node.kwargs)
+            node.replace_all_uses_with(hard)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+        "sigmoid nodes that nothing reads are left",
+    ),
+    "2.1 left": (
+        """
+def last_reader(gm):
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op != "output":  # the output node taken for no reader
+            for value in node.all_input_nodes:
+                found[value.name] = node.name
+    return found
+""",
+        "'",  # then the name: "'abs_1' is read by a node, yet your dict leaves it out"
+    ),
+    "2.5 order": (
+        """
+import inspect
+
+
+def clamp_signature(input, min=None, max=None): ...
+
+
+def clamp_bounds(gm):
+    functions = gm.graph.find_nodes(op="call_function", target=torch.clamp)
+    nodes = functions + gm.graph.find_nodes(op="call_method", target="clamp")
+    found = []
+    for node in nodes:
+        bound = inspect.signature(clamp_signature).bind(*node.args, **node.kwargs)
+        found.append((bound.arguments.get("min"), bound.arguments.get("max")))
+    return found
+""",
+        "every pair is right, but not in graph order",
+    ),
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("mistake", sorted(TOLD))
+def test_a_wrong_answer_is_told_its_mistake(mistake, seed, monkeypatch):
+    """A dead node left (3.1, 3.4) was told to look at keyword forms or spellings, a pass that
+    never recompiled (3.3) was shown a line of its stale code, right pairs out of order (2.5)
+    were asked where a bound can sit, a node left out (2.1) was said to be given None (red team
+    redU): each is now told what it did."""
+    answer, told = TOLD[mistake]
+    problem = verdict(mistake.split()[0], answer, seed, monkeypatch)
+    assert problem is not None and problem.startswith(told), problem
+    if mistake == "2.1 left":
+        assert "is read by a node, yet your dict leaves it out" in problem, problem
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("answer", sorted(WRONG))
 def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):

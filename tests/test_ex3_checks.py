@@ -78,3 +78,27 @@ def test_timings_keyed_by_the_node_are_told_to_key_them_by_name(verify):
     with pytest.raises(AssertionError, match="keyed by Node objects: key it by node.name"):
         verify.check_timed(by_node, gm, calls=1)
     verify.check_timed(timings, gm, calls=1)
+
+
+def test_a_wrong_set_of_timed_nodes_is_told_which_set_is_wanted(verify):
+    """ "the timed nodes are WANT, not GOT" read as a statement about the learner's timings, the
+    opposite of the truth (red team redU): the message says which set the nodes should be."""
+    timings, gm = timings_with(time.perf_counter, verify)
+    timings["input_1"] = [0.001]  # a placeholder timed too
+    told = r"the timed nodes should be \['_0', '_1'\], not \['_0', '_1', 'input_1'\]"
+    with pytest.raises(AssertionError, match=told):
+        verify.check_timed(timings, gm, calls=1)
+
+
+def test_a_summary_row_of_the_wrong_target_is_told_the_target_wanted(verify):
+    """ "op/target: {row}" printed the learner's row and nothing of what was wanted (red team
+    redU): a row with str(node.target) is told the op and target_text(node)."""
+    gm = fx.symbolic_trace(lambda x: torch.relu(x))
+    timings = {"relu": [0.001]}
+    node = next(n for n in gm.graph.nodes if n.name == "relu")
+    row = {"name": "relu", "op": node.op, "target": str(node.target), "calls": 1}
+    row |= {"mean_s": 0.001, "percent": 100.0}
+    told = r"relu: op and target should be \('call_function', 'torch.relu'\)"
+    with pytest.raises(AssertionError, match=told):
+        verify.check_summary([row], timings, gm)
+    verify.check_summary([row | {"target": "torch.relu"}], timings, gm)

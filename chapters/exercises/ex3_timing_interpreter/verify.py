@@ -92,7 +92,7 @@ def check_timed(timings, gm: torch.fx.GraphModule, calls: int) -> None:
     odd = sorted({type(key).__name__ for key in timings if not isinstance(key, str)})
     assert not odd, f"timings is keyed by {odd[0]} objects: key it by node.name, a str"
     got = sorted(timings, key=str)
-    assert got == want, f"the timed nodes are {want}, not {got}"
+    assert got == want, f"the timed nodes should be {want}, not {got}"
     for name, times in timings.items():
         problem = times_problem(name, times, calls)
         assert problem is None, problem
@@ -118,7 +118,11 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         keys = {"name", "op", "target", "calls", "mean_s", "percent"}
         assert isinstance(row, dict) and set(row) == keys, f"keys must be {sorted(keys)}: {row}"
         node, calls = nodes[row["name"]], len(timings[row["name"]])
-        assert (row["op"], row["target"]) == (node.op, target_text(node)), f"op/target: {row}"
+        wanted = (node.op, target_text(node))
+        assert (row["op"], row["target"]) == wanted, (
+            f"{row['name']}: op and target should be {wanted} (target_text(node) gives the "
+            f"target), not {(row['op'], row['target'])}"
+        )
         assert row["calls"] == calls, f"{row['name']}: calls should be {calls}"
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}: mean_s is total / calls"
         share = 100 * total / sum(totals)

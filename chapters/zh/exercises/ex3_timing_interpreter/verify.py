@@ -115,7 +115,10 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         keys = {"name", "op", "target", "calls", "mean_s", "percent"}
         assert isinstance(row, dict) and set(row) == keys, f"键必须是 {sorted(keys)}：{row}"
         node, calls = nodes[row["name"]], len(timings[row["name"]])
-        assert (row["op"], row["target"]) == (node.op, target_text(node)), f"op/target 不对：{row}"
+        wanted = (node.op, target_text(node))
+        assert (row["op"], row["target"]) == wanted, (
+            f"{row['name']}：op 和 target 应为 {wanted}（target 由 target_text(node) 给出），而不是 {(row['op'], row['target'])}"
+        )
         assert row["calls"] == calls, f"{row['name']}：calls 应为 {calls}"
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}：mean_s 应为 total / calls"
         share = 100 * total / sum(totals)
