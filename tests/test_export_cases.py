@@ -703,3 +703,21 @@ def test_checkpoint_7_1_asks_whether_a_bounded_batch_may_be_any_size(monkeypatch
     check = check_cells.check_source("07_torch_export", "7.1")
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "may the batch be any size from 1?" in result.problem
+
+
+def test_7_6_other_weights_move_outputs_past_a_tolerance_of_one_in_every_run(tmp_path):
+    """The red team's (redV) "same" for outputs within atol=1 passed half the runs: the first
+    bias moved by 0.5 to 1.5, and the ReLU hides part of a move down."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
+    program = torch.export.export(model, (torch.randn(3, 4),))
+    package = tmp_path / "tiny.pt2"
+    package.write_bytes(b"")  # copied, never loaded here
+    builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
+    for run_seed, drawn in runs(builder, 6, 20):
+        other = [case for case in drawn if case[3] == "other weights"]
+        assert other, run_seed
+        for _path, changed, batches, _kind in other:
+            for rows in (rows for rows in batches if rows >= 2):
+                x = torch.randn(rows, 4)
+                with torch.no_grad():
+                    assert not torch.allclose(changed(x), model(x), atol=1.0), run_seed
