@@ -157,6 +157,7 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
     def close(self, mine, wanted, hint: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
         """Stop with `hint` unless `mine` has the reference's structure, shapes and dtypes and
         values within the tolerances (the reference's values are never shown)."""
+        hint = reference.form_difference(mine, wanted) or hint  # a dtype or shape: say so
         self(reference.close_enough(mine, wanted, atol, rtol), hint)
 
     @property
