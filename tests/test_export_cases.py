@@ -705,9 +705,10 @@ def test_checkpoint_7_1_asks_whether_a_bounded_batch_may_be_any_size(monkeypatch
     assert result.problem and "may the batch be any size from 1?" in result.problem
 
 
-def test_7_6_other_weights_move_outputs_past_a_tolerance_of_one_in_every_run(tmp_path):
+def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_path):
     """The red team's (redV) "same" for outputs within atol=1 passed half the runs: the first
-    bias moved by 0.5 to 1.5, and the ReLU hides part of a move down."""
+    bias moved by 0.5 to 1.5. Moved by 0.01 to 0.03, the outputs differ beyond rounding (the
+    reference's allclose says so) and within atol=1 (that answer says "same": refused)."""
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
     program = torch.export.export(model, (torch.randn(3, 4),))
     package = tmp_path / "tiny.pt2"
@@ -720,4 +721,5 @@ def test_7_6_other_weights_move_outputs_past_a_tolerance_of_one_in_every_run(tmp
             for rows in (rows for rows in batches if rows >= 2):
                 x = torch.randn(rows, 4)
                 with torch.no_grad():
-                    assert not torch.allclose(changed(x), model(x), atol=1.0), run_seed
+                    assert not torch.allclose(changed(x), model(x)), run_seed
+                    assert torch.allclose(changed(x), model(x), atol=1.0), run_seed
