@@ -14,6 +14,7 @@ checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -148,7 +149,9 @@ def capture_failure(error: Exception) -> str:
     heads = ("Encountered", "torch.while_loop:", "torch.cond:")
     reasons = [line for line in lines if line.startswith(heads)] or lines[:1]
     explained = [line for line in lines if line.startswith("Explanation:")]
-    return f"{type(error).__name__}: {' '.join(reasons[:1] + explained[:1])[:240]}"
+    said = " ".join(reasons[:1] + explained[:1])
+    said = re.sub(r"\s*Found in <.*", "", said)  # a repr with an address: nothing to act on
+    return f"{type(error).__name__}: {said[:240]}"
 
 
 def steps_outside_loops(program) -> list[str]:

@@ -40,6 +40,7 @@ from fxcourse.quantize_cases import (  # noqa: F401  (chapter 8's cells import t
     observed,
     observed_biases,
     observed_inputs,
+    observer_run_by,
     steps_apart,
     stored_weights,
     weights,

@@ -200,3 +200,25 @@ def observed(specs: list[list]) -> list[list[bool]]:
 def observed_biases(specs: list[list]) -> int:
     """How many linears have an observer on their bias (observed_inputs lists it third)."""
     return sum(len(pair) > 2 for pair in specs)
+
+
+def observer_run_by(function, weight: torch.Tensor) -> str | None:
+    """8.4: the class of the first quantization observer (torchao's or torch.ao's) that
+    `function(weight)` calls, or None. An answer that hands the weight to the observer
+    convert_pt2e used reads the scales off it instead of finding the rule (the red team's redV:
+    PerChannelMinMaxObserver and quantize_per_channel passed every case)."""
+    from torch.ao.quantization.observer import ObserverBase as TorchObserverBase
+    from torchao.quantization.pt2e.observer import ObserverBase
+
+    called = []
+
+    def seen(module: nn.Module, _inputs, _output) -> None:
+        if isinstance(module, ObserverBase | TorchObserverBase):
+            called.append(type(module).__name__)
+
+    hook = nn.modules.module.register_module_forward_hook(seen)
+    try:
+        function(weight)
+    finally:
+        hook.remove()
+    return called[0] if called else None

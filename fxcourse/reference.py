@@ -236,6 +236,25 @@ def close_enough(mine, wanted, atol: float, rtol: float) -> bool:
     return type(mine) is type(wanted) and mine == wanted
 
 
+def form_difference(mine, wanted) -> str | None:
+    """What check.close says when `mine`, a tensor, differs from the reference's in shape or
+    dtype: a difference of form, which the try-it's own hint (a question about values) would send
+    the learner looking for elsewhere (the red team's redV: 6.2 asked "which sign decides?")."""
+    import torch
+
+    from fxcourse.messages import _
+
+    if not isinstance(mine, torch.Tensor) or not isinstance(wanted, torch.Tensor):
+        return None
+    if mine.shape != wanted.shape:
+        said = _("your result has shape {shape}, not the shape asked for: which step changes it?")
+        return said.format(shape=tuple(mine.shape))
+    if mine.dtype != wanted.dtype:
+        said = _("your result is {dtype}, not the dtype asked for: which step changes it?")
+        return said.format(dtype=mine.dtype)
+    return None
+
+
 class CellLog:
     """IPython's post_run_cell callback: for each top-level name a cell binds, whether that cell
     last ran cleanly, and the error it raised if not; and what each cell other than a

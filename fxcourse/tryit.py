@@ -129,9 +129,8 @@ _builders: dict[str, Callable] = {}  # try-it id -> the case builder its checkpo
 
 
 class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as check:`)
-    """One try-it's checkpoint; see the module docstring. Inside the block, `check` is this
-    object: call it with a condition and a hint, or use its `cases`, `close`, `learner` and
-    `reference`."""
+    """One try-it's checkpoint (module docstring). Inside the block, `check` is this object:
+    call it with a condition and a hint, or use its `cases`, `close`, `learner`, `reference`."""
 
     def __init__(self, tryit_id: str, goal: str):
         self.result = CheckpointResult(tryit_id, goal)
@@ -157,9 +156,10 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
             raise NotYet(hint)
 
     def close(self, mine, wanted, hint: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-        """Stop with `hint` unless `mine` has the reference's structure, shapes and dtypes and
-        values within the tolerances (the reference's values are never shown)."""
-        self(reference.close_enough(mine, wanted, atol, rtol), hint)
+        """Stop unless `mine` has the reference's structure, shapes, dtypes and values within the
+        tolerances (its values never shown): told what differs in form (a dtype), else `hint`."""
+        close = reference.close_enough(mine, wanted, atol, rtol)
+        self(close, reference.form_difference(mine, wanted) or hint)
 
     @property
     def learner(self) -> reference.LearnerNames:

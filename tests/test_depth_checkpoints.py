@@ -733,3 +733,20 @@ def test_12_1_tells_interleave_shapes_that_returns_nothing(monkeypatch):
     for seed in SEEDS:
         problem = verdict("12.1", forgot, seed, monkeypatch)
         assert problem is not None and "returned None" in problem, problem
+
+
+def test_12_2_export_s_aliasing_refusal_is_told_without_an_address():
+    """The red team's (redV) Gcd whose body returns b as it came: torch's reason ended "Found in
+    <bound method ... object at 0x...>>", which the Not yet quoted whole."""
+    from fxcourse.export_depth import capture_failure
+
+    class Gcd(torch.nn.Module):
+        def forward(self, a, b):
+            out, _ = torch.while_loop(lambda a, b: b != 0, lambda a, b: (b, a % b), (a, b))
+            return out
+
+    try:
+        torch.export.export(Gcd(), (torch.tensor(12), torch.tensor(18)))
+    except Exception as error:  # noqa: BLE001 - export refuses the aliasing body
+        said = capture_failure(error)
+    assert "aliasing" in said and "0x" not in said and "Found in" not in said, said

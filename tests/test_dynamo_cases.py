@@ -523,3 +523,27 @@ def test_checkpoint_6_3_runs_the_reference_on_the_chapters_ladder(run_seed):
     short = climb(torch.allclose, ladder=LADDER[:2])
     drawn = [cases.planted_cases(make)[0] for make in makers(run_seed, 7)]
     assert any(verdict(short, case) != verdict(reference, case) for case in drawn), run_seed
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_checkpoint_6_2_names_a_dtype_or_a_shape_that_differs(monkeypatch, run_seed):
+    """The red team's (redV) answers: the right values in float32 for a float64 x, or flattened;
+    check.close asked both "which sign decides?", a question about values. Every run holds a
+    float64 x and a 2-D one; the reference passes."""
+    from fxcourse import tryit
+
+    def chosen(x):
+        return torch.where(x.sum() > 0, torch.sin(x) * 2, torch.cos(x) - 1)
+
+    check = check_cells.check_source("06_torch_compile", "6.2")
+    answers = [
+        (lambda x: chosen(x).float(), "dtype"),
+        (lambda x: chosen(x).reshape(-1), "shape"),
+        (chosen, None),
+    ]
+    for answer, named in answers:
+        namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
+        namespace["sign_dependent_no_break"] = answer
+        tryit.replay("6.2", run_seed)
+        problem = check_cells.judged(check, namespace, monkeypatch).problem
+        assert (problem is None) if named is None else (named in (problem or "")), problem

@@ -761,3 +761,23 @@ def test_checkpoint_7_6_gives_the_learners_aoti_check_setting_back(monkeypatch):
     monkeypatch.delenv("AOTI_RUNTIME_CHECK_INPUTS")
     export_cases_late.verdicts_for(answer, "missing.pt2", nn.Identity(), [1], "")
     assert "AOTI_RUNTIME_CHECK_INPUTS" not in os.environ
+
+
+def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_path):
+    """The red team's (redV) "same" for outputs within atol=1 passed half the runs: the first
+    bias moved by 0.5 to 1.5. Moved by 0.01 to 0.03, the outputs differ beyond rounding (the
+    reference's allclose says so) and within atol=1 (that answer says "same": refused)."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
+    program = torch.export.export(model, (torch.randn(3, 4),))
+    package = tmp_path / "tiny.pt2"
+    package.write_bytes(b"")  # copied, never loaded here
+    builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
+    for run_seed, drawn in runs(builder, 6, 20):
+        other = [case for case in drawn if case[3] == "other weights"]
+        assert other, run_seed
+        for _path, changed, batches, _kind in other:
+            for rows in (rows for rows in batches if rows >= 2):
+                x = torch.randn(rows, 4)
+                with torch.no_grad():
+                    assert not torch.allclose(changed(x), model(x)), run_seed
+                    assert torch.allclose(changed(x), model(x), atol=1.0), run_seed

@@ -676,3 +676,23 @@ def test_8_3_tells_a_count_for_modified_that_it_is_true_or_false(monkeypatch):
     check = check_cells.check_source("08_fx_in_practice", "8.3")
     problem = check_cells.judged(check, namespace, monkeypatch).problem
     assert problem and "True or False" in problem, problem
+
+
+def by_observer(weight):  # the red team's (redV): torchao's observer picks the scales
+    from torchao.quantization.pt2e.observer import PerChannelMinMaxObserver
+
+    observer = PerChannelMinMaxObserver(
+        ch_axis=0, dtype=torch.int8, qscheme=torch.per_channel_symmetric, eps=2**-12
+    )
+    observer(weight)
+    scale, _ = observer.calculate_qparams()
+    return torch.round(weight / scale[:, None]).clamp(-128, 127).to(torch.int8), scale
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_4_refuses_scales_read_off_an_observer_in_every_run(run_seed):
+    assert not refused_8_4(by_observer, run_seed)  # right numbers: the cases alone pass it
+    for (weight,) in run_cases(cases.weights, run_seed):
+        assert cases.observer_run_by(by_observer, weight) == "PerChannelMinMaxObserver"
+        assert cases.observer_run_by(int8_per_row, weight) is None
+        assert cases.observer_run_by(by_division, weight) is None
