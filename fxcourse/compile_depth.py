@@ -213,6 +213,22 @@ def differs_from_itself(case: MinifierCase, results_differ: Callable) -> object:
     return results_differ(copy.deepcopy(case.gm), case.inputs, lambda gm, _inputs: gm)
 
 
+def differs_by_rounding(case: MinifierCase, results_differ: Callable) -> object:
+    """What the predicate says of a healthy backend whose every finite output is one step of
+    its dtype higher than gm's (what summing in another order gives): a right predicate says
+    False. An exact comparison says True, and the minifier would chase rounding."""
+    return results_differ(copy.deepcopy(case.gm), case.inputs, _one_step_up)
+
+
+def _one_step_up(gm: fx.GraphModule, _inputs) -> Callable:
+    def run(*inputs):
+        outputs = gm(*inputs)
+        up = [torch.nextafter(t, torch.full_like(t, math.inf)) for t in outputs]
+        return tuple(torch.where(t.isfinite(), u, t) for t, u in zip(outputs, up, strict=True))
+
+    return run
+
+
 BALANCE = 1e6  # the balanced output's constant: beside it, every value of the chain moves its
 LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's rtol
 
