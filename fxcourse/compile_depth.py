@@ -171,7 +171,8 @@ def minifier_case(make) -> MinifierCase:
         moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made: moved
         finite = result.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)  # the planted place aside
         largest = max(finite.abs().max(), wanted.abs().max())
-        if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all():
+        hidden = kind != "balanced" or result.isfinite().all()  # NaN would show in its sum
+        if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all() and hidden:
             said = {
                 "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
                 "plus one": _("{chain}; {wrong} + 1; output {number} of {outputs}"),
