@@ -140,3 +140,25 @@ def one_compile_told(count: int) -> str:
         )
         said += more.format(stance=stance)
     return said
+
+
+_COUNTS_SEEN_COMPILED: dict[int, list] = {}  # weight_counts lists whose try-it run compiled
+
+
+def compiled_with(backend, counts: list) -> bool:
+    """Whether a frame compiled since the try-it cell's torch.compiler.reset() went to `backend`:
+    Dynamo's code it made (convert_frame.output_codes), their original code (utils.orig_code_map)
+    and the backend on each cache entry. This check's own cases reset Dynamo again, so a rerun of
+    the check cell trusts what an earlier run saw for the same `counts` list."""
+    if _COUNTS_SEEN_COMPILED.get(id(counts)) is counts:
+        return True
+    from torch._dynamo import convert_frame, eval_frame, utils
+
+    for made in filter(None, (ref() for ref in list(convert_frame.output_codes.seen))):
+        original = utils.orig_code_map.get(made)
+        for entry in eval_frame._debug_get_cache_entry_list(original) if original else ():
+            wrapper = entry.backend
+            if eval_frame.innermost_backend(getattr(wrapper, "compiler_fn", wrapper)) is backend:
+                _COUNTS_SEEN_COMPILED[id(counts)] = counts
+                return True
+    return False

@@ -155,16 +155,26 @@ class Narrowed:
         return self.loader.boxed_run(inputs)
 
 
+class OffByRounding(nn.Module):
+    """Scales by 1 + 2**-22: each nonzero float32 output two to four units in the last place
+    off, as a kernel that sums in another order may be; zeros stay zeros."""
+
+    def forward(self, x):
+        return x * (1 + 2**-22)
+
+
 _narrowed: dict = {}  # a case's package path -> the batch range its loaded copies accept
 
 
 def package_cases(folder: str, program, package_path: str, model: nn.Module):
     """A case builder: `package_path`'s package copied under a drawn name in `folder`, with the
-    model's own or other weights, or narrowed to a range of batches other than `program`'s;
-    or a .pt2 holding only the exported program. Batches inside and outside the range."""
+    model's own or other weights or its outputs off by rounding, or narrowed to a range of
+    batches other than `program`'s; or a .pt2 holding only the exported program. Batches inside
+    and outside the range."""
 
     def package_case(make):
-        kind = make.each(["same weights", "other weights", "narrower range", "no package"])
+        kinds = ["same weights", "other weights", "rounding", "narrower range", "no package"]
+        kind = make.each(kinds)
         batches = [make.integer(2, 64), make.integer(2, 64), make.choice([0, 1])]
         batches.append(make.integer(65, 130))
         path = Path(folder) / f"{make.word()}_{make.integer(0, 10**6)}.pt2"
@@ -182,7 +192,10 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
         if kind == "other weights":  # 0.01 to 0.03 off: far beyond rounding, within any tolerance
             with torch.no_grad():  # of 0.03 or more (redV: atol=1 passed half the runs)
                 drawn[0].bias += make.choice([-1, 1]) * make.rng.uniform(0.01, 0.03)
+        if kind == "rounding":  # the model's outputs a few units in the last place off
+            drawn.append(OffByRounding())
         labels = {"same weights": _("same weights"), "other weights": _("other weights")}
+        labels["rounding"] = _("outputs off by rounding")
         labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
         make.note(_("{kind}, batches {sizes}").format(kind=labels[kind], sizes=batches))
         return str(path), drawn, batches, kind

@@ -510,6 +510,32 @@ def test_6_1_names_the_stance_that_compiled_nothing():
         torch.compiler.set_stance("default")
 
 
+def test_6_1_tells_a_tally_that_never_ran_through_the_backend():
+    """The red team's (redV): weight_counts and tally_output filled by hand, tally_block never
+    compiled with weights_backend; a lambda around tally_block is compiled honestly."""
+    from fxcourse.backend_cases import compiled_with
+
+    def weights_backend(gm, inputs):
+        return gm.forward
+
+    block, x = nn.Sequential(nn.Linear(3, 2), nn.ReLU()), torch.randn(4, 3)
+    torch.compiler.reset()
+    block(x)  # by hand: no compile at all
+    assert not compiled_with(weights_backend, [8])
+    torch.compile(block, backend="eager")(x)  # compiled, but with another backend
+    assert not compiled_with(weights_backend, [8])
+    for compiled in (
+        torch.compile(block, backend=weights_backend),
+        torch.compile(lambda t: block(t), backend=weights_backend),
+    ):
+        torch.compiler.reset()
+        counts = [8]
+        compiled(x)
+        assert compiled_with(weights_backend, counts)
+        torch.compiler.reset()  # as the check's own cases do: its rerun trusts what it saw
+        assert compiled_with(weights_backend, counts) and not compiled_with(weights_backend, [8])
+
+
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_3_runs_the_reference_on_the_chapters_ladder(run_seed):
     """The red team's (redR): `ladder` rebound in the try-it cell without its last stage; the

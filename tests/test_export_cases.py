@@ -781,3 +781,24 @@ def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_pa
                 with torch.no_grad():
                     assert not torch.allclose(changed(x), model(x)), run_seed
                     assert torch.allclose(changed(x), model(x), atol=1.0), run_seed
+
+
+def test_7_6_outputs_off_by_rounding_tell_an_exact_comparison_in_every_run(tmp_path):
+    """The red team's (redV) "same" by torch.equal passed: the package computes eager's outputs
+    bit for bit. A model whose outputs are a few units in the last place off is "same" for the
+    reference's allclose and for assert_close, and "differs" for torch.equal."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
+    program = torch.export.export(model, (torch.randn(3, 4),))
+    package = tmp_path / "tiny.pt2"
+    package.write_bytes(b"")  # copied, never loaded here
+    builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
+    for run_seed, drawn in runs(builder, 6, 20):
+        rounded = [case for case in drawn if case[3] == "rounding"]
+        assert rounded, run_seed
+        for _path, changed, batches, _kind in rounded:
+            for rows in (rows for rows in batches if rows >= 2):
+                x = torch.randn(rows, 4)
+                with torch.no_grad():
+                    assert torch.allclose(changed(x), model(x)), run_seed
+                    torch.testing.assert_close(changed(x), model(x))
+                    assert not torch.equal(changed(x), model(x)), run_seed
