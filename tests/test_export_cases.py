@@ -802,3 +802,22 @@ def test_7_6_outputs_off_by_rounding_tell_an_exact_comparison_in_every_run(tmp_p
                     assert torch.allclose(changed(x), model(x)), run_seed
                     torch.testing.assert_close(changed(x), model(x))
                     assert not torch.equal(changed(x), model(x)), run_seed
+
+
+def test_checkpoint_7_3_tells_buffers_named_by_their_placeholders(monkeypatch):
+    """Every write found, in the right form, but each buffer named by its placeholder (b_...):
+    the message asked "which form lists them?" (tester honW); it names the placeholder now."""
+    from fxcourse import tryit
+
+    def written_state(program):
+        signature = program.run_decompositions().graph_signature
+        buffers = signature.buffers_to_mutate.values()
+        placeholders = [p for p, b in signature.inputs_to_buffers.items() if b in buffers]
+        return sorted([*placeholders, *signature.user_inputs_to_mutate.values()])
+
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "written_state": written_state}
+    namespace["checkpoint"] = tryit.checkpoint
+    check = check_cells.check_source("07_torch_export", "7.3")
+    result = check_cells.judged(check, namespace, monkeypatch)
+    assert result.problem and "is a placeholder's name" in result.problem, result.problem
+    assert result.problem.startswith("b_"), result.problem
