@@ -759,3 +759,22 @@ def test_12_2_export_s_aliasing_refusal_is_told_without_an_address():
     except Exception as error:  # noqa: BLE001 - export refuses the aliasing body
         said = capture_failure(error)
     assert "aliasing" in said and "0x" not in said and "Found in" not in said, said
+
+
+def test_12_2_tells_an_aliasing_refusal_by_the_clause_that_applies(monkeypatch):
+    """The same Gcd in the check: the Not yet listed the .item()/`if` clause, which does not
+    apply, before the aliasing one (redV); a Python `while` hears the .item() clause alone."""
+    aliasing = """class Gcd(nn.Module):
+    def forward(self, a, b):
+        return torch.while_loop(lambda a, b: b != 0, lambda a, b: (b, a % b), (a, b))[0]
+"""
+    problem = verdict("12.2", aliasing, 1, monkeypatch)
+    assert problem and "return an input as it came" in problem and ".item()" not in problem
+    python_loop = """class Gcd(nn.Module):
+    def forward(self, a, b):
+        while b != 0:
+            a, b = b, a % b
+        return a
+"""
+    problem = verdict("12.2", python_loop, 1, monkeypatch)
+    assert problem and ".item()" in problem and "as it came" not in problem, problem
