@@ -655,7 +655,7 @@ def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
 def test_folding_a_batchnorm_without_statistics_is_named_as_folded_not_left(chapter, monkeypatch):
     _, answer = WRONG["4.3 a BatchNorm without running statistics folded"]
     shown = problem(chapter, "4.3", answer, RUN_SEEDS[0], monkeypatch)
-    assert "you folded away the BatchNorm '" in shown and "still called" not in shown, shown
+    assert "you folded away BatchNorm layers ('" in shown and "still called" not in shown, shown
 
 
 def test_a_name_missing_inside_the_learners_function_is_reported_as_its_error(chapter, monkeypatch):
