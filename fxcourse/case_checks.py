@@ -291,3 +291,14 @@ def none_reached(fn: Callable, *args, **kwargs) -> tuple[object, str | None]:
         if "NoneType" not in str(error):
             raise
         return None, str(error).strip().splitlines()[0]
+
+
+def graph_code(gm: torch.fx.GraphModule) -> str:
+    """The code gm's graph makes now: an edit shows here even where gm.code, not recompiled,
+    still runs the graph as it was."""
+    return gm.graph.python_code(root_module="self").src
+
+
+def runs_its_graph(gm: torch.fx.GraphModule) -> bool:
+    """Whether gm runs the code of its graph as it is now (recompiled after its last edit)."""
+    return gm.code == graph_code(gm)

@@ -28,7 +28,7 @@ from torch import nn
 from torch.fx import symbolic_trace
 
 from fxcourse import cases
-from fxcourse.case_checks import every_node_of, nodes_interpreted
+from fxcourse.case_checks import every_node_of, graph_code, nodes_interpreted
 from fxcourse.cases import (
     UNARY,
     PathModel,
@@ -96,11 +96,6 @@ def skip_module_cases(make):  # 5.1's cases: numeric and nested paths, two calls
     )
     gm = symbolic_trace(tag_modules(model).to(dtype))
     return gm, make.tensor(make.integer(1, 4), width, dtype=dtype), skip
-
-
-def graph_code(gm):  # the code gm's graph makes now: an edit shows even where gm.code, not
-    # recompiled, still runs the graph as it was
-    return gm.graph.python_code(root_module="self").src
 
 
 def skip_module_run(answer, gm, x, skip):
