@@ -15,6 +15,7 @@ import os
 import random
 import re
 import subprocess
+import symtable
 import sys
 from dataclasses import dataclass
 
@@ -157,9 +158,10 @@ def keys_here(rules_key, case: RuleCase) -> dict:
 
 
 def learner_cell(function) -> str:
-    """The imports, definitions and assignments of the cell that defined `function` (what a fresh
-    Python gets when the learner reruns that cell), without its other statements and without an
-    assignment that reads a name the cell does not bind (another cell's value)."""
+    """The imports, definitions and other statements of the cell that defined `function` (what a
+    fresh Python gets when the learner reruns that cell), without its bare expressions (a print)
+    and without a statement that, as it runs, reads a name the cell has not bound before it
+    (another cell's value). A lambda's or a function's body reads its names when called."""
     import builtins
     import inspect
 
@@ -168,50 +170,52 @@ def learner_cell(function) -> str:
     bound = set(dir(builtins))
     body = []
     for statement in ast.parse(source).body:
-        if isinstance(statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
-            body.append(statement)
-        elif isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            read = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)}
-            written = {
-                n.id
-                for n in ast.walk(statement)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            }
-            if read - written - bound:
-                continue
-            body.append(statement)
-        else:
+        if isinstance(statement, ast.Expr):
             continue
-        bound |= names_bound(statement)
+        table = symtable.symtable(ast.unparse(statement), "<cell>", "exec")
+        defines = isinstance(
+            statement, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef
+        )
+        if not defines and names_read_now(table) - bound:
+            continue
+        body.append(statement)
+        bound |= {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
     return ast.unparse(ast.Module(body=body, type_ignores=[]))
 
 
-def names_bound(statement: ast.stmt) -> set[str]:
-    if isinstance(statement, ast.Import | ast.ImportFrom):
-        return {(a.asname or a.name).split(".")[0] for a in statement.names}
-    if isinstance(statement, ast.FunctionDef | ast.ClassDef):
-        return {statement.name}
-    return {
-        n.id
-        for n in ast.walk(statement)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+COMPREHENSIONS = ("listcomp", "setcomp", "dictcomp", "genexpr")
+
+
+def names_read_now(table: symtable.SymbolTable) -> set[str]:
+    """The global names a statement's code reads as it runs: at its top level and in its
+    comprehensions, not in the bodies of the functions and lambdas it makes."""
+    top = table.get_type() == "module"
+    read = {
+        s.get_name() for s in table.get_symbols() if s.is_referenced() and (top or s.is_global())
     }
+    for child in table.get_children():
+        if child.get_name() in COMPREHENSIONS:
+            read |= names_read_now(child)
+    return read
 
 
 CHILD = """
-import json, linecache, sys
+import contextlib, json, linecache, sys
 
 def defined(source, filename):
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"__name__": "__main__"}
-    exec(compile(source, filename, "exec"), namespace)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the keys alone
+        exec(compile(source, filename, "exec"), namespace)
     return namespace
 
 spec = json.load(sys.stdin)
 rules_key = defined(spec["cell"], spec["cell_file"])[spec["name"]]
 keys = {}
 for label, (source, filename) in spec["rule_sets"].items():
-    key = rules_key(defined(source, filename)["RULES"])
+    rules = defined(source, filename)["RULES"]
+    with contextlib.redirect_stdout(sys.stderr):
+        key = rules_key(rules)
     keys[label] = key if isinstance(key, str) else repr(type(key))
 print(json.dumps(keys))
 """

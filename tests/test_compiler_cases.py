@@ -448,6 +448,27 @@ def test_a_learners_cell_keeps_aliases_and_computed_constants_but_not_another_ce
     assert cases.defined(kept_source, "<fresh>")["rules_key"]([])
 
 
+def test_a_learners_cell_keeps_a_lambda_and_a_try_that_bind_with_its_own_names():
+    """The tester's (honZ) rules_key as a lambda with a parameter, and a hash chosen in a
+    try/except ImportError: the lambda's parameter was read as another cell's name and the try
+    dropped, so the new Python had no rules_key (or no _hasher) and the key was refused."""
+    cell = "import hashlib\ntry:\n    from hashlib import blake2b as _hasher\n"
+    cell += "except ImportError:\n    from hashlib import sha256 as _hasher\n"
+    cell += "words = [w.upper() for w in ('a', 'b')]\n"
+    cell += "rules_key = lambda rules: _hasher(repr([words, OTHER, rules]).encode()).hexdigest()\n"
+    cell += "late = [OTHER for _ in words]\nprint(rules_key([]))\n"
+    filename = "/tmp/ipykernel_x/3.py"
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    namespace = {"OTHER": 1}  # another cell's value
+    exec(compile(cell, filename, "exec"), namespace)
+    rules_key = namespace["rules_key"]
+    kept_source = rule_cases.learner_cell(rules_key)
+    for kept in ("try:", "words = ", "rules_key = lambda rules:"):
+        assert kept in kept_source, kept_source
+    assert "late =" not in kept_source and "print(" not in kept_source  # OTHER: another cell's
+    assert "rules_key" in cases.defined(kept_source, "<fresh>")
+
+
 def test_9_3_rules_and_their_edits_call_only_what_torch_has():
     for make in makers(7) + makers(8):
         rules = rule_cases.draw_rules(make)
