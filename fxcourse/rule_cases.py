@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 
 from fxcourse.compiler_cases import defined
+from fxcourse.messages import _
 
 # ----------------------------------------------------------------------------- try it 9.3
 
@@ -47,7 +48,7 @@ def rule_text(rules: list[tuple[str, str, str, str]], pairs: list | None = None)
     for search, search_body, replace, replace_body in rules:
         lines += [f"def {search}(x):", f"    return {search_body}", ""]
         lines += [f"def {replace}(x):", f"    return {replace_body}", ""]
-    pairs = pairs or [(search, replace) for search, _, replace, _ in rules]
+    pairs = pairs or [(rule[0], rule[2]) for rule in rules]
     listed = ", ".join(f"({search}, {replace})" for search, replace in pairs)
     return "\n".join(lines + [f"RULES = [{listed}]", ""])
 
@@ -55,7 +56,7 @@ def rule_text(rules: list[tuple[str, str, str, str]], pairs: list | None = None)
 def exchanged_replacements(rules: list) -> str:
     """The same functions, the first two searches paired with each other's replacement: every
     body as before, other rules (a key made of the bodies alone, sorted, cannot tell)."""
-    pairs = [(search, replace) for search, _, replace, _ in rules]
+    pairs = [(rule[0], rule[2]) for rule in rules]
     (first, first_replace), (second, second_replace) = pairs[:2]
     pairs[:2] = [(first, second_replace), (second, first_replace)]
     return rule_text(rules, pairs)
@@ -98,7 +99,7 @@ def draw_rules(make) -> RuleCase:
     rng, rules, used = make.rng, [], set()
     nested = make.each((True, False))  # every run: a rule set with a nested code object
     for number in range(make.each((1, 2, 3))):  # every run: sets of two and three rules
-        bodies = [fresh_body(rng, used) for _ in "sr"]
+        bodies = [fresh_body(rng, used) for _side in "sr"]
         if nested and number == 0:
             bodies[1] = NESTED.format(c=rng.choice((2, 3, 0.5, 1.5)))
         names = (f"find_{number}", f"make_{number}")
@@ -165,8 +166,8 @@ def learner_cell(function) -> str:
     import builtins
     import inspect
 
-    code = function.__code__
-    source = "".join(linecache.getlines(code.co_filename)) or inspect.getsource(function)
+    code = code_behind(function)
+    source = "".join(linecache.getlines(code.co_filename)) or inspect.getsource(code)
     bound = set(dir(builtins))
     body = []
     for statement in ast.parse(source).body:
@@ -181,6 +182,19 @@ def learner_cell(function) -> str:
         body.append(statement)
         bound |= {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
     return ast.unparse(ast.Module(body=body, type_ignores=[]))
+
+
+def code_behind(rules_key):
+    """The code object of the Python function behind `rules_key`: itself, a functools.partial's
+    function, a bound method's, or a callable object's class's __call__."""
+    behind = rules_key
+    for _step in range(4):
+        if hasattr(behind, "__code__"):
+            return behind.__code__
+        unwrapped = getattr(behind, "func", None) or getattr(behind, "__func__", None)
+        behind = unwrapped or type(behind).__call__  # a callable object: its class's __call__
+    told = _("no Python function behind {kind}: write one with def")
+    raise TypeError(told.format(kind=type(rules_key).__name__))
 
 
 COMPREHENSIONS = ("listcomp", "setcomp", "dictcomp", "genexpr")
@@ -210,7 +224,8 @@ def defined(source, filename):
     return namespace
 
 spec = json.load(sys.stdin)
-rules_key = defined(spec["cell"], spec["cell_file"])[spec["name"]]
+cell = defined(spec["cell"], spec["cell_file"])
+rules_key = cell.get("rules_key") or cell[spec["name"]]
 keys = {}
 for label, (source, filename) in spec["rule_sets"].items():
     rules = defined(source, filename)["RULES"]
@@ -226,10 +241,14 @@ def keys_in_fresh_python(rules_key, case: RuleCase, salt: int) -> dict | str:
     file names: what a restart changes); or the new Python's error, a string."""
     folder = f"/tmp/ipykernel_{salt}"
     sets = {"rules": case.base, "again": case.base, **case.edited}
+    try:
+        cell = learner_cell(rules_key)
+    except TypeError as error:  # a builtin: no cell to run again
+        return str(error)
     spec = {
-        "cell": learner_cell(rules_key),
+        "cell": cell,
         "cell_file": f"{folder}/cell.py",
-        "name": getattr(rules_key, "__name__", "rules_key").replace("<lambda>", "rules_key"),
+        "name": getattr(rules_key, "__name__", "rules_key"),  # a def in another cell
         "rule_sets": {
             label: (source, f"{folder}/{index}.py")
             for index, (label, source) in enumerate(sets.items())

@@ -469,6 +469,23 @@ def test_a_learners_cell_keeps_a_lambda_and_a_try_that_bind_with_its_own_names()
     assert "rules_key" in cases.defined(kept_source, "<fresh>")
 
 
+def test_a_learners_cell_is_found_behind_a_partial_or_a_callable_object():
+    """The tester's (honZ) rules_key as functools.partial and as an instance with __call__:
+    the checkpoint crashed on their missing __code__ and blamed the learner's code."""
+    cell = "import functools\n\ndef salted(rules, salt):\n    return salt\n\n"
+    cell += "class Key:\n    def __call__(self, rules):\n        return 'k'\n\n"
+    cell += "rules_key = functools.partial(salted, salt='v1')\nby_object = Key()\n"
+    filename = "/tmp/ipykernel_x/4.py"
+    linecache.cache[filename] = (len(cell), None, cell.splitlines(True), filename)
+    namespace = {}
+    exec(compile(cell, filename, "exec"), namespace)
+    for rules_key in (namespace["rules_key"], namespace["by_object"], namespace["Key"]().__call__):
+        kept_source = rule_cases.learner_cell(rules_key)
+        assert "rules_key = functools.partial" in kept_source and "class Key" in kept_source
+    told = rule_cases.keys_in_fresh_python(len, rule_cases.draw_rules(makers(1)[0]), 1)
+    assert told == "no Python function behind builtin_function_or_method: write one with def"
+
+
 def test_9_3_rules_and_their_edits_call_only_what_torch_has():
     for make in makers(7) + makers(8):
         rules = rule_cases.draw_rules(make)
