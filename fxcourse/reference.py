@@ -14,9 +14,9 @@ check cell and the reference answer then read the object the chapter's cells lef
 learner's model by running on it.
 
 The kernel's memory keeps a name's old value when the cell that defines it raises: a checkpoint
-would judge the old value. `CellLog` (an IPython post_run_cell callback registered when this
-module is imported in a kernel) remembers, per top-level name, whether the cell that bound it
-last ran cleanly, and the checkpoint asks it first.
+would judge the old value. `CellLog` (fxcourse.cell_log: an IPython post_run_cell callback
+registered when this module is imported in a kernel) remembers, per top-level name, whether the
+cell that bound it last ran cleanly, and the checkpoint asks it first.
 """
 
 from __future__ import annotations
@@ -27,8 +27,15 @@ import io
 import json
 from collections.abc import Callable
 from pathlib import Path
-from types import FunctionType, ModuleType, SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
+from fxcourse.cell_log import (  # noqa: F401 - CellLog: the tests and notes read it here
+    CellLog,
+    cell_log,
+    code_reads,
+    defined_names,
+    statement_binds,
+)
 from fxcourse.stamps import unstamped_json
 
 REFERENCES_FILE = Path(__file__).with_name("references.json")
@@ -101,9 +108,9 @@ def _statements(source: str, defines: set[str]) -> list[tuple[ast.stmt, bool]]:
     statements = ast.parse(source).body
     needed = set(defines)
     for statement in statements:
-        if set(_bound_by(statement)) & defines:
+        if set(statement_binds(statement)) & defines:
             needed |= {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
-    return [(statement, bool(set(_bound_by(statement)) & needed)) for statement in statements]
+    return [(statement, bool(set(statement_binds(statement)) & needed)) for statement in statements]
 
 
 def _modules_rebound(names: dict) -> dict:
@@ -127,33 +134,6 @@ def _no_display():
         yield
 
 
-def defined_names(code: str) -> list[str]:
-    """The names a cell binds at its top level (assignments, defs, classes, imports)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    found: list[str] = []
-    for statement in tree.body:
-        for name in _bound_by(statement):
-            if name not in found:
-                found.append(name)
-    return found
-
-
-def _bound_by(statement: ast.stmt) -> list[str]:
-    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [statement.name]
-    if isinstance(statement, ast.Import | ast.ImportFrom):
-        return [(a.asname or a.name).split(".")[0] for a in statement.names]
-    targets: list[ast.expr] = []
-    if isinstance(statement, ast.Assign):
-        targets = statement.targets
-    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
-        targets = [statement.target]
-    return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-
-
 def restore_names(names: dict, before: dict, keep: object) -> None:
     """Give each of `names` that a checkpoint's block bound to something else its object from
     `before` back (the block's loop variables took the chapter's x, gm, model, program...): the
@@ -172,18 +152,18 @@ def _rebound(names: dict, before: dict, keep: object) -> list[str]:
 
 
 @contextlib.contextmanager
-def names_as_found(names: dict, before: dict, keep: object, fn: Callable | None = None):
+def names_as_found(names: dict, before: dict, keep: object, fn=None, own: dict | None = None):
     """While the answers run: every name of the learner's that a checkpoint's block has bound to
     something else (its loop variables: shape, pair, kind...) holds the learner's object again,
-    so a helper of theirs with such a name is theirs; the block's come back after. Names `fn`
-    itself reads (a check cell's lambda) keep the block's. `keep`: the checkpoint itself."""
-    read = _code_reads(getattr(fn, "__code__", None))
-    block = {
-        name: names[name]
-        for name in _rebound(names, before, keep)
-        if name in names and name not in read
-    }
-    names.update({name: before[name] for name in block})
+    and so does each name the check cell bound that the learner's cells had bound (`own`: its
+    goal, its `as check`, its imported helpers), so a helper of theirs with such a name is
+    theirs; the block's come back after. Names `fn` itself reads (a check cell's lambda) keep the
+    block's. `keep`: the checkpoint itself."""
+    read = code_reads(getattr(fn, "__code__", None))
+    learners = {name: before[name] for name in _rebound(names, before, keep)}
+    learners |= {name: value for name, value in (own or {}).items() if names.get(name) is not value}
+    block = {name: names[name] for name in learners if name in names and name not in read}
+    names.update({name: learners[name] for name in block})
     try:
         yield
     finally:
@@ -253,132 +233,6 @@ def form_difference(mine, wanted) -> str | None:
         said = _("your result is {dtype}, not the dtype asked for: which step changes it?")
         return said.format(dtype=mine.dtype)
     return None
-
-
-class CellLog:
-    """IPython's post_run_cell callback: for each top-level name a cell binds, whether that cell
-    last ran cleanly, and the error it raised if not; and what each cell other than a
-    checkpoint's bound, so that a checkpoint cell can tell when its own helpers replaced names
-    the learner's code reads (its `is_linear` in place of the learner's `is_linear`)."""
-
-    def __init__(self, names: dict | None = None):
-        self.last: dict[str, str | None] = {}  # name -> None (clean) or the error's text
-        self.names = {} if names is None else names  # the notebook's globals
-        self.bound: dict[str, object] = {}  # name -> the object a non-checkpoint cell bound
-        self.modules: dict[str, ModuleType] = {}  # name -> the last module a cell bound to it
-        # name -> (the names its cell bound, the object), oldest first: what cells left it
-        self.history: dict[str, list[tuple[frozenset, object]]] = {}
-        self._before: dict[str, object] = {}  # what the running cell's names held before it
-
-    def before_cell(self, info) -> None:
-        """IPython's pre_run_cell callback: what the names the cell binds hold before it runs."""
-        raw = getattr(info, "raw_cell", "") or ""
-        self._before = {name: self.names[name] for name in defined_names(raw) if name in self.names}
-
-    def __call__(self, result) -> None:
-        raw = getattr(result.info, "raw_cell", "") or ""
-        error = result.error_in_exec or result.error_before_exec
-        outcome = None if error is None else f"{type(error).__name__}: {error}"
-        learners = "with checkpoint(" not in raw  # a checkpoint cell's helpers: not the learner's
-        cell_names = frozenset(defined_names(raw))
-        for name in cell_names:
-            self.last[name] = outcome
-            if learners and name in self.names:
-                self.bound[name] = self.names[name]
-                self._remember(name, cell_names)
-            if isinstance(self.names.get(name), ModuleType):
-                self.modules[name] = self.names[name]
-
-    def _remember(self, name: str, cell_names: frozenset) -> None:
-        history = self.history.setdefault(name, [])
-        if not history and name in self._before and self._before[name] is not self.names[name]:
-            history.append((frozenset(), self._before[name]))  # bound before the log began
-        entry = (cell_names, self.names[name])
-        if history and history[-1][0] == cell_names:
-            history[-1] = entry  # the same cell run again
-        else:
-            history.append(entry)
-        del history[:-8]
-
-    def as_cells_before_left(self, defines: set[str], own: set[str]) -> dict[str, object]:
-        """The names the learner's try-it cell (the last to bind one of `defines`) bound again,
-        `defines` and `own` (what the reference answer's cell binds) aside, each with the object
-        the last cell before it left: the chapter's, which a checkpoint reads (7.6's tiny_model
-        bound again in the try-it cell made the cases, and the reference agreed)."""
-        found = {}
-        for name, history in self.history.items():
-            cell_names, value = history[-1]
-            if (
-                name in defines | own
-                or not cell_names & defines
-                or self.names.get(name) is not value
-            ):
-                continue
-            earlier = [held for names, held in history if not names & defines]
-            if earlier:
-                found[name] = earlier[-1]
-        return found
-
-    def failed(self, names: list[str]) -> tuple[str, str] | None:
-        """(name, error) for the first of `names` whose defining cell last raised."""
-        for name in names:
-            if self.last.get(name):
-                return name, self.last[name]
-        return None
-
-    def replaced(self, cell_source: str) -> list[str]:
-        """The names `cell_source` (a checkpoint cell) binds that now hold another object than
-        the one an earlier cell bound, and that code of those cells reads: that code now runs
-        the checkpoint's object. Each such name gets its earlier object back."""
-        read = _names_read(self.bound.values())
-        found = [
-            name
-            for name in defined_names(cell_source)
-            if name in self.bound and name in read and self.names.get(name) is not self.bound[name]
-        ]
-        for name in found:
-            self.names[name] = self.bound[name]
-        return found
-
-
-def _names_read(values) -> set[str]:
-    """The global (and attribute) names the code of these functions and classes reads."""
-    codes = []
-    for value in values:  # only plain functions and classes: a value may be an fx Proxy,
-        members = list(vars(value).values()) if isinstance(value, type) else [value]
-        for member in members:  # whose every attribute is another Proxy
-            if isinstance(member, staticmethod | classmethod):
-                member = member.__func__
-            if isinstance(member, FunctionType):
-                codes.append(member.__code__)
-    return set().union(*map(_code_reads, codes))
-
-
-def _code_reads(code) -> set[str]:
-    """The global names a code object reads, its nested code (a comprehension) included."""
-    if code is None:
-        return set()
-    nested = [_code_reads(const) for const in code.co_consts if hasattr(const, "co_names")]
-    return set(code.co_names).union(*nested)
-
-
-def cell_log() -> CellLog | None:
-    """The kernel's CellLog, registered on first use; None outside IPython."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # plain Python without IPython
-        return None
-    shell = get_ipython()
-    if shell is None:
-        return None
-    callbacks = shell.events.callbacks["post_run_cell"]
-    for known in callbacks:
-        if isinstance(known, CellLog):
-            return known
-    log = CellLog(shell.user_ns)
-    shell.events.register("post_run_cell", log)
-    shell.events.register("pre_run_cell", log.before_cell)
-    return log
 
 
 def chapter_names(tryit_id: str, check_source: str) -> tuple[dict, dict]:

@@ -14,21 +14,14 @@ runs the learner's answer and the reference answer on cases it makes fresh at ev
             check.close(mine, reference, "the traced graph computes other values")
 
 `check.cases(builder, count)` yields `count` cases (at least 5), each drawn from its own seed;
-`case.both(fn)` builds the case's objects twice, once for each side, and returns `fn(learner,
-*objects)` and `fn(reference, *objects)`, where `learner` holds the notebook's names and
-`reference` the reference answer's (fxcourse.reference). `case.objects()` builds one more copy, to
-inspect. `check.run_reference_as(rewrite)` runs the reference answer's code as `rewrite(code)`
-returns it, for an answer that would otherwise change something global that the learner's answer
-also uses (a custom operator's registered name). A "Not yet" inside the loop names the case (its
-seed, what it held) and how to see it again (`show_case`, `replay`); it never prints the
-reference's values.
-
-The block stops at the first failed `check(...)` and shows a friendly "Not yet" message with the
-goal; an error raised by the learner's unfinished code (a name not defined yet, a `...` where a
-value belongs) becomes such a message too, so "Run All" always reaches the end of a chapter. A
-checkpoint first asks whether the cell that defines the try-it's names last ran cleanly: a cell
-that now raises leaves an old value in memory, which is not the learner's answer. When every check
-holds, it says the checkpoint passed.
+`case.both(fn)` builds the case's objects once for each side and returns `fn(learner, *objects)`
+and `fn(reference, *objects)`: the notebook's names and the reference answer's (fxcourse.reference).
+`case.objects()` builds one more copy, to inspect. `check.run_reference_as(rewrite)` runs the
+reference's code as `rewrite(code)` returns it (an answer that registers a custom operator). A
+"Not yet" names the case (its seed, what it held) and how to see it again (`show_case`, `replay`),
+never the reference's values; an error raised by the learner's unfinished code becomes one too, so
+"Run All" reaches the end of a chapter. A checkpoint first asks whether the cell that defines the
+try-it's names last ran cleanly: one that now raises leaves an old value in memory.
 
 Reference answers come from answers.json (made from the instructor's chapters; not in a student
 edition without answers): a "Not yet" box holds one collapsed, `show_answer("1.1")` as text.
@@ -145,6 +138,8 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self._names_before = dict(self.learner_globals)
         source = "".join(linecache.getlines(self.cell_file))
         for_block, self._chapter = reference.chapter_names(self.result.tryit_id, source)
+        log = reference.cell_log()  # the learner's own goal, check, helpers: theirs as answers run
+        self._own = log.learners_own(source) if log is not None and source else {}
         self.learner_globals.update(for_block)  # given back at exit, as the block's own names
         self._no_trace = without_structured_trace()
         self._no_trace.__enter__()
@@ -199,13 +194,18 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         it, cost a fixed time per program, paid once per side instead of once per case). Each
         side gets deep copies of its own, the reference first; `judging(case)` then names the
         case a "Not yet" is about."""
-        with reference.names_as_found(self.learner_globals, self._names_before, self, fn):
+        with self.answers_run(fn):
             try:
                 wanted = fn(self.reference, *copy.deepcopy(objects))
             except Exception as error:
                 raise reference.ReferenceFailed(f"{type(error).__name__}: {error}") from error
             self.result.reference_runs += self.result.cases_run
             return fn(self.learner, *copy.deepcopy(objects)), wanted
+
+    def answers_run(self, fn: Callable):
+        """While the answers run, the learner's names as the block found them (names_as_found)."""
+        names = self.learner_globals
+        return reference.names_as_found(names, self._names_before, self, fn, self._own)
 
     def judging(self, case: Case | None) -> None:
         """A "Not yet" from here on is about `case` (None: about the run as a whole)."""
@@ -216,9 +216,10 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         reference.restore_names(self.learner_globals, self._names_before, keep=self)
         if exc_type is not None and not issubclass(exc_type, Exception):
             return False  # KeyboardInterrupt and friends stop the cell as usual
+        replaced = self._replaced()  # a crash when the learner's code read the block's names
         if stale := self._stale():
             self.result.problem = stale
-        elif replaced := self._replaced():
+        elif replaced and exc is not None and not isinstance(exc, NotYet):
             self.result.problem = replaced
         elif exc is not None:
             self.result.problem = _describe(exc, tb, self.cell_file)
@@ -279,8 +280,7 @@ class Case:
     def both(self, fn: Callable) -> tuple:
         """(fn(learner, *objects), fn(reference, *objects)), each side with objects of its own;
         the reference runs first, so nothing the learner's code changes can reach it."""
-        run = self.run  # the learner's names as the block found them, while the answers run
-        with reference.names_as_found(run.learner_globals, run._names_before, run, fn):
+        with self.run.answers_run(fn):
             try:
                 wanted = fn(self.run.reference, *self.objects())
             except Exception as error:

@@ -2005,6 +2005,44 @@ def test_a_learners_helper_named_as_a_check_cell_helper_once_was_is_their_own(mo
         assert namespace[name].__code__.co_varnames[:2] == ("node", "gm")
 
 
+HELPERS_NAMED_AS_THE_CHECK_CELLS_NAMES = """
+goal = F.hardsigmoid  # what each sigmoid becomes
+
+
+def check(node):  # a sigmoid, as a function or a method?
+    is_function = node.op == "call_function" and node.target is torch.sigmoid
+    return is_function or (node.op == "call_method" and node.target == "sigmoid")
+
+
+def unread_nodes(gm):  # the check cell imports a helper of this name too
+    return [node for node in gm.graph.nodes if check(node)]
+
+
+def use_hardsigmoid(gm):
+    for node in unread_nodes(gm):
+        node.op, node.target = "call_function", goal
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+
+def test_a_learners_helpers_named_check_goal_or_as_a_check_cell_import_are_their_own(monkeypatch):
+    """The tester's (honZ) helper named `check`: the check cell's `with checkpoint(...) as check`
+    replaced it, and the answer crashed with "checkpoint.__call__() missing 1 required positional
+    argument: 'hint'"; `goal` and the cell's imported helpers were refused with "give yours
+    another name". While the answers run they are the learner's, and they are theirs after."""
+    answer = HELPERS_NAMED_AS_THE_CHECK_CELLS_NAMES
+    problem, namespace = verdict_in_a_kernel("3.1", answer, monkeypatch)
+    assert problem is None, problem
+    assert namespace["goal"] is namespace["F"].hardsigmoid, namespace["goal"]
+    assert namespace["check"].__code__.co_varnames[:1] == ("node",), namespace["check"]
+    wrong = answer.replace('or (node.op == "call_method" and node.target == "sigmoid")', "")
+    assert wrong != answer
+    problem, _ = verdict_in_a_kernel("3.1", wrong, monkeypatch)
+    assert problem and "sigmoid nodes are left" in problem, problem
+
+
 TRACED_A_MODEL_OF_THEIR_OWN = """
 gated_net = torch.nn.Sequential(torch.nn.Linear(4, 4))  # bound again beside the answer
 
