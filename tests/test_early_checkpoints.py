@@ -267,6 +267,15 @@ def gelu_only(x, act, scale=None):
 
 plain_gelu = fx.symbolic_trace(gelu_only, concrete_args={"act": "gelu", "scale": None})
 """,
+    "1.2 a function of one's own traced by a Tracer, in a GraphModule named scaled_act": """
+def gelu_only(x, act, scale=None):
+    return F.gelu(x)
+
+
+tracer = fx.Tracer()
+graph = tracer.trace(gelu_only, concrete_args={"act": "gelu", "scale": None})
+plain_gelu = fx.GraphModule(tracer.root, graph, class_name="scaled_act")
+""",
     "3.2 each Linear wrapped in an nn.Sequential(nn.Hardtanh(), linear) (red team redA)": """
 def clamp_linear_inputs(gm):
     for node in gm.graph.find_nodes(op="call_module"):
@@ -1095,13 +1104,17 @@ def sigmoid_from_exp(x):
 
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
-    # Tracer().trace, by hand, is the honest other route to symbolic_trace. A function of one's
-    # own that only calls F.gelu, traced that way with the same concrete_args, gives the very
-    # same graph and guards: nothing in the artifact tells them apart, so both pass (known 35).
+    # Tracer().trace, by hand, is the honest other route to symbolic_trace; the graph notes the
+    # function it traced (Graph._co_fields), whatever the class wrapping it is named.
     "1.2 Tracer().trace(scaled_act) pinned by concrete_args, wrapped by hand (red team redC)": """
 tracer = fx.Tracer()
 graph = tracer.trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
 plain_gelu = fx.GraphModule(tracer.root, graph)
+""",
+    "1.2 a Tracer's graph of scaled_act in a GraphModule of a class named by hand (honZ)": """
+tracer = fx.Tracer()
+graph = tracer.trace(scaled_act, concrete_args={"act": "gelu", "scale": None})
+plain_gelu = fx.GraphModule(tracer.root, graph, class_name="PlainGelu")
 """,
     "1.1 an ATen operator called on the slices (red team redC)": """
 def row_steps(x):
