@@ -9,6 +9,7 @@ FXCOURSE_CASE_SEEDS=20 judges twenty runs per try-it (the default, 2, keeps `mak
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import random
@@ -696,3 +697,26 @@ def test_8_4_refuses_scales_read_off_an_observer_in_every_run(run_seed):
         assert cases.observer_run_by(by_observer, weight) == "PerChannelMinMaxObserver"
         assert cases.observer_run_by(int8_per_row, weight) is None
         assert cases.observer_run_by(by_division, weight) is None
+
+
+def test_8_4_judges_the_chapters_layers_on_the_weights_they_hold_now():
+    """The tester's (honZ): the training cell run again after converting; the right rule heard
+    "the scales differ from what convert_pt2e stored", stored for the older weights."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
+
+    _config, prepared = x86_parts()
+    prepared(torch.randn(2, 4))  # calibrated
+    stores = cases.convert_pt2e_stores(prepared)
+    converted = convert_pt2e(copy.deepcopy(prepared))
+    weight = prepared.get_parameter(
+        next(n for n, _ in prepared.named_parameters() if "weight" in n)
+    )
+    ((stored_q, stored_scale),) = cases.stored_weights(converted)
+    ((q, scale),) = cases.stored_for(converted, stores, [weight.detach()])
+    assert q is stored_q and scale is stored_scale  # unchanged: what convert_pt2e stored
+    trained = weight.detach() * 1.5
+    ((q, scale),) = cases.stored_for(converted, stores, [trained])
+    assert not torch.equal(scale, stored_scale)
+    mine_q, mine_scale = int8_per_row(trained)
+    assert torch.allclose(mine_scale, scale, rtol=1e-6, atol=0)
+    assert cases.steps_apart(mine_q, q, trained, scale, mine_scale)
