@@ -763,45 +763,41 @@ def test_checkpoint_7_6_gives_the_learners_aoti_check_setting_back(monkeypatch):
     assert "AOTI_RUNTIME_CHECK_INPUTS" not in os.environ
 
 
-def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_path):
-    """The red team's (redV) "same" for outputs within atol=1 passed half the runs: the first
-    bias moved by 0.5 to 1.5. Moved by 0.01 to 0.03, the outputs differ beyond rounding (the
-    reference's allclose says so) and within atol=1 (that answer says "same": refused)."""
+def outputs_of_kind(tmp_path, kind: str):
+    """(run seed, the case's model's output, the chapter model's) for each batch of 2 or more
+    rows of every case of `kind` that 7.6's builder draws in 20 runs; each run holds one."""
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
     program = torch.export.export(model, (torch.randn(3, 4),))
     package = tmp_path / "tiny.pt2"
     package.write_bytes(b"")  # copied, never loaded here
     builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
     for run_seed, drawn in runs(builder, 6, 20):
-        other = [case for case in drawn if case[3] == "other weights"]
-        assert other, run_seed
-        for _path, changed, batches, _kind in other:
+        of_kind = [case for case in drawn if case[3] == kind]
+        assert of_kind, run_seed
+        for _path, changed, batches, _kind in of_kind:
             for rows in (rows for rows in batches if rows >= 2):
                 x = torch.randn(rows, 4)
                 with torch.no_grad():
-                    assert not torch.allclose(changed(x), model(x)), run_seed
-                    assert torch.allclose(changed(x), model(x), atol=1.0), run_seed
+                    yield run_seed, changed(x), model(x)
+
+
+def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_path):
+    """The red team's (redV) "same" for outputs within atol=1 passed half the runs: the first
+    bias moved by 0.5 to 1.5. Moved by 0.01 to 0.03, the outputs differ beyond rounding (the
+    reference's allclose says so) and within atol=1 (that answer says "same": refused)."""
+    for run_seed, changed, original in outputs_of_kind(tmp_path, "other weights"):
+        assert not torch.allclose(changed, original), run_seed
+        assert torch.allclose(changed, original, atol=1.0), run_seed
 
 
 def test_7_6_outputs_off_by_rounding_tell_an_exact_comparison_in_every_run(tmp_path):
     """The red team's (redV) "same" by torch.equal passed: the package computes eager's outputs
     bit for bit. A model whose outputs are a few units in the last place off is "same" for the
     reference's allclose and for assert_close, and "differs" for torch.equal."""
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
-    program = torch.export.export(model, (torch.randn(3, 4),))
-    package = tmp_path / "tiny.pt2"
-    package.write_bytes(b"")  # copied, never loaded here
-    builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
-    for run_seed, drawn in runs(builder, 6, 20):
-        rounded = [case for case in drawn if case[3] == "rounding"]
-        assert rounded, run_seed
-        for _path, changed, batches, _kind in rounded:
-            for rows in (rows for rows in batches if rows >= 2):
-                x = torch.randn(rows, 4)
-                with torch.no_grad():
-                    assert torch.allclose(changed(x), model(x)), run_seed
-                    torch.testing.assert_close(changed(x), model(x))
-                    assert not torch.equal(changed(x), model(x)), run_seed
+    for run_seed, changed, original in outputs_of_kind(tmp_path, "rounding"):
+        assert torch.allclose(changed, original), run_seed
+        torch.testing.assert_close(changed, original)
+        assert not torch.equal(changed, original), run_seed
 
 
 def test_checkpoint_7_3_tells_buffers_named_by_their_placeholders(monkeypatch):
