@@ -1734,6 +1734,11 @@ def test_a_wrong_answer_is_told_its_mistake(mistake, seed, monkeypatch):
     redU): each is now told what it did."""
     answer, told = TOLD[mistake]
     problem = verdict(mistake.split()[0], answer, seed, monkeypatch)
+    if mistake == "2.1 left" and problem is not None and problem.startswith("for '"):
+        # a value read by a node and then by the output comes first by name: the answer gave
+        # that node as its last reader, and is asked so (runs 10 and 15 of 20, red team redX)
+        assert "is that the last node, in graph order, that reads it?" in problem, problem
+        return
     assert problem is not None and problem.startswith(told), problem
     if mistake == "2.1 left":
         assert "is read by a node, yet your dict leaves it out" in problem, problem
