@@ -105,6 +105,32 @@ def moved_into_a_block(make: CaseMaker, gm: torch.fx.GraphModule, path: str) -> 
     return target
 
 
+def names_that_mislead(
+    make: CaseMaker, gm: torch.fx.GraphModule, is_kind, kind: str
+) -> torch.fx.GraphModule:
+    """A pass's edit: node names that say the wrong thing, as the nodes a pass makes may have.
+    One node that `is_kind` renamed after a plain word, and a torch.tanh of the first output,
+    named `kind` and added to it: a rule that knows a node by its name, not its op and target,
+    misses the one and rewrites the other."""
+    graph, output = gm.graph, gm.graph.output_node()
+    found = [node for node in graph.nodes if is_kind(node)]
+    if found:
+        renamed = make.choice(found)
+        old = renamed.name
+        renamed._rename(make.word(avoid=[node.name for node in graph.nodes]))
+        note = _("a pass renamed the {kind} node {old} to {new}")
+        make.note(note.format(kind=kind, old=old, new=renamed.name))
+    returned = output.args[0]
+    first = returned[0] if isinstance(returned, tuple) else returned
+    with graph.inserting_before(output):
+        liar = graph.create_node("call_function", torch.tanh, (first,), name=kind)
+        total = graph.call_function(torch.add, (first, liar))
+    output.args = ((total, *returned[1:]) if isinstance(returned, tuple) else total,)
+    gm.recompile()
+    make.note(_("a node named {liar} computes a tanh").format(liar=liar.name))
+    return gm
+
+
 def rename_inputs(make: CaseMaker, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """The placeholders of `gm` under drawn words (a trace names them after forward's
     parameters, `x` for a DrawnModel), so no rule can key on an input's name."""

@@ -263,7 +263,7 @@ def linear_bn_models(make):  # 4.3's cases: Linear -> BatchNorm1d pairs, safe an
     first = pair(2 * width if layout == "flattened" else width, first=True)
     second = pair(width, tracked=twist != "untracked", bias=twist == "bias read")
     twisted_before_tracing(make, twist, second, add, plan, width)
-    if make.coin():
+    if make.each(["a third pair", "two pairs"]) == "a third pair":  # a second pair to fold
         pair(width)
     model = PathModel(modules, plan).eval().to(dtype)
     gm = fx.symbolic_trace(model)
@@ -365,11 +365,12 @@ def deconvs_with_batchnorms(
     make,
 ):  # 4.4's cases: ConvTranspose 1d/2d/3d with groups, then a BatchNorm
     dims, dtype, large_eps = make.each([1, 2, 3]), make.dtype(), make.each([True, False])
-    # every run holds groups of one input channel and of two (where a wrong order shows)
+    # every run: groups of one input channel and of two, of 1, 2 and 3 output channels (where a
+    # wrong order of the input channels, or of bn's channels across the groups, shows)
     groups, per_group = make.each([(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)])
     stride, dilation = make.integer(1, 2), make.integer(1, 2)
     deconv = getattr(nn, f"ConvTranspose{dims}d")(
-        groups * per_group, groups * make.integer(1, 3), make.integer(1, 3),
+        groups * per_group, groups * int(make.each(["1", "2", "3"])), make.integer(1, 3),
         stride=stride, padding=make.integer(0, 1), output_padding=make.integer(0, stride - 1),
         groups=groups, bias=make.each(["bias", "no bias"]) == "bias", dilation=dilation,
     )  # fmt: skip

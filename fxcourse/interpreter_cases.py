@@ -29,6 +29,7 @@ from torch.fx import symbolic_trace
 
 from fxcourse import cases
 from fxcourse.case_checks import every_node_of, graph_code, nodes_interpreted
+from fxcourse.case_edits import names_that_mislead
 from fxcourse.cases import (
     UNARY,
     PathModel,
@@ -221,7 +222,13 @@ def relu_to_gelu_cases(make):  # 5.3's cases: a ReLU form, ops that are not ReLU
         decoys=["relu", "act", "relu_1"],
     )
     dtype = make.dtype()  # float32 and float64 in every run: GELU in the graph's own dtype
-    return symbolic_trace(model.to(dtype)), make.input_for(model, dtype=dtype)
+    # a ReLU node named after a word, a tanh named relu: names are labels, op and target decide
+    gm = names_that_mislead(make, symbolic_trace(model.to(dtype)), _relu_called, "relu")
+    return gm, make.input_for(model, dtype=dtype)
+
+
+def _relu_called(node):  # a ReLU function or method node, known by its op and target
+    return (node.op, node.target) in (("call_function", torch.relu), ("call_method", "relu"))
 
 
 def _flat_values(result):  # the values of a tensor, or of the tensors of a tuple, in one tensor

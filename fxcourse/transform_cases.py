@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
+from fxcourse.case_edits import names_that_mislead
 from fxcourse.cases import (
     LAYOUTS,
     UNARY,
@@ -51,8 +52,12 @@ BY_KEYWORD = by_keyword(SIGMOID_FORMS[0])  # torch.sigmoid(input=x): the node's 
 LOG_SIGMOID = [Spelling("function", F.logsigmoid, label="F.logsigmoid")]  # no sigmoid
 
 
+def is_sigmoid(node):  # a node that calls a sigmoid, known by its op and target
+    return (node.op, node.target) in SIGMOID_NODES
+
+
 def sigmoids_left(gm):  # the names of the nodes that still call a sigmoid
-    return [n.name for n in gm.graph.nodes if (n.op, n.target) in SIGMOID_NODES]
+    return [n.name for n in gm.graph.nodes if is_sigmoid(n)]
 
 
 def hardsigmoid_call_count(gm):  # the nodes that call F.hardsigmoid (or an nn.Hardsigmoid module)
@@ -94,7 +99,9 @@ def sigmoid_models(make):  # 3.1's cases: both sigmoid forms, other ops, names t
             decoys=["sigmoid", "proj"],
         )
     dtype = make.dtype()
-    return fx.symbolic_trace(model.to(dtype)), make.input_for(model, dtype=dtype) * 4
+    # a sigmoid node named after a word, a tanh named sigmoid: names are labels (section 2.2)
+    gm = names_that_mislead(make, fx.symbolic_trace(model.to(dtype)), is_sigmoid, "sigmoid")
+    return gm, make.input_for(model, dtype=dtype) * 4
 
 
 # ----------------------------------------------------------------------------- try it 3.2
@@ -235,7 +242,11 @@ def pass_through_models(make):  # 3.3's cases: pass-throughs, layouts, Dropout i
     modes = ", ".join("training" if part.training else "eval" for part in dropouts)
     note = _("Dropout modes, in order: {modes}; the input's layout: {layout}")
     make.note(note.format(modes=modes, layout=layout))
-    return row_from_column(fx.symbolic_trace(model)), example
+    gm = row_from_column(fx.symbolic_trace(model))
+    if decoy:  # a rule that knows a .contiguous() by its name or target, not its op, erases it
+        decoy_reads_a_row(gm, model.contiguous)
+        make.note(_("then the Linear named 'contiguous' reads a contiguous row of ones"))
+    return gm, example
 
 
 def row_from_column(gm):  # a (1, 3) row that transposes a (3, 1) column: contiguous, though its
@@ -248,6 +259,17 @@ def row_from_column(gm):  # a (1, 3) row that transposes a (3, 1) column: contig
     output.args = ((output.args[0], row),)
     gm.recompile()
     return gm
+
+
+def decoy_reads_a_row(gm, linear):  # the Linear named "contiguous" also reads a row of ones,
+    # laid out contiguously, whatever the value it reads in the drawn model
+    graph, output = gm.graph, gm.graph.output_node()
+    source = next(iter(graph.find_nodes(op="placeholder")))
+    gm.add_submodule("contiguous", linear)
+    with graph.inserting_before(output):
+        row = graph.call_method("new_ones", (source, (1, linear.in_features)))
+        output.args = ((*output.args[0], graph.call_module("contiguous", (row,))),)
+    gm.recompile()
 
 
 def node_kind(gm, node):  # what a node runs: a module's type, a method's or function's name

@@ -1659,6 +1659,85 @@ def clamp_bounds(gm):
 }
 
 
+CONTIGUOUS_BY_STRIDES = (  # the reference's rule for a .contiguous(), in PASS_THROUGHS' terms
+    "torch.empty_strided(meta.shape, meta.stride).is_contiguous("
+    "memory_format=node.kwargs.get('memory_format', torch.contiguous_format))"
+)
+BY_STRIDES = PASS_THROUGHS.format(propagated="example", drop=CONTIGUOUS_BY_STRIDES)
+FOUND_BY_OP = 'node.op == "call_method" and node.target == "contiguous"'
+WRONG |= {
+    "3.1 sigmoids found by a node name that begins with sigmoid (red team redX)": """
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method") and node.name.startswith("sigmoid"):
+            node.op, node.target = "call_function", F.hardsigmoid
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    "5.3 ReLU function and method nodes found by their names (red team redX)": """
+import re
+
+
+class ReluToGelu(Interpreter):
+    def run_node(self, node):
+        named = re.fullmatch(r"relu(_\\d+)?", node.name)
+        module = self.fetch_attr(node.target) if node.op == "call_module" else None
+        if (node.op != "call_module" and named) or isinstance(module, nn.ReLU):
+            args, kwargs = self.fetch_args_kwargs_from_env(node)
+            return F.gelu(args[0] if args else kwargs["input"])
+        return super().run_node(node)
+""",
+    "3.3 a .contiguous() found by its node's name (red team redX)": BY_STRIDES.replace(
+        FOUND_BY_OP, '"contiguous" in node.name'
+    ),
+    "3.3 a .contiguous() found by its target, whatever the op (red team redX)": BY_STRIDES.replace(
+        FOUND_BY_OP, 'node.target == "contiguous"'
+    ),
+}
+HONEST |= {
+    "5.4 a new graph of the needed nodes, the known ones its inputs (red team redX)": """
+def run_from(gm, known, *inputs):
+    needed, stack = set(), [gm.graph.output_node()]
+    while stack:
+        node = stack.pop()
+        if node not in needed and node.name not in known:
+            needed.add(node)
+            stack.extend(node.all_input_nodes)
+    graph, env, given = torch.fx.Graph(), {}, []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = graph.placeholder(node.name)
+        elif node.name in known:
+            env[node] = graph.placeholder(f"known_{node.name}")
+            given.append(known[node.name])
+        elif node in needed:
+            env[node] = graph.node_copy(node, lambda value: env[value])
+    return torch.fx.GraphModule(gm, graph)(*inputs, *given)
+""",
+}
+
+
+def test_every_run_of_3_3_has_the_linear_named_contiguous_read_a_contiguous_value():
+    """Red team redX: the decoy Linear named "contiguous" read whatever the drawn model gave it;
+    in runs where that was never laid out contiguously, a rule that found .contiguous() by its
+    name or target kept it, as the reference does, and passed."""
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from fxcourse.cases import makers_of
+    from fxcourse.transform_cases import pass_through_models
+
+    for run_seed in range(30):
+        read = []
+        for make in makers_of(run_seed, 6):
+            gm, example = pass_through_models(make)
+            ShapeProp(gm).propagate(example)
+            for node in gm.graph.find_nodes(op="call_module", target="contiguous"):
+                meta = node.all_input_nodes[0].meta["tensor_meta"]
+                read.append(torch.empty_strided(meta.shape, meta.stride).is_contiguous())
+        assert any(read), run_seed
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("mistake", sorted(TOLD))
 def test_a_wrong_answer_is_told_its_mistake(mistake, seed, monkeypatch):
@@ -1668,6 +1747,11 @@ def test_a_wrong_answer_is_told_its_mistake(mistake, seed, monkeypatch):
     redU): each is now told what it did."""
     answer, told = TOLD[mistake]
     problem = verdict(mistake.split()[0], answer, seed, monkeypatch)
+    if mistake == "2.1 left" and problem is not None and problem.startswith("for '"):
+        # a value read by a node and then by the output comes first by name: the answer gave
+        # that node as its last reader, and is asked so (runs 10 and 15 of 20, red team redX)
+        assert "is that the last node, in graph order, that reads it?" in problem, problem
+        return
     assert problem is not None and problem.startswith(told), problem
     if mistake == "2.1 left":
         assert "is read by a node, yet your dict leaves it out" in problem, problem

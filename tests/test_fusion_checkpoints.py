@@ -17,11 +17,12 @@ import types
 import check_cells
 import nbformat
 import pytest
+import torch
 from torch import nn
 
 from courseware import authoring
 from courseware.repository import HERE
-from fxcourse import cases, reference, tryit
+from fxcourse import cases, fold_cases, reference, tryit
 
 SOURCE = HERE.sources / "04_operator_fusion.ipynb"
 RUNS = int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))
@@ -602,6 +603,27 @@ def fold_deconv_bn(deconv, bn):
 }
 
 
+WRONG |= {
+    "4.4 bn's channels taken across the groups in the wrong order (red team redX)": (
+        "4.4",
+        DECONV.format(root=RIGHT_ROOT, **RIGHT_GROUPS).replace(
+            "per_out = scale.reshape(", "per_out = scale.reshape(-1, deconv.groups).t().reshape("
+        ),
+    ),
+    "4.3 one pair folded, then returned (red team redX)": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT).replace(
+            "            gm.graph.erase_node(bn_node)\n",
+            "            gm.graph.erase_node(bn_node)\n"
+            "            gm.delete_all_unused_submodules()\n"
+            "            gm.graph.lint()\n"
+            "            gm.recompile()\n"
+            "            return gm\n",
+        ),
+    ),
+}
+
+
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_a_wrong_fold_is_refused_in_every_run(chapter, name, seed, monkeypatch):
@@ -650,6 +672,30 @@ def test_every_run_of_4_4_holds_groups_of_two_input_channels(builders):
         made = [builders["4.4"](make)[0] for make in cases.makers_of(run_seed, 6)]
         grouped = [deconv.in_channels // deconv.groups for deconv in made if deconv.groups > 1]
         assert 2 in grouped, run_seed
+
+
+def test_every_run_of_4_4_holds_groups_of_two_output_channels(builders):
+    """Red team redX: output channels per group were drawn, 1 to 3; a run whose grouped cases
+    all drew 1 could not tell bn's channels taken across the groups in the wrong order."""
+    for run_seed in range(100):
+        made = [builders["4.4"](make)[0] for make in cases.makers_of(run_seed, 6)]
+        assert any(d.groups > 1 and d.out_channels // d.groups > 1 for d in made), run_seed
+
+
+def test_every_run_of_4_3_holds_a_case_with_two_pairs_to_fold(chapter, builders):
+    """Red team redX: a second safe pair came with a coin; in a run where every coin said no,
+    a pass that folded one pair and returned passed."""
+    namespace = dict(chapter[0])
+    exec(HONEST["4.3 own fold, calls counted by object"][1], namespace)  # noqa: S102
+    for run_seed in range(30):
+        folded = []
+        for make in cases.makers_of(run_seed, 7):
+            _model, gm, x = builders["4.3"](make)
+            before = len(fold_cases.batchnorms_called(gm))
+            with torch.no_grad():
+                after = len(fold_cases.batchnorms_called(namespace["fuse_linear_bn"](gm, x)))
+            folded.append(before - after)
+        assert max(folded) >= 2, run_seed
 
 
 def test_folding_a_batchnorm_without_statistics_is_named_as_folded_not_left(chapter, monkeypatch):
