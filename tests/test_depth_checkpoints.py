@@ -140,6 +140,15 @@ def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
 
 # Wrong answers of the red-team reviews (run over fresh cases, they passed some runs or all).
 WRONG_ANSWERS = {
+    "10.2 rounds the temperature to two decimals": """
+def serve(scorer, requests):  # the red team's (redY): every drawn temperature had two decimals
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = round(temperature, 2)
+        outputs.append(compiled(x))
+    return outputs
+""",
     "10.3 compares each output's mean": """
 def results_differ(gm, inputs, backend):
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -510,6 +519,15 @@ def test_every_request_stream_has_a_request_that_needs_clamping():
     for index in range(10):
         requests, _ = serve_cases.request_stream(CaseMaker(index, index))
         assert any(x.abs().max() > 10 for x, _ in requests)
+
+
+def test_every_temperature_changes_when_rounded_to_two_decimals():
+    """The red team (redY): a serve that set round(temperature, 2) passed every run, as every
+    drawn temperature had two decimals; each now has a third, 3 to 7."""
+    for run_seed in range(10):
+        for make in makers_of(run_seed, 5):
+            requests, _ = serve_cases.request_stream(make)
+            assert all(abs(t - round(t, 2)) > 0.0029 for _, t in requests), requests
 
 
 def test_every_request_stream_has_logits_past_4_on_one_side_only():
