@@ -132,6 +132,15 @@ def serve(scorer, requests):  # outputs handed on one by one, each computed as i
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_10_1_takes_the_words_in_a_tuple(seed, monkeypatch):
+    """The red team (redY): the reference's rule returning tuple(words) was told "should return
+    a list"; the try-it asks for one word per call."""
+    answer = reference_answer("10.1").replace("    return words", "    return tuple(words)")
+    assert "tuple(words)" in answer
+    assert verdict("10.1", answer, seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
     """The red team's (redO): the generator ran after serve_run stopped watching Dynamo, so
     the answer heard that nothing was compiled."""
