@@ -761,6 +761,20 @@ def test_10_3_tells_a_predicate_that_returns_nothing(monkeypatch):
         assert problem is not None and "returned None" in problem, problem
 
 
+def test_12_1_tells_a_refused_spec_in_short(monkeypatch):
+    """The red team (redY): y's width as Dim.AUTO made export refuse, and the Not yet quoted all
+    of torch's UserError (some 700 characters, TORCH_LOGS and draft_export advice included)."""
+    auto_width = """
+def interleave_shapes(low, high):
+    n, batch = Dim("n", min=low, max=high), Dim("batch")
+    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: Dim.AUTO}}
+"""
+    problem = verdict("12.1", auto_width, 1, monkeypatch)
+    assert problem.startswith("torch.export.export refused the dynamic_shapes"), problem
+    assert "torch suggests: L['y'].size()[1] = 2*n." in problem, problem
+    assert "draft_export" not in problem and len(problem) < 300, problem
+
+
 def test_12_1_tells_interleave_shapes_that_returns_nothing(monkeypatch):
     """The red team's (redR): the dict built, its `return` forgotten: None as dynamic_shapes
     exports a static program, and the learner heard "the program should accept x of shape ..."."""
