@@ -27,17 +27,18 @@ class Drawn(nn.Module):
         super().__init__()
         self.body, self.spare = body, nn.Linear(3, 3)  # spare: a layer forward never calls
 
-    def forward(self, x):
-        return self.body(x)
+    def forward(self, batch):  # not `x`: a placeholder's name does not tell the batch
+        return self.body(batch)
 
 
 class Gain(nn.Module):  # a parameter named neither weight nor bias; width None: a 0-dim one
-    def __init__(self, width: int | None):
+    def __init__(self, width: int | None):  # and a buffer named as no BatchNorm's: offset
         super().__init__()
         self.gain = nn.Parameter(torch.ones(() if width is None else width))
+        self.register_buffer("offset", torch.zeros(() if width is None else width))
 
     def forward(self, x):
-        return x * self.gain
+        return x * self.gain + self.offset
 
     def extra_repr(self) -> str:
         return str(self.gain.numel()) if self.gain.dim() else "scalar"
@@ -63,7 +64,9 @@ def drawn_models(make) -> tuple[nn.Module, torch.Tensor]:
     scalar gain: one element all the same), a Mix there instead (a weight of 3 dims: not its
     first two sizes' product) and a batch x that requires grad (as for a saliency
     map: an input, not a weight), and models in float32 and in float64 (a parameter's elements,
-    not its bytes over 4)."""
+    not its bytes over 4). A Gain also holds a buffer, offset, named as no BatchNorm's, and the
+    model's input is called `batch`: an answer that leaves out BatchNorm's statistics and the
+    batch by their placeholders' names (running_..., l_x_) counts them (red team redY)."""
     widths = [make.integer(2, 9) for _ in range(make.integer(2, 3))]
     layers = [nn.Linear(a, b, bias=make.coin(0.7)) for a, b in pairwise(widths)]
     gain = make.each(["a gain", "a scalar gain", "no gain", "a mix"])

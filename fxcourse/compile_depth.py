@@ -43,10 +43,12 @@ def batch_sequence(make) -> tuple[tuple[int, ...], int]:
 def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:
     """The rule's answer for `batches`, computed with torch.compile turned off: a rule that
     measures instead of predicting sees no compile at all. Dynamo's `disable` setting keeps it
-    off for a rule that sets the stance back to "default"."""
+    off for a rule that sets the stance back to "default". Words in a tuple count as a list:
+    the try-it asks for one word per call (red team redY: a tuple was refused)."""
     torch.compiler.reset()
     with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(disable=True):
-        return rule(tuple(batches))
+        words = rule(tuple(batches))
+    return list(words) if isinstance(words, tuple) else words
 
 
 def differing_calls(predicted: Sequence[str], measured: Sequence[str]) -> list[int]:

@@ -203,9 +203,31 @@ def interleave_exported(interleave: type) -> Callable:
         example = (torch.randn(batch, n), torch.randn(batch, 2 * n))
         spec = answer.interleave_shapes(drawn.low, drawn.high)
         with hushed("torch.fx.experimental.symbolic_shapes", "torch._dynamo"):
-            return torch.export.export(interleave(), example, dynamic_shapes=spec)
+            try:
+                return torch.export.export(interleave(), example, dynamic_shapes=spec)
+            except torch._dynamo.exc.UserError as error:  # private; its text in short
+                raise refused_spec(error, drawn) from error
 
     return exported
+
+
+def refused_spec(error: Exception, drawn: RangeCase) -> Exception:
+    """12.1's Not yet when export refuses the answer's dynamic_shapes: the first line of torch's
+    error and its suggested fixes, not its whole text (red team redY: some 700 characters)."""
+    from fxcourse.tryit import NotYet
+
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    fixes = lines[lines.index("Suggested fixes:") + 1 :] if "Suggested fixes:" in lines else []
+    fixes = [line for line in fixes if "=" in line and not line.startswith("The error")][:3]
+    said = _(
+        "torch.export.export refused the dynamic_shapes of interleave_shapes({low}, {high}): "
+        "{first}"
+    ).format(low=drawn.low, high=drawn.high, first=lines[0] if lines else type(error).__name__)
+    if fixes:
+        said += _(" torch suggests: {fixes}. How does y's width follow from n? (12.2)").format(
+            fixes="; ".join(fixes)
+        )
+    return NotYet(said)
 
 
 class GcdPrograms:

@@ -24,9 +24,13 @@ def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
     change and come back; now and then inputs large enough to be clamped, and one request whose
     logits pass 4 on one side only (below -4 or above 4, each in every run: a rewrite that tests
     max() or min() instead of abs().max() leaves it unclamped). Batch sizes are 5 or more: a
-    batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol."""
+    batch of 3 or 4, equal to a width, would be duck-sized into the width's symbol. Temperatures
+    have three decimals, the third never 0 (red team redY: round(t, 2) passed every run)."""
     sizes = [make.integer(5, 40) for _ in range(3)]
-    temperatures = [round(make.integer(20, 400) / 100, 2) for _ in range(3)]
+    # a third decimal, 3 to 7: a serve that rounds the temperature to two decimals changes it
+    temperatures = [
+        round(make.integer(20, 400) / 100 + make.integer(3, 7) / 1000, 3) for _ in range(3)
+    ]
     count, weights_seed = make.integer(4, 6), make.integer(0, 10**6)  # and the one-sided one
     clamped = make.integer(0, count - 1)  # at least one request large enough to be clamped
     requests = []

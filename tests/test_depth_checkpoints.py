@@ -132,6 +132,15 @@ def serve(scorer, requests):  # outputs handed on one by one, each computed as i
 
 
 @pytest.mark.parametrize("seed", SEEDS)
+def test_10_1_takes_the_words_in_a_tuple(seed, monkeypatch):
+    """The red team (redY): the reference's rule returning tuple(words) was told "should return
+    a list"; the try-it asks for one word per call."""
+    answer = reference_answer("10.1").replace("    return words", "    return tuple(words)")
+    assert "tuple(words)" in answer
+    assert verdict("10.1", answer, seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
     """The red team's (redO): the generator ran after serve_run stopped watching Dynamo, so
     the answer heard that nothing was compiled."""
@@ -140,6 +149,15 @@ def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
 
 # Wrong answers of the red-team reviews (run over fresh cases, they passed some runs or all).
 WRONG_ANSWERS = {
+    "10.2 rounds the temperature to two decimals": """
+def serve(scorer, requests):  # the red team's (redY): every drawn temperature had two decimals
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = round(temperature, 2)
+        outputs.append(compiled(x))
+    return outputs
+""",
     "10.3 compares each output's mean": """
 def results_differ(gm, inputs, backend):
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
@@ -512,6 +530,15 @@ def test_every_request_stream_has_a_request_that_needs_clamping():
         assert any(x.abs().max() > 10 for x, _ in requests)
 
 
+def test_every_temperature_changes_when_rounded_to_two_decimals():
+    """The red team (redY): a serve that set round(temperature, 2) passed every run, as every
+    drawn temperature had two decimals; each now has a third, 3 to 7."""
+    for run_seed in range(10):
+        for make in makers_of(run_seed, 5):
+            requests, _ = serve_cases.request_stream(make)
+            assert all(abs(t - round(t, 2)) > 0.0029 for _, t in requests), requests
+
+
 def test_every_request_stream_has_logits_past_4_on_one_side_only():
     """Each run's streams hold a request clamped below -4 only and one above 4 only (redO): a
     Scorer rewritten to test max() or min() instead of abs().max() serves one unclamped."""
@@ -732,6 +759,20 @@ def test_10_3_tells_a_predicate_that_returns_nothing(monkeypatch):
     for seed in SEEDS:
         problem = verdict("10.3", forgot, seed, monkeypatch)
         assert problem is not None and "returned None" in problem, problem
+
+
+def test_12_1_tells_a_refused_spec_in_short(monkeypatch):
+    """The red team (redY): y's width as Dim.AUTO made export refuse, and the Not yet quoted all
+    of torch's UserError (some 700 characters, TORCH_LOGS and draft_export advice included)."""
+    auto_width = """
+def interleave_shapes(low, high):
+    n, batch = Dim("n", min=low, max=high), Dim("batch")
+    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: Dim.AUTO}}
+"""
+    problem = verdict("12.1", auto_width, 1, monkeypatch)
+    assert problem.startswith("torch.export.export refused the dynamic_shapes"), problem
+    assert "torch suggests: L['y'].size()[1] = 2*n." in problem, problem
+    assert "draft_export" not in problem and len(problem) < 300, problem
 
 
 def test_12_1_tells_interleave_shapes_that_returns_nothing(monkeypatch):

@@ -256,11 +256,34 @@ def all_of_self(gm, inputs):  # every input read from the module: buffers too
     return sum(t.numel() for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_"))
 
 
+def stats_and_x_left_out_by_name(gm, inputs):  # the red team's (redY): BatchNorm's and x's names
+    names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
+    left_out = ("running_", "num_batches", "l_x_")
+    return sum(
+        t.numel() for n, t in zip(names, inputs, strict=True) if not any(s in n for s in left_out)
+    )
+
+
+def stats_left_out_by_name(gm, inputs):  # every input read from the module but BatchNorm's stats
+    names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
+    kept = [t for n, t in zip(names, inputs, strict=True) if n.startswith("l_self_")]
+    stats = [t for n, t in zip(names, inputs, strict=True) if "running_" in n or "num_batches" in n]
+    return sum(t.numel() for t in kept) - sum(t.numel() for t in stats)
+
+
+def x_left_out_by_name(gm, inputs):  # buffers told by their kind, the batch by the name x
+    names = [node.name for node in gm.graph.find_nodes(op="placeholder")]
+    kept = [t for n, t in zip(names, inputs, strict=True) if "_buffers_" not in n and n != "l_x_"]
+    return sum(t.numel() for t in kept)
+
+
 @pytest.mark.parametrize("run_seed", RUN_SEEDS)
 def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(run_seed):
     refused = {"buffers counted": False, "frozen weights left out": False, "x counted": False}
     refused["only weight and bias names"] = refused["0-dim parameters left out"] = False
     refused["bytes over 4"] = refused["rows times columns"] = False
+    refused["stats and x left out by name"] = refused["stats left out by name"] = False
+    refused["x left out by name"] = False
     for make in makers(run_seed):
         gm, inputs = handed_over(*drawn_models(make))
         wanted, _ = counted(weights(by_type), gm, inputs)
@@ -275,6 +298,12 @@ def test_checkpoint_6_1_passes_other_ways_to_tell_a_weight_and_refuses_buffers(r
         refused["bytes over 4"] |= counted(weights(bytes_over_four), gm, inputs)[0] != wanted
         two_sizes = counted(weights(first_two_sizes), gm, inputs)[0]
         refused["rows times columns"] |= two_sizes != wanted
+        for name, count_of in (
+            ("stats and x left out by name", stats_and_x_left_out_by_name),
+            ("stats left out by name", stats_left_out_by_name),
+            ("x left out by name", x_left_out_by_name),
+        ):
+            refused[name] |= counted(weights(count_of), gm, inputs)[0] != wanted
     assert all(refused.values()), refused
 
 

@@ -96,6 +96,25 @@ def test_8_1_refuses_the_add_before_the_last_relu_in_every_run(run_seed):
     assert refused
 
 
+def test_8_1_names_the_value_whose_shape_differs(monkeypatch):
+    """The red team (redY): a stem taken before the pool was told check.close's "your result has
+    shape ..., which step changes it?", with no word of which of stem, mid and logits it was."""
+    from fxcourse import tryit
+
+    stem = "08_fx_in_practice"
+    namespace = check_cells.cells_until(stem, {"create_feature_extractor", "built_once"})
+
+    def stem_before_the_pool(model):
+        mid = f"layer2.{len(model.layer2) - 1}"
+        wanted = {"relu": "stem", mid: "mid", "fc": "logits"}
+        return namespace["create_feature_extractor"](model, wanted)
+
+    namespace["probe_for"] = stem_before_the_pool
+    namespace["checkpoint"] = tryit.checkpoint
+    result = check_cells.judged(check_cells.check_source(stem, "8.1"), namespace, monkeypatch)
+    assert result.problem and result.problem.startswith("stem has shape"), result.problem
+
+
 def on_accelerator(node: fx.Node) -> bool:  # the chapter's machine
     return node.op == "call_module" or node.target == "relu"
 
@@ -612,6 +631,18 @@ def test_11_3_refuses_an_answer_that_waits_for_a_sudden_drop_in_every_run(run_se
     builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
     made_all = run_cases(builder, run_seed, 6)
     assert any(first_sudden_drop(*made) != first_loss(*made) for made in made_all)
+
+
+def test_11_3_quotes_the_node_it_names(monkeypatch):
+    """The red team (redY): "not linear: print every SQNR" read as English; the name is quoted."""
+    from fxcourse import tryit
+
+    namespace = check_cells.cells_until(CHAPTER_11, {"FusingQuantizer"})
+    namespace["first_loss"] = lambda float_graph, *_: "relu"  # the first relu, in every case
+    namespace["checkpoint"] = tryit.checkpoint
+    check = check_cells.check_source(CHAPTER_11, "11.3")
+    result = check_cells.judged(check, namespace, monkeypatch)
+    assert result.problem == "not 'relu': print every SQNR, in the graph's order", result.problem
 
 
 def test_11_1_tells_that_prepare_pt2e_meets_the_inputs_in_the_dicts_order(monkeypatch):
