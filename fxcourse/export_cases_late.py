@@ -326,3 +326,29 @@ def operators_of(joined: nn.Module, calls: list, number: int | None):
     kept = [str(target) for target in targets if target in KEPT_OPS]
     others = [t for t in targets if t not in KEPT_OPS and t is not operator.getitem]
     return kept, sorted({str(t) for t in others if torch.Tag.core not in getattr(t, "tags", ())})
+
+
+# ----------------------------------------------------------------------------- try it 7.4
+
+COMPUTES_NOTHING = {"empty", "new_empty", "empty_strided", "new_empty_strided", "empty_like"}
+COMPUTES_NOTHING |= {"zeros", "new_zeros", "zeros_like", "ones", "new_ones", "ones_like", "full"}
+COMPUTES_NOTHING |= {"new_full", "full_like", "sym_size", "sym_stride", "sym_numel", "detach"}
+COMPUTES_NOTHING |= {"_to_copy", "lift_fresh", "lift_fresh_copy", "clone", "contiguous", "copy"}
+COMPUTES_NOTHING |= {"view", "_unsafe_view", "reshape", "slice", "narrow", "select", "unfold"}
+COMPUTES_NOTHING |= {"expand", "squeeze", "unsqueeze", "permute", "transpose", "t", "alias"}
+
+
+def fake_computes(op, k: int, x: torch.Tensor) -> list[str]:
+    """The ATen operators that compute values which the fake kernel of the custom op `op` runs,
+    as make_fx traces it on fake tensors (making, viewing or copying a tensor computes nothing):
+    a fake kernel tells the result's shape, dtype and device, it does not compute the result, as
+    the real kernel's code called on fake tensors does (red team redY)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    fake = getattr(op, "_abstract_fn", None)  # what CustomOpDef.register_fake holds
+    if fake is None:
+        return []
+    traced = make_fx(lambda t: fake(t, k), tracing_mode="fake")(x.contiguous())
+    targets = [node.target for node in traced.graph.nodes if node.op == "call_function"]
+    names = {str(t) for t in targets if getattr(t, "_opname", None) not in COMPUTES_NOTHING}
+    return sorted(names)

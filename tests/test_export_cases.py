@@ -817,3 +817,31 @@ def test_checkpoint_7_3_tells_buffers_named_by_their_placeholders(monkeypatch):
     result = check_cells.judged(check, namespace, monkeypatch)
     assert result.problem and "is a placeholder's name" in result.problem, result.problem
     assert result.problem.startswith("b_"), result.problem
+
+
+def real_code_on_fakes(x: torch.Tensor, k: int) -> torch.Tensor:  # the red team's (redY)
+    return x.unfold(-1, k, 1).amax(dim=-1)  # the real kernel's code: no length worked out
+
+
+def empty_of_a_slice(x: torch.Tensor, k: int) -> torch.Tensor:  # honest: a length by slicing
+    return torch.empty_like(x[..., k - 1 :], memory_format=torch.contiguous_format)
+
+
+@pytest.mark.parametrize("fake", [real_code_on_fakes, empty_of_a_slice])
+def test_checkpoint_7_4_refuses_a_fake_kernel_that_computes_the_result(monkeypatch, fake):
+    """A fake kernel that runs the real kernel's code on fake tensors passed: the shape comes out
+    right without being worked out. The fake kernel's ATen operators are traced (make_fx): making,
+    viewing or copying a tensor computes nothing, an amax does."""
+    namespace, check = chapter_7_before("7.4", "def window_max(")
+
+    @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
+    def window_max_op(x: torch.Tensor, k: int) -> torch.Tensor:
+        return x.unfold(-1, k, 1).amax(dim=-1)
+
+    window_max_op.register_fake(fake)
+    namespace["window_max_op"] = window_max_op
+    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    if fake is real_code_on_fakes:
+        assert problem and "computes the result (aten.amax.default)" in problem, problem
+    else:
+        assert problem is None, problem
