@@ -595,16 +595,22 @@ def test_checkpoint_7_4_refuses_a_fake_kernel_laid_out_unlike_the_real_one(monke
     chapter says to run it): a view of the input (outputs_alias_inputs) and a slice of an empty
     tensor as large as x (its strides and offset). The checkpoint compares the fake value's
     layout with the real kernel's result, and that it is no view of x."""
+    problem = judged_with_fake(fake, monkeypatch)
+    assert problem and "laid out" in problem, problem
+
+
+def judged_with_fake(fake, monkeypatch) -> str | None:
+    """7.4's checkpoint on the chapter's real kernel as fxcourse::window_max with `fake` as its
+    fake kernel: its problem, or None."""
     namespace, check = chapter_7_before("7.4", "def window_max(")
 
     @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
-    def laid_out(x: torch.Tensor, k: int) -> torch.Tensor:
+    def window_max_op(x: torch.Tensor, k: int) -> torch.Tensor:
         return x.unfold(-1, k, 1).amax(dim=-1)
 
-    laid_out.register_fake(fake)
-    namespace["window_max_op"] = laid_out
-    result = check_cells.judged(check, namespace, monkeypatch)
-    assert result.problem and "laid out" in result.problem, result.problem
+    window_max_op.register_fake(fake)
+    namespace["window_max_op"] = window_max_op
+    return check_cells.judged(check, namespace, monkeypatch).problem
 
 
 def test_checkpoint_7_5_tells_a_tuple_it_is_not_the_list_asked_for(monkeypatch):
@@ -832,15 +838,7 @@ def test_checkpoint_7_4_refuses_a_fake_kernel_that_computes_the_result(monkeypat
     """A fake kernel that runs the real kernel's code on fake tensors passed: the shape comes out
     right without being worked out. The fake kernel's ATen operators are traced (make_fx): making,
     viewing or copying a tensor computes nothing, an amax does."""
-    namespace, check = chapter_7_before("7.4", "def window_max(")
-
-    @torch.library.custom_op("fxcourse::window_max", mutates_args=())  # the name asked for
-    def window_max_op(x: torch.Tensor, k: int) -> torch.Tensor:
-        return x.unfold(-1, k, 1).amax(dim=-1)
-
-    window_max_op.register_fake(fake)
-    namespace["window_max_op"] = window_max_op
-    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    problem = judged_with_fake(fake, monkeypatch)
     if fake is real_code_on_fakes:
         assert problem and "computes the result (aten.amax.default)" in problem, problem
     else:
