@@ -265,6 +265,8 @@ def linear_bn_models(make):  # 4.3's cases: Linear -> BatchNorm1d pairs, safe an
     twisted_before_tracing(make, twist, second, add, plan, width)
     if make.each(["a third pair", "two pairs"]) == "a third pair":  # a second pair to fold
         pair(width)
+    if layout == "(N, C, L)":  # a Flatten after the pairs: their outputs are still 3-D (revA)
+        add(nn.Flatten())
     model = PathModel(modules, plan).eval().to(dtype)
     gm = fx.symbolic_trace(model)
     twisted_after_tracing(make, twist, second, gm, len(modules))

@@ -31,29 +31,24 @@ from __future__ import annotations
 
 import copy
 import html
-import json
 import linecache
 import secrets
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from fxcourse import raised, reference
 from fxcourse.cases import CaseMaker, seeds_of
-from fxcourse.messages import _, language, listing
+from fxcourse.messages import _, listing
 from fxcourse.quiet import without_structured_trace
 from fxcourse.results import record_tryit
-from fxcourse.stamps import unstamped_json
-
-ANSWERS_FILE = Path(__file__).with_name("answers.json")
-
-
-def no_answers() -> str:
-    return _(
-        "This edition of the course ships without reference answers: ask your instructor, or "
-        "reread the section the goal names."
-    )
+from fxcourse.shown_answers import (  # noqa: F401 - the chapters and tests import them here
+    ANSWERS_FILE,
+    Answer,
+    load_answers,
+    no_answers,
+    show_answer,
+)
 
 
 class NotYet(Exception):
@@ -145,10 +140,18 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
         self._no_trace.__enter__()
         return self
 
-    def __call__(self, condition: object, hint: str) -> None:
-        """Stop the checkpoint with `hint` unless `condition` is true."""
+    def __call__(self, *args, **kwargs):
+        """check(condition, hint): stop the checkpoint with `hint` unless `condition` is true.
+        Called from the learner's own code, it is the learner's helper named check (replaced by
+        the block's `as check`), for the calls the check cell makes outside case.both."""
+        caller, own = sys._getframe(1), self._own.get("check")
+        if own is not None and caller.f_globals is self.learner_globals:
+            if caller.f_code.co_filename != self.cell_file:
+                return own(*args, **kwargs)
+        condition, hint = args
         if not condition:
             raise NotYet(hint)
+        return None
 
     def close(self, mine, wanted, hint: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
         """Stop unless `mine` has the reference's structure, shapes, dtypes and values within the
@@ -338,63 +341,6 @@ def _display(result: CheckpointResult) -> None:
         print(repr(result))
     else:
         display(result, metadata={"fxcourse": result.summary()})
-
-
-def load_answers(path: Path | None = None) -> dict[str, dict]:
-    """Try-it id -> {"chapter", "code"}; empty when this edition ships without answers."""
-    if path is None:  # a translated chapter's answers carry translated comments
-        translated = ANSWERS_FILE.with_suffix(f".{language()}.json")
-        path = translated if translated.exists() else ANSWERS_FILE
-    if not path.exists():
-        return {}
-    return unstamped_json(json.loads(path.read_text(encoding="utf-8")))
-
-
-@dataclass
-class Answer:
-    """A reference answer, shown as highlighted code (Markdown) or plain text."""
-
-    tryit_id: str
-    code: str | None
-
-    def __repr__(self) -> str:
-        if self.code is None:
-            return no_answers()
-        title = _("A reference answer for try it {id}").format(id=self.tryit_id)
-        return f"# {title}\n{self.code}"
-
-    def as_details(self) -> str:
-        """A collapsed HTML block: the answer shows only when the learner clicks its summary."""
-        if self.code is None:
-            return f"<br><small>{html.escape(no_answers())}</small>"
-        summary = html.escape(_("Stuck? Show a reference answer"))
-        note = html.escape(_("One way to do it (yours may differ and still pass):"))
-        return (
-            f'<details class="fxcourse-answer"><summary>{summary}</summary><small>{note}</small>'
-            f"<pre>{html.escape(self.code)}</pre></details>"
-        )
-
-    def _repr_markdown_(self) -> str:
-        if self.code is None:
-            return no_answers()
-        title = _("A reference answer for try it {id} (yours may differ and still pass):")
-        return title.format(id=self.tryit_id) + f"\n\n```python\n{self.code}\n```"
-
-
-def show_answer(tryit_id: str) -> Answer:
-    """The reference answer of one try-it, to read; nothing is run and no cell is changed."""
-    answers = load_answers()
-    if not answers:
-        return Answer(tryit_id, None)
-    if tryit_id not in answers:
-        known = listing(sorted(answers, key=_natural))
-        unknown = _("no try-it {id}; the try-its are {known}")
-        raise KeyError(unknown.format(id=repr(tryit_id), known=known))
-    return Answer(tryit_id, answers[tryit_id]["code"])
-
-
-def _natural(tryit_id: str) -> list[int]:
-    return [int(part) if part.isdigit() else 0 for part in tryit_id.split(".")]
 
 
 reference.cell_log()  # from the chapter's first import on, note which cells ran cleanly

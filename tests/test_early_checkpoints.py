@@ -2316,3 +2316,28 @@ def test_the_reference_for_3_3_erases_every_pass_through_the_cases_do_not_draw()
         torch.fx.symbolic_trace(Squeezed().train()), torch.randn(2, 3, 1, 1)
     )
     assert [node.op for node in gm.graph.nodes] == ["placeholder", "call_function", "output"]
+
+
+def test_a_learners_helper_named_check_is_theirs_where_the_check_cell_calls_their_code(
+    monkeypatch,
+):
+    """The reviewer's (revA) 8.4: a right rule whose helper is named check heard "give yours
+    another name": its check cell calls the learner's function itself, outside case.both, where
+    the block's `as check` stood for the learner's helper. Called from the learner's code, the
+    checkpoint is now the learner's check; called from the check cell, it checks."""
+    answer = "def check(value):\n    return value * 2\n\n\n"
+    answer += "def doubled(value):\n    return check(value)\n"
+    namespace = {"__name__": "chapter", "checkpoint": tryit.checkpoint}
+    log = reference.CellLog(namespace)
+    log.before_cell(cell_ran(answer).info)
+    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    log(cell_ran(answer))
+    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    for wanted, problem in ((6, None), (7, "doubled(3) should be 7")):
+        cell = 'goal = "g"\nwith checkpoint("1.1", goal) as check:\n'
+        cell += f'    check(doubled(3) == {wanted}, "doubled(3) should be {wanted}")\n'
+        monkeypatch.setitem(
+            linecache.cache, "check", (len(cell), None, cell.splitlines(True), "check")
+        )
+        assert check_cells.judged(cell, namespace, monkeypatch).problem == problem
+        assert namespace["check"](5) == 10  # theirs again after the check

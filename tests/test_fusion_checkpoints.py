@@ -238,6 +238,13 @@ def unshare_modules(gm):
 """,
     ),
     "4.3 eps forgotten": ("4.3", FUSE_LINEAR_BN.format(root="bn.running_var.sqrt()", **BY_OBJECT)),
+    "4.3 a 2-D output guessed from a 2-D example or any Flatten in the model (reviewer revA)": (
+        "4.3",
+        FUSE_LINEAR_BN.format(root=RIGHT_ROOT, **BY_OBJECT).replace(
+            'len(source.meta["tensor_meta"].shape) == 2',
+            "example.dim() == 2 or any(isinstance(m, nn.Flatten) for m in gm.modules())",
+        ),
+    ),
     "4.3 calls counted by target name": (
         "4.3",
         FUSE_LINEAR_BN.format(
