@@ -302,3 +302,11 @@ def graph_code(gm: torch.fx.GraphModule) -> str:
 def runs_its_graph(gm: torch.fx.GraphModule) -> bool:
     """Whether gm runs the code of its graph as it is now (recompiled after its last edit)."""
     return gm.code == graph_code(gm)
+
+
+def near_in_float32(mine, wanted) -> bool:
+    """Whether `mine` is `wanted` within float32's rounding: a float64 result some step of which
+    ran in float32 (the hint then asks about dtypes; for a larger error it would mislead)."""
+    from fxcourse.reference import close_enough
+
+    return close_enough(mine, wanted, atol=1e-5, rtol=1e-4)

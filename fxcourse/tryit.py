@@ -205,6 +205,13 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
             self.result.reference_runs += self.result.cases_run
             return fn(self.learner, *copy.deepcopy(objects)), wanted
 
+    def mine(self, fn: Callable, *args, **kwargs):
+        """fn(*args, **kwargs) with the learner's names as the block found them: for the
+        learner's code that the check cell calls itself, outside case.both (`fn`: the learner's
+        function or a helper of fxcourse's, never a lambda of the check cell's)."""
+        with self.answers_run(None):
+            return fn(*args, **kwargs)
+
     def answers_run(self, fn: Callable):
         """While the answers run, the learner's names as the block found them (names_as_found)."""
         names = self.learner_globals

@@ -2341,3 +2341,23 @@ def test_a_learners_helper_named_check_is_theirs_where_the_check_cell_calls_thei
         )
         assert check_cells.judged(cell, namespace, monkeypatch).problem == problem
         assert namespace["check"](5) == 10  # theirs again after the check
+
+
+def test_a_learners_helper_named_goal_is_theirs_where_the_check_cell_calls_their_code(
+    monkeypatch,
+):
+    """The reviewer's (revA) 12.2: a while_loop's condition named goal, called through
+    check.mine outside case.both, read the check cell's goal string; now the learner's."""
+    answer = "def goal(value):\n    return value * 2\n\n\n"
+    answer += "def doubled(value):\n    return goal(value)\n"
+    namespace = {"__name__": "chapter", "checkpoint": tryit.checkpoint}
+    log = reference.CellLog(namespace)
+    log.before_cell(cell_ran(answer).info)
+    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
+    log(cell_ran(answer))
+    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    cell = 'goal = "g"\nwith checkpoint("1.1", goal) as check:\n'
+    cell += '    check(check.mine(check.learner.doubled, 3) == 6, "doubled(3) should be 6")\n'
+    monkeypatch.setitem(linecache.cache, "check", (len(cell), None, cell.splitlines(True), "check"))
+    assert check_cells.judged(cell, namespace, monkeypatch).problem is None
+    assert namespace["goal"](5) == 10  # theirs again after the check

@@ -973,3 +973,13 @@ def test_every_4_2_case_calls_modules_it_has():
             for node in gm.graph.find_nodes(op="call_module"):
                 gm.get_submodule(node.target)  # raises for a target the case broke
             gm(x)
+
+
+def test_the_float64_hint_is_given_only_for_errors_of_float32_rounding():
+    """The reviewer's (revA) 4.4: "does every step of your fold stay in float64?" came with
+    errors far beyond rounding, sending the learner to dtypes."""
+    from fxcourse.case_checks import near_in_float32
+
+    right = torch.randn(4, 5, dtype=torch.float64)
+    assert near_in_float32(right.float().double(), right)
+    assert not near_in_float32(right + 0.1, right)
