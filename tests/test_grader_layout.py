@@ -571,7 +571,7 @@ LEARNER_LOCATED_AT_IMPORT = {
     "fxcourse.selfcheck": {"ROOT"},
     "fxcourse.messages": {"LOCALES"},  # the package's own catalogs and answers
     "fxcourse.reference": {"REFERENCES_FILE"},
-    "fxcourse.tryit": {"ANSWERS_FILE"},
+    "fxcourse.shown_answers": {"ANSWERS_FILE"},
 }
 
 
