@@ -2030,19 +2030,28 @@ def cell_ran(source: str) -> SimpleNamespace:
     return SimpleNamespace(info=info, error_in_exec=None, error_before_exec=None)
 
 
-def verdict_in_a_kernel(tryit_id: str, answer: str, monkeypatch) -> tuple[str | None, dict]:
-    """verdict() with the CellLog a kernel keeps: the answer's cell logged, the check cell's
-    source where linecache finds it, as IPython leaves it. Also the namespace after the check."""
-    base, check = before_the_check(tryit_id)
-    namespace = dict(base)
+def answer_ran_in_a_kernel(answer: str, namespace: dict, monkeypatch) -> None:
+    """Run the learner's answer cell in `namespace` with the CellLog a kernel keeps."""
     log = reference.CellLog(namespace)
     log.before_cell(cell_ran(answer).info)
     exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
     log(cell_ran(answer))
     monkeypatch.setattr(reference, "cell_log", lambda: log)
-    monkeypatch.setitem(
-        linecache.cache, "check", (len(check), None, check.splitlines(True), "check")
-    )
+
+
+def as_a_cell_ran(check: str, monkeypatch) -> None:
+    """The check cell's source where linecache finds it under "check", as IPython leaves it."""
+    lines = check.splitlines(True)
+    monkeypatch.setitem(linecache.cache, "check", (len(check), None, lines, "check"))
+
+
+def verdict_in_a_kernel(tryit_id: str, answer: str, monkeypatch) -> tuple[str | None, dict]:
+    """verdict() with the CellLog a kernel keeps: the answer's cell logged, the check cell's
+    source where linecache finds it, as IPython leaves it. Also the namespace after the check."""
+    base, check = before_the_check(tryit_id)
+    namespace = dict(base)
+    answer_ran_in_a_kernel(answer, namespace, monkeypatch)
+    as_a_cell_ran(check, monkeypatch)
     tryit.replay(tryit_id, 1)
     return check_cells.judged(check, namespace, monkeypatch).problem, namespace
 
@@ -2328,17 +2337,11 @@ def test_a_learners_helper_named_check_is_theirs_where_the_check_cell_calls_thei
     answer = "def check(value):\n    return value * 2\n\n\n"
     answer += "def doubled(value):\n    return check(value)\n"
     namespace = {"__name__": "chapter", "checkpoint": tryit.checkpoint}
-    log = reference.CellLog(namespace)
-    log.before_cell(cell_ran(answer).info)
-    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
-    log(cell_ran(answer))
-    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    answer_ran_in_a_kernel(answer, namespace, monkeypatch)
     for wanted, problem in ((6, None), (7, "doubled(3) should be 7")):
         cell = 'goal = "g"\nwith checkpoint("1.1", goal) as check:\n'
         cell += f'    check(doubled(3) == {wanted}, "doubled(3) should be {wanted}")\n'
-        monkeypatch.setitem(
-            linecache.cache, "check", (len(cell), None, cell.splitlines(True), "check")
-        )
+        as_a_cell_ran(cell, monkeypatch)
         assert check_cells.judged(cell, namespace, monkeypatch).problem == problem
         assert namespace["check"](5) == 10  # theirs again after the check
 
@@ -2351,13 +2354,9 @@ def test_a_learners_helper_named_goal_is_theirs_where_the_check_cell_calls_their
     answer = "def goal(value):\n    return value * 2\n\n\n"
     answer += "def doubled(value):\n    return goal(value)\n"
     namespace = {"__name__": "chapter", "checkpoint": tryit.checkpoint}
-    log = reference.CellLog(namespace)
-    log.before_cell(cell_ran(answer).info)
-    exec(compile(answer, "answer", "exec"), namespace)  # noqa: S102
-    log(cell_ran(answer))
-    monkeypatch.setattr(reference, "cell_log", lambda: log)
+    answer_ran_in_a_kernel(answer, namespace, monkeypatch)
     cell = 'goal = "g"\nwith checkpoint("1.1", goal) as check:\n'
     cell += '    check(check.mine(check.learner.doubled, 3) == 6, "doubled(3) should be 6")\n'
-    monkeypatch.setitem(linecache.cache, "check", (len(cell), None, cell.splitlines(True), "check"))
+    as_a_cell_ran(cell, monkeypatch)
     assert check_cells.judged(cell, namespace, monkeypatch).problem is None
     assert namespace["goal"](5) == 10  # theirs again after the check
