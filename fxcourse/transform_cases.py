@@ -129,6 +129,30 @@ def other_readers(gm):  # the kinds of node, besides Linears, that read a value 
     return {"a module" if r.op == "call_module" else "a function" for r in readers if shows(r)}
 
 
+def other_values_hint(gm):  # 3.2's hint when values differ; a Linear subclass left unclamped?
+    calls = gm.graph.find_nodes(op="call_module")
+    subclassed = [
+        n for n in calls if is_linear(gm, n) and type(gm.get_submodule(n.target)) is not nn.Linear
+    ]
+    if left := [n.target for n in subclassed if not reads_a_clamp(gm, n)]:
+        return _(
+            "the graph computes other values, and {names} read no clamp: is an instance of a "
+            "subclass of nn.Linear a Linear?"
+        ).format(names=left)
+    return _("the graph computes other values: does each Linear, and nothing else, read a clamp?")
+
+
+def reads_a_clamp(gm, node):  # for a hint only: its input is a clamp, clip, hardtanh, min or max
+    source = node.args[0] if node.args else node.kwargs.get("input")
+    if not isinstance(source, fx.Node) or source.op in ("placeholder", "get_attr"):
+        return False
+    target = source.target
+    if source.op == "call_module":
+        target = type(gm.get_submodule(target)).__name__
+    named = getattr(target, "__name__", str(target)).lower()
+    return any(word in named for word in ("clamp", "clip", "hardtanh", "min", "max"))
+
+
 def residual_models(make):  # 3.2's cases: Linears whose input other nodes read, other modules
     subclass = ["subclass"] * make.each([True, False])  # half the cases hold a Linear subclass
     spellings = dict(ACTIVATIONS)

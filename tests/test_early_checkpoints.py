@@ -1598,7 +1598,23 @@ class SkipModule(Interpreter):
 }
 
 # wrong answers whose message must name their mistake: (try-it and answer, the message's start)
+TYPE_IS_LINEAR = """
+def clamp_linear_inputs(gm):
+    for node in list(gm.graph.nodes):
+        if node.op == "call_module" and type(gm.get_submodule(node.target)) is nn.Linear:
+            source = node.all_input_nodes[0]
+            with gm.graph.inserting_before(node):
+                clamp = gm.graph.call_function(torch.clamp, (source,), {"min": -1.0, "max": 1.0})
+            node.replace_input_with(source, clamp)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
 TOLD = {
+    "3.2 type is": (  # it asks whether a subclass's instance is a Linear (tester honZ)
+        TYPE_IS_LINEAR,
+        "the graph computes other values, and ['",
+    ),
     "3.4 dead": (
         HAND_GELU.format(erase="", end="    gm.recompile()"),
         "nodes that nothing reads are left",
@@ -1761,6 +1777,25 @@ def test_a_wrong_answer_is_told_its_mistake(mistake, seed, monkeypatch):
 @pytest.mark.parametrize("answer", sorted(WRONG))
 def test_a_wrong_answer_is_refused_in_every_run(answer, seed, monkeypatch):
     assert verdict(answer.split()[0], WRONG[answer], seed, monkeypatch) is not None
+
+
+SIGMOIDS_BY_NAME = """
+def use_hardsigmoid(gm):
+    for node in gm.graph.nodes:
+        if "sigmoid" in node.name:
+            node.op, node.target = "call_function", F.hardsigmoid
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sigmoids_found_by_name_are_told_that_a_name_is_a_label(seed, monkeypatch):
+    """3.1: a pass that finds sigmoids by node name heard, when the renamed one was given its
+    input by keyword, to look for keyword forms (known from red team redX's round)."""
+    problem = verdict("3.1", SIGMOIDS_BY_NAME, seed, monkeypatch)
+    assert problem is not None and "a name is a label any pass may change" in problem, problem
 
 
 @pytest.mark.parametrize("seed", SEEDS)
