@@ -4,6 +4,7 @@ checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at
     draft_rows(program)        one (kind, expression or operator, your line) per reported problem
     range_case(make)           12.1: a range for n, an example size, batch sizes to call with
     runs(program, *inputs)     12.1: whether the exported program accepts these inputs
+    range_probes(drawn, reference_program)   12.1: (inputs, accepted?, hint) to run a program on
     gcd_pairs(make)            12.2: pairs that need few and many steps, zeros, random pairs
     gcd_with_loop_runs(program, a, b)   12.2: the program's result, and how often loop bodies ran
     steps_outside_loops(program)        12.2: division or remainder nodes of the top-level graph
@@ -69,6 +70,34 @@ def runs(program, *inputs) -> bool:
         return True
     except Exception:
         return False
+
+
+def range_probes(drawn: RangeCase, reference_program=None) -> list[tuple[tuple, bool, str]]:
+    """12.1: (x and y, whether the program should accept them, the hint if it does not): the
+    range's ends and the example size at the drawn batches, n just outside the range, a y whose
+    width does not follow from n. Given the reference answer's program, each verdict is first
+    checked against it (a disagreement is the course's bug: ReferenceFailed)."""
+    import torch
+
+    from fxcourse.reference import ReferenceFailed
+
+    probes = []
+    for batch, n in zip(drawn.batches, (drawn.low, drawn.high, drawn.example_n), strict=True):
+        hint = _("the program should accept x of shape ({rows}, {n}) with its y")
+        probes.append(((batch, n, 2 * n), True, hint.format(rows=batch, n=n)))
+    for n in (drawn.low - 1, drawn.high + 1)[drawn.low <= 2 :]:
+        hint = _("n = {n} is outside the range; the program must refuse it").format(n=n)
+        probes.append(((3, n, 2 * n), False, hint))
+    hint = _("a y whose width does not follow from n must be refused")
+    probes.append(((3, drawn.example_n, 2 * drawn.example_n + 1), False, hint))
+    made = [
+        ((torch.randn(b, n), torch.randn(b, width)), ok, hint) for (b, n, width), ok, hint in probes
+    ]
+    for inputs, accepted, _hint in made if reference_program is not None else ():
+        if runs(reference_program, *inputs) != accepted:
+            shapes = [tuple(value.shape) for value in inputs]
+            raise ReferenceFailed(f"the reference program's verdict on {shapes} is not {accepted}")
+    return made
 
 
 FIBONACCI = [1, 1]

@@ -819,3 +819,32 @@ def test_12_2_tells_an_aliasing_refusal_by_the_clause_that_applies(monkeypatch):
 """
     problem = verdict("12.2", python_loop, 1, monkeypatch)
     assert problem and ".item()" in problem and "as it came" not in problem, problem
+
+
+def test_12_1_probes_are_checked_against_the_reference_answers_program():
+    """12.1's verdicts per probe (accept the range's ends, refuse n just outside, refuse a y of
+    the wrong width) are what the reference answer's program does: a program exported with a
+    wider range for n disagrees, and the checkpoint says the course is at fault, not the learner."""
+    from torch.export import Dim
+
+    from fxcourse.export_depth import RangeCase, range_probes, runs
+    from fxcourse.reference import ReferenceFailed
+
+    class Interleave(torch.nn.Module):  # the chapter's: y's width is twice x's
+        def forward(self, x, y):
+            return torch.stack([x, x.flip(1)], dim=2).flatten(1) - y
+
+    drawn = RangeCase(4, 12, 6, (3, 1, 40))
+    example = (torch.randn(3, 6), torch.randn(3, 12))
+
+    def exported(low, high):
+        n, batch = Dim("n", min=low, max=high), Dim("batch")
+        spec = {"x": {0: batch, 1: n}, "y": {0: batch, 1: 2 * n}}
+        return torch.export.export(Interleave(), example, dynamic_shapes=spec)
+
+    right = exported(4, 12)
+    probes = range_probes(drawn, right)
+    assert [accepted for _inputs, accepted, _hint in probes] == [True] * 3 + [False] * 3
+    assert all(runs(right, *inputs) == accepted for inputs, accepted, _hint in probes)
+    with pytest.raises(ReferenceFailed):
+        range_probes(drawn, exported(4, 13))
