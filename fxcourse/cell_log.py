@@ -149,6 +149,20 @@ def code_reads(code) -> set[str]:
     return set(code.co_names).union(*nested)
 
 
+def global_loads(code) -> set[str]:
+    """The names a code object, and the code nested in it, loads as globals (not attributes)."""
+    if code is None:
+        return set()
+    import dis
+
+    loads = {i.argval for i in dis.get_instructions(code) if i.opname in GLOBAL_LOADS}
+    nested = [global_loads(const) for const in code.co_consts if hasattr(const, "co_names")]
+    return loads.union(*nested)
+
+
+GLOBAL_LOADS = ("LOAD_GLOBAL", "LOAD_NAME")
+
+
 def cell_log() -> CellLog | None:
     """The kernel's CellLog, registered on first use; None outside IPython."""
     try:

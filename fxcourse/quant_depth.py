@@ -306,11 +306,11 @@ def first_loss_of(answer, float_graph, quantized, data, floor_db) -> tuple[objec
 
 
 def bias_grids_quantized_by(quantizers: dict, bias_spec_with: Callable) -> Callable:
-    """11.2: (bias_qparams, graph, data, the weights' qscheme) -> bias_grids under the chapter's
-    quantizer for that qscheme (`quantizers`), its bias spec derived by bias_qparams."""
+    """11.2: (answer, graph, data, the weights' qscheme) -> bias_grids under the chapter's
+    quantizer for that qscheme (`quantizers`), its bias spec derived by answer.bias_qparams."""
 
-    def grids(bias_qparams, graph, data, weights) -> list[tuple]:
-        quantizer = quantizers[weights](bias_spec=bias_spec_with(bias_qparams))
+    def grids(answer, graph, data, weights) -> list[tuple]:
+        quantizer = quantizers[weights](bias_spec=bias_spec_with(answer.bias_qparams))
         return bias_grids(quantizer, graph, data)
 
     return grids

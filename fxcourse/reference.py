@@ -32,8 +32,8 @@ from types import ModuleType, SimpleNamespace
 from fxcourse.cell_log import (  # noqa: F401 - CellLog: the tests and notes read it here
     CellLog,
     cell_log,
-    code_reads,
     defined_names,
+    global_loads,
     statement_binds,
 )
 from fxcourse.stamps import unstamped_json
@@ -159,7 +159,8 @@ def names_as_found(names: dict, before: dict, keep: object, fn=None, own: dict |
     goal, its `as check`, its imported helpers), so a helper of theirs with such a name is
     theirs; the block's come back after. Names `fn` itself reads (a check cell's lambda) keep the
     block's. `keep`: the checkpoint itself."""
-    read = code_reads(getattr(fn, "__code__", None))
+    theirs = getattr(fn, "__globals__", None) is names  # a check cell's lambda, not fxcourse's
+    read = global_loads(fn.__code__) if theirs else set()
     learners = {name: before[name] for name in _rebound(names, before, keep)}
     learners |= {name: value for name, value in (own or {}).items() if names.get(name) is not value}
     block = {name: names[name] for name in learners if name in names and name not in read}
