@@ -843,3 +843,32 @@ def test_checkpoint_7_4_refuses_a_fake_kernel_that_computes_the_result(monkeypat
         assert problem and "computes the result (aten.amax.default)" in problem, problem
     else:
         assert problem is None, problem
+
+
+def test_7_5_a_getitem_listed_or_not_is_the_same_answer():
+    """The red team (redQ): "every ATen operator call" read as call_function nodes lists the
+    getitem that picks aten.sort's values; read as ATen operators, it does not. Both are right
+    (the prompt says so), and the drawn layers now include a sort, so both are met."""
+    model = nn.Sequential(nn.Linear(4, 4), export_cases_late.Sorted())
+    program = torch.export.export(model, (torch.randn(2, 4),))
+
+    def listed(keep):
+        def walk(module) -> list[str]:
+            found = []
+            for node in getattr(module, "graph", SimpleNamespace(nodes=[])).nodes:
+                if node.op == "call_function" and keep(node):
+                    found.append(str(node.target))
+                elif node.op == "call_module":
+                    found += walk(module.get_submodule(node.target))
+            return found
+
+        def ops_inside(program, path):
+            return sorted(walk(torch.export.unflatten(program).get_submodule(path)))
+
+        return SimpleNamespace(ops_inside=ops_inside)
+
+    ask = export_cases_late.ops_of_paths(program, ["", "1"])
+    every_call = ask(listed(lambda node: True))
+    aten_only = ask(listed(lambda node: isinstance(node.target, torch._ops.OpOverload)))
+    assert every_call == aten_only, (every_call, aten_only)
+    assert every_call[0]["1"] == ["aten.sort.default"], every_call
