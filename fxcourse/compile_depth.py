@@ -216,6 +216,21 @@ def differs_from_itself(case: MinifierCase, results_differ: Callable) -> object:
     return results_differ(copy.deepcopy(case.gm), case.inputs, lambda gm, _inputs: gm)
 
 
+def handed_dynamos_graph(case: MinifierCase, results_differ: Callable) -> bool:
+    """Whether the predicate handed the backend a graph Dynamo captured (torch.compile around
+    the backend), not gm as the minifier does with backend(gm, inputs). The red team's (redQ):
+    torch.compile(gm, backend=backend) passed every case, Dynamo tracing each of the
+    minifier's candidates again (7 to 12 s a run)."""
+    handed: list[bool] = []
+
+    def backend(gm: fx.GraphModule, _inputs) -> Callable:
+        handed.append("dynamo_compile_id" in getattr(gm, "meta", {}))
+        return gm
+
+    results_differ(copy.deepcopy(case.gm), case.inputs, backend)
+    return any(handed)
+
+
 def differs_by_rounding(case: MinifierCase, results_differ: Callable) -> object:
     """What the predicate says of a healthy backend whose every finite output is one step of
     its dtype higher than gm's (what summing in another order gives): a right predicate says

@@ -11,6 +11,7 @@ checkpoints give `check.cases` (fxcourse.tryit, cases drawn fresh from a seed at
     interleave_exported(Interleave)     12.1: (answer, drawn) -> Interleave exported by the answer
     gcd_programs()                      12.2: each answer's Gcd exported once; .gcds(answer, pairs)
     gcd_library_calls(program)          12.2: calls of torch's own gcd or lcm
+    raised_told(pairs, results)         12.2: the first pair whose run raised, with its error
 """
 
 from __future__ import annotations
@@ -107,19 +108,23 @@ while len(FIBONACCI) < 92:  # the last, 4660046610375530309, still fits in an in
 
 def gcd_pairs(make) -> list[tuple[int, int]]:
     """Pairs to run: consecutive Fibonacci numbers (the most steps for their size; one pair
-    needs 85 steps or more, more than any unrolled copy would hold), multiples, a zero on one
-    side, random pairs, and multiples of a factor past 2**32, whose gcd an int32 or narrower
-    result cannot hold."""
+    needs 85 steps or more, more than any unrolled copy would hold), multiples, a zero on
+    either side, random pairs, multiples of a factor past 2**32, whose gcd an int32 or narrower
+    result cannot hold, and an odd number past 2**61 with an even divisor below 2**16: a
+    remainder taken through a float division (a / b of int64 tensors is float32's; float64
+    rounds past 2**53 to an even value) is wrong there (the red team's redQ: it passed)."""
     start = make.integer(20, 37)
     longest = make.integer(86, len(FIBONACCI) - 2)
     factor, wide = make.integer(2, 50), make.integer(2**33, 2**40)
     pairs = [
         (FIBONACCI[start + 1], FIBONACCI[start]),
-        make.choice([(make.integer(1, 99), 0), (0, make.integer(1, 99))]),
+        (make.integer(1, 99), 0),  # both sides, in every run: a loop that takes a mod b
+        (0, make.integer(1, 99)),  # before testing b fails only on (a, 0) (the red team's redQ)
         (factor * make.integer(1, 1000), factor * make.integer(1, 1000)),
         (make.integer(0, 10**6), make.integer(1, 10**6)),
         (FIBONACCI[longest], FIBONACCI[longest + 1]),
         (wide * make.integer(1, 1000), wide * make.integer(1, 1000)),
+        (make.integer(2**61, 2**62) | 1, 2 ** make.integer(1, 9) * make.integer(3, 99)),
     ]
     make.note(f"{pairs}")
     return pairs
@@ -132,11 +137,12 @@ class LoopRanTooLong(RuntimeError):
     pass
 
 
-def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | None, int]:
+def gcd_with_loop_runs(program, a: int, b: int) -> tuple[object, int]:
     """The exported program's result for (a, b) (a float for a floating-point result; None when
     its loops' bodies ran more than LOOP_LIMIT times, which stops the program: a subtraction per
     run takes a / b runs; a str saying what came back when it is not one 0-dim tensor, such as
-    the loop's (a, b) pair or a tensor of shape (1,)), and how many times those bodies ran
+    the loop's (a, b) pair or a tensor of shape (1,); a ProgramRaised for an error the program
+    raised, such as a mod b with b = 0), and how many times those bodies ran
     (counted by a hook on each
     body's graph module, removed after the call: every program.module() shares its bodies, so a
     hook left there would count, and stop, the calls for later pairs too)."""
@@ -155,10 +161,10 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | Non
     hooks = [body.register_forward_pre_hook(count) for body in bodies]
     try:
         result = module(torch.tensor(a), torch.tensor(b))
-    except Exception:
+    except Exception as error:  # noqa: BLE001 - told with its pair (raised_told)
         if runs[0] > LOOP_LIMIT:  # however the loop passed the hook's error on
             return None, runs[0]
-        raise
+        return ProgramRaised(error), runs[0]
     finally:
         for hook in hooks:
             hook.remove()
@@ -167,6 +173,38 @@ def gcd_with_loop_runs(program, a: int, b: int) -> tuple[int | float | str | Non
     if result.dim() != 0:
         return _("a tensor of shape {shape}").format(shape=tuple(result.shape)), runs[0]
     return (float if result.is_floating_point() else int)(result), runs[0]
+
+
+class ProgramRaised:
+    """12.2: the error an exported program raised for a pair: its type and its first line."""
+
+    def __init__(self, error: Exception):
+        first = (str(error).strip().splitlines() or [""])[0][:160]
+        self.said = f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+    def __str__(self) -> str:
+        return self.said
+
+
+def raised_told(pairs: list, results: list) -> str:
+    """12.2: what to tell of the first pair whose run of the program raised ("" for none): the
+    pair and the error, not the program's generated line (the red team's redQ: a mod b with
+    b = 0 was told as "remainder = torch.ops.aten.remainder.Tensor(arg0_1, arg1_1)")."""
+    for pair, (got, _runs) in zip(pairs, results, strict=True):
+        if not isinstance(got, ProgramRaised):
+            continue
+        if "ZeroDivisionError" in str(got):
+            said = _(
+                "the exported program divided by 0 for {pair}: where does your loop take a mod"
+                " b, and can b be 0 there? (12.4)"
+            )
+            return said.format(pair=pair)
+        said = _(
+            "the exported program raised {error} for {pair}: call Gcd()(torch.tensor(a),"
+            " torch.tensor(b)) on that pair to see where (12.4)"
+        )
+        return said.format(error=got, pair=pair)
+    return ""
 
 
 def capture_failure(error: Exception) -> str:

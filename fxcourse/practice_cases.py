@@ -41,6 +41,7 @@ from fxcourse.quantize_cases import (  # noqa: F401  (chapter 8's cells import t
     observed_biases,
     observed_inputs,
     observer_run_by,
+    scale_chooser_run_by,
     steps_apart,
     stored_for,
     stored_weights,

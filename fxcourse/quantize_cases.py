@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
 from itertools import pairwise
 
 import torch
@@ -234,4 +235,31 @@ def observer_run_by(function, weight: torch.Tensor) -> str | None:
         function(weight)
     finally:
         hook.remove()
+    return called[0] if called else None
+
+
+SCALE_CHOOSERS = ("choose_qparams", "determine_qparams", "calculate_qparams")
+
+
+def scale_chooser_run_by(function, weight: torch.Tensor) -> str | None:
+    """8.4: the first of torchao's or torch.ao's functions that choose quantization parameters
+    (choose_qparams_affine, determine_qparams, an observer's calculate_qparams) that
+    `function(weight)` calls, or None. The red team's (redQ): torchao's choose_qparams_affine,
+    and its determine_qparams, chose the scales and passed every case, no observer run."""
+    called = []
+
+    def seen(frame, event: str, _arg) -> None:
+        code = frame.f_code
+        if event != "call" or called or not any(n in code.co_name for n in SCALE_CHOOSERS):
+            return
+        path = code.co_filename.replace("\\", "/")
+        if "/torchao/" in path or "/torch/ao/" in path:
+            called.append(code.co_name)
+
+    before = sys.getprofile()
+    sys.setprofile(seen)
+    try:
+        function(weight)
+    finally:
+        sys.setprofile(before)
     return called[0] if called else None

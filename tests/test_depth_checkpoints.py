@@ -122,6 +122,23 @@ def test_an_honest_alternative_passes(tryit_id, seed, monkeypatch):
     assert verdict(tryit_id, HONEST_ALTERNATIVES[tryit_id], seed, monkeypatch) is None
 
 
+COPIED_FOR_THE_BACKEND_10_3 = """
+import copy
+
+
+def results_differ(gm, inputs, backend):  # a copy of gm, not Dynamo's graph: the minifier's way
+    got, want = backend(copy.deepcopy(gm), list(inputs))(*inputs), gm(*inputs)
+    return any(not torch.allclose(g, w, equal_nan=True) for g, w in zip(got, want, strict=True))
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_3_takes_a_predicate_that_hands_the_backend_a_copy_of_gm(seed, monkeypatch):
+    """handed_dynamos_graph refuses torch.compile around the backend, not a graph the predicate
+    copied itself."""
+    assert verdict("10.3", COPIED_FOR_THE_BACKEND_10_3, seed, monkeypatch) is None
+
+
 SERVE_THAT_YIELDS = """
 def serve(scorer, requests):  # outputs handed on one by one, each computed as it is taken
     compiled = torch.compile(scorer, backend="eager", dynamic=True)
@@ -149,6 +166,28 @@ def test_10_2_takes_a_serve_that_yields_its_outputs(seed, monkeypatch):
 
 # Wrong answers of the red-team reviews (run over fresh cases, they passed some runs or all).
 WRONG_ANSWERS = {
+    "10.3 wraps the backend in torch.compile": """
+def results_differ(gm, inputs, backend):  # the red team's (redQ): Dynamo's graph, 7 to 12 s a run
+    got, want = torch.compile(gm, backend=backend)(*inputs), gm(*inputs)
+    return any(not torch.allclose(g, w, equal_nan=True) for g, w in zip(got, want))
+""",
+    "12.2 takes the remainder through a float division": """
+class Gcd(nn.Module):  # the red team's (redQ): a / b of int64 tensors is a float32 division
+    def forward(self, a, b):
+        step = lambda a, b: (b.clone(), a - b * torch.floor(a / b).long())  # noqa: E731
+        found, _ = torch.while_loop(lambda a, b: b != 0, step, (a, b))
+        return found
+""",
+    "12.2 takes the remainder through a float64 division": """
+class Gcd(nn.Module):  # exact below 2**53 only
+    def forward(self, a, b):
+        def step(a, b):
+            x, y = a.double(), b.double()
+            return b.clone(), (x - y * torch.floor(x / y)).long()
+
+        found, _ = torch.while_loop(lambda a, b: b != 0, step, (a, b))
+        return found
+""",
     "10.2 rounds the temperature to two decimals": """
 def serve(scorer, requests):  # the red team's (redY): every drawn temperature had two decimals
     compiled = torch.compile(scorer, backend="eager", dynamic=True)
@@ -848,3 +887,20 @@ def test_12_1_probes_are_checked_against_the_reference_answers_program():
     assert all(runs(right, *inputs) == accepted for inputs, accepted, _hint in probes)
     with pytest.raises(ReferenceFailed):
         range_probes(drawn, exported(4, 13))
+
+
+MOD_IN_THE_CONDITION_12_2 = """
+class Gcd(nn.Module):  # the red team's (redQ): the condition takes a mod b before b is tested
+    def forward(self, a, b):
+        found = torch.while_loop(lambda a, b: a % b != 0, lambda a, b: (b.clone(), a % b), (a, b))
+        return found[1]
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_12_2_names_the_pair_whose_run_divided_by_0_in_every_run(seed, monkeypatch):
+    """Every run has a pair (a, 0) (only (0, b) in some runs: the answer passed them), and the
+    error raised inside the program is told with its pair, not the program's generated line."""
+    problem = verdict("12.2", MOD_IN_THE_CONDITION_12_2, seed, monkeypatch)
+    assert problem and problem.startswith("the exported program divided by 0 for ("), problem
+    assert "arg0_1" not in problem and "remainder" not in problem

@@ -730,6 +730,39 @@ def test_8_4_refuses_scales_read_off_an_observer_in_every_run(run_seed):
         assert cases.observer_run_by(by_division, weight) is None
 
 
+def by_torchao_chooser(weight):  # the red team's (redQ): torchao's function picks the scales
+    from torchao.quantization.quant_primitives import MappingType, choose_qparams_affine
+
+    scale, _ = choose_qparams_affine(
+        weight, MappingType.SYMMETRIC, (1, weight.shape[1]), torch.int8, -128, 127, eps=2**-12
+    )
+    scale = scale.reshape(-1).float()
+    return torch.round(weight / scale[:, None]).clamp(-128, 127).to(torch.int8), scale
+
+
+def by_determine_qparams(weight):  # the red team's (redQ): so does torchao's determine_qparams
+    from torchao.quantization.pt2e.utils import determine_qparams
+
+    low, high, eps = weight.amin(dim=1), weight.amax(dim=1), torch.tensor([2**-12])
+    scale, _ = determine_qparams(
+        low, high, -128, 127, torch.int8, eps, False, qscheme=torch.per_channel_symmetric
+    )
+    scale = scale.float()
+    return torch.round(weight / scale[:, None]).clamp(-128, 127).to(torch.int8), scale
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_8_4_refuses_scales_a_library_function_chose_in_every_run(run_seed):
+    for answer in (by_torchao_chooser, by_determine_qparams):
+        assert not refused_8_4(answer, run_seed)  # right numbers: the cases alone pass them
+    for (weight,) in run_cases(cases.weights, run_seed):
+        assert cases.scale_chooser_run_by(by_torchao_chooser, weight) == "choose_qparams_affine"
+        assert cases.scale_chooser_run_by(by_determine_qparams, weight) == "determine_qparams"
+        assert cases.scale_chooser_run_by(by_observer, weight) is not None
+        assert cases.scale_chooser_run_by(int8_per_row, weight) is None
+        assert cases.scale_chooser_run_by(by_division, weight) is None
+
+
 def test_8_4_judges_the_chapters_layers_on_the_weights_they_hold_now():
     """The tester's (honZ): the training cell run again after converting; the right rule heard
     "the scales differ from what convert_pt2e stored", stored for the older weights."""
