@@ -215,19 +215,36 @@ def _held_modules(root: nn.Module) -> dict[str, object]:
     return held
 
 
+class Interpreted(list):
+    """nodes_interpreted's list: every node handed to a `run_node`, in order. `runners` holds,
+    at the same places, the Interpreter that ran each; `edited` is True once a node ran while
+    the graph watched had other nodes, ops, targets or arguments than when the block began (an
+    answer that edits the graph for its run and puts it back leaves no other trace)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runners: list = []
+        self.edited = False
+
+
 @contextlib.contextmanager
-def nodes_interpreted() -> Iterator[list]:
-    """A list that fills, inside the block, with every node that any `Interpreter.run` hands
-    to its `run_node` (an override included), whichever Interpreter runs: an answer that runs a
-    copy of the graph, or the copy's generated code, never hands over the original's nodes."""
-    ran: list = []
+def nodes_interpreted(watched_gm: torch.fx.GraphModule | None = None) -> Iterator[Interpreted]:
+    """An `Interpreted` list that fills, inside the block, with every node that any
+    `Interpreter.run` hands to its `run_node` (an override included), whichever Interpreter
+    runs: an answer that runs a copy of the graph, or the copy's generated code, never hands
+    over the original's nodes. With `watched_gm`, each node run also compares watched_gm's
+    nodes, their ops, targets and arguments with those it had when the block began."""
+    ran = Interpreted()
     run = torch.fx.Interpreter.run
+    state = None if watched_gm is None else _graph_state(watched_gm)
 
     def watched(self, *args, **kwargs):
         own = self.run_node
 
         def run_node(node):
             ran.append(node)
+            ran.runners.append(self)
+            ran.edited = ran.edited or (state is not None and _graph_state(watched_gm) != state)
             return own(node)
 
         self.run_node = run_node
@@ -241,6 +258,12 @@ def nodes_interpreted() -> Iterator[list]:
         yield ran
     finally:
         torch.fx.Interpreter.run = run
+
+
+def _graph_state(gm: torch.fx.GraphModule) -> list[tuple]:
+    """gm's nodes, ops and targets, and its nodes' argument tuples by identity: setting a node's
+    args or kwargs, even back to what they held, makes new ones."""
+    return [(id(n), n.op, n.target, id(n.args), id(n.kwargs)) for n in gm.graph.nodes]
 
 
 def every_node_of(gm: torch.fx.GraphModule, ran: list) -> bool:

@@ -100,13 +100,16 @@ def skip_module_cases(make):  # 5.1's cases: numeric and nested paths, two calls
 
 
 def skip_module_run(answer, gm, x, skip):
-    # the result, what ran, gm unchanged, None read, modules set, the gradient x receives
+    # the result, what ran, gm unchanged, None read, modules set, the gradient x receives, and
+    # whether gm's graph was edited while it ran (then put back: red team redP)
     x = x.requires_grad_()
     code, graph, before = gm.code, graph_code(gm), gm(x)
     with modules_run() as ran, modules_swapped(gm) as swapped:  # even a swap put back is seen
-        result, none_read = none_reached(answer.SkipModule(gm, skip).run, x)
+        with nodes_interpreted(gm) as interpreted:
+            result, none_read = none_reached(answer.SkipModule(gm, skip).run, x)
     same = gm.code == code and graph_code(gm) == graph and torch.equal(gm(x), before)
-    return result, sorted(ran), same, none_read, swapped, _input_gradient(result, x)
+    gradient = _input_gradient(result, x)
+    return result, sorted(ran), same, none_read, swapped, gradient, interpreted.edited
 
 
 def _input_gradient(result, x):  # None when no gradient reaches x (a detach, torch.no_grad)
@@ -197,8 +200,12 @@ def memory_recorder_run(answer, gm, example):
         result = recorder.run(example)
     kept = metas == [sorted(n.meta) for n in gm.graph.nodes]
     own = {id(node) for node in gm.graph.nodes}  # and no other graph's: ShapeProp on a copy,
-    # run beside the recorder's own run, measures for it
-    measured = every_node_of(gm, ran) and all(id(node) in own for node in ran)
+    # run beside the recorder's own run, measures for it; nor torch's ShapeProp on gm itself,
+    # its tensor_meta read and removed (red team redP): gm's nodes run by Interpreters of the
+    # answer's own classes only (the recorder, or one it hands gm to)
+    runs = zip(ran, ran.runners, strict=True)
+    by_torch = any(type(runner).__module__.startswith("torch") for _node, runner in runs)
+    measured = every_node_of(gm, ran) and all(id(node) in own for node in ran) and not by_torch
     return result, recorder.bytes_by_node, kept, measured
 
 
@@ -247,16 +254,17 @@ def relu_to_gelu_in_float64(result):  # whether the result is judged to float64'
 
 def relu_to_gelu_run(answer, gm, x):
     # the result, whether it ran gm itself, the gradient it gives x, whether gm still computes
-    # what it computed before the run
+    # what it computed before the run, whether gm's graph was edited while it ran (then put back)
     with torch.no_grad():
         before, graph = gm(x), graph_code(gm)
     interpreter = answer.ReluToGelu(gm)
-    with nodes_interpreted() as ran:  # gm's own nodes, run one by one: no copy's generated code
+    with nodes_interpreted(gm) as ran:  # gm's own nodes, run one by one: no copy's code
         result = interpreter.run(x.requires_grad_())
     gradient = _input_gradient(result, x)
     with torch.no_grad():
         kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4) and graph_code(gm) == graph
-    return result, interpreter.module is gm and every_node_of(gm, ran), gradient, kept
+    runs_gm = interpreter.module is gm and every_node_of(gm, ran)
+    return result, runs_gm, gradient, kept, ran.edited
 
 
 # ----------------------------------------------------------------------------- try it 5.4

@@ -2,6 +2,7 @@
 compare the learner's answer with the reference answer, fxcourse.reference).
 
     row_steps_opaque_nodes(traced_row_steps)             # try it 1.1: nodes that hide code
+    in_place_nodes(traced_row_steps)                     # try it 1.1: nodes that write in place
     for case in check.cases(row_step_inputs):            # try it 1.1: (x,)
         case.both(lambda answer, x: row_steps_outcome(answer.traced_row_steps, x))
     gelu_calls_of(gm), gelu_steps_of(gm)                 # try it 1.2: what plain_gelu's graph does
@@ -69,11 +70,28 @@ def row_step_inputs(make):  # 1.1's cases: 2 to 9 rows, each row one number, a v
 
 def row_steps_outcome(traced, x):  # what the graph's nodes compute (or the error they raised),
     before = x.clone()  # and whether they wrote into x: row_steps_loop leaves its input as it was
+    interpreter = fx.Interpreter(traced, graph=traced.graph)  # the nodes, not forward
+    interpreter.extra_traceback = False  # torch's error alone: no node line, no tlparse pointer
     try:
-        result = fx.Interpreter(traced, graph=traced.graph).run(x)  # the nodes, not forward
+        result = interpreter.run(x)
     except Exception as error:  # noqa: BLE001 (any error is the learner's to see)
         result = error
     return result, not torch.equal(x, before)
+
+
+def in_place_nodes(traced):  # the names of the nodes that write into a tensor they read
+    return [node.name for node in traced.graph.nodes if _writes_in_place(node)]
+
+
+def _writes_in_place(node):  # x.sub_(y), torch.sub_ ..., operator.isub: a name ending in one _
+    if node.op not in ("call_method", "call_function"):
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    in_place_operator = node.op == "call_function" and name in IN_PLACE
+    return (name.endswith("_") and not name.endswith("__")) or in_place_operator
+
+
+IN_PLACE = {f"i{name}" for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")}
 
 
 def row_steps_opaque_nodes(traced):  # the names of the nodes that hide a computation

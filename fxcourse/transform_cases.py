@@ -253,6 +253,19 @@ def copies_after_input_ops(make, model, layout):  # a relu keeps the input's lay
         make.note(
             _("then .contiguous(memory_format=torch.channels_last) of the relu and both copies")
         )
+    # memory_format= spelled with its default, in every case whose input is laid out otherwise:
+    # of the channels-last relu (a copy) or of the relu's contiguous copy (a pass-through); a
+    # rule that reads whether the keyword is there, not its value, takes it for channels-last
+    # (red team redP)
+    by_default = method("contiguous", memory_format=torch.contiguous_format)
+    steps.append(
+        Step("contiguous", by_default, (end + 1 if layout == "channels_last" else end + 2,))
+    )
+    make.note(
+        _("then .contiguous(memory_format=torch.contiguous_format) of the relu")
+        if layout == "channels_last"
+        else _("then .contiguous(memory_format=torch.contiguous_format) of the relu's copy")
+    )
     model.extend(steps)
 
 

@@ -1734,6 +1734,112 @@ def run_from(gm, known, *inputs):
 }
 
 
+# red team redP: a layout asked for by a keyword's presence, and runs that edit the graph (or let
+# ShapeProp measure) and put it back; each refused in every run
+EDITED_FOR_THE_RUN = """
+class {cls}(Interpreter):
+{init}
+    def run(self, *args, **kwargs):
+        saved = []
+        for node in self.module.graph.nodes:
+            if {found}:
+                saved.append((node, node.op, node.target, node.args, node.kwargs))
+                {edit}
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            for node, op, target, args, kwargs in saved:
+                node.op, node.target, node.args, node.kwargs = op, target, args, kwargs
+"""
+SKIP_INIT = """    def __init__(self, module, skip):
+        super().__init__(module)
+        self.skip = skip
+"""
+RELU_FOUND = (
+    '(node.op, node.target) in (("call_function", torch.relu), ("call_method", "relu")) or '
+    '(node.op == "call_module" and isinstance(self.fetch_attr(node.target), nn.ReLU))'
+)
+WRONG |= {
+    "3.3 memory_format= taken for channels-last whenever it is given (red team redP)": (
+        PASS_THROUGHS.format(
+            propagated="example",
+            drop="torch.empty_strided(meta.shape, meta.stride).is_contiguous(memory_format="
+            "torch.channels_last if 'memory_format' in node.kwargs else torch.contiguous_format)",
+        )
+    ),
+    "5.1 each call of skip edited into an identity for the run, then put back (redP)": (
+        EDITED_FOR_THE_RUN.format(
+            cls="SkipModule",
+            init=SKIP_INIT,
+            found='node.op == "call_module" and node.target == self.skip',
+            edit='node.op, node.target = "call_function", lambda value: value\n'
+            "                node.args = tuple(node.all_input_nodes[:1])\n"
+            "                node.kwargs = {}",
+        )
+    ),
+    "5.3 every ReLU node made an F.gelu call for the run, then put back (red team redP)": (
+        EDITED_FOR_THE_RUN.format(
+            cls="ReluToGelu",
+            init="",
+            found=RELU_FOUND,
+            edit='node.op, node.target = "call_function", F.gelu',
+        )
+    ),
+    "5.2 ShapeProp on gm itself measures, its tensor_meta then removed (red team redP)": """
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
+
+
+def bytes_in(meta):
+    if isinstance(meta, TensorMetadata):
+        return meta.shape.numel() * meta.dtype.itemsize
+    if isinstance(meta, (tuple, list)):
+        return sum(bytes_in(item) for item in meta)
+    return 0
+
+
+class MemoryRecorder(Interpreter):
+    def __init__(self, module):
+        super().__init__(module)
+        self.bytes_by_node = {}
+
+    def run(self, *args, **kwargs):
+        saved = {node: dict(node.meta) for node in self.module.graph.nodes}
+        ShapeProp(self.module).propagate(*args)
+        for node, meta in saved.items():
+            found = node.meta.get("tensor_meta")
+            if node.op not in ("placeholder", "get_attr") and found is not None:
+                self.bytes_by_node[node.name] = bytes_in(found)
+            node.meta.clear()
+            node.meta.update(meta)
+        return super().run(*args, **kwargs)
+""",
+}
+TOLD |= {
+    "5.1 edited": (
+        WRONG["5.1 each call of skip edited into an identity for the run, then put back (redP)"],
+        "your SkipModule edited gm's graph while it ran, and put it back",
+    ),
+    "5.3 edited": (
+        WRONG["5.3 every ReLU node made an F.gelu call for the run, then put back (red team redP)"],
+        "your ReluToGelu edited gm's graph while it ran, and put it back",
+    ),
+    "5.2 ShapeProp": (
+        WRONG["5.2 ShapeProp on gm itself measures, its tensor_meta then removed (red team redP)"],
+        "your run() did not run gm's own nodes one by one",
+    ),
+}
+HONEST |= {
+    "1.1 differences written in place into a copy of the rows (red team redP)": """
+def row_steps(x):
+    steps = x[1:].clone()
+    return steps.sub_(x[:-1])
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+}
+
+
 def test_every_run_of_3_3_has_the_linear_named_contiguous_read_a_contiguous_value():
     """Red team redX: the decoy Linear named "contiguous" read whatever the drawn model gave it;
     in runs where that was never laid out contiguously, a rule that found .contiguous() by its
@@ -2442,3 +2548,24 @@ def test_names_as_found_keeps_the_blocks_name_only_for_a_global_load_of_the_chec
             seen[fn] = names["graph"]
     assert list(seen.values()) == ["the block's", "the learner's", "the learner's"]
     assert names["graph"] == "the block's"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_in_place_op_on_a_slice_of_x_is_told_so_without_torchs_node_line(seed, monkeypatch):
+    """x[1:].sub_(x[:-1]) raised inside torch's Interpreter, and 1.1 printed the whole error:
+    its node line ("While executing %sub_ ..."), "Original traceback: None", a pointer to
+    tlparse, then asked for how many rows the graph was made (red team redP)."""
+    answer = """
+def row_steps(x):
+    return x[1:].sub_(x[:-1])
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+"""
+    problem = verdict("1.1", answer, seed, monkeypatch)
+    assert problem is not None and "While executing" not in problem, problem
+    assert "tlparse" not in problem and "Original traceback" not in problem, problem
+    told = ("the graph wrote into its input", "the graph raised")
+    assert problem.startswith(told), problem
+    if problem.startswith("the graph raised"):
+        assert "it writes in place (['sub_'])" in problem, problem
