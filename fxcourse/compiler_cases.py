@@ -209,15 +209,18 @@ def lse_inputs(
     """Ordinary values, an equal pair, and values far past exp's range in both directions: a
     pair both large and close, and one both far below 0, where exp gives 0 for each and the
     expression -inf, though its value is the larger plus at most log 2 (a replacement that
-    shifts only large positive values keeps that -inf)."""
+    shifts only large positive values keeps that -inf). And 0 beside -g, for a gap g of 9 to 21
+    and one of 22.2 to 22.8: log(1 + exp(-g)) is still more than float64's tolerance, so a
+    replacement that takes the larger input alone beyond some gap below 22.8 is off there."""
     big = 1000.0 if dtype == torch.float32 else 4000.0
-    u = [0.0, -big / 2, big, -3.0, big / 2, rng.uniform(-2, 2)]
-    v = [0.0, -big / 2 - 1, -big, 2.0, big / 2 + 1, rng.uniform(-2, 2)]
+    u = [0.0, -big / 2, big, -3.0, big / 2, rng.uniform(-2, 2), 0.0, 0.0]
+    gaps = [rng.uniform(9, 21), rng.uniform(22.2, 22.8)]
+    v = [0.0, -big / 2 - 1, -big, 2.0, big / 2 + 1, rng.uniform(-2, 2), *(-g for g in gaps)]
     order = list(range(len(u)))
     rng.shuffle(order)
     u, v = [u[i] for i in order], [v[i] for i in order]
     tensors = torch.tensor(u, dtype=dtype), torch.tensor(v, dtype=dtype)
-    return tuple(t.reshape(2, 3) for t in tensors) if matrix else tensors
+    return tuple(t.reshape(2, 4) for t in tensors) if matrix else tensors
 
 
 def draw_scores(make) -> Scores:

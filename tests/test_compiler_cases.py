@@ -257,6 +257,15 @@ WRONG_9_2 = {
         naive,
         lambda a, b: torch.where(torch.maximum(a, b) > 80, stable(a, b), naive(a, b)),
     ),
+    # the red team's (redQ): exact in float32, off by up to exp(-20) in float64
+    "the larger input beyond a gap of 20": (
+        naive,
+        lambda a, b: torch.where((a - b).abs() > 20, torch.maximum(a, b), stable(a, b)),
+    ),
+    "the larger input beyond a gap of 22": (
+        naive,
+        lambda a, b: torch.where((a - b).abs() > 22, torch.maximum(a, b), stable(a, b)),
+    ),
 }
 
 
