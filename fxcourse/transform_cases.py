@@ -62,27 +62,25 @@ def sigmoids_left(gm):  # the names of the nodes that still call a sigmoid
 
 def sigmoids_left_hint(gm, left):  # 3.1: what the sigmoid nodes a pass left have in common
     nodes = [node for node in gm.graph.nodes if node.name in left]
-    by_keyword = [node.name for node in nodes if not node.args]
-    renamed = [node.name for node in nodes if "sigmoid" not in node.name]
-    if only_keyword := [name for name in by_keyword if name not in renamed]:
-        hint = _(
-            "a sigmoid given its input by keyword is left ({names}): torch.sigmoid(input=x) "
-            "is a node whose args are empty; does your pass find it?"
-        )
-        return hint.format(names=only_keyword)
-    if only_renamed := [name for name in renamed if name not in by_keyword]:
-        hint = _(
-            "sigmoid nodes are left ({names}): a name is a label any pass may change; what do "
-            "their op and target say?"
-        )
-        return hint.format(names=only_renamed)
-    if by_keyword:  # given by keyword and renamed: either may be why the pass missed it
+    by_keyword = all(not node.args for node in nodes)
+    renamed = all("sigmoid" not in node.name for node in nodes)
+    if by_keyword and renamed:  # either may be why the pass missed them
         hint = _(
             "a sigmoid given its input by keyword, under a name a pass gave it, is left "
             "({names}): its args are empty and a name is a label; does your pass find it?"
         )
-        return hint.format(names=by_keyword)
-    hint = _("sigmoid nodes are left ({names}): which node kinds call a sigmoid (section 2.2)?")
+    elif by_keyword:
+        hint = _(
+            "a sigmoid given its input by keyword is left ({names}): torch.sigmoid(input=x) "
+            "is a node whose args are empty; does your pass find it?"
+        )
+    elif renamed:
+        hint = _(
+            "sigmoid nodes are left ({names}): a name is a label any pass may change; what do "
+            "their op and target say?"
+        )
+    else:
+        hint = _("sigmoid nodes are left ({names}): which node kinds call a sigmoid (section 2.2)?")
     return hint.format(names=left)
 
 

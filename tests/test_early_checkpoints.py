@@ -6,6 +6,7 @@ on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (defau
 
 from __future__ import annotations
 
+import ast
 import json
 import linecache
 import os
@@ -1902,6 +1903,19 @@ def test_sigmoids_found_by_name_are_told_that_a_name_is_a_label(seed, monkeypatc
     input by keyword, to look for keyword forms (known from red team redX's round)."""
     problem = verdict("3.1", SIGMOIDS_BY_NAME, seed, monkeypatch)
     assert problem is not None and "a name is a label" in problem, problem
+
+
+@pytest.mark.parametrize("seed", sorted({*SEEDS, 11}))
+def test_a_pass_that_forgets_the_method_form_is_not_told_of_names(seed, monkeypatch):
+    """3.1 (red team redC): a pass that forgot the method form left a renamed method node
+    beside a named one, and heard "a name is a label" on run 11; names are spoken of only where
+    every node left was renamed (then a pass that found sigmoids by name is as likely)."""
+    problem = verdict("3.1", WRONG_SIGMOID_NODES, seed, monkeypatch)
+    assert problem is not None and problem.startswith("sigmoid nodes are left ("), problem
+    left = ast.literal_eval(problem[len("sigmoid nodes are left (") : problem.index("])") + 1])
+    named = any("sigmoid" in name for name in left)
+    assert not named or "a name is a label" not in problem, problem
+    assert named or "what do their op and target say?" in problem, problem
 
 
 @pytest.mark.parametrize("seed", SEEDS)
