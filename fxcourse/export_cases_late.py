@@ -13,6 +13,7 @@ must handle (make.each).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import operator
 import os
@@ -117,22 +118,40 @@ def module_trees(make):
 
 
 def ops_of_paths(program: torch.export.ExportedProgram, paths: list[str]):
-    """A function of the answer: its ops_inside for each path, each on a copy of `program`,
-    and whether it built a module with torch.export.unflatten (however imported: each one is
-    an UnflattenedModule)."""
+    """A function of the answer: its ops_inside for each path, each on a copy of `program` whose
+    flat graph holds no nn_module_stack (only torch.export.unflatten, however imported, sees
+    it: an answer reading it there never read unflatten's modules), and whether it built one."""
 
     def ask(answer, *_objects) -> tuple[dict[str, list[str]], bool]:
-        built, init = [], UnflattenedModule.__init__
+        built, init, found = [], UnflattenedModule.__init__, {}
 
-        def recorded(self, *args, **kwargs):
+        def recorded(self, export_module, *args, **kwargs):
             built.append(True)
-            init(self, *args, **kwargs)
+            with module_stacks_shown(export_module, stacks):
+                init(self, export_module, *args, **kwargs)
 
         with mock.patch.object(UnflattenedModule, "__init__", recorded):
-            found = {path: answer.ops_inside(copy.deepcopy(program), path) for path in paths}
+            for path in paths:
+                given = copy.deepcopy(program)
+                stacks = {n.name: n.meta.pop("nn_module_stack", None) for n in given.graph.nodes}
+                found[path] = answer.ops_inside(given, path)
         return {path: without_getitem(ops) for path, ops in found.items()}, bool(built)
 
     return ask
+
+
+@contextlib.contextmanager
+def module_stacks_shown(program: torch.export.ExportedProgram, stacks: dict):
+    """While the block runs, the program's nodes hold the nn_module_stack in `stacks` (by node
+    name); UnflattenedModule copies the graph, so its modules keep them."""
+    nodes = [node for node in program.graph.nodes if stacks.get(node.name) is not None]
+    for node in nodes:
+        node.meta["nn_module_stack"] = stacks[node.name]
+    try:
+        yield
+    finally:
+        for node in nodes:
+            node.meta.pop("nn_module_stack", None)
 
 
 def without_getitem(ops):

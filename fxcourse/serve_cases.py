@@ -9,6 +9,7 @@ settings, and what the chapter's Scorer computes. The checkpoint cell words the 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         # a serve that yields its outputs runs as they are taken: here, where Dynamo is watched
         outputs = list(outputs) if outputs is not None else []
     compiles = counters["frames"]["ok"] - before
-    reasons = [line.strip("- ").strip() for line in logs.text().splitlines() if "- " in line[:8]]
+    reasons = [guard_reason(line) for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
     returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
     uncompiled = [
@@ -150,6 +151,13 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         if not isinstance(out, torch.Tensor) or _storage(out) not in returned
     ]
     return ServeRun(outputs, compiles, reasons, uncompiled)
+
+
+def guard_reason(line: str) -> str:
+    """A recompile reason as Dynamo logs it ("- 0/0: self.temperature == 1.5   # cell:8 in
+    forward"), without its compile id, its column padding and the source it quotes after "#"."""
+    guard = " ".join(line.strip("- ").split(" #")[0].split())
+    return re.sub(r"^\d+/\d+: ", "", guard)
 
 
 def _storage(value) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import random
+import re
 
 import check_cells
 import pytest
@@ -800,18 +801,29 @@ def test_10_3_tells_a_predicate_that_returns_nothing(monkeypatch):
         assert problem is not None and "returned None" in problem, problem
 
 
-def test_12_1_tells_a_refused_spec_in_short(monkeypatch):
-    """The red team (redY): y's width as Dim.AUTO made export refuse, and the Not yet quoted all
-    of torch's UserError (some 700 characters, TORCH_LOGS and draft_export advice included)."""
-    auto_width = """
+@pytest.mark.parametrize(
+    "y_width",
+    [
+        "Dim.AUTO",  # redY: the whole UserError, some 700 characters, was quoted
+        'Dim("m", min=2 * low, max=2 * high)',  # redD: torch's "m = 2*n" was relayed
+        "2 * high",  # redD: a plain int, told as the learner's ConstraintViolationError
+    ],
+)
+def test_12_1_tells_a_refused_spec_in_short_without_torch_s_suggested_relation(
+    monkeypatch, y_width
+):
+    """Export refusing the spec is told as such, in torch's first sentence: no TORCH_LOGS or
+    draft_export advice, and no suggested fix, which spells out the relation the try-it asks for."""
+    answer = f"""
 def interleave_shapes(low, high):
     n, batch = Dim("n", min=low, max=high), Dim("batch")
-    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: Dim.AUTO}}
+    return {{"x": {{0: batch, 1: n}}, "y": {{0: batch, 1: {y_width}}}}}
 """
-    problem = verdict("12.1", auto_width, 1, monkeypatch)
+    problem = verdict("12.1", answer, 1, monkeypatch)
     assert problem.startswith("torch.export.export refused the dynamic_shapes"), problem
-    assert "torch suggests: L['y'].size()[1] = 2*n." in problem, problem
-    assert "draft_export" not in problem and len(problem) < 300, problem
+    assert "2*n" not in problem.replace(" ", "") and "suggest" not in problem, problem
+    assert "draft_export" not in problem and "TORCH_LOGS" not in problem, problem
+    assert len(problem) < 300, problem
 
 
 def test_12_1_tells_interleave_shapes_that_returns_nothing(monkeypatch):
@@ -904,3 +916,28 @@ def test_12_2_names_the_pair_whose_run_divided_by_0_in_every_run(seed, monkeypat
     problem = verdict("12.2", MOD_IN_THE_CONDITION_12_2, seed, monkeypatch)
     assert problem and problem.startswith("the exported program divided by 0 for ("), problem
     assert "arg0_1" not in problem and "remainder" not in problem
+
+
+def test_10_2_tells_a_recompile_by_its_guard_alone(monkeypatch):
+    """The red team (redD): the reason was Dynamo's log line, cut at 90 characters: "0/0:
+    self.temperature == 1.536" then 32 spaces of padding and a fragment of the quoted source."""
+    marks_only = """
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager")
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        torch._dynamo.mark_dynamic(x, 0)
+        outputs.append(compiled(x))
+    return outputs
+"""
+    problem = verdict("10.2", marks_only, 1, monkeypatch)
+    assert problem.startswith("a frame recompiled, first reason: self.temperature == "), problem
+    assert "#" not in problem and "  " not in problem and "0/0" not in problem, problem
+
+
+def test_10_1_tells_the_first_call_whose_word_differs(monkeypatch):
+    """The red team (redD): "your word differs at call [4, 6]" put a list after "call"."""
+    all_static = "def what_compiles(batches):\n    return ['static'] * len(batches)\n"
+    problem = verdict("10.1", all_static, 1, monkeypatch)
+    assert re.match(r"your word for call \d+ differs\. ", problem), problem

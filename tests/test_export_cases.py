@@ -353,15 +353,24 @@ def module_stack_walk(program, path):
     return export_cases_late.ops_by_module_stack(program, path)
 
 
+def dead_unflatten_walk(program, path):
+    """The red team's (redD) answer: redB's, beside an unflatten whose module is never read."""
+    torch.export.unflatten(program)
+    return module_stack_walk(program, path)
+
+
 def test_checkpoint_7_5_refuses_reading_each_module_once_and_skipping_unflatten():
     """Every case holds a layer called twice: a walk over named_modules() counts its operators
-    once. An answer that never builds an UnflattenedModule is told so, the reference is not."""
+    once. An answer that never builds an UnflattenedModule is told so, the reference is not;
+    one that builds it and reads the flat graph's nn_module_stack instead finds nothing there
+    (only unflatten sees that metadata)."""
     answers = {
         name: SimpleNamespace(ops_inside=walk)
         for name, walk in [
             ("reference", unflattened_walk),
             ("named modules", named_modules_walk),
             ("module stack", module_stack_walk),
+            ("dead unflatten", dead_unflatten_walk),
         ]
     }
     for run_seed, drawn in runs(export_cases_late.module_trees, 5, 2):
@@ -370,8 +379,34 @@ def test_checkpoint_7_5_refuses_reading_each_module_once_and_skipping_unflatten(
             ask = export_cases_late.ops_of_paths(program, paths)
             found = {name: ask(answer) for name, answer in answers.items()}
             assert found["reference"][1] and not found["module stack"][1], run_seed
-            assert found["module stack"][0] == found["reference"][0], (run_seed, model)
+            assert found["dead unflatten"][1], run_seed
+            assert found["dead unflatten"][0] != found["reference"][0], (run_seed, model)
             assert found["named modules"][0] != found["reference"][0], (run_seed, model)
+            stacks = [n.meta.get("nn_module_stack") for n in program.graph.nodes]
+            assert any(stacks), "the program handed in keeps its metadata"
+
+
+def test_checkpoint_7_3_hands_a_program_that_writes_nothing_in_every_run(monkeypatch):
+    """The red team (redD): the check handed one program joined from its five cases, which
+    always writes, so an answer that fails on a program with no writes passed. Each run now
+    exports a case that writes nothing alone."""
+    from fxcourse import tryit
+
+    fails_on_nothing = """
+def written_state(program):
+    signature = program.run_decompositions().graph_signature
+    names = [*signature.buffers_to_mutate.values(), *signature.user_inputs_to_mutate.values()]
+    assert names, "nothing written"
+    return sorted(names)
+"""
+    check = check_cells.check_source("07_torch_export", "7.3")
+    for seed in (1, 2):
+        namespace = {"__name__": "chapter", "torch": torch, "nn": nn}
+        namespace["checkpoint"] = tryit.checkpoint
+        exec(compile(fails_on_nothing, "answer", "exec"), namespace)
+        tryit.replay("7.3", seed)
+        problem = check_cells.judged(check, namespace, monkeypatch).problem
+        assert problem and "nothing written" in problem, problem
 
 
 def test_checkpoint_7_7_runs_a_norm_and_a_linear_the_backend_lacks_every_time():

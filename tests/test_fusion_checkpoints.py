@@ -983,3 +983,20 @@ def test_the_float64_hint_is_given_only_for_errors_of_float32_rounding():
     right = torch.randn(4, 5, dtype=torch.float64)
     assert near_in_float32(right.float().double(), right)
     assert not near_in_float32(right + 0.1, right)
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS)
+def test_4_2_tells_a_copy_that_took_a_name_before_the_module_it_displaced(
+    chapter, seed, monkeypatch
+):
+    """The red team (redC): a copy named after its node replaced the module of that name, and
+    the learner heard that the first call of a module keeps it, which the answer did. A copy
+    given to every call, the first too, still hears about the first call."""
+    node_named = WRONG[
+        "4.2 a copy named after its node overwrites a module of that name (red team redM)"
+    ][1]
+    every_call = WRONG["4.2 every call given a copy, the originals deleted (red team redM)"][1]
+    told = problem(chapter, "4.2", node_named, seed, monkeypatch)
+    assert told and "a copy took a name the model already used" in told, told
+    told = problem(chapter, "4.2", every_call, seed, monkeypatch)
+    assert told and "the first call of a module keeps it" in told, told

@@ -46,6 +46,23 @@ class NapNet(nn.Module):
         return torch.tanh(self.nap(torch.relu(self.lin(x))))
 
 
+class CrossingNaps(nn.Module):
+    """Four Sleepy modules in a row, whose order by total time differs from their order by the
+    first run's, the last run's, the longest or the shortest time (two runs)."""
+
+    SCHEDULES = ((0.2, 0.02), (0.0, 0.16), (0.06, 0.06), (0.1, 0.0))  # totals .22 .16 .12 .10
+
+    def __init__(self, generator: torch.Generator):
+        super().__init__()
+        order = torch.randperm(len(self.SCHEDULES), generator=generator).tolist()
+        self.naps = nn.ModuleList(Sleepy(*self.SCHEDULES[i]) for i in order)
+
+    def forward(self, x):
+        for sleepy in self.naps:
+            x = sleepy(x)
+        return x.relu()
+
+
 class Outputs(nn.Module):
     """Returns a dict holding a tuple holding a list."""
 
@@ -106,6 +123,8 @@ def inputs(grade_id: str, seed: int) -> dict:
     else:
         graph = traced(NapNet(0.05), generator)
         cases["napping"] = {"graph": graph, "inputs": [sample()], "runs": 2, "summary": True}
+        graph = traced(CrossingNaps(generator), generator)
+        cases["crossing"] = {"graph": graph, "inputs": [sample()], "runs": 2, "summary": True}
     return cases
 
 
@@ -165,6 +184,20 @@ def check_cheap_nodes(timings, gm: torch.fx.GraphModule, naps: dict[str, float])
     )
 
 
+def check_crossing(rows: list, gm: torch.fx.GraphModule) -> None:
+    """The Sleepy modules' rows come in the order of their total sleep, which differs from the
+    order of any one run's time."""
+    sleepy = {name: sum(m.naps) for name, m in gm.named_modules() if isinstance(m, Sleepy)}
+    nodes = {n.name: n.target for n in gm.graph.nodes if n.target in sleepy}
+    listed = [nodes[row["name"]] for row in rows if row["name"] in nodes]
+    wanted = sorted(sleepy, key=sleepy.get, reverse=True)
+    slept_in_all = ", ".join(f"{module}: {sleepy[module]:g} s" for module in wanted)
+    assert listed == wanted, (
+        f"four modules sleep {slept_in_all} in all, a different time in each run, and the "
+        f"summary lists them {listed}: rows go by a node's total time over all runs, slowest first"
+    )
+
+
 OUTPUTS = {"net": "the module", "outputs": "a module returning a dict, a tuple and a list"}
 
 
@@ -201,6 +234,9 @@ def test_summary(data, cases):
         check_slept(data[name]["timings"], case)
         gm = GRAPHS.build(case["graph"])
         rows = verify.check_summary(data[name]["rows"], data[name]["timings"], gm)
+        if name == "crossing":
+            check_crossing(rows, gm)
+            continue
         naps = slept(case["graph"]) or {"nap": 0.05}
         slowest = max(naps, key=naps.get)
         top = rows[0]
