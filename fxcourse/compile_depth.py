@@ -16,9 +16,11 @@ import copy
 import io
 import logging
 import math
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 from torch import fx
@@ -44,9 +46,15 @@ def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:
     """The rule's answer for `batches`, computed with torch.compile turned off: a rule that
     measures instead of predicting sees no compile at all. Dynamo's `disable` setting keeps it
     off for a rule that sets the stance back to "default". Words in a tuple count as a list:
-    the try-it asks for one word per call (red team redY: a tuple was refused)."""
+    the try-it asks for one word per call (red team redY: a tuple was refused). A Python the
+    rule starts reads TORCH_COMPILE_DISABLE=1 as its default (red team redF2: a rule measured
+    in a child process)."""
     torch.compiler.reset()
-    with torch.compiler.set_stance("force_eager"), torch._dynamo.config.patch(disable=True):
+    with (
+        torch.compiler.set_stance("force_eager"),
+        torch._dynamo.config.patch(disable=True),
+        mock.patch.dict(os.environ, {"TORCH_COMPILE_DISABLE": "1"}),
+    ):
         words = rule(tuple(batches))
     return list(words) if isinstance(words, tuple) else words
 
@@ -73,12 +81,12 @@ FAULTS = ("plus one", "rolled", "NaN", "inf")  # what a planted backend does to 
 
 class _Planted(fx.Interpreter):
     """Runs a graph node by node, doing `fault` (FAULTS) to what every call of `target` returns:
-    adding 1, moving its values one place along the last dimension, or making its first value
-    NaN or inf."""
+    adding 1 (at place `spot` of the last dimension only, when given), moving its values one
+    place along the last dimension, or making its first value NaN or inf."""
 
-    def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one"):
+    def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one", spot=None):
         super().__init__(gm)
-        self.target, self.fault = target, fault
+        self.target, self.fault, self.spot = target, fault, spot
 
     def call_function(self, target, args, kwargs):
         result = super().call_function(target, args, kwargs)
@@ -89,21 +97,26 @@ class _Planted(fx.Interpreter):
         if self.fault in ("NaN", "inf"):
             first = torch.full_like(result[..., :1], float(self.fault.lower()))
             return torch.cat([first, result[..., 1:]], -1)
-        return result + 1
+        if self.spot is None or result.dim() == 0:
+            return result + 1
+        one = torch.zeros_like(result)
+        one[..., self.spot % result.shape[-1]] = 1
+        return result + one
 
 
-def planted_backend(target, fault: str = "plus one") -> Callable:
+def planted_backend(target, fault: str = "plus one", spot: int | None = None) -> Callable:
     """A backend with a planted bug: it runs the graph it is given, except that every call of
-    the ATen operator `target` also adds 1 to its result; or ("rolled") returns its values moved
-    one place, as a wrong stride would: the same values, so the same sum, mean, norm and sorted
-    values; or ("NaN") returns NaN in its first place, where the graph computes a number (a
-    comparison that skips every NaN, or zeroes them, sees nothing wrong); or ("inf") returns inf
-    there (a comparison of the finite places only sees nothing wrong). Right wherever
-    `target` is absent. (It interprets the graph: a copy recompiled for each of the minifier's
-    queries cost a third of checkpoint 10.3's time.)"""
+    the ATen operator `target` also adds 1 to its result (at place `spot` only, when given: a
+    comparison of one place, the first say, sees nothing wrong); or ("rolled") returns its
+    values moved one place, as a wrong stride would: the same values, so the same sum, mean,
+    norm and sorted values; or ("NaN") returns NaN in its first place, where the graph computes
+    a number (a comparison that skips every NaN, or zeroes them, sees nothing wrong); or ("inf")
+    returns inf there (a comparison of the finite places only sees nothing wrong). Right
+    wherever `target` is absent. (It interprets the graph: a copy recompiled for each of the
+    minifier's queries cost a third of checkpoint 10.3's time.)"""
 
     def backend(gm: fx.GraphModule, example_inputs) -> Callable:
-        return lambda *args: _Planted(gm, target, fault).run(*args)
+        return lambda *args: _Planted(gm, target, fault, spot).run(*args)
 
     return backend
 
@@ -165,7 +178,8 @@ def minifier_case(make) -> MinifierCase:
         zeroed = fault == "NaN"  # its first place 0 in gm: NaN made 0 on both sides is unseen
         gm = _traced_chain(chain, width, early, bad, kind == "balanced", nan, zeroed)
         inputs = [make.tensor(width)]
-        backend = planted_backend(UNARY[wrong], fault)
+        spot = make.integer(1, width - 1)  # where "plus one" adds: never the first place
+        backend = planted_backend(UNARY[wrong], fault, spot)
         case = MinifierCase(gm, inputs, UNARY[wrong], backend, fault)
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
         bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
@@ -177,7 +191,7 @@ def minifier_case(make) -> MinifierCase:
         if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all() and hidden:
             said = {
                 "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
-                "plus one": _("{chain}; {wrong} + 1; output {number} of {outputs}"),
+                "plus one": _("{chain}; {wrong} + 1 in one place; output {number} of {outputs}"),
                 "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
                 "inf": _("{chain}; {wrong} inf in its first place; output {number} of {outputs}"),
             }[fault]

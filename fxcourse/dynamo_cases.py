@@ -106,6 +106,18 @@ def called_with_input(answer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     return answer.sign_dependent_no_break(x), x
 
 
+def reused_on_the_negation(answer, x: torch.Tensor) -> torch.Tensor:
+    """The answer's sign_dependent_no_break compiled once, for x, then called on -x (the same
+    shape and dtype, the other sign): what its graph computes there. A decision that Dynamo
+    took as a constant (torch._dynamo.assume_constant_result) returns x's branch again, with
+    no break and the right values for x alone (red team redF2)."""
+    torch.compiler.reset()
+    compiled = torch.compile(answer.sign_dependent_no_break, backend="eager", dynamic=False)
+    with torch_logs(), as_shipped():
+        compiled(x.clone())
+        return compiled(-x)
+
+
 def graph_breaks(function, x: torch.Tensor) -> tuple[int, list[str]]:
     """How many graphs Dynamo captures from function(x) with an empty cache, and why it broke."""
     torch.compiler.reset()

@@ -202,14 +202,14 @@ def batchnorm_calls(gm):
     return sum(isinstance(module, BATCHNORMS) for module in modules_called_by_nodes(gm))
 
 
-def unshared_and_output(answer, gm, x):
-    names = dict(gm.named_modules(remove_duplicate=False))
-    called_modules = modules_called_by_nodes(gm)
-    called = {id(module): name for name, module in names.items() if module in called_modules}
+def unshared_and_output(answer, gm, x):  # firsts: each module's first call, node -> target
+    names, firsts = dict(gm.named_modules(remove_duplicate=False)), {}
+    for node in gm.graph.find_nodes(op="call_module"):
+        firsts.setdefault(id(gm.get_submodule(node.target)), (node.name, node.target))
     with torch.no_grad():
         before = gm(x)
         result = answer.unshare_modules(gm)
-        return result, before, x, (names, called), result is gm
+        return result, before, x, (names, dict(firsts.values())), result is gm
 
 
 def modules_share_parameters(modules):  # the pairs of modules that share a parameter or buffer

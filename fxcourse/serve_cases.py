@@ -4,7 +4,7 @@ settings, and what the chapter's Scorer computes. The checkpoint cell words the 
 
     request_stream(make)                     requests (batch sizes, temperatures) and weights
     serve_run(serve, scorer, requests)       outputs, compiles, recompile reasons, eager requests
-    reference_outputs(scorer, requests)      what the chapter's Scorer computes for them
+    reference_outputs(seed, requests)        what the chapter's Scorer computes for them
 """
 
 from __future__ import annotations
@@ -179,10 +179,12 @@ class ReferenceScorer(nn.Module):
         return logits.softmax(-1)
 
 
-def reference_outputs(scorer: nn.Module, requests: list) -> list[torch.Tensor]:
-    """What the chapter's Scorer, with `scorer`'s weights, computes for each request, eagerly."""
+def reference_outputs(weights_seed: int, requests: list) -> list[torch.Tensor]:
+    """What the chapter's Scorer, its weights drawn after torch.manual_seed(weights_seed) as
+    `served` draws the answer's, computes for each request, eagerly. (Not the answer's Scorer's
+    state_dict: a Scorer given a temperature buffer of its own is an honest answer, honN.)"""
+    torch.manual_seed(weights_seed)
     reference = ReferenceScorer()
-    reference.load_state_dict(scorer.state_dict())
     outputs = []
     with torch.no_grad():
         for x, temperature in requests:
@@ -198,7 +200,17 @@ def same_outputs(got: Sequence, want: Sequence) -> bool:
     )
 
 
-def served(answer, requests: list, weights_seed: int) -> ServeRun:
-    """10.2: the answer's serve run on its own Scorer, whose weights come from `weights_seed`."""
-    torch.manual_seed(weights_seed)
-    return serve_run(answer.serve, answer.Scorer(), requests)
+def served_by(reference) -> Callable:
+    """10.2: (answer, requests, weights_seed) -> the answer's serve run on the Scorer its cells
+    define, whose weights come from `weights_seed`; `reference`'s on the chapter's Scorer, the
+    one it is written for (a learner's Scorer with a temperature buffer is theirs, honN)."""
+
+    def served(answer, requests: list, weights_seed: int) -> ServeRun:
+        torch.manual_seed(weights_seed)
+        scorer = ReferenceScorer() if answer is reference else answer.Scorer()
+        return serve_run(answer.serve, scorer, requests)
+
+    return served
+
+
+served = served_by(None)  # the learner's side

@@ -941,3 +941,84 @@ def test_10_1_tells_the_first_call_whose_word_differs(monkeypatch):
     all_static = "def what_compiles(batches):\n    return ['static'] * len(batches)\n"
     problem = verdict("10.1", all_static, 1, monkeypatch)
     assert re.match(r"your word for call \d+ differs\. ", problem), problem
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_3_refuses_a_predicate_that_compares_one_place_of_each_output(seed, monkeypatch):
+    """The red team (redF2): comparing only the first value of each output passed 10 runs of
+    14, since every planted fault showed there. "plus one" now adds at one drawn place, never
+    the first; NaN and inf stay in the first place, so the last place alone misses those."""
+    allclose = "not torch.allclose(g, w, equal_nan=True)"
+    for place in ("[:1]", "[-1:]"):
+        one_place = (
+            f"not torch.allclose(g.reshape(-1){place}, w.reshape(-1){place}, equal_nan=True)"
+        )
+        answer = reference_answer("10.3").replace(allclose, one_place)
+        assert answer != reference_answer("10.3")
+        assert verdict("10.3", answer, seed, monkeypatch) is not None, place
+
+
+SCORER_WITH_A_TEMPERATURE_BUFFER = """
+class Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.register_buffer("temperature", torch.tensor(1.0))
+
+    def forward(self, x):
+        logits = self.linear(x) / self.temperature
+        return logits.clamp(-4, 4).softmax(-1)
+"""
+SERVE_FILLING_THE_BUFFER = """
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature.fill_(temperature)
+        outputs.append(compiled(x))
+    return outputs
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_2_takes_a_scorer_given_a_temperature_buffer_in_a_cell_of_its_own(seed, monkeypatch):
+    """The honest tester (honN): the chapter's Scorer cell edited to hold the temperature in a
+    buffer, serve in the try-it's cell. The check loaded that Scorer's state_dict into the
+    chapter's, strictly, and the learner heard "running your code raised RuntimeError: Error(s)
+    in loading state_dict". The chapter's Scorer is now built from the same weights seed."""
+    namespace, check = chapter_namespace("10.2")
+    exec(compile(SCORER_WITH_A_TEMPERATURE_BUFFER, "Scorer", "exec"), namespace)
+    exec(compile(SERVE_FILLING_THE_BUFFER, "answer", "exec"), namespace)
+    tryit.replay("10.2", seed)
+    assert check_cells.judged(check, namespace, monkeypatch).problem is None
+
+
+def test_12_1_asks_about_y_s_width_only_where_torch_refused_it(monkeypatch):
+    """The red team (redF2): every refusal heard "How does y's width follow from n?", a batch
+    bounded by max=2 too, whose "3 not in range [2, 2]" quoted a batch the learner never saw."""
+    bounded_batch = """
+def interleave_shapes(low, high):
+    n, batch = Dim("n", min=low, max=high), Dim("batch", max=2)
+    return {"x": {0: batch, 1: n}, "y": {0: batch, 1: 2 * n}}
+"""
+    problem = verdict("12.1", bounded_batch, 1, monkeypatch)
+    assert re.search(r"for x of shape \(\d+, \d+\) and y of shape \(\d+, \d+\)", problem), problem
+    assert "y's width" not in problem, problem
+
+
+def test_10_1_a_rule_that_measures_in_a_child_python_sees_compile_turned_off_there_too():
+    """The red team (redF2): a rule that ran the calls in a child Python measured what they
+    compile, since the stance and Dynamo's `disable` did not reach it. The child reads
+    TORCH_COMPILE_DISABLE=1, torch's own default for `disable`, from the environment."""
+    import subprocess
+    import sys
+
+    from fxcourse.compile_depth import words_under_force_eager
+
+    def measured_in_a_child(batches):
+        probe = "import torch._dynamo.config as c; print(c.disable)"
+        child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        return [child.stdout.strip()] * len(batches)
+
+    assert words_under_force_eager(measured_in_a_child, [3, 5]) == ["True", "True"]
+    assert os.environ.get("TORCH_COMPILE_DISABLE") is None

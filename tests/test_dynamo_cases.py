@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import types
 from types import SimpleNamespace
 
 import check_cells
@@ -602,3 +603,23 @@ def test_checkpoint_6_2_names_a_dtype_or_a_shape_that_differs(monkeypatch, run_s
         tryit.replay("6.2", run_seed)
         problem = check_cells.judged(check, namespace, monkeypatch).problem
         assert (problem is None) if named is None else (named in (problem or "")), problem
+
+
+def test_6_2_refuses_a_decision_dynamo_took_as_a_constant():
+    """The red team (redF2): the sign decided in a helper marked assume_constant_result, then
+    the original `if`: one graph, no break, and the right values for the x it was compiled for.
+    Its graph, called again on -x, returns x's branch; the reference's graph does not."""
+
+    @torch._dynamo.assume_constant_result
+    def positive(x):
+        return bool(x.sum() > 0)
+
+    def taken_as_a_constant(x):
+        return torch.sin(x) * 2 if positive(x) else torch.cos(x) - 1
+
+    x = torch.tensor([0.5, -0.2, 1.0])
+    honest = types.SimpleNamespace(sign_dependent_no_break=SIGN_REFERENCE)
+    constant = types.SimpleNamespace(sign_dependent_no_break=taken_as_a_constant)
+    wanted = SIGN_REFERENCE(-x)
+    assert torch.equal(cases.reused_on_the_negation(honest, x), wanted)
+    assert not torch.allclose(cases.reused_on_the_negation(constant, x), wanted)

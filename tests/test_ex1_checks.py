@@ -115,3 +115,17 @@ def test_modules_found_by_a_class_name_ending_in_igmoid_are_refused_by_cell_and_
     with pytest.raises(AssertionError):
         judged(checks, "test_graph_hygiene", what, by_class_name)
     judged(checks, "test_graph_hygiene", what, checks.reference)
+
+
+def test_a_visible_check_tells_a_forgotten_recompile_with_the_differing_output():
+    """The red team (redE): without gm.recompile() three visible cells said only that the
+    output differs from the tanh model's; only the hygiene cell named recompile."""
+    verify = probing.load(EXERCISE / "verify.py")
+    gm = torch.fx.symbolic_trace(verify.Wrap(torch.sigmoid))
+    for node in gm.graph.find_nodes(op="call_function", target=torch.sigmoid):
+        node.target = torch.tanh
+    x = torch.randn(3, 4)
+    with pytest.raises(AssertionError, match=r"differs .*was gm.recompile\(\) called\?"):
+        verify.check_against(gm, verify.Wrap(torch.tanh), x, "torch.sigmoid")
+    gm.recompile()
+    verify.check_against(gm, verify.Wrap(torch.tanh), x, "torch.sigmoid")

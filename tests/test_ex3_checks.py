@@ -102,3 +102,40 @@ def test_a_summary_row_of_the_wrong_target_is_told_the_target_wanted(verify):
     with pytest.raises(AssertionError, match=told):
         verify.check_summary([row], timings, gm)
     verify.check_summary([row | {"target": "torch.relu"}], timings, gm)
+
+
+def summary_rows(verify, timings: dict, gm: fx.GraphModule) -> list[dict]:
+    """The reference's summary of `timings`: one dict per node, by total time, slowest first."""
+    nodes = {node.name: node for node in gm.graph.nodes}
+    totals = {name: sum(times) for name, times in timings.items()}
+    return [
+        {
+            "name": name,
+            "op": nodes[name].op,
+            "target": verify.target_text(nodes[name]),
+            "calls": len(timings[name]),
+            "mean_s": totals[name] / len(timings[name]),
+            "percent": 100 * totals[name] / sum(totals.values()),
+        }
+        for name in sorted(totals, key=totals.get, reverse=True)
+    ]
+
+
+def test_summary_rows_of_another_shape_are_told_by_their_shape(verify):
+    """The red team (redE): rows as tuples, or dicts keyed "node", heard "one row per timed
+    node" (the name test ran first); a percent rounded to 4 places heard "percent should be
+    48.310", which its own value also read as."""
+    timings, gm = timings_with(time.perf_counter, verify)
+    rows = summary_rows(verify, timings, gm)
+    verify.check_summary(rows, timings, gm)
+    with pytest.raises(AssertionError, match="each row is a dict, not a tuple"):
+        verify.check_summary([tuple(row.values()) for row in rows], timings, gm)
+    renamed = [{"node" if k == "name" else k: v for k, v in row.items()} for row in rows]
+    with pytest.raises(AssertionError, match="keys must be .*, not .*'node'"):
+        verify.check_summary(renamed, timings, gm)
+    rounded = [row | {"percent": round(row["percent"], 4)} for row in rows]
+    assert rounded[0]["percent"] != rows[0]["percent"]  # measured times: not 4 places exactly
+    with pytest.raises(
+        AssertionError, match=rf"percent is {rounded[0]['percent']!r}; .*\(unrounded\)"
+    ):
+        verify.check_summary(rounded, timings, gm)

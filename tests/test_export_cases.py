@@ -831,6 +831,14 @@ def test_7_6_other_weights_differ_within_a_lenient_tolerance_in_every_run(tmp_pa
         assert torch.allclose(changed, original, atol=1.0), run_seed
 
 
+def test_7_6_outputs_that_differ_keep_the_first_row_in_every_run(tmp_path):
+    """The red team (redF2): comparing the first row of each output passed seeds 1-6, since the
+    first bias moved every row. The case's outputs now differ after the first row only."""
+    for run_seed, changed, original in outputs_of_kind(tmp_path, "other weights"):
+        assert torch.equal(changed[:1], original[:1]), run_seed
+        assert not torch.allclose(changed[1:], original[1:]), run_seed
+
+
 def test_7_6_outputs_off_by_rounding_tell_an_exact_comparison_in_every_run(tmp_path):
     """The red team's (redV) "same" by torch.equal passed: the package computes eager's outputs
     bit for bit. A model whose outputs are a few units in the last place off is "same" for the

@@ -219,6 +219,23 @@ def unshare_modules(gm):
     return gm
 """,
     ),
+    "4.2 every call but the last given a copy: the last keeps the module (red team redE)": (
+        "4.2",
+        """
+def unshare_modules(gm):
+    calls = {}
+    for node in gm.graph.find_nodes(op="call_module"):
+        calls.setdefault(id(gm.get_submodule(node.target)), []).append(node)
+    for nodes in calls.values():
+        for node in nodes[:-1]:
+            name = f"{node.name}_own"
+            gm.add_submodule(name, copy.deepcopy(gm.get_submodule(node.target)))
+            node.target = name
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
+    ),
     "4.2 only the last call of a shared module copied (red team s7)": (
         "4.2",
         """
@@ -991,12 +1008,18 @@ def test_4_2_tells_a_copy_that_took_a_name_before_the_module_it_displaced(
 ):
     """The red team (redC): a copy named after its node replaced the module of that name, and
     the learner heard that the first call of a module keeps it, which the answer did. A copy
-    given to every call, the first too, still hears about the first call."""
-    node_named = WRONG[
-        "4.2 a copy named after its node overwrites a module of that name (red team redM)"
-    ][1]
-    every_call = WRONG["4.2 every call given a copy, the originals deleted (red team redM)"][1]
+    given to every call, the first too, still hears about the first call; a copy named like an
+    earlier copy (redE) hears about that name, not that one module still runs at two nodes."""
+    wrong = {name.split(" (red team")[0]: answer for name, (_id, answer) in WRONG.items()}
+    node_named = wrong["4.2 a copy named after its node overwrites a module of that name"]
+    every_call = wrong["4.2 every call given a copy, the originals deleted"]
     told = problem(chapter, "4.2", node_named, seed, monkeypatch)
     assert told and "a copy took a name the model already used" in told, told
     told = problem(chapter, "4.2", every_call, seed, monkeypatch)
     assert told and "the first call of a module keeps it" in told, told
+    copy_named = UNSHARE.format(skip="False", copy="copy.deepcopy").replace(
+        'f"{{node.name}}_own"'.replace("{{", "{").replace("}}", "}"),
+        'node.target.replace(".", "_") + "_copy"',
+    )
+    told = problem(chapter, "4.2", copy_named, seed, monkeypatch)
+    assert told and "did a later copy take an earlier copy's name?" in told, told

@@ -109,12 +109,14 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
     """rows (summary()) has one well-formed row per node in timings, slowest first."""
     nodes = {node.name: node for node in gm.graph.nodes}
     assert isinstance(rows, list), f"summary() returns a list, not {type(rows).__name__}"
-    names = [row.get("name") if isinstance(row, dict) else row for row in rows]
+    keys = {"name", "op", "target", "calls", "mean_s", "percent"}
+    for row in rows:
+        assert isinstance(row, dict), f"each row is a dict, not a {type(row).__name__}: {row}"
+        assert set(row) == keys, f"a row's keys must be {sorted(keys)}, not {sorted(row, key=str)}"
+    names = [row["name"] for row in rows]
     assert sorted(names, key=str) == sorted(timings, key=str), "one row per timed node"
     totals = [sum(timings[row["name"]]) for row in rows]
     for row, total in zip(rows, totals, strict=True):
-        keys = {"name", "op", "target", "calls", "mean_s", "percent"}
-        assert isinstance(row, dict) and set(row) == keys, f"keys must be {sorted(keys)}: {row}"
         node, calls = nodes[row["name"]], len(timings[row["name"]])
         wanted = (node.op, target_text(node))
         assert (row["op"], row["target"]) == wanted, (
@@ -124,7 +126,10 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         assert row["calls"] == calls, f"{row['name']}: calls should be {calls}"
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}: mean_s is total / calls"
         share = 100 * total / sum(totals)
-        assert math.isclose(row["percent"], share), f"{row['name']}: percent should be {share:.3f}"
+        assert math.isclose(row["percent"], share), (
+            f"{row['name']}: percent is {row['percent']!r}; 100 * its total / the sum of all "
+            f"totals is {share!r} (unrounded)"
+        )
     assert totals == sorted(totals, reverse=True), "rows go by total time, slowest first"
     return rows
 

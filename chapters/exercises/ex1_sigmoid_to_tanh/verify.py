@@ -123,17 +123,25 @@ def check_rewrite(original, rewritten, what: str, others_only: bool = False) -> 
         assert new == want, f"{what}: {kind} {name} should be {shown(want)}, not {shown(new)}"
 
 
-def check_same_output(got, expected: torch.Tensor, what: str) -> None:
+def check_same_output(got, expected: torch.Tensor, what: str, hint: str = "") -> None:
     same = isinstance(got, torch.Tensor) and got.dtype == expected.dtype
-    assert same and torch.equal(got, expected), f"{what}: the output differs from the tanh model's"
+    assert same and torch.equal(got, expected), (
+        f"{what}: the output differs from the tanh model's{hint}"
+    )
 
 
 def check_against(rewritten, tanh_model, x: torch.Tensor, what: str) -> torch.Tensor:
     """The rewritten module gives exactly what the model written with tanh gives on x; returns
-    that output."""
+    that output. A module whose code is not its graph's hears so with the difference."""
     with torch.no_grad():
         expected = tanh_model(x.clone())
-        check_same_output(rewritten(x.clone()), expected, what)
+        got = rewritten(x.clone())
+    found = hygiene(rewritten) if isinstance(rewritten, torch.fx.GraphModule) else {}
+    stale = found.get("code") != found.get("graph_code")
+    hint = (
+        " (gm.code is not the code of its graph now: was gm.recompile() called?)" if stale else ""
+    )
+    check_same_output(got, expected, what, hint)
     return expected
 
 

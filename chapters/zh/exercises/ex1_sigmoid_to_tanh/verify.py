@@ -119,16 +119,24 @@ def check_rewrite(original, rewritten, what: str, others_only: bool = False) -> 
         assert new == want, f"{what}：{kind}{name} 应为 {shown(want)}，而不是 {shown(new)}"
 
 
-def check_same_output(got, expected: torch.Tensor, what: str) -> None:
+def check_same_output(got, expected: torch.Tensor, what: str, hint: str = "") -> None:
     same = isinstance(got, torch.Tensor) and got.dtype == expected.dtype
-    assert same and torch.equal(got, expected), f"{what}：输出与 tanh 模型的输出不同"
+    assert same and torch.equal(got, expected), (
+        f"{what}：输出与 tanh 模型的输出不同{hint}"
+    )
 
 
 def check_against(rewritten, tanh_model, x: torch.Tensor, what: str) -> torch.Tensor:
-    """重写后的模块在 x 上给出的结果与用 tanh 写成的模型完全相同；返回这个输出。"""
+    """重写后的模块在 x 上给出的结果与用 tanh 写成的模型完全相同；返回这个输出。代码与图不一致的模块，会在报告差异时一并得知这一点。"""
     with torch.no_grad():
         expected = tanh_model(x.clone())
-        check_same_output(rewritten(x.clone()), expected, what)
+        got = rewritten(x.clone())
+    found = hygiene(rewritten) if isinstance(rewritten, torch.fx.GraphModule) else {}
+    stale = found.get("code") != found.get("graph_code")
+    hint = (
+        "（gm.code 现在不是它的图生成的代码：调用过 gm.recompile() 吗？）" if stale else ""
+    )
+    check_same_output(got, expected, what, hint)
     return expected
 
 

@@ -108,12 +108,14 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
     """rows（summary() 的结果）为 timings 中的每个节点各有一行格式正确的记录，最慢的在前。"""
     nodes = {node.name: node for node in gm.graph.nodes}
     assert isinstance(rows, list), f"summary() 应返回列表，而不是 {type(rows).__name__}"
-    names = [row.get("name") if isinstance(row, dict) else row for row in rows]
+    keys = {"name", "op", "target", "calls", "mean_s", "percent"}
+    for row in rows:
+        assert isinstance(row, dict), f"每一行都应是字典，而不是 {type(row).__name__}：{row}"
+        assert set(row) == keys, f"每一行的键必须是 {sorted(keys)}，而不是 {sorted(row, key=str)}"
+    names = [row["name"] for row in rows]
     assert sorted(names, key=str) == sorted(timings, key=str), "每个被计时的节点一行"
     totals = [sum(timings[row["name"]]) for row in rows]
     for row, total in zip(rows, totals, strict=True):
-        keys = {"name", "op", "target", "calls", "mean_s", "percent"}
-        assert isinstance(row, dict) and set(row) == keys, f"键必须是 {sorted(keys)}：{row}"
         node, calls = nodes[row["name"]], len(timings[row["name"]])
         wanted = (node.op, target_text(node))
         assert (row["op"], row["target"]) == wanted, (
@@ -122,7 +124,9 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         assert row["calls"] == calls, f"{row['name']}：calls 应为 {calls}"
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}：mean_s 应为 total / calls"
         share = 100 * total / sum(totals)
-        assert math.isclose(row["percent"], share), f"{row['name']}：percent 应为 {share:.3f}"
+        assert math.isclose(row["percent"], share), (
+            f"{row['name']}：percent 是 {row['percent']!r}；100 * 它的总时间 / 所有总时间之和是 {share!r}（不取整）"
+        )
     assert totals == sorted(totals, reverse=True), "各行按总时间排序，最慢的在前"
     return rows
 
