@@ -164,6 +164,16 @@ def _changes_after_a_branch(model, on_device) -> bool:
     )
 
 
+def _changes_at_a_join(model, on_device) -> bool:
+    """Whether a node that reads two values is on another device than the node before it: a
+    rule that starts no new number where a branch joins misses that change (red team redH2)."""
+    calls = [n for n in fx.symbolic_trace(model).graph.nodes if "call" in n.op]
+    return any(
+        on_device(node) != on_device(before) and len(node.all_input_nodes) >= 2
+        for before, node in pairwise(calls)
+    )
+
+
 def _drawn_steps(make, branch: bool) -> Steps:
     kinds = ["linear", "relu", "cumsum", "flip", "add"]
     steps = [*(make.choice(kinds) for _i in range(make.integer(3, 9))), "linear"]
@@ -174,7 +184,8 @@ def _drawn_steps(make, branch: bool) -> Steps:
 def chains_on(on_accelerator):
     """A case builder: chains of steps, some with a branch (a step reads an earlier value) that
     changes device, on machines that run other operators (the chapter's `on_accelerator` among
-    them); half the cases go back to a device they left."""
+    them); half the cases go back to a device they left. Of the two branched cases in every
+    four, one changes device after a branch, the other where the branch joins."""
     machines = _machines(on_accelerator)
 
     def chains(make):
@@ -182,8 +193,9 @@ def chains_on(on_accelerator):
         back, branch = make.each([(b, r) for b in (True, False) for r in (True, False)])
         on_device = machines[machine]
         model = _drawn_steps(make, branch)
+        branched = _changes_after_a_branch if back else _changes_at_a_join
         while (back and _device_changes(model, on_device) < 2) or (
-            branch and not _changes_after_a_branch(model, on_device)
+            branch and not branched(model, on_device)
         ):
             model = _drawn_steps(make, branch)
         make.parameters_of(model)

@@ -303,7 +303,7 @@ def pass_through_models(make):  # 3.3's cases: pass-throughs, layouts, Dropout i
     modes = ", ".join("training" if part.training else "eval" for part in dropouts)
     note = _("Dropout modes, in order: {modes}; the input's layout: {layout}")
     make.note(note.format(modes=modes, layout=layout))
-    gm = row_from_column(fx.symbolic_trace(model))
+    gm = in_place_step(row_from_column(fx.symbolic_trace(model)))
     if decoy:  # a rule that knows a .contiguous() by its name or target, not its op, erases it
         decoy_reads_a_row(gm, model.contiguous)
         make.note(_("then the Linear named 'contiguous' reads a contiguous row of ones"))
@@ -318,6 +318,17 @@ def row_from_column(gm):  # a (1, 3) row that transposes a (3, 1) column: contig
         column = graph.call_method("new_ones", (source, (3, 1)))
         row = graph.call_method("contiguous", (graph.call_method("transpose", (column, 0, 1)),))
     output.args = ((output.args[0], row),)
+    gm.recompile()
+    return gm
+
+
+def in_place_step(gm):  # x.sin().mul_(2) among the outputs: mul_ hands on the very object it
+    # was given, as a pass-through does, but changed (red team redG2: an `is` test erased it)
+    graph, output = gm.graph, gm.graph.output_node()
+    source = next(iter(graph.find_nodes(op="placeholder")))
+    with graph.inserting_before(output):
+        doubled = graph.call_method("mul_", (graph.call_method("sin", (source,)), 2))
+    output.args = ((*output.args[0], doubled),)
     gm.recompile()
     return gm
 

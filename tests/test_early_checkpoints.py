@@ -1433,19 +1433,22 @@ def run_from(gm, known, *inputs):
     order, rest = [n.name for n in graph.find_nodes(op="placeholder")], iter(inputs)
     return GraphModule(gm, graph)(*[fed[n] if n in fed else next(rest) for n in order])
 """,
-    "3.3 erases the calls whose result is their input, found by a run (red team redS)": """
+    # unchanged: an in-place op's result is its input object too (red team redG2)
+    "3.3 erases the calls whose result is their input, unchanged, found by a run (redS)": """
 class SameAsInput(fx.Interpreter):
     def __init__(self, gm):
         super().__init__(gm)
         self.same = set()
 
     def run_node(self, node):
+        first = node.all_input_nodes[0] if node.all_input_nodes else None
+        given = self.env.get(first)
+        before = given.clone() if isinstance(given, torch.Tensor) else None
         result = super().run_node(node)
         module = self.module.get_submodule(node.target) if node.op == "call_module" else None
         training = isinstance(module, nn.Dropout) and module.training  # at random: no telling
-        first = node.all_input_nodes[0] if node.all_input_nodes else None
         if node.op in ("call_module", "call_method") and first is not None and not training:
-            if result is self.env[first]:
+            if result is self.env[first] and torch.equal(result, before):
                 self.same.add(node)
         return result
 
@@ -1761,6 +1764,27 @@ RELU_FOUND = (
     '(node.op == "call_module" and isinstance(self.fetch_attr(node.target), nn.ReLU))'
 )
 WRONG |= {
+    "3.3 a call whose result is its input object erased: an in-place op too (red team redG2)": """
+def remove_pass_throughs(gm, example):
+    values = {}
+
+    class Recorded(fx.Interpreter):
+        def run_node(self, node):
+            values[node] = super().run_node(node)
+            return values[node]
+
+    Recorded(gm).run(example)
+    for node in list(gm.graph.nodes):
+        given = node.args[0] if node.args else node.kwargs.get("input")
+        if node.op in ("call_method", "call_module") and isinstance(given, fx.Node):
+            if values[node] is values[given]:
+                node.replace_all_uses_with(given)
+                gm.graph.erase_node(node)
+    gm.delete_all_unused_submodules()
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+""",
     "3.3 memory_format= taken for channels-last whenever it is given (red team redP)": (
         PASS_THROUGHS.format(
             propagated="example",

@@ -784,3 +784,22 @@ def test_8_4_judges_the_chapters_layers_on_the_weights_they_hold_now():
     mine_q, mine_scale = int8_per_row(trained)
     assert torch.allclose(mine_scale, scale, rtol=1e-6, atol=0)
     assert cases.steps_apart(mine_q, q, trained, scale, mine_scale)
+
+
+def no_new_number_at_a_join(gm, on_device) -> dict:
+    """The red team's (redH2) rule: a new number at each change of device, except at a node
+    that reads two values (where a branch joins)."""
+    runs, number, previous = {}, 0, None
+    for node in gm.graph.nodes:
+        side = on_device(node)
+        if previous is not None and side != previous and len(node.all_input_nodes) <= 1:
+            number += 1
+        runs[node], previous = number, side
+    return runs
+
+
+def test_8_2_refuses_no_new_number_where_a_branch_joins_in_every_run():
+    """It passed 8 runs of 20: no case forced a device change at a join. One branched case in
+    every four now changes device there."""
+    for run_seed in [random.Random(f"8.2 join {n}").randrange(10**6) for n in range(12)]:
+        assert refused_8_2(no_new_number_at_a_join, run_seed), run_seed
