@@ -104,21 +104,11 @@ def test_a_summary_row_of_the_wrong_target_is_told_the_target_wanted(verify):
     verify.check_summary([row | {"target": "torch.relu"}], timings, gm)
 
 
-def summary_rows(verify, timings: dict, gm: fx.GraphModule) -> list[dict]:
-    """The reference's summary of `timings`: one dict per node, by total time, slowest first."""
-    nodes = {node.name: node for node in gm.graph.nodes}
-    totals = {name: sum(times) for name, times in timings.items()}
-    return [
-        {
-            "name": name,
-            "op": nodes[name].op,
-            "target": verify.target_text(nodes[name]),
-            "calls": len(timings[name]),
-            "mean_s": totals[name] / len(timings[name]),
-            "percent": 100 * totals[name] / sum(totals.values()),
-        }
-        for name in sorted(totals, key=totals.get, reverse=True)
-    ]
+def summary_rows(timings: dict, gm: fx.GraphModule) -> list[dict]:
+    """The reference solution's summary() of `timings`."""
+    profiler = probing.load(VERIFY.with_name("solution.py")).TimingInterpreter(gm)
+    profiler.timings = timings
+    return profiler.summary()
 
 
 def test_summary_rows_of_another_shape_are_told_by_their_shape(verify):
@@ -126,7 +116,7 @@ def test_summary_rows_of_another_shape_are_told_by_their_shape(verify):
     node" (the name test ran first); a percent rounded to 4 places heard "percent should be
     48.310", which its own value also read as."""
     timings, gm = timings_with(time.perf_counter, verify)
-    rows = summary_rows(verify, timings, gm)
+    rows = summary_rows(timings, gm)
     verify.check_summary(rows, timings, gm)
     with pytest.raises(AssertionError, match="each row is a dict, not a tuple"):
         verify.check_summary([tuple(row.values()) for row in rows], timings, gm)
