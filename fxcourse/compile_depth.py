@@ -17,6 +17,7 @@ import io
 import logging
 import math
 import os
+import random
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,13 +77,14 @@ UNARY = {
 }
 
 
-FAULTS = ("plus one", "rolled", "NaN", "inf")  # what a planted backend does to an op's result
+FAULTS = ("plus one", "rolled", "NaN", "inf", "a number for NaN")  # done to an op's result
+NON_FINITE = ("NaN", "inf", "a number for NaN")  # never in a balanced output: its sum would show
 
 
 class _Planted(fx.Interpreter):
     """Runs a graph node by node, doing `fault` (FAULTS) to what every call of `target` returns:
     adding 1 (at place `spot` of the last dimension only, when given), moving its values one
-    place along the last dimension, or making its first value NaN or inf."""
+    place along the last dimension, making its first value NaN or inf, or making its NaN 0."""
 
     def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one", spot=None):
         super().__init__(gm)
@@ -92,6 +94,8 @@ class _Planted(fx.Interpreter):
         result = super().call_function(target, args, kwargs)
         if target is not self.target:
             return result
+        if self.fault == "a number for NaN":
+            return result.nan_to_num(nan=0.0, posinf=math.inf, neginf=-math.inf)
         if self.fault == "rolled":
             return result.roll(1, -1)
         if self.fault in ("NaN", "inf"):
@@ -111,9 +115,10 @@ def planted_backend(target, fault: str = "plus one", spot: int | None = None) ->
     values moved one place, as a wrong stride would: the same values, so the same sum, mean,
     norm and sorted values; or ("NaN") returns NaN in its first place, where the graph computes
     a number (a comparison that skips every NaN, or zeroes them, sees nothing wrong); or ("inf")
-    returns inf there (a comparison of the finite places only sees nothing wrong). Right
-    wherever `target` is absent. (It interprets the graph: a copy recompiled for each of the
-    minifier's queries cost a third of checkpoint 10.3's time.)"""
+    returns inf there (a comparison of the finite places only sees nothing wrong); or ("a number
+    for NaN") returns 0 where it computes NaN (a comparison that skips the places where gm has
+    NaN sees nothing wrong). Right wherever `target` is absent. (It interprets the graph: a copy
+    recompiled for each of the minifier's queries cost a third of checkpoint 10.3's time.)"""
 
     def backend(gm: fx.GraphModule, example_inputs) -> Callable:
         return lambda *args: _Planted(gm, target, fault, spot).run(*args)
@@ -147,13 +152,13 @@ def minifier_case(make) -> MinifierCase:
     negation and a large constant, first (a summary of each output or of all of them, their
     sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
-    the values' places, such as sorted values, sees nothing wrong), and some put NaN in its
-    first place where the graph computes a number (a comparison that skips NaN, or zeroes it,
-    sees nothing wrong; never in a balanced output, whose summaries it would change) or inf
-    there (a comparison of the finite places only sees nothing wrong); for NaN the
-    graph then makes its result's first value 0 (a comparison that turns NaN into 0 on both sides
-    sees nothing wrong). In half
-    the cases of every
+    the values' places, such as sorted values, sees nothing wrong), and some (NON_FINITE, never
+    in a balanced output, whose summaries they would change) put NaN in its first place where
+    the graph computes a number (a comparison that skips NaN, or zeroes it, sees nothing wrong;
+    the graph then makes its result's first value 0, so that NaN made 0 on both sides is unseen),
+    or inf there (a comparison of the finite places only sees nothing wrong), or a number where
+    the graph computes NaN (NaN enters the wrong operator at its first place: a comparison that
+    skips the places where gm has NaN sees nothing wrong) (_fault_of). In half the cases of every
     run the graph also returns, second, a NaN output (the log of values below their mean, NaN
     in eager as in every backend: a comparison that calls NaN != NaN a difference says so of a
     healthy backend), and the same NaN after the result unless balanced (a comparison of the
@@ -161,11 +166,7 @@ def minifier_case(make) -> MinifierCase:
     error (a saturated tanh downstream) or reaches LARGEST is drawn again."""
     wrong = make.each(list(UNARY))
     kind = make.each(CHAIN_KINDS)
-    fault = make.each(list(FAULTS))  # the wrong values changed, moved, NaN or inf
-    fault = "plus one" if fault in ("NaN", "inf") and kind == "balanced" else fault
-    given_up = _fault_the_balanced_case_gives_up(make)
-    if make.index >= len(CHAIN_KINDS) and kind != "balanced" and given_up:
-        fault = given_up  # a repeat of an earlier kind: every run has each fault
+    fault = _fault_of(make, kind)
     nan = make.each(["a NaN output", "no NaN"]) == "a NaN output"
     others = [name for name in UNARY if name != wrong]
     while True:
@@ -175,42 +176,64 @@ def minifier_case(make) -> MinifierCase:
         early = sorted(make.integer(0, place) for _ in range(2 if kind == "middle" else 1))
         bad = {"last": len(early), "first": 0, "middle": 1, "balanced": 0}[kind]
         width = make.integer(3, 8)
-        zeroed = fault == "NaN"  # its first place 0 in gm: NaN made 0 on both sides is unseen
-        gm = _traced_chain(chain, width, early, bad, kind == "balanced", nan, zeroed)
+        looks = ChainLooks(kind == "balanced", nan, zeroed=fault == "NaN")
+        looks.holed = place if fault == "a number for NaN" else None  # NaN enters the wrong op
+        gm = _traced_chain(chain, width, early, bad, looks)
         inputs = [make.tensor(width)]
         spot = make.integer(1, width - 1)  # where "plus one" adds: never the first place
         backend = planted_backend(UNARY[wrong], fault, spot)
         case = MinifierCase(gm, inputs, UNARY[wrong], backend, fault)
         got, want = case.backend(gm, inputs)(*inputs), gm(*inputs)
         bad += 1 if nan and bad >= 1 else 0  # the NaN output comes second
-        result, wanted = got[bad][:width], want[bad][:width]  # the chain's result, balanced or not
-        moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made: moved
-        finite = result.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)  # the planted place aside
-        largest = max(finite.abs().max(), wanted.abs().max())
-        hidden = kind != "balanced" or result.isfinite().all()  # NaN would show in its sum
-        if moved > 1e-2 and largest < LARGEST and wanted.isfinite().all() and hidden:
-            said = {
-                "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
-                "plus one": _("{chain}; {wrong} + 1 in one place; output {number} of {outputs}"),
-                "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
-                "inf": _("{chain}; {wrong} inf in its first place; output {number} of {outputs}"),
-            }[fault]
+        if _shows(got[bad][:width], want[bad][:width], fault, kind):
             chain_text = " -> ".join(chain)
+            said = _said_of(fault)
             make.note(said.format(chain=chain_text, wrong=wrong, number=bad + 1, outputs=len(want)))
             return case
 
 
+def _said_of(fault: str) -> str:
+    return {
+        "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
+        "plus one": _("{chain}; {wrong} + 1 in one place; output {number} of {outputs}"),
+        "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
+        "inf": _("{chain}; {wrong} inf in its first place; output {number} of {outputs}"),
+        "a number for NaN": _(
+            "{chain}; {wrong} 0 in its first place, where gm has NaN; output {number} of {outputs}"
+        ),
+    }[fault]
+
+
+def _shows(result: torch.Tensor, wanted: torch.Tensor, fault: str, kind: str) -> bool:
+    """Whether the chain's result from the planted backend shows the fault beside gm's (a
+    saturated tanh downstream hides it), both below LARGEST, gm's finite but in the first place
+    for "a number for NaN" (NaN in gm, a number in the backend there)."""
+    moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made or filled: moved
+    finite = [t.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0) for t in (result, wanted)]
+    largest = max(t.abs().max() for t in finite)
+    if fault == "a number for NaN":
+        first = wanted[:1].isnan().all() and result[:1].isfinite().all()
+    else:
+        first = wanted[:1].isfinite().all()
+    hidden = kind != "balanced" or result.isfinite().all()  # NaN would show in its sum
+    return moved > 1e-2 and largest < LARGEST and first and wanted[1:].isfinite().all() and hidden
+
+
+def _fault_of(make, kind: str) -> str:
+    """The case's fault (FAULTS): every run of six has each. A balanced case takes "plus one"
+    or "rolled" (NON_FINITE would show in its sum); the others take NON_FINITE's first, in an
+    order the run's seed draws, then the other of the two."""
+    rng = random.Random(f"{make.run_seed}:faults")
+    finite, non_finite = ["plus one", "rolled"], list(NON_FINITE)
+    rng.shuffle(finite)
+    rng.shuffle(non_finite)
+    kinds = [make.each_of_case(CHAIN_KINDS, index) for index in range(make.index)]
+    if kind == "balanced":
+        return finite[kinds.count("balanced") % 2]
+    return (non_finite + finite[::-1])[(len(kinds) - kinds.count("balanced")) % len(FAULTS)]
+
+
 CHAIN_KINDS = ["last", "first", "middle", "balanced"]  # where the wrong vector stands
-
-
-def _fault_the_balanced_case_gives_up(make) -> str | None:
-    """NaN or inf when the run's balanced case draws it (and takes "plus one" instead): the
-    cases after the first four repeat their kinds and faults, so one of them takes it up."""
-    for index in range(len(CHAIN_KINDS)):
-        if make.each_of_case(CHAIN_KINDS, index) == "balanced":
-            fault = make.each_of_case(list(FAULTS), index)
-            return fault if fault in ("NaN", "inf") else None
-    return None
 
 
 def missed_fault(case: MinifierCase) -> str:
@@ -219,6 +242,8 @@ def missed_fault(case: MinifierCase) -> str:
         return _(" Here the backend makes NaN where gm has a number: does your predicate see it?")
     if case.fault == "inf":
         return _(" Here the backend makes inf where gm has a number: does your predicate see it?")
+    if case.fault == "a number for NaN":
+        return _(" Here the backend makes a number where gm has NaN: does your predicate see it?")
     return ""
 
 
@@ -265,39 +290,45 @@ BALANCE = 1e6  # the balanced output's constant: beside it, every value of the c
 LARGEST = 300.0  # sum, mean, largest magnitude and norm by less than allclose's rtol
 
 
+@dataclass
+class ChainLooks:
+    """What a traced chain returns beside its values: with `balanced`, the result, its negation
+    (a product by -1: neg may be the planted operator) and BALANCE in one vector; with `nan`, the
+    log of the input minus its mean (NaN wherever the input is below its mean) second, and after
+    the result when not balanced; with `zeroed`, the result's first value multiplied by 0 (0 in
+    gm, NaN where the backend made NaN); with `holed`, the link of that index gets NaN in the
+    first place of its operator's input (NaN there in gm, a number where the backend made one)."""
+
+    balanced: bool = False
+    nan: bool = False
+    zeroed: bool = False
+    holed: int | None = None
+
+
 def _traced_chain(
-    chain: list[str],
-    width: int,
-    early: list[int],
-    bad: int,
-    balanced=False,
-    nan=False,
-    zeroed=False,
+    chain: list[str], width: int, early: list[int], bad: int, looks: ChainLooks
 ) -> fx.GraphModule:
     """make_fx of the chain; it returns the values entering the links `early` (each before the
     wrong operator, a different multiple for each), with the chain's result inserted at `bad`,
-    or, when `balanced`, the result, its negation (a product by -1: neg may be the planted
-    operator) and BALANCE in one vector; with `nan`, the log of the input minus its mean (NaN
-    wherever the input is below its mean) second, and after the result when not balanced; with
-    `zeroed`, the result's first value multiplied by 0 (0 in gm, NaN where the backend made NaN)."""
+    as `looks` says."""
     ops = [getattr(torch, name) for name in chain]
 
     def run(x):
-        holes = torch.log(x - x.mean()) if nan else None  # no operator of UNARY: never planted
+        holes = torch.log(x - x.mean()) if looks.nan else None  # no UNARY operator: never planted
         outputs = []
         for index, op in enumerate(ops):
             for _repeat in range(early.count(index)):
                 outputs.append(x * float(len(outputs) + 1))
-            y = op(x)
+            y = op(torch.cat([x[:1] * math.nan, x[1:]]) if index == looks.holed else x)
             x = y * 0.5 + x if index % 2 else y + 1
-        if zeroed:
+        if looks.zeroed:
             x = torch.cat([x[:1] * 0.0, x[1:]])
-        if balanced:
+        if looks.balanced:
             x = torch.cat([x, x * -1.0, torch.full((1,), BALANCE)])
-        elif nan:  # NaN beside the planted error too: its largest difference is NaN
+        elif looks.nan:  # NaN beside the planted error too: its largest difference is NaN
             x = torch.cat([x, holes])
         outputs.insert(bad, x)
-        if nan:
+        if looks.nan:
             outputs.insert(1, holes)
         return tuple(outputs)
 

@@ -37,7 +37,7 @@ aten = torch.ops.aten
 SIGNED_KINDS = (  # every run of ten: each kind once (the near-0 sums in both dtypes)
     ("sum just above 0", torch.float32), ("sum just above 0", torch.float64),
     ("sum just below 0", torch.float32), ("sum just below 0", torch.float64),
-    ("sum exactly 0", torch.float32), ("sum exactly 0", torch.float64),
+    ("a sum float32 rounds to 0", torch.float32), ("a sum sorted values lose", torch.float64),
     ("most entries against a sum > 0", None), ("most entries against a sum < 0", None),
     ("a NaN among positive entries", None), ("a sum that clipping flips", None),
 )  # fmt: skip
@@ -55,16 +55,60 @@ def _summing_to(make, shape, total: float, dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
+OTHER_ORDERS = {  # sums of a 2-D x in orders other than torch's own x.sum()
+    "rows first": lambda x: x.sum(-1).sum(),
+    "columns first": lambda x: x.sum(0).sum(),
+    "reversed": lambda x: x.flatten().flip(0).sum(),
+    "running": lambda x: x.flatten().cumsum(0)[-1],
+}
+
+
+def _cancelling(make, shape, dtype, huge_exponents, accept) -> torch.Tensor:
+    """The first x in `dtype` that `accept(x)`, each drawn of `shape(make)`: H, -H and small
+    entries in eighths whose exact total is in (0, 4), in a drawn order. Whether torch's sum
+    loses them beside H depends on its order, so on the shape: each try draws one."""
+    for _attempt in range(100_000):
+        size = shape(make)
+        count = size[0] if len(size) == 1 else size[0] * size[1]
+        small = torch.round(make.tensor(count - 2, dtype=torch.float64, scale=0.3) * 8) / 8
+        huge = 2.0 ** make.integer(*huge_exponents)
+        exact = torch.cat([torch.tensor([huge, -huge], dtype=torch.float64), small])
+        x = exact[torch.randperm(count, generator=make.generator)].to(dtype).reshape(size)
+        if 0 < small.sum() < 4 and accept(x):
+            return x
+    raise RuntimeError(f"this torch's {dtype} sum never loses a small entry beside a large one")
+
+
+def _drawn_shape(make) -> tuple[int, ...]:
+    return make.choice([(make.integer(3, 9),), (make.integer(2, 4), make.integer(2, 5))])
+
+
+def _wider_than_two(make) -> tuple[int, int]:
+    return make.integer(2, 4), make.integer(3, 5)  # in a 2 by 2 some order always keeps it
+
+
+def _only_torchs_order_loses_it(x: torch.Tensor) -> bool:
+    """torch's own x.sum() is 0; float64 and OTHER_ORDERS keep the small entries' total."""
+    return x.sum() == 0 and all(total(x) > 0 for total in OTHER_ORDERS.values())
+
+
+def _sorted_values_lose_it(x: torch.Tensor) -> bool:
+    """torch's x.sum() keeps the small entries' total; the sum of the sorted values is 0."""
+    return x.sum() > 0 and x.flatten().sort().values.sum() == 0
+
+
 def signed_inputs(make) -> tuple[torch.Tensor]:
     """Sizes, 1-D or 2-D, in float32 and float64; every run has sums just above and just below
-    0 in both dtypes (a float64 one that float32 cannot tell from 0), sums of exactly 0, sums
+    0 in both dtypes (a float64 one that float32 cannot tell from 0), two sums that rounding
+    decides (a float32 one torch's x.sum() makes 0 where float64 and OTHER_ORDERS make it
+    positive; a float64 one it keeps positive where sorted values make it 0), sums
     of either sign whose sign is not that of most entries, nor of the first one, and a NaN among
     positive entries: its sum is NaN, `x.sum() > 0` is False and sign_dependent takes cos, where
     `x.sum() <= 0` is False too and `x.nansum() > 0` is True (SIGNED_KINDS); that x is 2-D and
     stored transposed (sign_dependent takes any layout; `x.view(-1)` fails there)."""
     kind, dtype = make.each(SIGNED_KINDS)
     dtype = dtype or make.dtype()
-    shape = make.choice([(make.integer(3, 9),), (make.integer(2, 4), make.integer(2, 5))])
+    shape = _drawn_shape(make)
     if kind.startswith("most entries"):  # many small entries of one sign, a few large ones
         sign = 1.0 if kind.endswith("> 0") else -1.0
         count = shape[0] if len(shape) == 1 else shape[0] * shape[1]
@@ -83,6 +127,10 @@ def signed_inputs(make) -> tuple[torch.Tensor]:
         rows, cols = make.integer(2, 4), make.integer(2, 5)
         x = (make.tensor(cols, rows, dtype=dtype).abs() + 0.1).t()
         x[make.integer(0, rows - 1), make.integer(0, cols - 1)] = float("nan")
+    elif kind.startswith("a sum float32 rounds"):
+        x = _cancelling(make, _wider_than_two, torch.float32, (28, 40), _only_torchs_order_loses_it)
+    elif kind.startswith("a sum sorted"):
+        x = _cancelling(make, _drawn_shape, torch.float64, (57, 70), _sorted_values_lose_it)
     else:
         tiny = make.rng.uniform(1, 9) * (1e-4 if dtype == torch.float32 else 1e-10)
         total = {"sum just above 0": tiny, "sum just below 0": -tiny}.get(kind, 0.0)

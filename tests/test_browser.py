@@ -717,7 +717,7 @@ def lab_server_log_errors(lab: LabPage) -> str:
 # one edited where the course's update does not touch, one edited where it does.
 OPENED_ONLY, EDITED, COLLIDING = CHAPTER_1, "02_fx_ir.ipynb", "03_graph_transforms.ipynb"
 LEARNER_LINE = "# my own note"
-AUTOSAVE_WAIT_S = 90
+AUTOSAVE_WAIT_S = 300  # JupyterLab's next autosave comes 10 times the last save's duration later
 
 
 def _saved(path: Path, written, what: str) -> nbformat.NotebookNode:
@@ -866,6 +866,7 @@ def test_progress_agrees_with_validate_right_after_it(
                 code = WRONG_SOLUTION if wrong else solutions[_grade_id(cell)]
                 lab.replace_cell_source(cell["index"], code)
             lab.run_all_cells(EXERCISE_RUN_TIMEOUT_S)
+            lab.save_notebook()
             _saved(path, _has_error_output, "the failing test's output")
             failing = next(c for c in lab.cells() if error_outputs([c]))
             lab.cell(failing["index"]).scroll_into_view_if_needed()
@@ -876,7 +877,8 @@ def test_progress_agrees_with_validate_right_after_it(
             target = next(c for c in answers if _grade_id(c) == WRONG_SOLUTION_CELL)
             lab.replace_cell_source(target["index"], solutions[WRONG_SOLUTION_CELL])
             # Validate saves first: pressed while autosave is writing, the two saves race and
-            # JupyterLab asks "File Changed" (a learner waits the same two seconds).
+            # JupyterLab asks "File Changed". Saved now, the notebook is clean: autosave waits.
+            lab.save_notebook()
             fixed = solutions[WRONG_SOLUTION_CELL].strip()
             _saved(path, lambda nb: any(c.source.strip() == fixed for c in nb.cells), "the fix")
             lab.page.locator(".validate-button").click()

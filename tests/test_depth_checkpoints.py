@@ -419,6 +419,32 @@ def test_10_3_refuses_a_comparison_of_the_finite_places_only_in_every_run(seed, 
     assert problem is not None and any(words in problem for words in told), problem
 
 
+GM_NAN_SKIPPED_10_3 = {  # the red team's (redH2): gm's NaN places left out of the comparison
+    "where gm is not NaN": "keep = ~w.isnan()",
+    "where gm is finite": "keep = w.isfinite()",
+}
+GM_NAN_SKIPPING = """
+def results_differ(gm, inputs, backend):
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    for g, w in zip(got, want):
+        {keep}
+        if not torch.allclose(g[keep], w[keep], equal_nan=True):
+            return True
+    return False
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("skipped", sorted(GM_NAN_SKIPPED_10_3))
+def test_10_3_refuses_a_comparison_that_skips_where_gm_has_nan(skipped, seed, monkeypatch):
+    """No planted fault changed a place where gm computes NaN, so a predicate that looked only
+    where gm has a number passed every run (redH2); every run now plants a backend that makes
+    a number where gm computes NaN, and the learner hears so."""
+    answer = GM_NAN_SKIPPING.replace("{keep}", GM_NAN_SKIPPED_10_3[skipped])
+    problem = verdict("10.3", answer, seed, monkeypatch)
+    assert problem is not None and "makes a number where gm has NaN" in problem, problem
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_reference_rule_of_10_1_is_what_torch_compiles(seed):
     answer = reference_answer("10.1")
