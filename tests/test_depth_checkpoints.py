@@ -1019,6 +1019,23 @@ def test_10_2_takes_a_scorer_given_a_temperature_buffer_in_a_cell_of_its_own(see
     assert check_cells.judged(check, namespace, monkeypatch).problem is None
 
 
+SERVE_IN_ONE_FULL_GRAPH = """
+def serve(scorer, requests):
+    def scores(x, temperature):  # clamping always: the same values as clamping past 4 only
+        return (scorer.linear(x) / temperature).clamp(-4, 4).softmax(-1)
+
+    compiled = torch.compile(scores, backend="eager", dynamic=True, fullgraph=True)
+    return [compiled(x, torch.tensor(temperature)) for x, temperature in requests]
+"""
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_2_counts_the_compiles_of_a_full_graph(seed, monkeypatch):
+    """The honest tester (honQ): a branchless serve compiled with fullgraph=True heard "nothing
+    was compiled": Dynamo's frame counter, which serve_run read, misses such compiles."""
+    assert verdict("10.2", SERVE_IN_ONE_FULL_GRAPH, seed, monkeypatch) is None
+
+
 def test_12_1_asks_about_y_s_width_only_where_torch_refused_it(monkeypatch):
     """The red team (redF2): every refusal heard "How does y's width follow from n?", a batch
     bounded by max=2 too, whose "3 not in range [2, 2]" quoted a batch the learner never saw."""
