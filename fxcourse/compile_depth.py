@@ -77,14 +77,17 @@ UNARY = {
 }
 
 
-FAULTS = ("plus one", "rolled", "NaN", "inf", "a number for NaN")  # done to an op's result
-NON_FINITE = ("NaN", "inf", "a number for NaN")  # never in a balanced output: its sum would show
+FAULTS = ("plus one", "rolled", "slightly off", "NaN", "inf", "a number for NaN")  # to a result
+FINITE = FAULTS[:3]
+NON_FINITE = FAULTS[3:]  # never in a balanced output: its sum would show them
+SLIGHTLY = 3e-3  # "slightly off": far beyond float32's rounding, within a 1 % tolerance
 
 
 class _Planted(fx.Interpreter):
     """Runs a graph node by node, doing `fault` (FAULTS) to what every call of `target` returns:
     adding 1 (at place `spot` of the last dimension only, when given), moving its values one
-    place along the last dimension, making its first value NaN or inf, or making its NaN 0."""
+    place along the last dimension, scaling it by 1 + SLIGHTLY, making its first value NaN or inf,
+    or making its NaN 0."""
 
     def __init__(self, gm: fx.GraphModule, target, fault: str = "plus one", spot=None):
         super().__init__(gm)
@@ -96,6 +99,8 @@ class _Planted(fx.Interpreter):
             return result
         if self.fault == "a number for NaN":
             return result.nan_to_num(nan=0.0, posinf=math.inf, neginf=-math.inf)
+        if self.fault == "slightly off":
+            return result * (1 + SLIGHTLY)
         if self.fault == "rolled":
             return result.roll(1, -1)
         if self.fault in ("NaN", "inf"):
@@ -113,8 +118,10 @@ def planted_backend(target, fault: str = "plus one", spot: int | None = None) ->
     the ATen operator `target` also adds 1 to its result (at place `spot` only, when given: a
     comparison of one place, the first say, sees nothing wrong); or ("rolled") returns its
     values moved one place, as a wrong stride would: the same values, so the same sum, mean,
-    norm and sorted values; or ("NaN") returns NaN in its first place, where the graph computes
-    a number (a comparison that skips every NaN, or zeroes them, sees nothing wrong); or ("inf")
+    norm and sorted values; or ("slightly off") its values times 1 + SLIGHTLY, as a wrong
+    constant would (a comparison with a 1 % tolerance sees nothing wrong); or ("NaN") returns
+    NaN in its first place, where the graph computes a number (a comparison that skips every
+    NaN, or zeroes them, sees nothing wrong); or ("inf")
     returns inf there (a comparison of the finite places only sees nothing wrong); or ("a number
     for NaN") returns 0 where it computes NaN (a comparison that skips the places where gm has
     NaN sees nothing wrong). Right wherever `target` is absent. (It interprets the graph: a copy
@@ -152,7 +159,8 @@ def minifier_case(make) -> MinifierCase:
     negation and a large constant, first (a summary of each output or of all of them, their
     sum, mean, largest magnitude or norm, stays the same to within rounding). In every run some
     planted backends roll the wrong operator's values instead of adding 1 (a comparison blind to
-    the values' places, such as sorted values, sees nothing wrong), and some (NON_FINITE, never
+    the values' places, such as sorted values, sees nothing wrong), some scale them by
+    1 + SLIGHTLY (a comparison with a 1 % tolerance sees nothing wrong), and some (NON_FINITE, never
     in a balanced output, whose summaries they would change) put NaN in its first place where
     the graph computes a number (a comparison that skips NaN, or zeroes it, sees nothing wrong;
     the graph then makes its result's first value 0, so that NaN made 0 on both sides is unseen),
@@ -196,6 +204,7 @@ def _said_of(fault: str) -> str:
     return {
         "rolled": _("{chain}; {wrong} rolled; output {number} of {outputs}"),
         "plus one": _("{chain}; {wrong} + 1 in one place; output {number} of {outputs}"),
+        "slightly off": _("{chain}; {wrong} 0.3 % off; output {number} of {outputs}"),
         "NaN": _("{chain}; {wrong} NaN in its first place; output {number} of {outputs}"),
         "inf": _("{chain}; {wrong} inf in its first place; output {number} of {outputs}"),
         "a number for NaN": _(
@@ -208,7 +217,10 @@ def _shows(result: torch.Tensor, wanted: torch.Tensor, fault: str, kind: str) ->
     """Whether the chain's result from the planted backend shows the fault beside gm's (a
     saturated tanh downstream hides it), both below LARGEST, gm's finite but in the first place
     for "a number for NaN" (NaN in gm, a number in the backend there)."""
-    moved = (result - wanted).abs().nan_to_num(nan=math.inf).max()  # a NaN made or filled: moved
+    moved = (result - wanted).abs().nan_to_num(nan=math.inf).max() > 1e-2  # NaN made or filled
+    if fault == "slightly off":  # beyond rounding everywhere it shows, within 1 % everywhere
+        off = (result - wanted).abs()
+        moved = (off > 1e-3 * wanted.abs() + 1e-5).any() and (off < 5e-3 * (1 + wanted.abs())).all()
     finite = [t.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0) for t in (result, wanted)]
     largest = max(t.abs().max() for t in finite)
     if fault == "a number for NaN":
@@ -216,20 +228,20 @@ def _shows(result: torch.Tensor, wanted: torch.Tensor, fault: str, kind: str) ->
     else:
         first = wanted[:1].isfinite().all()
     hidden = kind != "balanced" or result.isfinite().all()  # NaN would show in its sum
-    return moved > 1e-2 and largest < LARGEST and first and wanted[1:].isfinite().all() and hidden
+    return moved and largest < LARGEST and first and wanted[1:].isfinite().all() and hidden
 
 
 def _fault_of(make, kind: str) -> str:
-    """The case's fault (FAULTS): every run of six has each. A balanced case takes "plus one"
-    or "rolled" (NON_FINITE would show in its sum); the others take NON_FINITE's first, in an
-    order the run's seed draws, then the other of the two."""
+    """The case's fault (FAULTS): every run of six has each. A balanced case takes one of
+    FINITE (NON_FINITE would show in its sum); the others take NON_FINITE's first, in an order
+    the run's seed draws, then FINITE's from the other end."""
     rng = random.Random(f"{make.run_seed}:faults")
-    finite, non_finite = ["plus one", "rolled"], list(NON_FINITE)
+    finite, non_finite = list(FINITE), list(NON_FINITE)
     rng.shuffle(finite)
     rng.shuffle(non_finite)
     kinds = [make.each_of_case(CHAIN_KINDS, index) for index in range(make.index)]
     if kind == "balanced":
-        return finite[kinds.count("balanced") % 2]
+        return finite[kinds.count("balanced") % len(finite)]
     return (non_finite + finite[::-1])[(len(kinds) - kinds.count("balanced")) % len(FAULTS)]
 
 
@@ -242,6 +254,8 @@ def missed_fault(case: MinifierCase) -> str:
         return _(" Here the backend makes NaN where gm has a number: does your predicate see it?")
     if case.fault == "inf":
         return _(" Here the backend makes inf where gm has a number: does your predicate see it?")
+    if case.fault == "slightly off":
+        return _(" Here the backend is off by a fraction of a percent: is that within rounding?")
     if case.fault == "a number for NaN":
         return _(" Here the backend makes a number where gm has NaN: does your predicate see it?")
     return ""

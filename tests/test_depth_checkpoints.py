@@ -349,6 +349,13 @@ def results_differ(gm, inputs, backend):  # a healthy backend that rounds otherw
             for g, w in zip(got, want)]
     return len(got) != len(want) or not all(same)
 """,
+    "10.3 compares within 1 %": """
+def results_differ(gm, inputs, backend):  # the red team's (redJ3): 1 % is far beyond rounding
+    got, want = backend(gm, inputs)(*inputs), gm(*inputs)
+    return any(
+        not torch.allclose(g, w, rtol=1e-2, atol=1e-2, equal_nan=True) for g, w in zip(got, want)
+    )
+""",
     "10.3 compares with torch.equal": """
 def results_differ(gm, inputs, backend):  # NaN != NaN for torch.equal too
     got, want = backend(gm, inputs)(*inputs), gm(*inputs)
