@@ -172,3 +172,20 @@ def test_the_reference_passes_the_hidden_summary_test():
     reference = probing.load(VERIFY.with_name("solution.py")).TimingInterpreter
     for seed in range(int(os.environ.get("FXCOURSE_CHECK_SEEDS", "4"))):
         summary_judged(seed, reference)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_visible_summary_test_refuses_a_median_mean(verify, seed):
+    """The visible cell runs its model three times: a median mean_s of the measured times is
+    refused there too (two runs passed it)."""
+    torch.manual_seed(seed)
+    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU()))
+    for average, passes in ((statistics.median, False), (statistics.fmean, True)):
+        profiler = summary_with_mean(average)(gm)
+        for _ in range(3):
+            profiler.run(torch.randn(4, 8))
+        if passes:
+            verify.check_summary(profiler.summary(), profiler.timings, gm)
+            continue
+        with pytest.raises(AssertionError, match="mean_s is total / calls"):
+            verify.check_summary(profiler.summary(), profiler.timings, gm)
