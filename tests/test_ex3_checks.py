@@ -4,6 +4,8 @@ number of seconds >= 0 (red team redG)."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import time
 from pathlib import Path
 
@@ -129,3 +131,61 @@ def test_summary_rows_of_another_shape_are_told_by_their_shape(verify):
         AssertionError, match=rf"percent is {rounded[0]['percent']!r}; .*\(unrounded\)"
     ):
         verify.check_summary(rounded, timings, gm)
+
+
+def summary_judged(seed: int, interpreter: type) -> None:
+    """The hidden test_summary on what `interpreter` does with its cases of `seed`, as the
+    grader runs it: probes.py beside the answer, checks.py on what comes back."""
+    checks = probing.load(VERIFY.with_name("checks.py"))
+    cases = checks.inputs("test_summary", seed)
+    data = checks.probes.test_summary({"TimingInterpreter": interpreter}, cases)
+    checks.test_summary(data, cases)
+
+
+def summary_with_mean(average) -> type:
+    """The reference TimingInterpreter, its mean_s average(times) instead of total / calls."""
+    reference = probing.load(VERIFY.with_name("solution.py")).TimingInterpreter
+
+    class Averaged(reference):
+        def summary(self):
+            rows = super().summary()
+            return [row | {"mean_s": average(self.timings[row["name"]])} for row in rows]
+
+    return Averaged
+
+
+@pytest.mark.parametrize(
+    "average",
+    [statistics.median, lambda times: (min(times) + max(times)) / 2],
+    ids=["median", "midrange"],
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_mean_that_is_a_median_or_a_midrange_is_refused(average, seed):
+    """Every case of the hidden test_summary ran twice, where a median and the midpoint of the
+    extremes equal the mean: `"mean_s": statistics.median(times)` passed every cell (red team).
+    The crossing case runs three times, its first module's mean far from both."""
+    with pytest.raises(AssertionError, match=r"^\w+: mean_s is total / calls$"):
+        summary_judged(seed, summary_with_mean(average))  # names the node, prints no mean
+
+
+def test_the_reference_passes_the_hidden_summary_test():
+    reference = probing.load(VERIFY.with_name("solution.py")).TimingInterpreter
+    for seed in range(int(os.environ.get("FXCOURSE_CHECK_SEEDS", "4"))):
+        summary_judged(seed, reference)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_visible_summary_test_refuses_a_median_mean(verify, seed):
+    """The visible cell runs its model three times: a median mean_s of the measured times is
+    refused there too (two runs passed it)."""
+    torch.manual_seed(seed)
+    gm = fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU()))
+    for average, passes in ((statistics.median, False), (statistics.fmean, True)):
+        profiler = summary_with_mean(average)(gm)
+        for _ in range(3):
+            profiler.run(torch.randn(4, 8))
+        if passes:
+            verify.check_summary(profiler.summary(), profiler.timings, gm)
+            continue
+        with pytest.raises(AssertionError, match="mean_s is total / calls"):
+            verify.check_summary(profiler.summary(), profiler.timings, gm)
