@@ -71,10 +71,11 @@ class ServeRun:
     uncompiled: list[int]  # 1-based requests whose output no compiled graph returned
 
 
-def _recording(backend, seen: list, graphs: list) -> Callable:
-    """`backend` (a name or a callable), whose compiled graphs record the tensors they are given
-    and return, so that a request served eagerly can be told apart; each graph it is handed goes
-    into `graphs` (Dynamo's frame counter misses the compiles of fullgraph=True: honQ)."""
+def _recording(backend, runs: list, graphs: list) -> Callable:
+    """`backend` (a name or a callable), whose compiled graphs record each run, the tensors they
+    are given and return, in `runs`, so that a request served eagerly can be told apart; each
+    graph it is handed goes into `graphs` (Dynamo's frame counter misses the compiles of
+    fullgraph=True: honQ)."""
     from torch._dynamo.backends.registry import lookup_backend
 
     inner = lookup_backend(backend)
@@ -85,7 +86,8 @@ def _recording(backend, seen: list, graphs: list) -> Callable:
 
         def run(*args):
             result = compiled(*args)
-            seen.extend(torch.utils._pytree.tree_leaves((args, result)))
+            leaves = torch.utils._pytree.tree_leaves
+            runs.append((_tensors(leaves(args)), _tensors(leaves(result))))
             return result
 
         return run
@@ -115,24 +117,23 @@ def dynamo_defaults(names=RECOMPILE_SETTINGS) -> dict:
 
 
 def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
-    """Call serve(scorer, requests) from an empty cache, counting the graphs Dynamo compiles, noting
-    which requests' outputs a compiled graph returned (the same storage: an output computed
-    eagerly from a compiled part, a compiled Linear say, is not; it could never recompile),
-    whatever the backend. It runs under the default stance and Dynamo's default recompile
-    settings: a stance an earlier cell left set (force_eager, tried after 10.1) would stop every
-    answer compiling, the reference's too, and a lowered recompile_limit would hide recompiles."""
+    """Call serve(scorer, requests) from an empty cache, counting the graphs Dynamo compiles,
+    noting which requests' outputs no compiled model returned (`_uncompiled`), whatever the
+    backend. It runs under the default stance and Dynamo's default recompile settings: a stance
+    an earlier cell left set (force_eager, tried after 10.1) would stop every answer compiling,
+    the reference's too, and a lowered recompile_limit would hide recompiles."""
     from unittest import mock
 
     from torch._dynamo import eval_frame
 
     torch.compiler.reset()
-    seen: list = []
+    runs: list = []
     graphs: list = []
     inputs = [(x.clone(), t) for x, t in requests]
     real = eval_frame.get_compiler_fn
     with (
         mock.patch.object(
-            eval_frame, "get_compiler_fn", lambda fn: real(_recording(fn, seen, graphs))
+            eval_frame, "get_compiler_fn", lambda fn: real(_recording(fn, runs, graphs))
         ),
         torch_logs(recompiles=True) as logs,
         unprofiled_guards(),
@@ -147,13 +148,43 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     compiles = len(graphs)
     reasons = [guard_reason(line) for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
-    returned = {_storage(t) for t in seen}  # every tensor seen stays alive: no address reused
-    uncompiled = [
-        number
-        for number, out in enumerate(outputs, start=1)
-        if not isinstance(out, torch.Tensor) or _storage(out) not in returned
-    ]
-    return ServeRun(outputs, compiles, reasons, uncompiled)
+    weights = {_storage(p) for p in scorer.parameters()}  # alive: no address reused
+    return ServeRun(outputs, compiles, reasons, _uncompiled(outputs, runs, weights))
+
+
+def _tensors(leaves: list) -> list[torch.Tensor]:
+    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def _uncompiled(outputs: list, runs: list, weights: set) -> list[int]:
+    """1-based requests whose output no compiled graph returned (the same tensor, or its values:
+    a clone is honest, redJ3) after a compiled graph read the model's weights, since the previous
+    request's output: the model itself compiled, not a pass-through behind an eager model, nor
+    a compiled tail after an eager Linear (redJ3); an output computed eagerly could never
+    recompile. Runs are matched in order, each once."""
+    missing, start = [], 0
+    for number, out in enumerate(outputs, start=1):
+        read_weights, found = False, None
+        for index in range(start, len(runs)):
+            given, returned = runs[index]
+            read_weights = read_weights or any(_storage(t) in weights for t in given)
+            if read_weights and isinstance(out, torch.Tensor) and _among(out, returned):
+                found = index
+                break
+        if found is None:
+            missing.append(number)
+        else:
+            start = found + 1
+    return missing
+
+
+def _among(out: torch.Tensor, returned: list[torch.Tensor]) -> bool:
+    """Whether `out` is one of `returned`, or holds the same values (a clone of one)."""
+    return any(
+        _storage(out) == _storage(t)
+        or (out.shape == t.shape and out.dtype == t.dtype and torch.equal(out, t))
+        for t in returned
+    )
 
 
 def guard_reason(line: str) -> str:

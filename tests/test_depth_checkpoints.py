@@ -1043,6 +1043,47 @@ def test_10_2_counts_the_compiles_of_a_full_graph(seed, monkeypatch):
     assert verdict("10.2", SERVE_IN_ONE_FULL_GRAPH, seed, monkeypatch) is None
 
 
+SERVE_RETURNING_CLONES = """
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        outputs.append(compiled(x).clone())
+    return outputs
+"""
+SERVE_AROUND_AN_EAGER_MODEL = {  # the red team's (redJ3): a compiled graph, not the model
+    "a compiled pass-through": """
+def serve(scorer, requests):
+    passthrough = torch.compile(lambda t: t + 0, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        outputs.append(passthrough(scorer(x)))
+    return outputs
+""",
+    "a compiled tail after an eager Linear": """
+def serve(scorer, requests):
+    tail = torch.compile(lambda z: z.clamp(-4, 4).softmax(-1), backend="eager", dynamic=True)
+    return [tail(scorer.linear(x) / temperature) for x, temperature in requests]
+""",
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_10_2_takes_a_clone_of_the_compiled_output(seed, monkeypatch):
+    """The red team (redJ3): outputs cloned after the compiled model heard that they "came out
+    of no compiled graph", which held only the compiled graphs' own tensors."""
+    assert verdict("10.2", SERVE_RETURNING_CLONES, seed, monkeypatch) is None
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("kind", sorted(SERVE_AROUND_AN_EAGER_MODEL))
+def test_10_2_refuses_a_compiled_graph_around_an_eager_model(kind, seed, monkeypatch):
+    problem = verdict("10.2", SERVE_AROUND_AN_EAGER_MODEL[kind], seed, monkeypatch)
+    assert problem is not None and "came out of no compiled graph" in problem, problem
+
+
 def test_12_1_asks_about_y_s_width_only_where_torch_refused_it(monkeypatch):
     """The red team (redF2): every refusal heard "How does y's width follow from n?", a batch
     bounded by max=2 too, whose "3 not in range [2, 2]" quoted a batch the learner never saw."""
