@@ -123,7 +123,8 @@ _programs: dict = {}  # one export per answer class: each case calls its module 
 def pick(answer, table: torch.Tensor, row: torch.Tensor):
     """The answer's PickRowChecked, exported with any number of rows, run on (table, row):
     its output, "refused" (by a check of the program), ("refused unchecked", the error) when
-    something else raised, or ("export failed", the error's first line)."""
+    something else raised, or ("export failed", the error's first line, whether export made
+    the number of rows a constant: `len(x)` does, redJ3)."""
     model = answer.PickRowChecked
     if model not in _programs:
         any_rows = {"x": {0: Dim("rows")}, "i": None}
@@ -133,9 +134,10 @@ def pick(answer, table: torch.Tensor, row: torch.Tensor):
                 program = torch.export.export(model(), example, dynamic_shapes=any_rows)
             _programs[model] = program.module()  # made once: it keeps no state between calls
         except Exception as error:  # noqa: BLE001 - export could not capture the model
-            _programs[model] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
-    if isinstance(_programs[model], str):
-        return ("export failed", _programs[model])
+            fixed = "specialized it to be a constant" in str(error)
+            _programs[model] = (f"{type(error).__name__}: {str(error).splitlines()[0]}", fixed)
+    if isinstance(_programs[model], tuple):
+        return ("export failed", *_programs[model])
     try:
         return _programs[model](table, row)
     except Exception as error:  # noqa: BLE001 - an error refuses the row; whose error?

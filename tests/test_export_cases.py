@@ -268,6 +268,25 @@ def test_checkpoint_7_2_tells_a_forward_that_returns_nothing(monkeypatch):
     assert problem and "None" in problem and "return" in problem, problem
 
 
+def test_checkpoint_7_2_tells_a_row_count_made_constant(monkeypatch):
+    """torch._check(row < len(x)) makes export fix the rows that Dim lets vary; the learner
+    heard "is an `if`, an `and` or a chained comparison left?", none of which was (redJ3)."""
+    from fxcourse import tryit
+
+    class PickRowChecked(nn.Module):
+        def forward(self, x, i):
+            row = i.item()
+            torch._check(row >= 0)
+            torch._check(row < len(x))
+            return x.narrow(0, row, 1).mul(3)
+
+    namespace = {"__name__": "chapter", "torch": torch, "nn": nn, "checkpoint": tryit.checkpoint}
+    namespace["PickRowChecked"] = PickRowChecked
+    check = check_cells.check_source("07_torch_export", "7.2")
+    problem = check_cells.judged(check, namespace, monkeypatch).problem
+    assert problem and "made the number of rows a constant" in problem, problem
+
+
 class IndexSelected(nn.Module):  # the red team's (redB) rows refused by index_select, not a check
     def forward(self, x, i):
         return torch.index_select(x, 0, i.reshape(1)) * 3
