@@ -220,6 +220,19 @@ class CaseMaker:
                 module.eps = self.choice([1e-5, 1e-4, 1e-3])
         return module
 
+    def conv_settings(self, setting: str, channels: int) -> dict:
+        """Keyword arguments of a conv of `channels` channels in and out whose `setting`
+        ("stride", "groups", "dilation", "padding_mode"; "" for none) a copy rebuilt from its
+        channels, kernel and padding alone loses: other values or shapes (noted)."""
+        drawn = {"stride": {"stride": 2}, "groups": {"groups": channels}, "": {}}
+        drawn |= {"dilation": {"dilation": 2, "padding": 2}}
+        modes = ["reflect", "replicate", "circular"]
+        drawn["padding_mode"] = {"padding_mode": self.choice(modes)}
+        if setting:
+            said = ", ".join(f"{name}={value!r}" for name, value in drawn[setting].items())
+            self.note(_("the first conv: {settings}").format(settings=said))
+        return drawn[setting]
+
     def sequential(self, layers: Sequence[nn.Module], numeric: bool | None = None) -> nn.Sequential:
         """An nn.Sequential of `layers`, named 0, 1, ... or with drawn words."""
         numeric = self.coin() if numeric is None else numeric

@@ -51,6 +51,7 @@ from fxcourse.measure import one_thread
 from fxcourse.messages import _, listing
 
 BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)  # as the chapter's own
+SHARED_NOT_ONLY_CONV = [("both", "dilation"), ("both", "padding_mode"), *[("batchnorm", "")] * 2]
 
 
 def one_thread_for_tiny_cases():  # tiny cases: one thread is enough
@@ -119,17 +120,20 @@ def conv_settings_kept(mine, conv):  # every setting of conv, the folded conv's 
 
 def models_sharing_modules(make):  # 4.2's cases: a conv, a BatchNorm or both, each called twice
     dims, channels = make.each([1, 2, 3]), make.integer(2, 5)
-    shared = make.each(["conv", "batchnorm", "both"])
+    # every run: each conv setting a copy rebuilt from channels, kernel and padding loses, and a
+    # BatchNorm whose eps matters (red team, round 5: such rebuilt copies passed every run)
+    shared, setting = make.each([("conv", "stride"), ("conv", "groups"), *SHARED_NOT_ONLY_CONV])
     conv_type, bn_type = getattr(nn, f"Conv{dims}d"), BATCHNORMS[dims - 1]
 
-    def conv(kernel):
-        layer = conv_type(channels, channels, kernel, padding=kernel // 2, bias=make.coin())
-        return make.parameters_of(layer)
+    def conv(kernel, **drawn):
+        drawn = {"padding": kernel // 2, **drawn}
+        return make.parameters_of(conv_type(channels, channels, kernel, bias=make.coin(), **drawn))
 
     def batchnorm():
         return make.trained_batchnorm(bn_type(channels))
 
-    first_conv, first_bn = conv(3), batchnorm()
+    first_conv = conv(3, **make.conv_settings(setting, channels))
+    first_bn = make.eps_that_matters(batchnorm(), True)
     act = nn.ReLU()  # one ReLU object at every activation, as models often reuse self.act
     layers = [first_conv, first_bn, act]
     if make.coin():  # a block of its own between the two calls
@@ -159,11 +163,12 @@ def models_sharing_modules(make):  # 4.2's cases: a conv, a BatchNorm or both, e
 
 
 def shared_calls_by_another_name(make, gm, layers, dims):  # half the cases: a second call of a
-    # module reaches it by another name
+    # module reaches it by another name, of one called twice where there is one: a module
+    # called three times keeps its dotted target (redS's copies named by it collide)
     targets = [str(n.target) for n in gm.graph.find_nodes(op="call_module")]
     again = [target for target, count in Counter(targets).items() if count > 1]
     if make.each(["by another name", "by its own name"]) == "by another name":
-        target = make.choice(again)
+        target = make.choice([t for t in again if targets.count(t) == 2] or again)
         alias = make.word(avoid=[*targets, *dict(gm.named_children())])  # not the block's name
         gm.add_submodule(alias, gm.get_submodule(target))
         gm.graph.find_nodes(op="call_module", target=target)[-1].target = alias
@@ -363,9 +368,7 @@ def other_parameter_dtypes(mine, x):  # the dtypes of mine's parameters that are
 DECONV_SETTINGS = ("kernel_size", "stride", "padding", "output_padding", "dilation", "groups")
 
 
-def deconvs_with_batchnorms(
-    make,
-):  # 4.4's cases: ConvTranspose 1d/2d/3d with groups, then a BatchNorm
+def deconvs_with_batchnorms(make):  # 4.4's cases: ConvTranspose 1-3d with groups, then a BN
     dims, dtype, large_eps = make.each([1, 2, 3]), make.dtype(), make.each([True, False])
     # every run: groups of one input channel and of two, of 1, 2 and 3 output channels (where a
     # wrong order of the input channels, or of bn's channels across the groups, shows)
@@ -381,11 +384,8 @@ def deconvs_with_batchnorms(
     bn = BATCHNORMS[dims - 1](deconv.out_channels, affine=affine)
     bn = make.eps_that_matters(make.trained_batchnorm(bn), large_eps)
     note = _("{deconv} -> {batchnorm}(affine={affine}, eps={eps:.2g}), {dtype}")
-    make.note(
-        note.format(
-            deconv=deconv, batchnorm=type(bn).__name__, affine=bn.affine, eps=bn.eps, dtype=dtype
-        )
-    )
+    said = {"deconv": deconv, "batchnorm": type(bn).__name__, "affine": bn.affine, "eps": bn.eps}
+    make.note(note.format(**said, dtype=dtype))
     deconv = make.parameters_of(deconv).eval().to(dtype)
     x = make.tensor(2, deconv.in_channels, *[make.integer(3, 5)] * dims, dtype=dtype)
     return deconv, bn.eval().to(dtype), x

@@ -304,6 +304,7 @@ def pass_through_models(make):  # 3.3's cases: pass-throughs, layouts, Dropout i
     note = _("Dropout modes, in order: {modes}; the input's layout: {layout}")
     make.note(note.format(modes=modes, layout=layout))
     gm = in_place_step(row_from_column(fx.symbolic_trace(model)))
+    squeezed_to_channels_last(make, gm)
     if decoy:  # a rule that knows a .contiguous() by its name or target, not its op, erases it
         decoy_reads_a_row(gm, model.contiguous)
         make.note(_("then the Linear named 'contiguous' reads a contiguous row of ones"))
@@ -320,6 +321,24 @@ def row_from_column(gm):  # a (1, 3) row that transposes a (3, 1) column: contig
     output.args = ((output.args[0], row),)
     gm.recompile()
     return gm
+
+
+def squeezed_to_channels_last(make, gm):  # every case: ones of shape (N, W, 1, C) or (N, 1, W, C)
+    # permuted to (N, C, 1, W) or (N, C, W, 1): channels-last, though the size-1 dimension's
+    # stride is not a fresh channels-last tensor's; its channels-last .contiguous() hands it on
+    # (red team, round 5: strides compared with torch.empty(shape, memory_format=...)'s kept it)
+    n, c, w = make.integer(1, 3), make.integer(2, 4), make.integer(2, 4)
+    shape = make.choice([(n, w, 1, c), (n, 1, w, c)])
+    graph, output = gm.graph, gm.graph.output_node()
+    source = next(iter(graph.find_nodes(op="placeholder")))
+    with graph.inserting_before(output):
+        ones = graph.call_method("relu", (graph.call_method("new_ones", (source, shape)),))
+        nchw = graph.call_method("permute", (ones, 0, 3, 2, 1))
+        kwargs = {"memory_format": torch.channels_last}
+        output.args = ((*output.args[0], graph.call_method("contiguous", (nchw,), kwargs)),)
+    gm.recompile()
+    note = _("then ones of shape {shape} permuted to NCHW, and its channels-last .contiguous()")
+    make.note(note.format(shape=shape))
 
 
 def in_place_step(gm):  # x.sin().mul_(2) among the outputs: mul_ hands on the very object it

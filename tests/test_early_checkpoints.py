@@ -957,6 +957,14 @@ class SkipModule(Interpreter):
         propagated="example",
         drop="tuple(meta.stride) == torch.empty(meta.shape).stride()",
     ),
+    "3.3 channels-last when strides equal a fresh channels-last tensor's (red team, round 5)": (
+        PASS_THROUGHS
+    ).format(
+        propagated="example",
+        drop="tuple(meta.stride) == torch.empty(meta.shape, memory_format=torch.channels_last)"
+        ".stride() if node.kwargs.get('memory_format') is torch.channels_last else "
+        "torch.empty_strided(meta.shape, meta.stride).is_contiguous()",
+    ),
 }
 
 WRONG |= {
@@ -1883,6 +1891,29 @@ def test_every_run_of_3_3_has_the_linear_named_contiguous_read_a_contiguous_valu
                 meta = node.all_input_nodes[0].meta["tensor_meta"]
                 read.append(torch.empty_strided(meta.shape, meta.stride).is_contiguous())
         assert any(read), run_seed
+
+
+def test_every_3_3_case_asks_channels_last_of_a_view_whose_size_1_stride_is_not_a_fresh_ones():
+    """Red team, round 5: no case drew a size-1 dimension, so a rule that compared strides with
+    a fresh channels-last tensor's kept no pass-through the reference erased, and passed."""
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    from fxcourse.cases import makers_of
+    from fxcourse.transform_cases import pass_through_models
+
+    last = torch.channels_last
+    for run_seed in range(10):
+        for make in makers_of(run_seed, 6):
+            gm, example = pass_through_models(make)
+            ShapeProp(gm).propagate(example)
+            found = []
+            for node in gm.graph.find_nodes(op="call_method", target="contiguous"):
+                if node.kwargs.get("memory_format") is last:
+                    meta = node.args[0].meta["tensor_meta"]
+                    fresh = torch.empty(meta.shape, memory_format=last).stride()
+                    laid = torch.empty_strided(meta.shape, meta.stride)
+                    found.append(laid.is_contiguous(memory_format=last) and fresh != meta.stride)
+            assert any(found), (run_seed, make.index)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -647,6 +647,41 @@ WRONG |= {
     ),
 }
 
+# red team, round 5: a copy rebuilt from a few constructor arguments, its state loaded
+REBUILT = """
+def rebuilt(module):
+    if isinstance(module, nn.modules.batchnorm._BatchNorm):
+        new = {batchnorm}
+    elif isinstance(module, nn.modules.conv._ConvNd):
+        new = {conv}
+    else:
+        return copy.deepcopy(module)
+    new.load_state_dict(module.state_dict())
+    return new.train(module.training)
+"""
+COPIED = "copy.deepcopy(module)"
+BN_REBUILT = "type(module)(module.num_features)"
+CONV_REBUILT = (
+    "type(module)(module.in_channels, module.out_channels, module.kernel_size, "
+    "padding=module.padding, bias=module.bias is not None{more})"
+)
+ALL_BUT_PADDING_MODE = ", stride=module.stride, dilation=module.dilation, groups=module.groups"
+for told, (batchnorm, conv) in {
+    "a BatchNorm from num_features, a conv from channels, kernel and padding": (
+        BN_REBUILT,
+        CONV_REBUILT.format(more=""),
+    ),
+    "a BatchNorm from num_features": (BN_REBUILT, COPIED),
+    "a conv from channels, kernel and padding": (COPIED, CONV_REBUILT.format(more="")),
+    "a conv from all its settings but padding_mode": (
+        COPIED,
+        CONV_REBUILT.format(more=ALL_BUT_PADDING_MODE),
+    ),
+}.items():
+    answer = REBUILT.format(batchnorm=batchnorm, conv=conv)
+    answer += UNSHARE.format(skip="False", copy="rebuilt")
+    WRONG[f"4.2 each later call's copy rebuilt: {told} (red team, round 5)"] = ("4.2", answer)
+
 
 @pytest.mark.parametrize("seed", RUN_SEEDS)
 @pytest.mark.parametrize("name", sorted(WRONG))
@@ -1017,9 +1052,37 @@ def test_4_2_tells_a_copy_that_took_a_name_before_the_module_it_displaced(
     assert told and "a copy took a name the model already used" in told, told
     told = problem(chapter, "4.2", every_call, seed, monkeypatch)
     assert told and "the first call of a module keeps it" in told, told
+    # free of the model's own names, not of its earlier copies' (every run also holds a module
+    # named target + "_copy", which a copy named so displaces, and is told so first)
     copy_named = UNSHARE.format(skip="False", copy="copy.deepcopy").replace(
         'f"{{node.name}}_own"'.replace("{{", "{").replace("}}", "}"),
-        'node.target.replace(".", "_") + "_copy"',
+        'node.target.replace(".", "_") + "_copy" + "_" * (node.target.replace(".", "_") + "_copy" '
+        "in own)",
+    )
+    copy_named = copy_named.replace(
+        "    seen = set()\n", "    seen, own = set(), set(dict(gm.named_modules()))\n"
     )
     told = problem(chapter, "4.2", copy_named, seed, monkeypatch)
     assert told and "did a later copy take an earlier copy's name?" in told, told
+
+
+def test_every_run_of_4_2_shares_a_conv_of_each_setting_and_a_batchnorm_whose_eps_matters():
+    """Red team, round 5: every shared conv had stride 1, no dilation, groups 1 and zeros padding,
+    every BatchNorm eps 1e-5, so copies rebuilt from a few constructor arguments passed."""
+    from collections import Counter
+
+    for run_seed in range(40):
+        settings, large_eps = set(), False
+        for make in cases.makers_of(run_seed, 6):
+            gm, _ = fold_cases.models_sharing_modules(make)
+            modules = fold_cases.modules_called_by_nodes(gm)
+            calls = Counter(id(module) for module in modules)
+            for module in {id(m): m for m in modules if calls[id(m)] > 1}.values():
+                if isinstance(module, nn.modules.conv._ConvNd):
+                    settings |= {"stride"} if max(module.stride) > 1 else set()
+                    settings |= {"dilation"} if max(module.dilation) > 1 else set()
+                    settings |= {"groups"} if module.groups > 1 else set()
+                    settings |= {"padding_mode"} if module.padding_mode != "zeros" else set()
+                large_eps |= isinstance(module, fold_cases.BATCHNORMS) and module.eps >= 0.05
+        assert settings == {"stride", "dilation", "groups", "padding_mode"}, run_seed
+        assert large_eps, run_seed
