@@ -957,7 +957,7 @@ class SkipModule(Interpreter):
         propagated="example",
         drop="tuple(meta.stride) == torch.empty(meta.shape).stride()",
     ),
-    "3.3 channels-last when strides equal a fresh channels-last tensor's (red team, round 5)": (
+    "3.3 channels-last when strides equal a fresh channels-last tensor's (red team redI3)": (
         PASS_THROUGHS
     ).format(
         propagated="example",
@@ -1894,7 +1894,7 @@ def test_every_run_of_3_3_has_the_linear_named_contiguous_read_a_contiguous_valu
 
 
 def test_every_3_3_case_asks_channels_last_of_a_view_whose_size_1_stride_is_not_a_fresh_ones():
-    """Red team, round 5: no case drew a size-1 dimension, so a rule that compared strides with
+    """The red team (redI3): no case drew a size-1 dimension, so a rule that compared strides with
     a fresh channels-last tensor's kept no pass-through the reference erased, and passed."""
     from torch.fx.passes.shape_prop import ShapeProp
 

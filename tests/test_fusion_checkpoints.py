@@ -647,7 +647,7 @@ WRONG |= {
     ),
 }
 
-# red team, round 5: a copy rebuilt from a few constructor arguments, its state loaded
+# the red team (redI3): a copy rebuilt from a few constructor arguments, its state loaded
 REBUILT = """
 def rebuilt(module):
     if isinstance(module, nn.modules.batchnorm._BatchNorm):
@@ -680,7 +680,7 @@ for told, (batchnorm, conv) in {
 }.items():
     answer = REBUILT.format(batchnorm=batchnorm, conv=conv)
     answer += UNSHARE.format(skip="False", copy="rebuilt")
-    WRONG[f"4.2 each later call's copy rebuilt: {told} (red team, round 5)"] = ("4.2", answer)
+    WRONG[f"4.2 each later call's copy rebuilt: {told} (red team redI3)"] = ("4.2", answer)
 
 
 @pytest.mark.parametrize("seed", RUN_SEEDS)
@@ -1067,8 +1067,9 @@ def test_4_2_tells_a_copy_that_took_a_name_before_the_module_it_displaced(
 
 
 def test_every_run_of_4_2_shares_a_conv_of_each_setting_and_a_batchnorm_whose_eps_matters():
-    """Red team, round 5: every shared conv had stride 1, no dilation, groups 1 and zeros padding,
-    every BatchNorm eps 1e-5, so copies rebuilt from a few constructor arguments passed."""
+    """The red team (redI3): every shared conv had stride 1, no dilation, groups 1 and zeros
+    padding, every BatchNorm eps 1e-5, so copies rebuilt from a few constructor arguments
+    passed."""
     from collections import Counter
 
     for run_seed in range(40):
