@@ -134,7 +134,8 @@ def pick(answer, table: torch.Tensor, row: torch.Tensor):
                 program = torch.export.export(model(), example, dynamic_shapes=any_rows)
             _programs[model] = program.module()  # made once: it keeps no state between calls
         except Exception as error:  # noqa: BLE001 - export could not capture the model
-            fixed = "specialized it to be a constant" in str(error)
+            said = str(error)  # torch's words, in pieces: a Chinese page may print them whole
+            fixed = "specialized it" in said and "be a constant" in said
             _programs[model] = (f"{type(error).__name__}: {str(error).splitlines()[0]}", fixed)
     if isinstance(_programs[model], tuple):
         return ("export failed", *_programs[model])
