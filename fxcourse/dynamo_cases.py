@@ -155,10 +155,8 @@ def called_with_input(answer, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 
 
 def reused_on_the_negation(answer, x: torch.Tensor) -> torch.Tensor:
-    """The answer's sign_dependent_no_break compiled once, for x, then called on -x (the same
-    shape and dtype, the other sign): what its graph computes there. A decision that Dynamo
-    took as a constant (torch._dynamo.assume_constant_result) returns x's branch again, with
-    no break and the right values for x alone (red team redF2)."""
+    """What the answer's sign_dependent_no_break, compiled for x, computes on -x: a decision
+    Dynamo took as a constant (assume_constant_result) gives x's branch again (redF2)."""
     torch.compiler.reset()
     compiled = torch.compile(answer.sign_dependent_no_break, backend="eager", dynamic=False)
     with torch_logs(), as_shipped():
@@ -241,19 +239,19 @@ class PlantedCase:
     sample: torch.Tensor
     planted: object  # the operator whose decomposition is broken
     crash: bool
-    compiled_before: bool  # fn ran compiled, healthy, before the fault was planted
+    compiled_before: str | None  # the backend fn ran with, healthy, before the fault was planted
     aot_crash: bool = False  # aot_eager's compiler fails (and so the stages after it)
     moved: int = 0  # the planted decomposition rolls its output by this much (0: negates input)
     kind: str = ""  # one of KINDS
 
 
 def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | None, moved=1):
-    """`activation(a * t + b) * c + t`; Dynamo's graph rolls the result by `moved` places
-    (in_dynamo="dynamo": the same values in other places, so the same sum, mean, norm and
-    sorted values), makes it off by OFF in a few places ("dynamo off") or NaN in one place
-    ("dynamo nan"), or fails while Dynamo traces it (in_dynamo="dynamo crash": a view no size
-    allows), or (in_dynamo="break") breaks the graph after the activation: two graphs, nothing
-    wrong (a climb compiling with fullgraph=True blames eager for it)."""
+    """`activation(a * t + b) * c + t`; while `fn.planted` (a switch Dynamo reads as a constant,
+    unguarded: a graph traced before it is stale after it) Dynamo's graph rolls the result by
+    `moved` ("dynamo": the same sum, mean, norm, sorted values), is off by OFF in a few places
+    ("dynamo off"), NaN in one ("dynamo nan"), or fails to trace ("dynamo crash": a view no size
+    allows); "break": a graph break after the activation, two graphs, nothing wrong (a climb
+    compiling with fullgraph=True blames eager for it)."""
     if in_dynamo is None:
         return lambda t: activation(a * t + b) * c + t
     if in_dynamo == "break":
@@ -265,13 +263,20 @@ def drawn_function(activation, a: float, b: float, c: float, in_dynamo: str | No
 
         return broken_in_two
 
+    planted = [True]
+
+    @torch.compiler.assume_constant_result  # Dynamo calls it, keeps the result, guards nothing
+    def fault_planted():
+        return planted[0]
+
     def fn(t):
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() and fault_planted():
             if in_dynamo == "dynamo crash":
                 t = t.view(-1, t.numel() + 1)
             return _wrong_in_dynamo(activation(a * t + b) * c + t, in_dynamo, moved)
         return activation(a * t + b) * c + t
 
+    fn.planted = planted
     return fn
 
 
@@ -298,8 +303,7 @@ def _wrong_in_dynamo(result: torch.Tensor, in_dynamo: str, moved: int) -> torch.
 
 
 def missed_fault(case: PlantedCase) -> str:
-    """A hint for the learner's wrong verdict on a case whose fault is subtle; "" for others."""
-    hints = {
+    hints = {  # for the learner's wrong verdict on a case whose fault is subtle
         "dynamo off": _(
             " Here a stage is 0.5 % off in a few places: far more than rounding. How close is"
             " close, and does your comparison look at every value?"
@@ -313,17 +317,14 @@ def missed_fault(case: PlantedCase) -> str:
 
 def planted_cases(make) -> tuple[PlantedCase]:
     """A new function and a fault planted for it; each run of seven has every kind (KINDS). The
-    wrong values move (a roll: a summary such as the sum does not change) or differ (the
-    operator's input negated); in Dynamo's graph they may also be a little off in a few places
-    (by OFF times min(1, |value|): far beyond rounding, missed by a tolerance whose atol + rtol
-    is OFF or more, caught by one well below, in every run: one of the places holds the value
-    whose size is nearest 1) or NaN in one place (a comparison such as `diff.max() > tol` is
-    False for NaN; one that forgives 1 % of the values, or reads their mean, misses both, and one
-    that forgives a value or two, or 0.1 % of them, misses the NaN). A
-    climb to the end of the ladder compiles three times on each side, one stopped by Dynamo
-    once, one by AOTAutograd twice: the kinds are chosen so that a run compiles about
-    twenty-five times. The note describes the function, not the stage
-    at fault (that is the answer)."""
+    wrong values move (a roll: the sum does not change) or differ (the operator's input negated);
+    in Dynamo's graph they may also be off by OFF * min(1, |value|) in a few places, one of them
+    the value nearest 1 (a tolerance whose atol + rtol is OFF or more misses it in every run, one
+    well below catches it), or NaN in one place (missed by `diff.max() > tol`, by forgiving a
+    value or a share of them, or by a mean). Two kinds leave a graph compiled before the fault:
+    stale for the last stage ("wrong") and for the first ("dynamo"). A climb compiles about
+    twenty-five times a run. The note describes the function, not the stage at fault (that is
+    the answer)."""
     kind = make.each(KINDS)
     ops = make.rng.sample(list(PLANTABLE), 2)
     if kind == "healthy":  # silu rounds differently once decomposed; the fault is elsewhere
@@ -334,8 +335,10 @@ def planted_cases(make) -> tuple[PlantedCase]:
     in_dynamo = kind if kind.startswith("dynamo") else "break" if kind == "healthy" else None
     fn = drawn_function(activation, a, b, c, in_dynamo, moved)
     planted = ops[1] if kind == "healthy" else ops[0]
+    earlier = {"wrong": ALREADY_COMPILED, "dynamo": LADDER[0]}.get(kind)  # stale after the fault
     notes = {
         "wrong": _("; fn ran compiled before the fault was planted"),
+        "dynamo": _("; fn ran compiled before the fault was planted"),
         "healthy": _("; a graph break after {name}").format(name=activation.__name__),
     }
     before = notes.get(kind, "")
@@ -343,7 +346,7 @@ def planted_cases(make) -> tuple[PlantedCase]:
     sample = _sample_for(make, fn)
     crash = kind != "wrong" and kind != "healthy"
     in_inductor = moved if kind == "wrong" and make.coin() else 0
-    faults = (planted, crash, kind == "wrong", kind == "aot crash", in_inductor, kind)
+    faults = (planted, crash, earlier, kind == "aot crash", in_inductor, kind)
     return (PlantedCase(fn, sample, *faults),)
 
 
@@ -367,10 +370,22 @@ def blamed(answer, case: PlantedCase):
     with unprofiled_guards(), as_shipped():
         if case.compiled_before:  # as a model that worked before a change (and only then)
             torch.compiler.reset()
-            torch.compile(case.fn, backend=ALREADY_COMPILED)(case.sample)
+            with before_the_fault(case.fn):
+                torch.compile(case.fn, backend=case.compiled_before)(case.sample)
         aot = aot_compiler_fails() if case.aot_crash else contextlib.nullcontext()
         with planted_bug(case.planted, crash=case.crash, moved=case.moved), aot:
             return answer.first_failing_backend(case.fn, case.sample)
+
+
+@contextlib.contextmanager
+def before_the_fault(fn):
+    """While the block runs, a fault planted in fn's Dynamo graph is not there yet."""
+    switch = getattr(fn, "planted", [True])
+    switch[0] = False
+    try:
+        yield
+    finally:
+        switch[0] = True
 
 
 def aot_compiler_fails():

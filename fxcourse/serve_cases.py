@@ -4,6 +4,7 @@ settings, and what the chapter's Scorer computes. The checkpoint cell words the 
 
     request_stream(make)                     requests (batch sizes, temperatures) and weights
     serve_run(serve, scorer, requests)       outputs, compiles, recompile reasons, eager requests
+    first_recompile(run)                     its first recompile's reason, as a learner reads it
     reference_outputs(seed, requests)        what the chapter's Scorer computes for them
 """
 
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 
 from fxcourse.capture import torch_logs, unprofiled_guards
+from fxcourse.messages import _
 
 
 def request_stream(make) -> tuple[list[tuple[torch.Tensor, float]], int]:
@@ -192,6 +194,20 @@ def guard_reason(line: str) -> str:
     forward"), without its compile id, its column padding and the source it quotes after "#"."""
     guard = " ".join(line.strip("- ").split(" #")[0].split())
     return re.sub(r"^\d+/\d+: ", "", guard)
+
+
+def first_recompile(run: ServeRun) -> str:
+    """Dynamo's guard that failed first, or for a frame that a second torch.compile met
+    (BACKEND_MATCH: a backend other than the one it was compiled with) what that means."""
+    if not run.recompiles:
+        return ""
+    reason = run.recompiles[0]
+    if reason.startswith("BACKEND_MATCH"):
+        return _(
+            "a second torch.compile met a frame that another one had compiled: is torch.compile"
+            " called anew for each request? (10.4)"
+        )
+    return reason if len(reason) <= 120 else reason[:117] + "..."
 
 
 def _storage(value) -> int | None:

@@ -381,6 +381,21 @@ def test_a_wrong_answer_is_refused_in_every_run(mistake, seed, monkeypatch):
     assert verdict(tryit_id, WRONG_ANSWERS[mistake], seed, monkeypatch) is not None
 
 
+COMPILED_PER_REQUEST = """
+def serve(scorer, requests):  # the red team's (redJ3): torch.compile anew for each request
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        outputs.append(torch.compile(scorer, backend="eager", dynamic=True)(x))
+    return outputs
+"""
+
+
+def test_10_2_tells_a_serve_that_compiles_per_request_what_recompiled(monkeypatch):
+    problem = verdict("10.2", COMPILED_PER_REQUEST, SEEDS[0], monkeypatch)
+    assert "anew for each request" in problem and "BACKEND_MATCH" not in problem, problem
+
+
 def reference_answer(tryit_id: str) -> str:
     nb = check_cells.solution(CHAPTERS[tryit_id.split(".")[0]])
     (answer,) = [nb.cells[i].source for i in authoring.tryits(nb)[tryit_id]["answer"]]

@@ -64,12 +64,12 @@ def climb(
     compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend, whole=False
 ):
     """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on;
-    whole: compiled with fullgraph=True."""
+    whole: compiled with fullgraph=True; reset: before each stage, "after" it, or never."""
 
     def first_failing_backend(fn, sample):
         expected = fn(sample)
         for backend in ladder:
-            if reset:
+            if reset is True:
                 torch.compiler.reset()
             try:
                 result = torch.compile(fn, backend=backend, fullgraph=whole)(sample)
@@ -79,6 +79,9 @@ def climb(
                 if on_error(backend) is None:
                     continue
                 return on_error(backend)
+            finally:
+                if reset == "after":
+                    torch.compiler.reset()
             if not compare(result, expected):
                 return backend
         return None
@@ -98,6 +101,8 @@ REFERENCE = climb(torch.allclose)
 HONEST = {"assert_close": climb(assert_close_holds)}
 HONEST["looser"] = climb(lambda r, e: torch.allclose(r, e, rtol=1e-3, atol=1e-4))
 WRONG = {"no reset": climb(torch.allclose, reset=False), "same bits": climb(torch.equal)}
+# the red team's (redJ3): a cache cleared after each stage, so a stale graph meets the first
+WRONG["reset after each stage"] = climb(torch.allclose, reset="after")
 WRONG["no try"] = climb(torch.allclose, catch=False)
 WRONG["any crash is Dynamo's"] = climb(torch.allclose, on_error=lambda backend: "eager")
 WRONG["skips aot_eager"] = climb(torch.allclose, ladder=LADDER[::2])
