@@ -1063,7 +1063,7 @@ def test_4_2_tells_a_copy_that_took_a_name_before_the_module_it_displaced(
         "    seen = set()\n", "    seen, own = set(), set(dict(gm.named_modules()))\n"
     )
     told = problem(chapter, "4.2", copy_named, seed, monkeypatch)
-    assert told and "did a later copy take an earlier copy's name?" in told, told
+    assert told and "a copy of its own, under a name still free?" in told, told
 
 
 def test_every_run_of_4_2_shares_a_conv_of_each_setting_and_a_batchnorm_whose_eps_matters():
@@ -1087,3 +1087,17 @@ def test_every_run_of_4_2_shares_a_conv_of_each_setting_and_a_batchnorm_whose_ep
                 large_eps |= isinstance(module, fold_cases.BATCHNORMS) and module.eps >= 0.05
         assert settings == {"stride", "dilation", "groups", "padding_mode"}, run_seed
         assert large_eps, run_seed
+
+
+@pytest.mark.parametrize("seed", RUN_SEEDS[:2])
+def test_4_1_tells_a_fold_that_drops_the_convs_own_bias_where_it_went_wrong(
+    chapter, seed, monkeypatch
+):
+    """The red team (redI3): a fold that forgets the conv's own bias heard "which of bn's
+    numbers count?", while its weight, which holds bn's scale, was right."""
+    dropped = FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps").replace(
+        "conv.bias.detach() if conv.bias is not None else ", ""
+    )
+    assert dropped != FOLD_PRE_BN_WITHOUT_EPS.format(eps=" + bn.eps")
+    told = problem(chapter, "4.1", dropped, seed, monkeypatch)
+    assert told and "its bias is not" in told, told
