@@ -121,7 +121,7 @@ def conv_settings_kept(mine, conv):  # every setting of conv, the folded conv's 
 def models_sharing_modules(make):  # 4.2's cases: a conv, a BatchNorm or both, each called twice
     dims, channels = make.each([1, 2, 3]), make.integer(2, 5)
     # every run: each conv setting a copy rebuilt from channels, kernel and padding loses, and a
-    # BatchNorm whose eps matters (red team, round 5: such rebuilt copies passed every run)
+    # BatchNorm whose eps matters (red team redI3: such rebuilt copies passed every run)
     shared, setting = make.each([("conv", "stride"), ("conv", "groups"), *SHARED_NOT_ONLY_CONV])
     conv_type, bn_type = getattr(nn, f"Conv{dims}d"), BATCHNORMS[dims - 1]
 

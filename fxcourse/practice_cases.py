@@ -153,25 +153,25 @@ def _device_changes(model, on_device) -> int:
     return sum(before != after for before, after in pairwise(sides))
 
 
-def _changes_after_a_branch(model, on_device) -> bool:
-    """Whether a node is on another device than the node before it, though none of the nodes it
-    reads is: a rule that looks only at a node's inputs misses that change."""
+def _changes_where(model, on_device, where) -> bool:
+    """Whether some node, where where(node, on_device) holds, is on another device than the node
+    before it."""
     calls = [n for n in fx.symbolic_trace(model).graph.nodes if "call" in n.op]
     return any(
-        on_device(node) != on_device(before)
-        and all(on_device(i) == on_device(node) for i in node.all_input_nodes if "call" in i.op)
+        on_device(node) != on_device(before) and where(node, on_device)
         for before, node in pairwise(calls)
     )
 
 
-def _changes_at_a_join(model, on_device) -> bool:
-    """Whether a node that reads two values is on another device than the node before it: a
-    rule that starts no new number where a branch joins misses that change (red team redH2)."""
-    calls = [n for n in fx.symbolic_trace(model).graph.nodes if "call" in n.op]
-    return any(
-        on_device(node) != on_device(before) and len(node.all_input_nodes) >= 2
-        for before, node in pairwise(calls)
-    )
+def _reads_its_own_device(node, on_device) -> bool:
+    """None of the nodes it reads is on another device: a rule looking at inputs only misses
+    the change there."""
+    return all(on_device(i) == on_device(node) for i in node.all_input_nodes if "call" in i.op)
+
+
+def _joins_a_branch(node, on_device) -> bool:
+    """It reads two values: a rule starting no new number at a join misses it (redH2)."""
+    return len(node.all_input_nodes) >= 2
 
 
 def _drawn_steps(make, branch: bool) -> Steps:
@@ -193,9 +193,9 @@ def chains_on(on_accelerator):
         back, branch = make.each([(b, r) for b in (True, False) for r in (True, False)])
         on_device = machines[machine]
         model = _drawn_steps(make, branch)
-        branched = _changes_after_a_branch if back else _changes_at_a_join
+        where = _reads_its_own_device if back else _joins_a_branch
         while (back and _device_changes(model, on_device) < 2) or (
-            branch and not branched(model, on_device)
+            branch and not _changes_where(model, on_device, where)
         ):
             model = _drawn_steps(make, branch)
         make.parameters_of(model)

@@ -326,7 +326,7 @@ def row_from_column(gm):  # a (1, 3) row that transposes a (3, 1) column: contig
 def squeezed_to_channels_last(make, gm):  # every case: ones of shape (N, W, 1, C) or (N, 1, W, C)
     # permuted to (N, C, 1, W) or (N, C, W, 1): channels-last, though the size-1 dimension's
     # stride is not a fresh channels-last tensor's; its channels-last .contiguous() hands it on
-    # (red team, round 5: strides compared with torch.empty(shape, memory_format=...)'s kept it)
+    # (red team redI3: strides compared with torch.empty(shape, memory_format=...)'s kept it)
     n, c, w = make.integer(1, 3), make.integer(2, 4), make.integer(2, 4)
     shape = make.choice([(n, w, 1, c), (n, 1, w, c)])
     graph, output = gm.graph, gm.graph.output_node()
