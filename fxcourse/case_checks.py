@@ -14,14 +14,14 @@ from torch import nn
 
 def hooks_on(module: nn.Module) -> list[str]:
     """Where `module` runs other code than its modules' own forward: the names of (sub)modules
-    with forward hooks or pre-hooks or a `forward` set on the instance, and "global" when a
+    with forward hooks or pre-hooks or a method set on the instance, and "global" when a
     module hook is registered for every module. Empty for a module that runs what it says."""
     from torch.nn.modules import module as module_globals
 
     found = [
         name or "(the module itself)"
         for name, sub in module.named_modules(remove_duplicate=False)
-        if sub._forward_hooks or sub._forward_pre_hooks or "forward" in vars(sub)
+        if sub._forward_hooks or sub._forward_pre_hooks or _overridden(sub)
     ]
     if module_globals._global_forward_hooks or module_globals._global_forward_pre_hooks:
         found.append("global")
@@ -42,13 +42,20 @@ _LAYERS = (nn.Linear, *_CONVS, *_DECONVS)
 
 def hooked_or_overridden(module: nn.Module) -> list[str]:
     """The modules under `module` (by qualified name, "" for itself) that carry a hook or a
-    `forward` of their own (set on the object, not the class): what a fold must not add."""
+    method of their own (set on the object, not the class): what a fold must not add."""
     found = []
     for name, sub in module.named_modules(remove_duplicate=False):
         hooks = sub._forward_hooks or sub._forward_pre_hooks or sub._backward_hooks
-        if hooks or "forward" in vars(sub):
+        if hooks or _overridden(sub):
             found.append(name)
     return found
+
+
+def _overridden(module: nn.Module) -> list[str]:
+    """The methods of module's class that the object shadows with callables of its own:
+    `forward`, or what runs around it (`_call_impl`: red team redK4), or a conv's
+    `_conv_forward`."""
+    return [k for k, v in vars(module).items() if callable(v) and hasattr(type(module), k)]
 
 
 def apply_weights(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -224,7 +231,37 @@ class Interpreted(list):
     def __init__(self) -> None:
         super().__init__()
         self.runners: list = []
+        self.values: list = []  # what each run_node returned
         self.edited = False
+
+    def gave(self, gm: torch.fx.GraphModule, result) -> bool:
+        """Whether one Interpreter ran every node of gm on values (no Proxy: a Transformer
+        only builds another graph, whose code then computes) and its output node gave
+        `result` (red team redK4: a Transformer's module called for the result passed)."""
+        own, output = {id(n) for n in gm.graph.nodes}, gm.graph.find_nodes(op="output")[0]
+        for runner in {id(r): r for r in self.runners}.values():
+            ran = [
+                (n, v)
+                for n, r, v in zip(self, self.runners, self.values, strict=True)
+                if r is runner
+            ]
+            symbolic = any(isinstance(v, torch.fx.Proxy) for _n, v in ran)
+            gave = any(n is output and _same_leaves(v, result) for n, v in ran)
+            if own <= {id(n) for n, _v in ran} and gave and not symbolic:
+                return True
+        return False
+
+
+def _same_leaves(one, other) -> bool:
+    ones, others = torch.utils._pytree.tree_leaves(one), torch.utils._pytree.tree_leaves(other)
+    return len(ones) == len(others) and all(map(_same_value, ones, others))
+
+
+def _same_value(one, other) -> bool:
+    if one is other:
+        return True
+    tensors = isinstance(one, torch.Tensor) and isinstance(other, torch.Tensor)
+    return tensors and one.shape == other.shape and torch.equal(one.detach(), other.detach())
 
 
 @contextlib.contextmanager
@@ -245,7 +282,10 @@ def nodes_interpreted(watched_gm: torch.fx.GraphModule | None = None) -> Iterato
             ran.append(node)
             ran.runners.append(self)
             ran.edited = ran.edited or (state is not None and _graph_state(watched_gm) != state)
-            return own(node)
+            at = len(ran.values)
+            ran.values.append(None)  # its place, before any Interpreter run_node may start
+            ran.values[at] = own(node)
+            return ran.values[at]
 
         self.run_node = run_node
         try:

@@ -188,24 +188,17 @@ class Narrowed:
         return self.loader.boxed_run(inputs)
 
 
-class OffByRounding(nn.Module):
-    """Scales by 1 + 2**-22: each nonzero float32 output two to four units in the last place
-    off, as a kernel that sums in another order may be; zeros stay zeros."""
+class Altered(nn.Module):
+    """The outputs changed by `change`: off past the first row (redF2: a comparison of the
+    first row passed), off by rounding, or the rows after the first rolled by one (the same
+    sum, mean and sorted values: redL4)."""
 
-    def forward(self, x):
-        return x * (1 + 2**-22)
-
-
-class OffPastTheFirstRow(nn.Module):
-    """Adds `off` to every row but the first: a model whose outputs differ from the package's
-    in some rows only (redF2: a comparison of the first row alone said "same")."""
-
-    def __init__(self, off: float):
+    def __init__(self, change):
         super().__init__()
-        self.off = off
+        self.change = change
 
     def forward(self, x):
-        return torch.cat([x[:1], x[1:] + self.off])
+        return self.change(x)
 
 
 _narrowed: dict = {}  # a case's package path -> the batch range its loaded copies accept
@@ -213,12 +206,13 @@ _narrowed: dict = {}  # a case's package path -> the batch range its loaded copi
 
 def package_cases(folder: str, program, package_path: str, model: nn.Module):
     """A case builder: `package_path`'s package copied under a drawn name in `folder`, with the
-    model's own weights, or its outputs off after the first row or by rounding, or narrowed to
-    a range of batches other than `program`'s; or a .pt2 holding only the exported program.
+    model's own weights, or its outputs off after the first row, moved or off by rounding, or
+    narrowed to a range of batches other than `program`'s; or a .pt2 of the exported program.
     Batches inside and outside the range."""
 
     def package_case(make):
         kinds = ["same weights", "other weights", "rounding", "narrower range", "no package"]
+        kinds.append("rows moved")
         kind = make.each(kinds)
         batches = [make.integer(2, 64), make.integer(2, 64), make.choice([0, 1])]
         batches.append(make.integer(65, 130))
@@ -234,13 +228,16 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
             batches += [low - 1, make.integer(low, high), make.integer(high + 1, 64)]
         make.rng.shuffle(batches)
         drawn = copy.deepcopy(model)
-        if kind == "other weights":  # 0.01 to 0.03 off: far beyond rounding, within any tolerance
-            off = make.choice([-1, 1]) * make.rng.uniform(0.01, 0.03)  # of 0.03 or more (redV)
-            drawn.append(OffPastTheFirstRow(off))
-        if kind == "rounding":  # the model's outputs a few units in the last place off
-            drawn.append(OffByRounding())
+        off = make.choice([-1, 1]) * make.rng.uniform(0.01, 0.03)  # far beyond rounding (redV)
+        changes = {
+            "other weights": lambda x: torch.cat([x[:1], x[1:] + off]),
+            "rounding": lambda x: x * (1 + 2**-22),  # nonzero float32 outputs 2-4 ulp off
+            "rows moved": lambda x: torch.cat([x[:1], x[1:].roll(1, 0)]),
+        }
+        if kind in changes:
+            drawn.append(Altered(changes[kind]))
         labels = {"same weights": _("same weights"), "other weights": _("off after the first row")}
-        labels["rounding"] = _("outputs off by rounding")
+        labels |= {"rounding": _("outputs off by rounding"), "rows moved": _("rows moved")}
         labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
         make.note(_("{kind}, batches {sizes}").format(kind=labels[kind], sizes=batches))
         return str(path), drawn, batches, kind

@@ -71,6 +71,7 @@ class ServeRun:
     compiles: int
     recompiles: list[str]
     uncompiled: list[int]  # 1-based requests whose output no compiled graph returned
+    set_aside: list[str]  # Dynamo settings set outside serve, at their defaults for its run
 
 
 def _recording(backend, runs: list, graphs: list) -> Callable:
@@ -131,6 +132,8 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     torch.compiler.reset()
     runs: list = []
     graphs: list = []
+    defaults = dynamo_defaults()
+    set_aside = [name for name in defaults if getattr(torch._dynamo.config, name) != defaults[name]]
     inputs = [(x.clone(), t) for x, t in requests]
     real = eval_frame.get_compiler_fn
     with (
@@ -141,7 +144,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
         unprofiled_guards(),
         warnings.catch_warnings(),
         torch.compiler.set_stance("default"),
-        torch._dynamo.config.patch(dynamo_defaults()),
+        torch._dynamo.config.patch(defaults),
     ):
         warnings.simplefilter("ignore")
         outputs = serve(scorer, inputs)
@@ -151,7 +154,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     reasons = [guard_reason(line) for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
     weights = {_storage(p) for p in scorer.parameters()}  # alive: no address reused
-    return ServeRun(outputs, compiles, reasons, _uncompiled(outputs, runs, weights))
+    return ServeRun(outputs, compiles, reasons, _uncompiled(outputs, runs, weights), set_aside)
 
 
 def _tensors(leaves: list) -> list[torch.Tensor]:
@@ -159,33 +162,36 @@ def _tensors(leaves: list) -> list[torch.Tensor]:
 
 
 def _uncompiled(outputs: list, runs: list, weights: set) -> list[int]:
-    """1-based requests whose output no compiled graph returned (the same tensor, or its values:
-    a clone is honest, redJ3) after a compiled graph read the model's weights, since the previous
-    request's output: the model itself compiled, not a pass-through behind an eager model, nor
-    a compiled tail after an eager Linear (redJ3); an output computed eagerly could never
-    recompile. Runs are matched in order, each once."""
-    missing, start = [], 0
-    for number, out in enumerate(outputs, start=1):
-        read_weights, found = False, None
-        for index in range(start, len(runs)):
-            given, returned = runs[index]
-            read_weights = read_weights or any(_storage(t) in weights for t in given)
-            if read_weights and isinstance(out, torch.Tensor) and _among(out, returned):
-                found = index
-                break
-        if found is None:
-            missing.append(number)
-        else:
-            start = found + 1
-    return missing
+    """1-based requests whose output no compiled graph computed from the model's weights: a
+    graph given the weights, or what such a graph returned (the graph after a break), returns
+    the output, a view of it (one call for many requests, split: redL4) or its values (a clone:
+    redJ3), in any order (requests served reversed or grouped: redL4). A pass-through or a
+    compiled tail behind an eager model is given no such tensor (redJ3); an output computed
+    eagerly could never recompile."""
+    from_weights, served = set(weights), []
+    for given, returned in runs:  # in the order they ran: what each hands on is known
+        if any(_storage(t) in from_weights for t in given):
+            from_weights.update(_storage(t) for t in returned)
+            served.extend(returned)
+    return [
+        number
+        for number, out in enumerate(outputs, start=1)
+        if not (isinstance(out, torch.Tensor) and _among(out, served))
+    ]
 
 
 def _among(out: torch.Tensor, returned: list[torch.Tensor]) -> bool:
-    """Whether `out` is one of `returned`, or holds the same values (a clone of one)."""
+    """Whether `out` is one of `returned` or a view of one, or holds the values of one or of
+    some of its rows (a clone)."""
+    return any(_storage(out) == _storage(t) or _holds_rows_of(t, out) for t in returned)
+
+
+def _holds_rows_of(whole: torch.Tensor, out: torch.Tensor) -> bool:
+    if out.dim() == 0 or (out.dtype, out.shape[1:]) != (whole.dtype, whole.shape[1:]):
+        return False
+    rows = len(out)
     return any(
-        _storage(out) == _storage(t)
-        or (out.shape == t.shape and out.dtype == t.dtype and torch.equal(out, t))
-        for t in returned
+        torch.equal(whole[start : start + rows], out) for start in range(len(whole) - rows + 1)
     )
 
 
@@ -207,7 +213,13 @@ def first_recompile(run: ServeRun) -> str:
             "a second torch.compile met a frame that another one had compiled: is torch.compile"
             " called anew for each request? (10.4)"
         )
-    return reason if len(reason) <= 120 else reason[:117] + "..."
+    reason = reason if len(reason) <= 120 else reason[:117] + "..."
+    if run.set_aside:  # honR: set in an earlier cell, they did not reach serve's run here
+        reason += _(
+            " (serve ran with Dynamo's default {names}: set what serve needs inside it, with"
+            " torch._dynamo.config.patch)"
+        ).format(names=", ".join(run.set_aside))
+    return reason
 
 
 def _storage(value) -> int | None:

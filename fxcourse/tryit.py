@@ -264,8 +264,8 @@ class checkpoint:  # noqa: N801 (used like a function: `with checkpoint(...) as 
             return None
         name, error = failed
         return _(
-            "the cell that defines {name} raised {error} when it last ran, so {name} still holds "
-            "an older value: fix that cell and run it again"
+            "the cell that defines {name} raised {error} when it last ran, so {name} may hold "
+            "an older value, and the cell did not finish: fix that cell and run it again"
         ).format(name=name, error=error)
 
 

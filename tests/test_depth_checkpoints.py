@@ -114,13 +114,39 @@ def interleave_shapes(low, high):
     rows = Dim("rows")  # Dim.AUTO's rows would promise 2 or more (export's 0/1 specialisation)
     return {"x": {0: rows, 1: Dim.DYNAMIC(min=low, max=high)}, "y": {0: rows, 1: Dim.AUTO}}
 """,
+    "10.2 serves the requests in reverse order": """
+def serve(scorer, requests):  # the red team's (redL4): outputs put back in request order
+    compiled = torch.compile(scorer, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in reversed(requests):
+        scorer.temperature = temperature
+        outputs.append(compiled(x))
+    return outputs[::-1]
+""",
+    "10.2 serves every request in one compiled call": """
+def scored(scorer, x, temperatures, request_of_row, requests: int):
+    logits = scorer.linear(x) / temperatures
+    largest = logits.abs().amax(-1)
+    per_request = torch.zeros(requests).scatter_reduce(0, request_of_row, largest, "amax")
+    clamped = (per_request > 4)[request_of_row].unsqueeze(-1)
+    return torch.where(clamped, logits.clamp(-4, 4), logits).softmax(-1)
+
+
+def serve(scorer, requests):  # the red team's (redL4): one batch, split per request
+    rows = [len(x) for x, _ in requests]
+    x = torch.cat([x for x, _ in requests])
+    temperatures = torch.cat([torch.full((n, 1), t) for n, (_, t) in zip(rows, requests)])
+    request_of_row = torch.cat([torch.full((n,), i) for i, n in enumerate(rows)])
+    compiled = torch.compile(scored, backend="eager", dynamic=True)
+    return list(compiled(scorer, x, temperatures, request_of_row, len(requests)).split(rows))
+""",
 }
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("tryit_id", sorted(HONEST_ALTERNATIVES))
-def test_an_honest_alternative_passes(tryit_id, seed, monkeypatch):
-    assert verdict(tryit_id, HONEST_ALTERNATIVES[tryit_id], seed, monkeypatch) is None
+@pytest.mark.parametrize("answer", sorted(HONEST_ALTERNATIVES))
+def test_an_honest_alternative_passes(answer, seed, monkeypatch):
+    assert verdict(answer.split()[0], HONEST_ALTERNATIVES[answer], seed, monkeypatch) is None
 
 
 COPIED_FOR_THE_BACKEND_10_3 = """
@@ -394,6 +420,28 @@ def serve(scorer, requests):  # the red team's (redJ3): torch.compile anew for e
 def test_10_2_tells_a_serve_that_compiles_per_request_what_recompiled(monkeypatch):
     problem = verdict("10.2", COMPILED_PER_REQUEST, SEEDS[0], monkeypatch)
     assert "anew for each request" in problem and "BACKEND_MATCH" not in problem, problem
+
+
+SERVED_AS_IT_WAS = """
+def serve(scorer, requests):
+    compiled = torch.compile(scorer, backend="eager")
+    outputs = []
+    for x, temperature in requests:
+        scorer.temperature = temperature
+        outputs.append(compiled(x))
+    return outputs
+"""
+
+
+def test_10_2_says_which_settings_made_outside_serve_were_set_aside(monkeypatch):
+    """The tester's (honR): settings an earlier cell made (static shapes off, floats not
+    specialised) serve mixed requests without a recompile in the learner's own run; the check
+    runs serve under Dynamo's defaults and told only a guard that failed."""
+    monkeypatch.setattr(torch._dynamo.config, "assume_static_by_default", False)
+    monkeypatch.setattr(torch._dynamo.config, "specialize_float", False)
+    problem = verdict("10.2", SERVED_AS_IT_WAS, SEEDS[0], monkeypatch)
+    assert "a frame recompiled" in problem, problem
+    assert "default assume_static_by_default:" in problem, problem
 
 
 def reference_answer(tryit_id: str) -> str:

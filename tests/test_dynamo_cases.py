@@ -103,6 +103,9 @@ HONEST["looser"] = climb(lambda r, e: torch.allclose(r, e, rtol=1e-3, atol=1e-4)
 WRONG = {"no reset": climb(torch.allclose, reset=False), "same bits": climb(torch.equal)}
 # the red team's (redJ3): a cache cleared after each stage, so a stale graph meets the first
 WRONG["reset after each stage"] = climb(torch.allclose, reset="after")
+# the red team's (redL4): a comparison of some of the values (the faults were at index 3)
+WRONG["first eight values"] = climb(lambda r, e: torch.allclose(r[:8], e[:8]))
+WRONG["every third value"] = climb(lambda r, e: torch.allclose(r[::3], e[::3]))
 WRONG["no try"] = climb(torch.allclose, catch=False)
 WRONG["any crash is Dynamo's"] = climb(torch.allclose, on_error=lambda backend: "eager")
 WRONG["skips aot_eager"] = climb(torch.allclose, ladder=LADDER[::2])
@@ -407,6 +410,9 @@ SIGN_WRONG = {  # the red team's (s6, late), and a margin below float32's resolu
     "sorted values": where_sum(lambda x: x.flatten().sort().values.sum() > 0),
     "reversed": where_sum(lambda x: x.flatten().flip(0).sum() > 0),
     "a running sum": where_sum(lambda x: x.flatten().cumsum(0)[-1] > 0),
+    # the red team's (redL4): x's own order, not the memory order torch sums a transposed x in
+    "a sum of x.reshape(-1)": where_sum(lambda x: x.reshape(-1).sum() > 0),
+    "a sum of x.contiguous()": where_sum(lambda x: x.contiguous().sum() > 0),
 }
 
 
@@ -433,13 +439,17 @@ def test_checkpoint_6_2_refuses_each_wrong_sign_in_every_run():
 
 def test_6_2_every_run_holds_an_input_stored_transposed():
     """sign_dependent takes any layout: a rewrite that views x flat (x.view(-1).sum(), the red
-    team's redP) raises on the NaN kind's x, 2-D and stored transposed in every run."""
+    team's redP) raises on the NaN kind's x, 2-D and stored transposed in every run; so is the
+    float32 x whose torch sum is 0, where x's own order keeps it (redL4)."""
     for run_seed in random.Random().sample(range(10**6), 100):
         drawn = [cases.signed_inputs(make)[0] for make in makers(run_seed, 10)]
         apart = [x for x in drawn if not x.is_contiguous()]
-        assert len(apart) == 1 and apart[0].isnan().any(), run_seed
-        with pytest.raises(RuntimeError, match="view size is not compatible"):
-            apart[0].view(-1)
+        assert len(apart) == 2 and sum(bool(x.isnan().any()) for x in apart) == 1, run_seed
+        for x in apart:
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                x.view(-1)
+        lost = [x for x in apart if not x.isnan().any()]
+        assert lost[0].sum() == 0 and lost[0].reshape(-1).sum() > 0, run_seed
 
 
 def test_6_2_finds_the_custom_operator_that_hides_the_decision():

@@ -1386,6 +1386,50 @@ class ReluToGelu(Interpreter):
         twin.recompile()
         return twin(*args, **kwargs)
 """,
+    "1.2 a function of one's own named scaled_act, pinned and traced (red team redK4)": """
+def own_gelu():
+    def scaled_act(x, act, scale=None):
+        return F.gelu(x)
+
+    return scaled_act
+
+
+plain_gelu = fx.symbolic_trace(own_gelu(), concrete_args={"act": "gelu", "scale": None})
+""",
+    "3.2 each Linear's _call_impl set on the object to clamp first (red team redK4)": """
+def clamp_linear_inputs(gm):
+    for node in gm.graph.find_nodes(op="call_module"):
+        linear = gm.get_submodule(node.target)
+        if isinstance(linear, nn.Linear):
+            plain = type(linear).forward
+
+            def clamped(*args, plain=plain, linear=linear, **kwargs):
+                x = args[0] if args else kwargs["input"]
+                return plain(linear, torch.clamp(x, -1.0, 1.0))
+
+            linear._call_impl = clamped
+    return gm
+""",
+    "5.3 run() calls the module a Transformer of gm builds (red team redK4)": """
+class ReluToGelu(Interpreter):
+    def run(self, *args, **kwargs):
+        class Swap(torch.fx.Transformer):
+            def call_function(self, target, args, kwargs):
+                target = F.gelu if target is torch.relu else target
+                return super().call_function(target, args, kwargs)
+
+            def call_method(self, target, args, kwargs):
+                if target == "relu":
+                    return super().call_function(F.gelu, args, kwargs)
+                return super().call_method(target, args, kwargs)
+
+            def call_module(self, target, args, kwargs):
+                if isinstance(self.fetch_attr(target), nn.ReLU):
+                    return super().call_function(F.gelu, args, kwargs)
+                return super().call_module(target, args, kwargs)
+
+        return Swap(self.module).transform()(*args, **kwargs)
+""",
 }
 
 HONEST |= {
@@ -1855,6 +1899,19 @@ TOLD |= {
     "5.3 edited": (
         WRONG["5.3 every ReLU node made an F.gelu call for the run, then put back (red team redP)"],
         "your ReluToGelu edited gm's graph while it ran, and put it back",
+    ),
+    "5.3 a Transformer": (
+        """
+class ReluToGelu(torch.fx.Transformer):
+    def call_function(self, target, args, kwargs):
+        target = F.gelu if target is torch.relu else target
+        return super().call_function(target, args, kwargs)
+""",
+        "run() returned a Proxy, a value of a graph being built",
+    ),
+    "5.3 a Transformer's module": (
+        WRONG["5.3 run() calls the module a Transformer of gm builds (red team redK4)"],
+        "your ReluToGelu's result does not come from gm's own nodes",
     ),
     "5.2 ShapeProp": (
         WRONG["5.2 ShapeProp on gm itself measures, its tensor_meta then removed (red team redP)"],

@@ -868,6 +868,23 @@ def test_7_6_outputs_off_by_rounding_tell_an_exact_comparison_in_every_run(tmp_p
         assert not torch.equal(changed, original), run_seed
 
 
+def test_7_6_outputs_with_rows_moved_keep_every_summary_in_every_run(tmp_path):
+    """The red team (redL4): "same" when the means, the sums or the sorted values agree passed
+    every run. Every run now holds a model whose rows after the first are rolled by one: the
+    same values in other places, which the reference's allclose tells apart."""
+    moved_runs = set()
+    for run_seed, changed, original in outputs_of_kind(tmp_path, "rows moved"):
+        if len(changed) < 3:  # one row after the first: rolled onto itself
+            assert torch.equal(changed, original), run_seed
+            continue
+        moved_runs.add(run_seed)
+        assert not torch.allclose(changed, original), run_seed
+        assert torch.allclose(changed.mean(), original.mean(), atol=1e-6), run_seed
+        assert torch.allclose(changed.sum(), original.sum(), atol=1e-4), run_seed
+        assert torch.equal(changed.flatten().sort().values, original.flatten().sort().values)
+    assert len(moved_runs) == 20, moved_runs
+
+
 def test_checkpoint_7_3_tells_buffers_named_by_their_placeholders(monkeypatch):
     """Every write found, in the right form, but each buffer named by its placeholder (b_...):
     the message asked "which form lists them?" (tester honW); it names the placeholder now."""

@@ -786,6 +786,18 @@ def test_8_4_judges_the_chapters_layers_on_the_weights_they_hold_now():
     assert cases.steps_apart(mine_q, q, trained, scale, mine_scale)
 
 
+def test_8_4_judges_a_linear_left_in_float_by_what_convert_pt2e_would_store():
+    """The tester's (honR): 8.5's model, whose last linear stays float, bound to the chapter's
+    name `quantized`; 8.4's check raised IndexError in its own helper on the float linear."""
+    _config, prepared = x86_parts()
+    stores = cases.convert_pt2e_stores(prepared)
+    in_float = torch.export.export(nn.Linear(4, 3), (torch.randn(2, 4),)).module()
+    assert cases.stored_weights(in_float) == [None]
+    weight = torch.randn(3, 4)
+    ((q, scale),) = cases.stored_for(in_float, stores, [weight])
+    assert torch.equal(q, stores(weight)[0]) and torch.equal(scale, stores(weight)[1])
+
+
 def no_new_number_at_a_join(gm, on_device) -> dict:
     """The red team's (redH2) rule: a new number at each change of device, except at a node
     that reads two values (where a branch joins)."""
