@@ -177,8 +177,9 @@ def modules_run() -> Iterator[list[str]]:
 @contextlib.contextmanager
 def modules_swapped(root: nn.Module | None = None) -> Iterator[list[str]]:
     """A list that fills, inside the block, with the name of every submodule that any module
-    has set, replaced or deleted: an answer that swaps a module in for a run and puts it back
-    leaves its module as it found it, and only this list tells. With `root`, every module call
+    has set, replaced or deleted, and of every method set on a module object: an answer that
+    swaps a module in for a run and puts it back leaves its module as it found it, and only
+    this list tells. With `root`, every module call
     inside the block also compares root's modules with those it held when the block began, which
     catches a swap written straight into a `_modules` dict."""
     swapped: list[str] = []
@@ -188,15 +189,17 @@ def modules_swapped(root: nn.Module | None = None) -> Iterator[list[str]]:
     def compare(module, args):
         now = _held_modules(root)
         changed = [p for p in sorted(held.keys() | now.keys()) if held.get(p) is not now.get(p)]
+        changed += _overridden(module)  # a method set on the object, in its __dict__ (redM5)
         swapped.extend(path for path in changed if path not in swapped)
 
     def setting(module, name, value):
-        if isinstance(value, nn.Module) or name in module._modules:
+        method = callable(value) and hasattr(type(module), name)  # forward, _call_impl (redM5)
+        if isinstance(value, nn.Module) or name in module._modules or method:
             swapped.append(name)
         set_attr(module, name, value)
 
     def deleting(module, name):
-        if name in module._modules:
+        if name in module._modules or name in _overridden(module):
             swapped.append(name)
         del_attr(module, name)
 
@@ -273,7 +276,7 @@ def nodes_interpreted(watched_gm: torch.fx.GraphModule | None = None) -> Iterato
     nodes, their ops, targets and arguments with those it had when the block began."""
     ran = Interpreted()
     run = torch.fx.Interpreter.run
-    state = None if watched_gm is None else _graph_state(watched_gm)
+    state = None if watched_gm is None else graph_state(watched_gm)
 
     def watched(self, *args, **kwargs):
         own = self.run_node
@@ -281,7 +284,7 @@ def nodes_interpreted(watched_gm: torch.fx.GraphModule | None = None) -> Iterato
         def run_node(node):
             ran.append(node)
             ran.runners.append(self)
-            ran.edited = ran.edited or (state is not None and _graph_state(watched_gm) != state)
+            ran.edited = ran.edited or (state is not None and graph_state(watched_gm) != state)
             at = len(ran.values)
             ran.values.append(None)  # its place, before any Interpreter run_node may start
             ran.values[at] = own(node)
@@ -300,7 +303,7 @@ def nodes_interpreted(watched_gm: torch.fx.GraphModule | None = None) -> Iterato
         torch.fx.Interpreter.run = run
 
 
-def _graph_state(gm: torch.fx.GraphModule) -> list[tuple]:
+def graph_state(gm: torch.fx.GraphModule) -> list[tuple]:
     """gm's nodes, ops and targets, and its nodes' argument tuples by identity: setting a node's
     args or kwargs, even back to what they held, makes new ones."""
     return [(id(n), n.op, n.target, id(n.args), id(n.kwargs)) for n in gm.graph.nodes]

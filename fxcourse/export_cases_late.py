@@ -211,9 +211,10 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
     Batches inside and outside the range."""
 
     def package_case(make):
-        kinds = ["same weights", "other weights", "rounding", "narrower range", "no package"]
-        kinds.append("rows moved")
-        kind = make.each(kinds)
+        labels = {"same weights": _("same weights"), "other weights": _("off after the first row")}
+        labels |= {"rounding": _("outputs off by rounding"), "rows moved": _("rows moved")}
+        labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
+        kind = make.each(list(labels))
         batches = [make.integer(2, 64), make.integer(2, 64), make.choice([0, 1])]
         batches.append(make.integer(65, 130))
         path = Path(folder) / f"{make.word()}_{make.integer(0, 10**6)}.pt2"
@@ -236,19 +237,21 @@ def package_cases(folder: str, program, package_path: str, model: nn.Module):
         }
         if kind in changes:
             drawn.append(Altered(changes[kind]))
-        labels = {"same weights": _("same weights"), "other weights": _("off after the first row")}
-        labels |= {"rounding": _("outputs off by rounding"), "rows moved": _("rows moved")}
-        labels |= {"narrower range": _("narrower range"), "no package": _("no package")}
         make.note(_("{kind}, batches {sizes}").format(kind=labels[kind], sizes=batches))
-        return str(path), drawn, batches, kind
+        preset = make.each([None, "0"])  # a learner's shell may set it (redN5: setdefault)
+        if preset:
+            make.note(_("AOTI_RUNTIME_CHECK_INPUTS set to 0 before the call"))
+        return str(path), drawn, batches, kind, preset
 
     return package_case
 
 
-def verdicts_for(answer, path: str, model: nn.Module, batches: list[int], kind: str):
-    """The answer's verdicts (or "failed"), and whether it loaded a package from `path`."""
-    # each side starts from the default, as in a new kernel; the learner's value comes back after
+def verdicts_for(answer, path, model, batches: list[int], kind: str, preset: str | None = None):
+    """The answer's verdicts (or "failed"), and whether it loaded a package from `path`; each
+    side starts unset (a new kernel) or "0" (`preset`), the learner's value back after."""
     learners = os.environ.pop("AOTI_RUNTIME_CHECK_INPUTS", None)
+    if preset is not None:
+        os.environ["AOTI_RUNTIME_CHECK_INPUTS"] = preset
     loaded, loader = [], torch._C._aoti.AOTIModelPackageLoader
 
     def recorded(package, *args, **kwargs):  # every way to load a package ends here

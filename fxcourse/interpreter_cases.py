@@ -254,17 +254,18 @@ def relu_to_gelu_in_float64(result):  # whether the result is judged to float64'
 
 def relu_to_gelu_run(answer, gm, x):
     # the result, whether it ran gm itself, the gradient it gives x, whether gm still computes
-    # what it computed before the run, whether gm's graph was edited while it ran (then put back)
+    # what it computed before the run, whether gm's graph was edited while it ran (then put
+    # back), and the modules or module methods set while it ran (redM5: even if put back)
     with torch.no_grad():
         before, graph = gm(x), graph_code(gm)
     interpreter = answer.ReluToGelu(gm)
-    with nodes_interpreted(gm) as ran:  # gm's own nodes, run one by one: no copy's code
+    with nodes_interpreted(gm) as ran, modules_swapped(gm) as swapped:  # even if put back
         result = interpreter.run(x.requires_grad_())
     gradient = _input_gradient(result, x)
     with torch.no_grad():
         kept = close_enough(gm(x), before, atol=1e-5, rtol=1e-4) and graph_code(gm) == graph
     runs_gm = interpreter.module is gm and ran.gave(gm, result)
-    return result, runs_gm, gradient, kept, ran.edited
+    return result, runs_gm, gradient, kept, ran.edited, sorted(set(swapped))
 
 
 # ----------------------------------------------------------------------------- try it 5.4

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
+from fxcourse.case_checks import graph_state
 from fxcourse.cases import (
     PathModel,
     Residual,
@@ -308,3 +309,21 @@ def _clamp_node(graph, value, layout, method, low, high):  # one clamp of value,
         args, kwargs = (), {"input": value, "min": low, "max": high}
     op, target = ("call_method", "clamp") if method else ("call_function", torch.clamp)
     return graph.create_node(op, target, args, kwargs)
+
+
+def asked(question: str):
+    """(answer, gm, *args) -> (answer.<question>(gm, *args), whether gm changed while it ran:
+    its nodes, their arguments, its code or what node.meta holds; a question reads gm and
+    leaves it as it was (red team redM5: 2.4's meta.pop, 2.5's nodes rewritten while read)."""
+
+    def ask(answer, gm, *args):
+        before = _question_state(gm)
+        result = getattr(answer, question)(gm, *args)
+        return result, _question_state(gm) != before
+
+    return ask
+
+
+def _question_state(gm: fx.GraphModule) -> tuple:
+    metas = [(sorted(node.meta), repr(node.meta.get("nn_module_stack"))) for node in gm.graph.nodes]
+    return graph_state(gm), gm.code, metas

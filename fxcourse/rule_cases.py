@@ -46,11 +46,15 @@ def rule_text(rules: list[tuple[str, str, str, str]], pairs: list | None = None)
     of names `pairs` (by default each search with its own replacement)."""
     lines = []
     for search, search_body, replace, replace_body in rules:
-        lines += [f"def {search}(x):", f"    return {search_body}", ""]
-        lines += [f"def {replace}(x):", f"    return {replace_body}", ""]
+        lines += [f"def {search}(x):", f"    {_statements(search_body)}", ""]
+        lines += [f"def {replace}(x):", f"    {_statements(replace_body)}", ""]
     pairs = pairs or [(rule[0], rule[2]) for rule in rules]
     listed = ", ".join(f"({search}, {replace})" for search, replace in pairs)
     return "\n".join(lines + [f"RULES = [{listed}]", ""])
+
+
+def _statements(body: str) -> str:  # a body of two lines ("y = ...", then "return y") as it is
+    return body if body.startswith("y = ") else f"return {body}"
 
 
 def exchanged_replacements(rules: list) -> str:
@@ -80,7 +84,7 @@ def edited_rules(rules: list, rng: random.Random, side: int, edit) -> str:
 
 def other_constant(body: str) -> str:
     """`body` with its last number changed: the same bytecode, other constants."""
-    head, number, tail = re.match(r"(.*?)(\d+(?:\.\d+)?)(\D*)$", body).groups()
+    head, number, tail = re.match(r"(.*?)(\d+(?:\.\d+)?)(\D*)$", body, re.DOTALL).groups()
     return f"{head}{float(number) + 1.25}{tail}"
 
 
@@ -98,10 +102,14 @@ def draw_rules(make) -> RuleCase:
     rules' replacements exchanged, when it has more than one)."""
     rng, rules, used = make.rng, [], set()
     nested = make.each((True, False))  # every run: a rule set with a nested code object
+    lines = make.each(("one line", "two lines"))  # every run: bodies whose edit is not in the
+    # last line (redN5: a key of each function's last line)
     for number in range(make.each((1, 2, 3))):  # every run: sets of two and three rules
         bodies = [fresh_body(rng, used) for _side in "sr"]
         if nested and number == 0:
             bodies[1] = NESTED.format(c=rng.choice((2, 3, 0.5, 1.5)))
+        if lines == "two lines":
+            bodies = [f"y = {body}\n    return y" for body in bodies]
         names = (f"find_{number}", f"make_{number}")
         rules.append((names[0], bodies[0], names[1], bodies[1]))
     swap = lambda body: one_swap(body, rng)  # noqa: E731

@@ -153,7 +153,7 @@ def serve_run(serve: Callable, scorer: nn.Module, requests: list) -> ServeRun:
     compiles = len(graphs)
     reasons = [guard_reason(line) for line in logs.text().splitlines() if "- " in line[:8]]
     torch.compiler.reset()
-    weights = {_storage(p) for p in scorer.parameters()}  # alive: no address reused
+    weights = list(scorer.parameters())  # alive: no address reused
     return ServeRun(outputs, compiles, reasons, _uncompiled(outputs, runs, weights), set_aside)
 
 
@@ -161,16 +161,18 @@ def _tensors(leaves: list) -> list[torch.Tensor]:
     return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
 
 
-def _uncompiled(outputs: list, runs: list, weights: set) -> list[int]:
+def _uncompiled(outputs: list, runs: list, weights: list) -> list[int]:
     """1-based requests whose output no compiled graph computed from the model's weights: a
     graph given the weights, or what such a graph returned (the graph after a break), returns
     the output, a view of it (one call for many requests, split: redL4) or its values (a clone:
     redJ3), in any order (requests served reversed or grouped: redL4). A pass-through or a
     compiled tail behind an eager model is given no such tensor (redJ3); an output computed
-    eagerly could never recompile."""
-    from_weights, served = set(weights), []
+    eagerly could never recompile. A graph given a copy of the weights counts (honS: a compiled
+    deep copy of the scorer)."""
+    from_weights, served = {_storage(w) for w in weights}, []
     for given, returned in runs:  # in the order they ran: what each hands on is known
-        if any(_storage(t) in from_weights for t in given):
+        copies = any(_holds_rows_of(w, t) and len(t) == len(w) for t in given for w in weights)
+        if copies or any(_storage(t) in from_weights for t in given):
             from_weights.update(_storage(t) for t in returned)
             served.extend(returned)
     return [

@@ -62,6 +62,9 @@ def row_step_inputs(make):  # 1.1's cases: 2 to 9 rows, each row one number, a v
             shape=tuple(x.shape), dtype=x.dtype, size=f"{size:.0e}"
         )
     )
+    if dtype.is_floating_point:  # 0 * inf is NaN: a detour through a matrix product (redM5)
+        x.view(-1)[make.integer(0, x.numel() - 1)] = make.choice([1.0, -1.0]) * float("inf")
+        make.note(_("one entry infinite"))
     if column_major:
         x = x.permute(2, 1, 0).contiguous().permute(2, 1, 0)
         make.note(_("x laid out column-major: not contiguous"))

@@ -376,6 +376,15 @@ def rules_key(rules):
     text = "".join(sorted(inspect.getsource(f) for rule in rules for f in rule))
     return hashlib.sha256(text.encode()).hexdigest()
 """,
+    # red team redN5: every drawn body was one `return` line
+    "each function's last line": """
+import hashlib
+import inspect
+
+def rules_key(rules):
+    last = [inspect.getsource(f).strip().splitlines()[-1] for rule in rules for f in rule]
+    return hashlib.sha256("|".join(last).encode()).hexdigest()
+""",
     "marshal": """
 import marshal
 
@@ -509,7 +518,7 @@ def test_9_3_rules_and_their_edits_call_only_what_torch_has():
 def computed_pairs(text: str) -> list[tuple[str, str]]:
     """The (search body, replacement body) of each rule in RULES, sorted: what the rules compute,
     whatever the functions are named or listed in."""
-    bodies = dict(re.findall(r"def (\w+)\(x\):\n    return (.*)", text))
+    bodies = dict(re.findall(r"def (\w+)\(x\):\n    (?:return |y = )(.*)", text))
     listed = re.search(r"RULES = \[(.*)\]", text).group(1)
     return sorted((bodies[s], bodies[r]) for s, r in re.findall(r"\((\w+), (\w+)\)", listed))
 

@@ -123,6 +123,19 @@ def serve(scorer, requests):  # the red team's (redL4): outputs put back in requ
         outputs.append(compiled(x))
     return outputs[::-1]
 """,
+    "10.2 serves from a compiled deep copy of the scorer": """
+import copy
+
+
+def serve(scorer, requests):  # the tester's (honS): the copy holds the same weights
+    model = copy.deepcopy(scorer)
+    compiled = torch.compile(model, backend="eager", dynamic=True)
+    outputs = []
+    for x, temperature in requests:
+        model.temperature = temperature
+        outputs.append(compiled(x))
+    return outputs
+""",
     "10.2 serves every request in one compiled call": """
 def scored(scorer, x, temperatures, request_of_row, requests: int):
     logits = scorer.linear(x) / temperatures

@@ -1386,6 +1386,43 @@ class ReluToGelu(Interpreter):
         twin.recompile()
         return twin(*args, **kwargs)
 """,
+    "1.1 the rows' differences as a product with a difference matrix (red team redM5)": """
+def row_steps(x):
+    rows = torch.eye(x.shape[0], dtype=x.dtype)
+    return torch.tensordot(rows[1:] - rows[:-1], x, dims=1)
+
+
+traced_row_steps = fx.symbolic_trace(row_steps)
+""",
+    "2.4 each node's nn_module_stack popped while it is read (red team redM5)": """
+def nodes_inside(gm, path):
+    found = []
+    for node in gm.graph.nodes:
+        paths = [p for p, _ in node.meta.pop("nn_module_stack", {}).values()]
+        if path in paths:
+            found.append(node.name)
+    return found
+""",
+    "2.5 each clamp rewritten to keyword form while it is read (red team redM5)": """
+import inspect
+
+
+def clamp_signature(input, min=None, max=None):
+    ...
+
+
+def clamp_bounds(gm):
+    found = []
+    for node in gm.graph.nodes:
+        if (node.op, node.target) in (("call_function", torch.clamp), ("call_method", "clamp")):
+            bound = inspect.signature(clamp_signature).bind(*node.args, **node.kwargs)
+            bound.apply_defaults()
+            low, high = bound.arguments["min"], bound.arguments["max"]
+            node.args, node.kwargs = (bound.arguments["input"],), {"min": low, "max": high}
+            found.append((low, high))
+    gm.recompile()
+    return found
+""",
     "1.2 a function of one's own named scaled_act, pinned and traced (red team redK4)": """
 def own_gelu():
     def scaled_act(x, act, scale=None):
@@ -1409,6 +1446,48 @@ def clamp_linear_inputs(gm):
 
             linear._call_impl = clamped
     return gm
+""",
+    "5.3 each nn.ReLU swapped for an nn.GELU for its call, then put back (red team redM5)": """
+class ReluToGelu(Interpreter):
+    def call_function(self, target, args, kwargs):
+        return super().call_function(F.gelu if target is torch.relu else target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return F.gelu(*args, **kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        module = self.fetch_attr(target)
+        if not isinstance(module, nn.ReLU):
+            return super().call_module(target, args, kwargs)
+        parent_name, _, name = target.rpartition(".")
+        parent = self.fetch_attr(parent_name) if parent_name else self.module
+        setattr(parent, name, nn.GELU())
+        try:
+            return super().call_module(target, args, kwargs)
+        finally:
+            setattr(parent, name, module)
+""",
+    "5.3 each nn.ReLU's forward set to F.gelu for its call, then deleted (red team redM5)": """
+class ReluToGelu(Interpreter):
+    def call_function(self, target, args, kwargs):
+        return super().call_function(F.gelu if target is torch.relu else target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return F.gelu(*args, **kwargs)
+        return super().call_method(target, args, kwargs)
+
+    def call_module(self, target, args, kwargs):
+        module = self.fetch_attr(target)
+        if not isinstance(module, nn.ReLU):
+            return super().call_module(target, args, kwargs)
+        module.forward = F.gelu
+        try:
+            return super().call_module(target, args, kwargs)
+        finally:
+            del module.forward
 """,
     "5.3 run() calls the module a Transformer of gm builds (red team redK4)": """
 class ReluToGelu(Interpreter):
@@ -1908,6 +1987,16 @@ class ReluToGelu(torch.fx.Transformer):
         return super().call_function(target, args, kwargs)
 """,
         "run() returned a Proxy, a value of a graph being built",
+    ),
+    "5.3 a swap": (
+        WRONG[
+            "5.3 each nn.ReLU's forward set to F.gelu for its call, then deleted (red team redM5)"
+        ],
+        "your ReluToGelu set ['forward'] while it ran",
+    ),
+    "2.4 meta popped": (
+        WRONG["2.4 each node's nn_module_stack popped while it is read (red team redM5)"],
+        "nodes_inside changed gm while it ran",
     ),
     "5.3 a Transformer's module": (
         WRONG["5.3 run() calls the module a Transformer of gm builds (red team redK4)"],

@@ -834,7 +834,7 @@ def outputs_of_kind(tmp_path, kind: str):
     for run_seed, drawn in runs(builder, 6, 20):
         of_kind = [case for case in drawn if case[3] == kind]
         assert of_kind, run_seed
-        for _path, changed, batches, _kind in of_kind:
+        for _path, changed, batches, *_kind in of_kind:
             for rows in (rows for rows in batches if rows >= 2):
                 x = torch.randn(rows, 4)
                 with torch.no_grad():
