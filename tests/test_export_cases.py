@@ -823,6 +823,34 @@ def test_checkpoint_7_6_gives_the_learners_aoti_check_setting_back(monkeypatch):
     assert "AOTI_RUNTIME_CHECK_INPUTS" not in os.environ
 
 
+def test_7_6_a_checks_setting_of_0_made_before_the_call_stays_until_the_answer_changes_it(
+    tmp_path, monkeypatch
+):
+    """The red team (redN5): os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1") passed, as
+    every case started with the variable unset; a learner's shell may hold "0". Every run now
+    starts cases with a real package both ways."""
+    monkeypatch.delenv("AOTI_RUNTIME_CHECK_INPUTS", raising=False)
+    seen = []
+
+    def package_verdicts(path, model, batches):
+        os.environ.setdefault("AOTI_RUNTIME_CHECK_INPUTS", "1")
+        seen.append(os.environ["AOTI_RUNTIME_CHECK_INPUTS"])
+        return {}
+
+    answer = SimpleNamespace(package_verdicts=package_verdicts)
+    export_cases_late.verdicts_for(answer, "missing.pt2", nn.Identity(), [1], "", "0")
+    export_cases_late.verdicts_for(answer, "missing.pt2", nn.Identity(), [1], "", None)
+    assert seen == ["0", "1"] and "AOTI_RUNTIME_CHECK_INPUTS" not in os.environ
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU()).eval()
+    program = torch.export.export(model, (torch.randn(3, 4),))
+    package = tmp_path / "tiny.pt2"
+    package.write_bytes(b"")
+    builder = export_cases_late.package_cases(str(tmp_path / "cases"), program, str(package), model)
+    for run_seed, drawn in runs(builder, 6, 20):
+        presets = {case[4] for case in drawn if case[3] != "no package"}
+        assert presets == {None, "0"}, run_seed
+
+
 def outputs_of_kind(tmp_path, kind: str):
     """(run seed, the case's model's output, the chapter model's) for each batch of 2 or more
     rows of every case of `kind` that 7.6's builder draws in 20 runs; each run holds one."""
