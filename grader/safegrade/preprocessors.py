@@ -208,6 +208,9 @@ class SandboxExecute(ResilientExecute):
         # follows its cell_timeout, for the unsandboxed path too.
         self.grading_limits = Limits(config=self.config)
         self.timeout = int(self.grading_limits.cell_timeout)
+        # a kernel that imports torch on a busy class server can take over nbclient's default
+        # 60 s to answer (seen once in CI, two test workers at once): a submission is not lost
+        self.startup_timeout = max(self.startup_timeout, 240)
 
     def preprocess(self, nb, resources=None, km=None):
         if self.unsandboxed:
