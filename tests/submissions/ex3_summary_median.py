@@ -3,7 +3,7 @@
 assignment: ex3_timing_interpreter
 expected: 7
 why: only the summary cell (3) fails: its visible part runs `net` three times, its hidden crossing
-case too, with a module sleeping .22 s, then 0, then 0 (median 0, mean .073 s). Every summary
+case too, with a module sleeping .44 s, then 0, then 0 (median 0, mean .147 s). Every summary
 test ran twice before, where the median of two times is their mean (red team).
 """
 
