@@ -55,7 +55,11 @@ def _overridden(module: nn.Module) -> list[str]:
     """The methods of module's class that the object shadows with callables of its own:
     `forward`, or what runs around it (`_call_impl`: red team redK4), or a conv's
     `_conv_forward`."""
-    return [k for k, v in vars(module).items() if callable(v) and hasattr(type(module), k)]
+    return [k for k, v in vars(module).items() if _shadows_a_method(module, k, v)]
+
+
+def _shadows_a_method(module: nn.Module, name: str, value) -> bool:
+    return callable(value) and hasattr(type(module), name)
 
 
 def apply_weights(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -193,7 +197,7 @@ def modules_swapped(root: nn.Module | None = None) -> Iterator[list[str]]:
         swapped.extend(path for path in changed if path not in swapped)
 
     def setting(module, name, value):
-        method = callable(value) and hasattr(type(module), name)  # forward, _call_impl (redM5)
+        method = _shadows_a_method(module, name, value)  # forward, _call_impl (redM5)
         if isinstance(value, nn.Module) or name in module._modules or method:
             swapped.append(name)
         set_attr(module, name, value)
