@@ -31,16 +31,27 @@ from fxcourse.messages import _
 CHAPTER_BATCHES = (3, 3, 5, 1, 8, 0, 6)
 
 
+# How a fresh case's calls begin, each kind once in every four cases: after 0s only or 1s only,
+# both, or another size (red team redP6: a rule wrong after 1s alone passed runs without one).
+OPENINGS = ("after one special size", "after 0 and 1", "after a size and a special one", "drawn")
+
+
 def batch_sequence(make) -> tuple[tuple[int, ...], int]:
     """(batches, width): the chapter's example in a run's first case, then 6 to 9 calls drawn
-    from three sizes of 2 or more and the special sizes 0 and 1, with repeats."""
+    from three sizes of 2 or more and 0 and 1, after an opening of the case's OPENINGS kind."""
     if make.index == 0:
         make.note(f"{CHAPTER_BATCHES}")
         return CHAPTER_BATCHES, 3
-    sizes = [make.integer(2, 32) for _ in range(3)] + [0, 1]
-    batches = tuple(make.choice(sizes) for _ in range(make.integer(6, 9)))
-    make.note(f"{batches}")
-    return batches, make.integer(2, 6)
+    sizes = make.rng.sample(range(2, 33), 3)
+    special = (make.choice([0, 1]),) * make.integer(1, 2)
+    opening = {
+        "after one special size": (*special, sizes[0]),
+        "after 0 and 1": (*make.rng.sample([0, 1], 2), sizes[0]),
+        "after a size and a special one": (sizes[0], *special, sizes[1]),
+    }.get(make.each(OPENINGS), ())
+    drawn = tuple(make.choice(sizes + [0, 1]) for _ in range(make.integer(6, 9) - len(opening)))
+    make.note(f"{opening + drawn}")
+    return opening + drawn, make.integer(2, 6)
 
 
 def words_under_force_eager(rule: Callable, batches: Sequence[int]) -> object:

@@ -188,6 +188,37 @@ def serve(scorer, requests):  # outputs handed on one by one, each computed as i
 """
 
 
+# The red team's (redP6) rules, each right on the chapter's batches and wrong on one opening.
+WRONG_OPENINGS_10_1 = {
+    "a new size after 0s alone or 1s alone is static": "seen in ({0}, {1})",
+    "a new size after 0 and 1 is static": "seen <= {0, 1}",
+    "a new size after one other size and a 0 or 1 is static": "len(seen) == 2 and seen & {0, 1}",
+}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("wrong", WRONG_OPENINGS_10_1)
+def test_10_1_refuses_a_rule_wrong_after_one_kind_of_opening(wrong, seed, monkeypatch):
+    """Every run begins some of its sequences each way (compile_depth.OPENINGS), so a rule
+    wrong after one way of beginning is refused on every seed."""
+    answer = f"""
+def what_compiles(batches):
+    words, seen, symbolic = [], set(), False
+    for i, b in enumerate(batches):
+        if b in seen or (symbolic and b >= 2):
+            words.append("reuse")
+        elif i == 0 or b in (0, 1) or ({WRONG_OPENINGS_10_1[wrong]}):
+            words.append("static")
+            seen.add(b)
+        else:
+            words.append("symbolic")
+            symbolic = True
+    return words
+"""
+    problem = verdict("10.1", answer, seed, monkeypatch)
+    assert problem is not None and "your word for call" in problem, problem
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_10_1_takes_the_words_in_a_tuple(seed, monkeypatch):
     """The red team (redY): the reference's rule returning tuple(words) was told "should return
