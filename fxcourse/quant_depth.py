@@ -245,16 +245,21 @@ class Planting(Quantizer):
 
 
 @functools.lru_cache(maxsize=16)
-def _exported_mlp(depth: int, width: int) -> fx.GraphModule:
+def _exported_mlp(depth: int, width: int, bare: int) -> fx.GraphModule:
     """One export per architecture (an export costs more than all else a case does); each case
-    loads its own weights into a copy."""
-    layers = (m for _ in range(depth) for m in (nn.Linear(width, width), nn.ReLU()))
+    loads its own weights into a copy. Linear number `bare` has no ReLU after it, so that from
+    there on relu_k follows linear_(k+1): the numbers in the names are not the graph's order
+    (red team redP6: candidates ranked by the number that ends their names passed)."""
+    layers = [
+        m for i in range(depth) for m in (nn.Linear(width, width), nn.ReLU())[: 1 + (i != bare)]
+    ]
     return exported(nn.Sequential(*layers), torch.zeros(64, width))
 
 
 def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
-    """A case builder for 11.3: an MLP of ReLU-topped linears of one width, 8-bit as
-    `quantizer_class()` annotates it but for one linear on a far coarser grid (5 to 8 linears),
+    """A case builder for 11.3: an MLP of linears of one width, a ReLU after each but the first
+    or the second, 8-bit as `quantizer_class()` annotates it but for one linear on a far coarser
+    grid (5 to 8 linears),
     or one relu's output (3 levels), or two linears, the second worse and past the tenth (11 or
     12 linears); a floor in dB from DAMAGES, every kind in every run; the quantized graph's
     linear and relu nodes renamed (a quantized graph's names need not be the float graph's).
@@ -266,6 +271,7 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
     def damaged_mlps(make) -> tuple[fx.GraphModule, fx.GraphModule, torch.Tensor, float]:
         run = random.Random(f"{make.run_seed}:11.3")
         width, depths = run.randint(8, 12), (run.randint(5, 8), run.randint(11, 12))
+        bare = run.choice([0, 1])
         two, floor_db, enters = make.each(DAMAGES)
         depth = depths[two]
         first = make.integer(2, 8) if two else make.integer(2, depth - 3)
@@ -274,7 +280,7 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
             coarse[make.choice([9, 10])] = 3
         relus = {first: 3} if enters == "relu" else {}  # about 7 dB, the layers before 30 or more
         coarse = {} if relus else coarse
-        float_graph = copy.deepcopy(_exported_mlp(depth, width))
+        float_graph = copy.deepcopy(_exported_mlp(depth, width, bare))
         make.parameters_of(float_graph)
         data = make.tensor(64, width)
         planting = Planting(quantizer_class(), coarse, relus)
@@ -283,7 +289,8 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
         quantized = convert_pt2e(prepared, fold_quantize=False)
         if floor_db is None:  # read before the renaming below: the debugger pairs nodes by handle
             floor_db = floor_among_clean(float_graph, quantized, data, f"linear_{first}")
-        layers = f"{depth} x (nn.Linear({width}, {width}), nn.ReLU())"
+        bare_name = ["linear", "linear_1"][bare]
+        layers = f"{depth} x nn.Linear({width}, {width}), a ReLU after each but {bare_name}"
         linears = ", ".join(f"linear_{i}" for i in sorted(coarse))
         note = _("{layers}; weights on a coarse grid in {linears}; floor_db={floor_db}")
         if relus:

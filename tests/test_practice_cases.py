@@ -13,6 +13,7 @@ import copy
 import functools
 import os
 import random
+import re
 from types import SimpleNamespace
 
 import check_cells
@@ -608,6 +609,28 @@ def test_11_3_refuses_an_answer_that_looks_only_at_linear_nodes_in_every_run(run
     ]
     assert any(wanted.startswith("relu") for wanted, _linear_only in entries), entries
     assert any(wanted != linear_only for wanted, linear_only in entries), entries
+
+
+def ranked_by_name_number(float_graph, quantized, data, floor_db):
+    """The red team's (redP6): of the nodes below the floor, the one whose name ends in the
+    smallest number (linear_3 -> 3), as if the numbers were the graph's order."""
+    from fxcourse import quant_depth
+
+    compared = quant_depth.sqnrs_in_order(float_graph, quantized, data)
+    losses = [name for name, sqnr in compared if sqnr < floor_db]
+    numbers = {name: re.search(r"_(\d+)$", name) for name in losses}
+    return min(losses, key=lambda name: int(numbers[name][1]) if numbers[name] else 0)
+
+
+@pytest.mark.parametrize("run_seed", RUN_SEEDS)
+def test_11_3_refuses_an_answer_that_ranks_nodes_by_the_numbers_in_their_names(run_seed):
+    """Every run's MLP has one linear without a ReLU after it, so the numbers in the names do
+    not follow the graph's order."""
+    from fxcourse import quant_depth
+
+    builder = quant_depth.damaged_mlps_for(chapter_11_quantizer())
+    made_all = run_cases(builder, run_seed, 6)
+    assert any(ranked_by_name_number(*made) != first_loss(*made) for made in made_all)
 
 
 def first_sudden_drop(float_graph, quantized, data, floor_db, drop_db=3.0):
