@@ -173,6 +173,39 @@ def sigmoid_rule_follows_exp(decompose, rules):  # whether the rule's value chan
     return not torch.allclose(ExpDoubled(gm).run(probe), gm(probe))
 
 
+# ops whose value does not follow their input's values: constants made to match x
+CONSTANT_MAKERS = {"ones_like", "zeros_like", "full_like", "new_ones", "new_zeros", "new_full"}
+
+
+def powers_of_a_constant(decompose, rules):  # pow nodes whose exponent follows x, not their base
+    """A constant raised to a power that follows x is an exponential other than exp (math.e ** x),
+    whatever is averaged with it (red team redO6)."""
+    gm, follows, found = sigmoid_alone_decomposed(decompose, rules), set(), []
+    for node in gm.graph.nodes:
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        if node.op == "placeholder" or (
+            not _constant(node, name) and follows & set(node.all_input_nodes)
+        ):
+            follows.add(node)
+        named = [node.kwargs.get(key) for key in ("input", "self", "exponent")]
+        operands = [*node.args, *(arg for arg in named if arg is not None)][:2]
+        if node.op.startswith("call_") and name in ("pow", "pow_") and len(operands) == 2:
+            base, exponent = operands
+            if _follows(exponent, follows) and not _follows(base, follows):
+                found.append(node.name)
+    return found
+
+
+def _constant(node, name: str) -> bool:  # made to match x, not from x's values
+    return name in CONSTANT_MAKERS or (
+        name == "getattr" and node.args[1:2] in [("dtype",), ("device",)]
+    )
+
+
+def _follows(value, follows) -> bool:
+    return isinstance(value, fx.Node) and value in follows
+
+
 def sigmoid_rule_code_error(decompose, rules):  # why the rule's generated code fails, or None
     gm = sigmoid_alone_decomposed(decompose, rules)
     try:

@@ -529,6 +529,22 @@ def sigmoid_from_exp(x):
 
 rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
+    "3.5 half of its exp from a power of e (red team redO6)": """
+def sigmoid_from_exp(x):
+    e = torch.exp(-x)
+    return 1 / (1 + (e + math.e ** (-x)) / 2)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
+    "3.5 a power of a constant tensor made to match x (red team redO6's, spelled otherwise)": """
+def sigmoid_from_exp(x):
+    e = torch.full_like(x, math.e).pow(-x)
+    return 1 / (1 + (torch.exp(-x) + e) / 2)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
+""",
     "5.4 skips only the direct inputs of a known node": """
 def run_from(gm, known, *inputs):
     env = {n: known[n.name] for n in gm.graph.nodes if n.name in known}
@@ -1091,6 +1107,13 @@ def remove_pass_throughs(gm, example):
     gm.graph.lint()
     gm.recompile()
     return gm
+""",
+    "3.5 a power of a value that follows x: torch.pow(1 + exp(-x), -1)": """
+def sigmoid_from_exp(x):
+    return torch.pow(1 + torch.exp(-x), -1)
+
+
+rules_with_sigmoid = {**RULES, torch.sigmoid: sigmoid_from_exp}
 """,
     "3.5 1 - 1 / (1 + exp(x)): off by float64's absolute rounding only (red team redG)": """
 def sigmoid_from_exp(x):
