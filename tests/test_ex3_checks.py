@@ -113,6 +113,17 @@ def summary_rows(timings: dict, gm: fx.GraphModule) -> list[dict]:
     return profiler.summary()
 
 
+def test_summary_values_of_another_type_are_refused(verify):
+    """The red team (redO6): calls given as a float (or True after one run) passed, though the
+    table says int; mean_s and percent are floats."""
+    timings, gm = timings_with(time.perf_counter, verify)
+    rows = summary_rows(timings, gm)
+    for key, value in [("calls", float(rows[0]["calls"])), ("calls", True), ("percent", 100)]:
+        changed = [rows[0] | {key: value}, *rows[1:]]
+        with pytest.raises(AssertionError, match=f"{key} should be"):
+            verify.check_summary(changed, timings, gm)
+
+
 def test_summary_rows_of_another_shape_are_told_by_their_shape(verify):
     """The red team (redE): rows as tuples, or dicts keyed "node", heard "one row per timed
     node" (the name test ran first); a percent rounded to 4 places heard "percent should be

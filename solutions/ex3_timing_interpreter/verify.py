@@ -123,7 +123,14 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
             f"{row['name']}: op and target should be {wanted} (target_text(node) gives the "
             f"target), not {(row['op'], row['target'])}"
         )
-        assert row["calls"] == calls, f"{row['name']}: calls should be {calls}"
+        whole = isinstance(row["calls"], int) and not isinstance(row["calls"], bool)
+        assert whole and row["calls"] == calls, (
+            f"{row['name']}: calls should be the int {calls}, not {row['calls']!r}"
+        )
+        for key in ("mean_s", "percent"):
+            assert isinstance(row[key], float), (
+                f"{row['name']}: {key} should be a float, not {type(row[key]).__name__}"
+            )
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}: mean_s is total / calls"
         share = 100 * total / sum(totals)
         assert math.isclose(row["percent"], share), (

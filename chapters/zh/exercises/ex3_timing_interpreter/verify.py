@@ -121,7 +121,14 @@ def check_summary(rows, timings: dict, gm: torch.fx.GraphModule) -> list:
         assert (row["op"], row["target"]) == wanted, (
             f"{row['name']}：op 和 target 应为 {wanted}（target 由 target_text(node) 给出），而不是 {(row['op'], row['target'])}"
         )
-        assert row["calls"] == calls, f"{row['name']}：calls 应为 {calls}"
+        whole = isinstance(row["calls"], int) and not isinstance(row["calls"], bool)
+        assert whole and row["calls"] == calls, (
+            f"{row['name']}：calls 应为整数 {calls}，而不是 {row['calls']!r}"
+        )
+        for key in ("mean_s", "percent"):
+            assert isinstance(row[key], float), (
+                f"{row['name']}：{key} 应为浮点数（float），而不是 {type(row[key]).__name__}"
+            )
         assert math.isclose(row["mean_s"], total / calls), f"{row['name']}：mean_s 应为 total / calls"
         share = 100 * total / sum(totals)
         assert math.isclose(row["percent"], share), (
