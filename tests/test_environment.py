@@ -98,3 +98,13 @@ def test_xdist_groups_send_a_module_to_one_worker(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     workers = set(re.findall(r"\[(gw\d+)\].*PASSED", done.stdout))
     assert len(workers) == 1, f"one xdist group ran on {sorted(workers)}:\n{done.stdout}"
+
+
+def test_importing_nbformat_builds_no_iri_grammar():
+    """The lock leaves out rfc3987-syntax (Makefile, LOCK_LEFT_OUT): jsonschema imports it when
+    present, and it builds a Lark grammar at import, about two seconds of every grader command."""
+    code = "import sys, nbformat, jsonschema\n"
+    code += "print(sorted({'rfc3987_syntax', 'lark'} & {*sys.modules}))"
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert imported.stdout.strip() == "[]", imported.stdout + imported.stderr
+    assert "rfc3987-syntax" not in _pins() and "lark" not in _pins()
