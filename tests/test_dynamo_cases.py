@@ -658,3 +658,22 @@ def test_6_2_refuses_a_decision_dynamo_took_as_a_constant():
     wanted = SIGN_REFERENCE(-x)
     assert torch.equal(cases.reused_on_the_negation(honest, x), wanted)
     assert not torch.allclose(cases.reused_on_the_negation(constant, x), wanted)
+
+
+def test_checkpoint_6_3_asks_a_climb_that_names_no_stage_where_it_looked(monkeypatch):
+    """The red team (redP6): a climb comparing sums named None for a fault that moves values
+    and heard no hint. A climb that names no stage now hears where a wrong value hides."""
+    from fxcourse import tryit
+
+    check = check_cells.check_source("06_torch_compile", "6.3")
+    problems = []
+    for run_seed in RUN_SEEDS + [1, 2, 3]:
+        namespace = {"__name__": "chapter", "torch": torch, "checkpoint": tryit.checkpoint}
+        namespace["first_failing_backend"] = WRONG["sums only"].first_failing_backend
+        tryit.replay("6.3", run_seed)
+        problems.append(check_cells.judged(check, namespace, monkeypatch).problem)
+    named_none = [p for p in problems if p.startswith("you named None")]
+    assert named_none, problems
+    hints = ("only at a summary such as a sum?", "0.5 % off", "returns NaN in one place")
+    assert all(any(hint in p for hint in hints) for p in named_none), named_none
+    assert any(hints[0] in p for p in named_none), named_none
