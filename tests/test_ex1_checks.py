@@ -129,3 +129,22 @@ def test_a_visible_check_tells_a_forgotten_recompile_with_the_differing_output()
         verify.check_against(gm, verify.Wrap(torch.tanh), x, "torch.sigmoid")
     gm.recompile()
     verify.check_against(gm, verify.Wrap(torch.tanh), x, "torch.sigmoid")
+
+
+def by_function_name(gm):
+    """The red team's (redQ7): every function whose name holds "sigmoid" becomes tanh."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and "sigmoid" in getattr(node.target, "__name__", ""):
+            node.target, node.kwargs = torch.tanh, {}  # F.hardsigmoid's inplace=False dropped
+    gm.recompile()
+    return gm
+
+
+def test_functions_found_by_a_name_holding_sigmoid_are_refused_by_the_hidden_check(checks):
+    """test_graph_hygiene's hidden models call F.hardsigmoid and F.logsigmoid: a pass that
+    matches function names turned both into tanh and passed every test."""
+    what = "F.hardsigmoid and F.logsigmoid, no sigmoids"
+    with pytest.raises(AssertionError):
+        judged(checks, "test_graph_hygiene", what, by_function_name)
+    judged(checks, "test_graph_hygiene", what, checks.reference)
+    judged(checks, "test_torch_sigmoid", "torch.sigmoid", by_function_name)  # right there

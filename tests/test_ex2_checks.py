@@ -66,3 +66,35 @@ def test_the_visible_merge_cell_reads_verifys_kind_of_not_a_learners(tmp_path):
         sys.path.remove(str(folder))
         sys.modules.pop("verify", None)
     assert namespace["kind_of"](namespace["merged"]) != "GraphModule"  # the learner's own
+
+
+def merge_keeping(choose):
+    """A merge that keeps the node `choose(a, b)` names (the red team's, redQ7: by the names'
+    order or length), its users reading that node."""
+
+    def merge(gm, a, b):
+        keep = choose(a, b)
+        nodes = {node.name: node for node in gm.graph.nodes}
+        drop = nodes[b if keep == a else a]
+        drop.replace_all_uses_with(nodes[keep])
+        gm.graph.erase_node(drop)
+        gm.recompile()
+        return gm
+
+    return merge
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_hidden_merge_test_keeps_the_graphs_first_node_not_the_names(seed):
+    """Every hidden pair used to sort by name as in the graph: a merge that kept the name that
+    sorts first, or the shorter one, passed. A graph whose earlier node has the longer name that
+    sorts last now refuses both; the reference still passes."""
+    checks, probes, solution = (
+        probing.load(VERIFY.with_name(name)) for name in ("checks.py", "probes.py", "solution.py")
+    )
+    cases = checks.inputs("test_merge", seed)
+    checks.test_merge(probes.test_merge({"merge": solution.merge}, cases), cases)
+    for choose in (lambda a, b: min(a, b), lambda a, b: min(a, b, key=len)):
+        data = probes.test_merge({"merge": merge_keeping(choose)}, cases)
+        with pytest.raises(AssertionError):
+            checks.test_merge(data, cases)

@@ -56,6 +56,12 @@ def lookalikes() -> nn.Sequential:
     return nn.Sequential(nn.Hardsigmoid(), nn.LogSigmoid())
 
 
+def function_lookalikes(t):
+    """The functions of the two lookalikes: their names hold "sigmoid" (red team redQ7: a pass
+    that matched function names turned them into tanh and passed)."""
+    return F.logsigmoid(F.hardsigmoid(t))
+
+
 def sigmoid_in_place(t):
     t.sigmoid_()
     return t
@@ -94,6 +100,7 @@ CASES = {
         "torch.sigmoid": lambda w: Wrap(torch.sigmoid, w),
         "a model without a sigmoid": lambda w: Wrap(torch.relu, w),
         "nn.Hardsigmoid and nn.LogSigmoid, no sigmoids": lambda w: Wrap(lookalikes(), w),
+        "F.hardsigmoid and F.logsigmoid, no sigmoids": lambda w: Wrap(function_lookalikes, w),
         "Mixed": Mixed,
         "misnamed nodes": lambda w: verify.misnamed(),
     },

@@ -18,7 +18,8 @@ from grader.safegrade.probing import learner
 # the sandbox, before any learner's cell.
 GRAPHS = Vocabulary(
     functions=(torch.sigmoid, F.sigmoid, torch.special.expit, torch.relu, torch.cat)
-    + (torch.tanh, F.tanh, torch.Tensor.tanh, operator.add, operator.mul),
+    + (torch.tanh, F.tanh, torch.Tensor.tanh, operator.add, operator.mul)
+    + (F.hardsigmoid, F.logsigmoid),  # no sigmoids, though their names hold the word
     methods=("sigmoid", "sigmoid_", "tanh", "tanh_", "sum"),
     modules={nn.Linear: linear_arguments, nn.Sigmoid: None, nn.Tanh: None}
     | {nn.Hardsigmoid: None, nn.LogSigmoid: None},  # no sigmoids, though their names end so

@@ -60,12 +60,27 @@ def edited(constant) -> torch.fx.GraphModule:
     return gm
 
 
+def renamed(constant) -> torch.fx.GraphModule:
+    """Example with its two equal relus renamed, so that the earlier one's name is the longer
+    and sorts after the later one's: the first node is the graph's first, not the name's."""
+    gm = torch.fx.symbolic_trace(Example(constant))
+    by_name = {node.name: node for node in gm.graph.nodes}
+    by_name["relu"]._rename("relu_in_full")  # private Node method, as a pass's rename uses
+    by_name["relu_1"]._rename("relu_again")
+    gm.recompile()
+    return gm
+
+
 def inputs(grade_id: str, seed: int) -> dict:
     constant = 1 + seed % 7
     graphs = {"example": Example(constant), "rich": Rich(seed)}
     graphs = {name: torch.fx.symbolic_trace(model) for name, model in graphs.items()}
     if grade_id == "test_merge":  # the later node named first, as in the visible test, and last
+        graphs["renamed"] = renamed(constant)
         pairs = {"example": ("relu_1", "relu"), "rich": ("special_expit", "special_expit_1")}
+        pairs["renamed"] = (
+            ("relu_again", "relu_in_full") if seed % 2 else ("relu_in_full", "relu_again")
+        )
         return {
             name: {
                 "graph": GRAPHS.describe(gm, state=True),
