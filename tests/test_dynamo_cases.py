@@ -61,10 +61,17 @@ def test_planted_bug_breaks_only_inside_its_block():
 
 
 def climb(
-    compare, reset=True, catch=True, ladder=LADDER, on_error=lambda backend: backend, whole=False
+    compare,
+    reset=True,
+    catch=True,
+    ladder=LADDER,
+    on_error=lambda backend: backend,
+    whole=False,
+    wrap=False,
 ):
     """A learner's first_failing_backend; on_error(backend): its verdict on a crash, None: go on;
-    whole: compiled with fullgraph=True; reset: before each stage, "after" it, or never."""
+    whole: compiled with fullgraph=True; reset: before each stage, "after" it, or never; wrap:
+    compiles a lambda that calls fn (a code object of its own, traced anew at each stage)."""
 
     def first_failing_backend(fn, sample):
         expected = fn(sample)
@@ -72,7 +79,8 @@ def climb(
             if reset is True:
                 torch.compiler.reset()
             try:
-                result = torch.compile(fn, backend=backend, fullgraph=whole)(sample)
+                compiled = (lambda t: fn(t)) if wrap else fn
+                result = torch.compile(compiled, backend=backend, fullgraph=whole)(sample)
             except Exception:
                 if not catch:
                     raise
@@ -100,9 +108,12 @@ def assert_close_holds(result, expected):
 REFERENCE = climb(torch.allclose)
 HONEST = {"assert_close": climb(assert_close_holds)}
 HONEST["looser"] = climb(lambda r, e: torch.allclose(r, e, rtol=1e-3, atol=1e-4))
+HONEST["fn in a lambda"] = climb(torch.allclose, wrap=True)
 WRONG = {"no reset": climb(torch.allclose, reset=False), "same bits": climb(torch.equal)}
 # the red team's (redJ3): a cache cleared after each stage, so a stale graph meets the first
 WRONG["reset after each stage"] = climb(torch.allclose, reset="after")
+# the red team's (redR7): no reset, fn compiled in a lambda (fn's own cache still runs at a break)
+WRONG["no reset, fn in a lambda"] = climb(torch.allclose, reset=False, wrap=True)
 # the red team's (redL4): a comparison of some of the values (the faults were at index 3)
 WRONG["first eight values"] = climb(lambda r, e: torch.allclose(r[:8], e[:8]))
 WRONG["every third value"] = climb(lambda r, e: torch.allclose(r[::3], e[::3]))
