@@ -1,7 +1,7 @@
 """Checkpoints of chapters 1, 2, 3 and 5, run outside the notebook on many seeds, against answers
 an independent red team wrote: each wrong one is refused in every run, each honest one passes.
 (test_tryits runs every mistake and the answer in the chapter; `make test-checkpoints` the answer
-on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (default 2).
+on 20 seeds.) `FXCOURSE_CHECK_SEEDS=20` runs each answer here on 20 seeds (default 1).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from courseware import authoring
 from fxcourse import reference, tryit
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "2"))))
+SEEDS = list(range(1, 1 + int(os.environ.get("FXCOURSE_CHECK_SEEDS", "1"))))
 CHAPTERS = {
     "1": "01_symbolic_tracing",
     "2": "02_fx_ir",

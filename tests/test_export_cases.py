@@ -21,7 +21,7 @@ from fxcourse import export_cases, export_cases_late
 from fxcourse.cases import makers_of
 
 # Runs of 7.3's exported cases (each exports a program): `make test-checkpoints` asks for 20.
-EXPORT_RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "3"))
+EXPORT_RUNS = int(os.environ.get("FXCOURSE_CASE_SEEDS", "1"))
 
 
 def runs(builder, count: int, how_many: int = 200):
