@@ -290,7 +290,8 @@ def damaged_mlps_for(quantizer_class: type[Quantizer]) -> Callable:
         if floor_db is None:  # read before the renaming below: the debugger pairs nodes by handle
             floor_db = floor_among_clean(float_graph, quantized, data, f"linear_{first}")
         bare_name = ["linear", "linear_1"][bare]
-        layers = f"{depth} x nn.Linear({width}, {width}), a ReLU after each but {bare_name}"
+        layers = f"{depth} x (nn.Linear({width}, {width}), nn.ReLU())"
+        layers += _(", no ReLU after {bare}").format(bare=bare_name)
         linears = ", ".join(f"linear_{i}" for i in sorted(coarse))
         note = _("{layers}; weights on a coarse grid in {linears}; floor_db={floor_db}")
         if relus:
